@@ -1,0 +1,105 @@
+"""kubecore: the core of a container node agent (the Kubernetes kubelet) as a pluggable library.
+
+Public names are re-exported here; the modules behind them are private.
+"""
+
+from kubecore._actions import (
+    BackoffEntry,
+    ContainerToKill,
+    KillReason,
+    ObservedPod,
+    PodActions,
+    PodHistory,
+    ProbeState,
+    Waiting,
+)
+from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._errors import (
+    Conflict,
+    ContainerNotFound,
+    ContainerRuntimeError,
+    FieldError,
+    ImageNotFound,
+    ImagePullError,
+    InvalidConfig,
+    KubecoreError,
+    NotFound,
+    PluginError,
+    RuntimeTimeout,
+    RuntimeUnavailable,
+    SandboxNotFound,
+    UnknownRuntime,
+    ValidationError,
+)
+from kubecore._model import (
+    Container,
+    ContainerPort,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    EmptyDirVolumeSource,
+    EnvVar,
+    ExecAction,
+    HostPathVolumeSource,
+    HTTPGetAction,
+    HTTPHeader,
+    Lifecycle,
+    LifecycleHandler,
+    LocalObjectReference,
+    ObjectMeta,
+    Pod,
+    PodCondition,
+    PodSpec,
+    PodStatus,
+    Probe,
+    ResourceRequirements,
+    SecurityContext,
+    TCPSocketAction,
+    Volume,
+    VolumeMount,
+    default_pull_policy,
+)
+from kubecore._runtime import (
+    ContainerConfig,
+    ContainerRuntime,
+    ContainerStats,
+    DNSConfig,
+    Event,
+    EventRecorder,
+    EventType,
+    ExecResult,
+    HealthChecker,
+    Image,
+    ImageFsUsage,
+    Mount,
+    ObjectReference,
+    PortMapping,
+    ProbeOutcome,
+    ProbeResult,
+    ProbeTarget,
+    Puller,
+    PullProgress,
+    RegistryAuth,
+    RuntimeContainer,
+    RuntimeEvent,
+    RuntimeEventType,
+    RuntimeSandbox,
+    RuntimeSnapshot,
+    RuntimeState,
+    RuntimeVersion,
+    SandboxConfig,
+    SandboxState,
+    Subscription,
+)
+
+# -- manifest (loading, dumping, validation, quantities) --
+# -- plugins --
+# -- planning, status, translation --
+# -- agent --
+# -- sources, server, metrics --
+
+__version__ = "0.1.0"
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,139 @@
+"""Values passed between the pure planner and the executor.
+
+``compute_pod_actions(pod, observed, history, now) -> PodActions`` (in ``_planner.py``) reads only
+these values; the executor carries a ``PodActions`` out through the runtime protocols.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+import attrs
+
+from kubecore._runtime import RuntimeContainer, RuntimeSandbox
+
+
+class KillReason(enum.Enum):
+    SANDBOX_MISSING = "the pod sandbox is missing"
+    SANDBOX_DEAD = "the pod sandbox is not ready"
+    SANDBOX_CHANGED = "the pod sandbox must be recreated"
+    POD_NOT_DESIRED = "the pod is no longer desired"
+    POD_TERMINAL = "the pod reached a terminal phase"
+    SPEC_CHANGED = "the container spec changed"
+    NOT_IN_SPEC = "the container is not in the pod spec"
+    DUPLICATE = "a newer container of the same name runs"
+    LIVENESS_FAILED = "the liveness probe failed"
+    STARTUP_FAILED = "the startup probe failed"
+    POST_START_FAILED = "the postStart hook failed"
+    INIT_NOT_DONE = "init containers must complete first"
+
+
+@attrs.frozen
+class BackoffEntry:
+    """Backoff of one container (or image): it may not be retried before ``until``."""
+
+    delay: float
+    until: float
+    last_failure: float
+
+
+@attrs.frozen
+class ProbeState:
+    """The probe worker's latest verdict for one running container (by container id)."""
+
+    liveness_failed: bool = False
+    ready: bool = False
+    started: bool = False
+    message: str = ""
+
+
+@attrs.frozen
+class PodHistory:
+    """What the agent remembers about a pod between syncs. Everything else comes from the runtime.
+
+    Keys of ``crash_backoff`` / ``image_backoff`` are container names; ``probes`` is keyed by
+    runtime container id.
+    """
+
+    crash_backoff: Mapping[str, BackoffEntry] = attrs.field(factory=dict)
+    image_backoff: Mapping[str, BackoffEntry] = attrs.field(factory=dict)
+    probes: Mapping[str, ProbeState] = attrs.field(factory=dict)
+    post_start_failed: frozenset[str] = frozenset()
+    """Runtime container ids whose postStart hook failed."""
+
+
+@attrs.frozen
+class ObservedPod:
+    """What the runtime shows for one pod (from the sync's snapshot, filtered by pod UID)."""
+
+    sandboxes: tuple[RuntimeSandbox, ...] = ()
+    containers: tuple[RuntimeContainer, ...] = ()
+
+
+@attrs.frozen
+class ContainerToKill:
+    container_id: str
+    name: str
+    reason: KillReason
+    message: str = ""
+
+
+@attrs.frozen
+class Waiting:
+    """A container the planner wanted to start but may not yet, and why (for status)."""
+
+    name: str
+    reason: str
+    """``CrashLoopBackOff``, ``ImagePullBackOff``, ``PodInitializing``, ..."""
+    message: str = ""
+
+
+@attrs.frozen
+class PodActions:
+    kill_pod: bool = False
+    """Kill every container and the sandbox(es) of the pod before anything else."""
+    create_sandbox: bool = False
+    sandbox_id: str = ""
+    """The sandbox the new containers join (empty when ``create_sandbox``)."""
+    attempt: int = 0
+    """Attempt number for a new sandbox."""
+    next_init_container: int | None = None
+    """Index into ``spec.init_containers`` of the init container to start now."""
+    containers_to_start: tuple[int, ...] = ()
+    """Indexes into ``spec.containers``."""
+    containers_to_kill: tuple[ContainerToKill, ...] = ()
+    sandboxes_to_remove: tuple[str, ...] = ()
+    waiting: tuple[Waiting, ...] = ()
+    pod_failed: bool = False
+    """The pod can never run again (init container failed under Never, ...)."""
+
+    @property
+    def is_noop(self) -> bool:
+        return not (
+            self.kill_pod
+            or self.create_sandbox
+            or self.next_init_container is not None
+            or self.containers_to_start
+            or self.containers_to_kill
+            or self.sandboxes_to_remove
+        )
+
+    def summary(self) -> str:
+        """One line for the logs."""
+        parts = []
+        if self.kill_pod:
+            parts.append("kill pod")
+        if self.create_sandbox:
+            parts.append(f"create sandbox (attempt {self.attempt})")
+        if self.next_init_container is not None:
+            parts.append(f"start init[{self.next_init_container}]")
+        if self.containers_to_start:
+            parts.append(f"start {list(self.containers_to_start)}")
+        for kill in self.containers_to_kill:
+            parts.append(f"kill {kill.name} ({kill.reason.name})")
+        if self.sandboxes_to_remove:
+            parts.append(f"remove {len(self.sandboxes_to_remove)} old sandbox(es)")
+        for wait in self.waiting:
+            parts.append(f"{wait.name} waits: {wait.reason}")
+        return "; ".join(parts) or "nothing to do"

@@ -1,0 +1,86 @@
+"""Typed errors. Adapters translate their engine's errors into these; the agent retries on them."""
+
+from __future__ import annotations
+
+import attrs
+
+
+class KubecoreError(Exception):
+    """Base of every error kubecore raises on purpose."""
+
+
+@attrs.frozen
+class FieldError:
+    """One problem in a manifest: ``path`` like ``spec.containers[1].image``, a plain message."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ValidationError(KubecoreError, ValueError):
+    """A manifest (or pod) has one or more problems; ``problems`` lists every one of them."""
+
+    def __init__(self, problems: list[FieldError] | tuple[FieldError, ...], source: str = "") -> None:
+        self.problems: tuple[FieldError, ...] = tuple(problems)
+        self.source = source
+        where = f"{source}: " if source else ""
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{where}{len(self.problems)} problem(s)\n{lines}")
+
+
+class PluginError(KubecoreError):
+    """A runtime plugin is broken, duplicated or misconfigured."""
+
+
+class UnknownRuntime(PluginError, LookupError):
+    """``load_runtime`` was asked for a runtime no installed plugin provides."""
+
+    def __init__(self, name: str, installed: list[str]) -> None:
+        self.name = name
+        self.installed = installed
+        super().__init__(
+            f"unknown runtime {name!r}; installed runtimes: {', '.join(installed) or '(none)'}"
+        )
+
+
+class ContainerRuntimeError(KubecoreError):
+    """A runtime or image-service call failed. Safe to retry at the next sync."""
+
+
+class NotFound(ContainerRuntimeError, LookupError):
+    """The object named does not exist (any more)."""
+
+
+class SandboxNotFound(NotFound):
+    pass
+
+
+class ContainerNotFound(NotFound):
+    pass
+
+
+class ImageNotFound(NotFound):
+    pass
+
+
+class Conflict(ContainerRuntimeError):
+    """The request conflicts with the object's current state (a name in use, a running container)."""
+
+
+class ImagePullError(ContainerRuntimeError):
+    """An image could not be pulled (missing, unauthorized, registry down, error in the stream)."""
+
+
+class RuntimeUnavailable(ContainerRuntimeError):
+    """The engine cannot be reached."""
+
+
+class RuntimeTimeout(ContainerRuntimeError, TimeoutError):
+    """A call (or an exec) did not finish in time."""
+
+
+class InvalidConfig(ContainerRuntimeError, ValueError):
+    """The engine refused a config (a bad image name, an option it does not support)."""

@@ -1,0 +1,420 @@
+"""The seams between the core and a container engine, shaped like the Kubernetes CRI.
+
+A plugin implements ``ContainerRuntime`` and ``Puller`` (and may bring its own
+``HealthChecker``). The core builds every ``SandboxConfig`` / ``ContainerConfig`` from the pod spec,
+so an adapter only maps these neutral values onto its engine.
+
+Contract for every adapter:
+
+* ``stop_*`` and ``remove_*`` are idempotent: stopping a stopped object or removing a missing one
+  succeeds silently.
+* Any other call on a missing object raises ``SandboxNotFound`` / ``ContainerNotFound`` /
+  ``ImageNotFound``.
+* Engine failures are raised as ``kubecore`` errors (``ContainerRuntimeError`` subclasses), never as
+  the engine library's own exceptions.
+* Labels and annotations given in a config are returned unchanged by list/status calls: everything
+  the agent must know after a restart lives there.
+* ``snapshot``/``list_*`` return only objects that carry ``MANAGED_LABEL``: kubecore never sees, and
+  so never touches, containers it did not create.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from kubecore._model import Probe
+
+# Labels the core puts on every object (dockershim's names, so existing tooling reads them).
+MANAGED_LABEL = "io.kubecore.managed"
+POD_NAME_LABEL = "io.kubernetes.pod.name"
+POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+POD_UID_LABEL = "io.kubernetes.pod.uid"
+CONTAINER_NAME_LABEL = "io.kubernetes.container.name"
+SANDBOX_CONTAINER_NAME = "POD"
+# Annotations (stored by Docker as labels prefixed ``annotation.``).
+HASH_ANNOTATION = "io.kubernetes.container.hash"
+RESTART_COUNT_ANNOTATION = "io.kubernetes.container.restartCount"
+TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath"
+GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod"
+INIT_CONTAINER_ANNOTATION = "io.kubecore.container.init"
+
+
+class SandboxState(enum.Enum):
+    READY = "ready"
+    NOTREADY = "notready"
+
+
+class RuntimeState(enum.Enum):
+    """A container's state as the engine reports it."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+
+
+class RuntimeEventType(enum.Enum):
+    CREATED = "created"
+    STARTED = "started"
+    DIED = "died"
+    OOM = "oom"
+    DELETED = "deleted"
+
+
+# --- configs: what the core asks for --------------------------------------------------------
+
+
+@attrs.frozen
+class PortMapping:
+    container_port: int
+    host_port: int = 0
+    host_ip: str = ""
+    protocol: str = "TCP"
+
+
+@attrs.frozen
+class Mount:
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
+@attrs.frozen
+class DNSConfig:
+    servers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class SandboxConfig:
+    name: str
+    namespace: str
+    uid: str
+    attempt: int = 0
+    hostname: str = ""
+    host_network: bool = False
+    ports: tuple[PortMapping, ...] = ()
+    dns: DNSConfig | None = None
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    image: str = ""
+    """The sandbox (pause) image; empty means the runtime's default."""
+
+
+@attrs.frozen
+class ContainerConfig:
+    name: str
+    image: str
+    command: tuple[str, ...] = ()
+    """Overrides the image's entrypoint when not empty."""
+    args: tuple[str, ...] = ()
+    """Overrides the image's default arguments (CMD) when not empty."""
+    working_dir: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    attempt: int = 0
+    cpu_shares: int | None = None
+    cpu_quota: int | None = None
+    cpu_period: int | None = None
+    memory_limit: int | None = None
+    privileged: bool = False
+
+
+# --- observations: what the runtime reports ------------------------------------------------
+
+
+@attrs.frozen
+class RuntimeSandbox:
+    id: str
+    name: str
+    namespace: str
+    uid: str
+    attempt: int
+    state: SandboxState
+    created_at: float
+    ip: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class RuntimeContainer:
+    id: str
+    sandbox_id: str
+    name: str
+    image: str
+    state: RuntimeState
+    created_at: float
+    attempt: int = 0
+    image_id: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    """``OOMKilled``, ``Error``, ``Completed``, ``ContainerCannotRun``, ... ('' while running)."""
+    message: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class RuntimeSnapshot:
+    """Everything kubecore manages on this runtime, read at one moment."""
+
+    sandboxes: tuple[RuntimeSandbox, ...] = ()
+    containers: tuple[RuntimeContainer, ...] = ()
+    taken_at: float = 0.0
+
+
+@attrs.frozen
+class ExecResult:
+    exit_code: int
+    stdout: bytes = b""
+    stderr: bytes = b""
+
+
+@attrs.frozen
+class RuntimeEvent:
+    type: RuntimeEventType
+    container_id: str
+    timestamp: float
+    pod_uid: str = ""
+    container_name: str = ""
+    exit_code: int | None = None
+
+
+@attrs.frozen
+class RuntimeVersion:
+    runtime_name: str
+    runtime_version: str
+    api_version: str = ""
+
+
+@attrs.frozen
+class ContainerStats:
+    container_id: str
+    timestamp: float
+    cpu_usage_nanos: int | None = None
+    memory_working_set_bytes: int | None = None
+    memory_usage_bytes: int | None = None
+
+
+@attrs.frozen
+class Image:
+    id: str
+    tags: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
+    size: int = 0
+    created_at: float = 0.0
+
+
+@attrs.frozen
+class ImageFsUsage:
+    used_bytes: int
+    capacity_bytes: int
+
+
+@attrs.frozen
+class RegistryAuth:
+    username: str = ""
+    password: str = ""
+    server: str = ""
+    identity_token: str = ""
+
+
+@attrs.frozen
+class PullProgress:
+    image: str
+    status: str
+    current: int | None = None
+    total: int | None = None
+    layer: str = ""
+
+
+class Subscription(Protocol):
+    def close(self) -> None: ...
+
+
+# --- the seams ----------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ContainerRuntime(Protocol):
+    def version(self) -> RuntimeVersion: ...
+
+    # sandboxes
+    def run_sandbox(self, config: SandboxConfig) -> str:
+        """Create and start a sandbox; return its id."""
+        ...
+
+    def stop_sandbox(self, sandbox_id: str) -> None:
+        """Stop the sandbox (idempotent; its containers are stopped by the caller first)."""
+        ...
+
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        """Remove the sandbox and any container still in it (idempotent)."""
+        ...
+
+    def list_sandboxes(self) -> list[RuntimeSandbox]: ...
+
+    def sandbox_status(self, sandbox_id: str) -> RuntimeSandbox:
+        """Raises ``SandboxNotFound``."""
+        ...
+
+    # containers
+    def create_container(
+        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
+    ) -> str:
+        """Create (not start) a container that joins the sandbox's namespaces; return its id.
+
+        Raises ``SandboxNotFound``, ``ImageNotFound`` (the image is not present locally).
+        """
+        ...
+
+    def start_container(self, container_id: str) -> None:
+        """Start a created container. Raises ``ContainerNotFound``; a start that fails in the
+        engine leaves the container EXITED/CREATED with a reason (``ContainerCannotRun``)."""
+        ...
+
+    def stop_container(self, container_id: str, timeout: float) -> None:
+        """Signal TERM, wait up to ``timeout`` seconds, then KILL (idempotent)."""
+        ...
+
+    def remove_container(self, container_id: str) -> None:
+        """Remove the container, killing it if needed (idempotent)."""
+        ...
+
+    def list_containers(self) -> list[RuntimeContainer]: ...
+
+    def container_status(self, container_id: str) -> RuntimeContainer:
+        """Raises ``ContainerNotFound``."""
+        ...
+
+    def snapshot(self) -> RuntimeSnapshot:
+        """Every managed sandbox and container with its state: the agent's one read per sync.
+        An adapter should answer it with as few engine calls as it can (Docker: one list)."""
+        ...
+
+    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
+        """Run a command in a running container. Raises ``RuntimeTimeout`` after ``timeout``."""
+        ...
+
+    def logs(
+        self,
+        container_id: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        """The container's output (stdout and stderr), line by line, each line ending in ``\\n``.
+        With ``timestamps`` each line starts with an RFC 3339 time and a space. With ``follow``
+        the iterator blocks for new lines until the container stops or the iterator is closed."""
+        ...
+
+    def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
+        """Call ``handler`` for each container event until the subscription is closed.
+        Return None when the runtime has no event stream (the agent then relies on relists)."""
+        ...
+
+    def container_stats(self) -> list[ContainerStats]:
+        """Usage of every running managed container (may be empty if the runtime cannot tell)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and threads."""
+        ...
+
+
+@runtime_checkable
+class Puller(Protocol):
+    def pull(
+        self,
+        image: str,
+        auth: RegistryAuth | None = None,
+        progress: Callable[[PullProgress], None] | None = None,
+    ) -> str:
+        """Pull an image; return its image id. Raises ``ImagePullError``."""
+        ...
+
+    def image_status(self, image: str) -> Image | None:
+        """The local image for this exact reference, or None."""
+        ...
+
+    def list_images(self) -> list[Image]: ...
+
+    def remove_image(self, image: str) -> None:
+        """Remove by id or reference (idempotent). Raises ``Conflict`` if a container uses it."""
+        ...
+
+    def image_fs_usage(self) -> ImageFsUsage | None:
+        """Disk use of the image store, or None if the runtime cannot tell."""
+        ...
+
+
+class ProbeOutcome(enum.Enum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
+
+
+@attrs.frozen
+class ProbeResult:
+    outcome: ProbeOutcome
+    message: str = ""
+
+
+@attrs.frozen
+class ProbeTarget:
+    """What a probe needs to know about the container it checks."""
+
+    container_id: str
+    pod_ip: str
+    named_ports: Mapping[str, int] = attrs.field(factory=dict)
+
+
+@runtime_checkable
+class HealthChecker(Protocol):
+    def check(self, probe: Probe, target: ProbeTarget) -> ProbeResult:
+        """Run one probe (exec, HTTP GET or TCP) once, honouring ``probe.timeout_seconds``.
+        Never raises: an error is a FAILURE (or UNKNOWN if the check could not run)."""
+        ...
+
+
+class EventType(enum.Enum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+@attrs.frozen
+class ObjectReference:
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    field_path: str = ""
+    """``spec.containers{web}`` for a container, '' for the pod itself."""
+
+
+@attrs.frozen
+class Event:
+    involved_object: ObjectReference
+    type: EventType
+    reason: str
+    message: str
+    timestamp: float
+
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    def record(self, event: Event) -> None:
+        """Must not raise and must not block for long."""
+        ...

@@ -1,0 +1,1 @@
+"""Tools for testing with kubecore: hypothesis strategies, the runtime conformance suite."""
