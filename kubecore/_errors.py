@@ -23,7 +23,9 @@ class FieldError:
 class ValidationError(KubecoreError, ValueError):
     """A manifest (or pod) has one or more problems; ``problems`` lists every one of them."""
 
-    def __init__(self, problems: list[FieldError] | tuple[FieldError, ...], source: str = "") -> None:
+    def __init__(
+        self, problems: list[FieldError] | tuple[FieldError, ...], source: str = ""
+    ) -> None:
         self.problems: tuple[FieldError, ...] = tuple(problems)
         self.source = source
         where = f"{source}: " if source else ""
@@ -67,7 +69,7 @@ class ImageNotFound(NotFound):
 
 
 class Conflict(ContainerRuntimeError):
-    """The request conflicts with the object's current state (a name in use, a running container)."""
+    """The request conflicts with the current state (a name in use, a running container)."""
 
 
 class ImagePullError(ContainerRuntimeError):
