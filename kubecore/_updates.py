@@ -1,0 +1,27 @@
+"""What pod sources send to the agent."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from kubecore._model import Pod
+
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+"""Every pod is stamped with the name of the source it came from."""
+
+
+class Operation(enum.Enum):
+    SET = "set"
+    """The source's complete pod list: pods it no longer lists are removed."""
+    ADD = "add"
+    UPDATE = "update"
+    REMOVE = "remove"
+
+
+@attrs.frozen
+class PodUpdate:
+    op: Operation
+    pods: tuple[Pod, ...]
+    source: str
