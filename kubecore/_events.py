@@ -1,0 +1,107 @@
+"""Default event recorders: to the log, to an in-memory ring, and to several at once."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Iterable
+
+from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
+
+logger = logging.getLogger(__name__)
+
+
+def pod_reference(
+    namespace: str, name: str, uid: str = "", container: str = "", *, init: bool = False
+) -> ObjectReference:
+    """The object an event is about: the pod, or one of its containers (by field path)."""
+    field_path = ""
+    if container:
+        field_path = f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
+    return ObjectReference(
+        kind="Pod", namespace=namespace, name=name, uid=uid, field_path=field_path
+    )
+
+
+class LoggingRecorder:
+    """Writes each event to the ``logging`` module (warnings at WARNING, the rest at INFO)."""
+
+    def __init__(self, log: logging.Logger | None = None) -> None:
+        self._log = log or logger
+
+    def record(self, event: Event) -> None:
+        ref = event.involved_object
+        level = logging.WARNING if event.type is EventType.WARNING else logging.INFO
+        where = f"{ref.namespace}/{ref.name}"
+        if ref.field_path:
+            where += f" {ref.field_path}"
+        self._log.log(
+            level,
+            "%s %s: %s",
+            where,
+            event.reason,
+            event.message,
+            extra={"event_reason": event.reason, "pod": f"{ref.namespace}/{ref.name}"},
+        )
+
+
+class MemoryRecorder:
+    """Keeps the newest ``max_size`` events in memory (thread-safe)."""
+
+    def __init__(self, max_size: int = 1000) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self._events: collections.deque[Event] = collections.deque(maxlen=max_size)
+        self._lock = threading.Lock()
+
+    @property
+    def max_size(self) -> int:
+        return self._events.maxlen or 0
+
+    def record(self, event: Event) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def events(
+        self,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        reason: str | None = None,
+    ) -> list[Event]:
+        """Events oldest first, optionally only those of one pod and/or one reason."""
+        with self._lock:
+            events = list(self._events)
+        return [
+            e
+            for e in events
+            if (namespace is None or e.involved_object.namespace == namespace)
+            and (name is None or e.involved_object.name == name)
+            and (reason is None or e.reason == reason)
+        ]
+
+    def reasons(self, *, namespace: str | None = None, name: str | None = None) -> list[str]:
+        return [e.reason for e in self.events(namespace=namespace, name=name)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._events.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._events)
+
+
+class FanoutRecorder:
+    """Sends each event to every recorder; one failing recorder never stops the others."""
+
+    def __init__(self, recorders: Iterable[EventRecorder]) -> None:
+        self.recorders = tuple(recorders)
+
+    def record(self, event: Event) -> None:
+        for recorder in self.recorders:
+            try:
+                recorder.record(event)
+            except Exception:
+                logger.exception("event recorder %r failed", recorder)

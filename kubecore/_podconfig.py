@@ -1,0 +1,139 @@
+"""Merges the pod lists of several sources into one desired state.
+
+Each source owns its own pods (by UID). ``SET`` replaces everything the source said before; ``ADD``
+/ ``UPDATE`` put pods in; ``REMOVE`` takes them out. The merged view lists each pod once: when two
+sources name the same ``namespace/name`` the source registered first wins. "Sources ready" means
+that every registered source has reported at least once, so the agent may trust that a pod missing
+from the merged view is really not wanted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Iterable
+
+import attrs
+
+from kubecore._model import Pod
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+
+logger = logging.getLogger(__name__)
+
+
+def stable_uid(source: str, namespace: str, name: str) -> str:
+    """A UID for a pod its source gave none: stable across restarts of the agent."""
+    digest = hashlib.sha256(f"{source}\0{namespace}\0{name}".encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def _stamp(pod: Pod, source: str) -> Pod:
+    """The pod with a UID and the source annotation (unchanged object when it has both)."""
+    meta = pod.metadata
+    uid = meta.uid or stable_uid(source, meta.namespace, meta.name)
+    if uid == meta.uid and meta.annotations.get(SOURCE_ANNOTATION) == source:
+        return pod
+    annotations = {**meta.annotations, SOURCE_ANNOTATION: source}
+    return attrs.evolve(pod, metadata=attrs.evolve(meta, uid=uid, annotations=annotations))
+
+
+class PodConfig:
+    """Per-source pod state, merged. Thread-safe."""
+
+    def __init__(self, sources: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._sources: dict[str, dict[str, Pod]] = {}
+        self._reported: set[str] = set()
+        self._generation = 0
+        self._merged: tuple[Pod, ...] = ()
+        self._merged_generation = 0
+        for source in sources:
+            self.register_source(source)
+
+    def register_source(self, source: str) -> None:
+        """Declare a source the agent must hear from before it deletes anything."""
+        if not source:
+            raise ValueError("a source needs a name")
+        with self._lock:
+            self._sources.setdefault(source, {})
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._sources)
+
+    @property
+    def generation(self) -> int:
+        """Grows by one at each update that changed the merged state."""
+        with self._lock:
+            return self._generation
+
+    def sources_ready(self) -> bool:
+        """True once at least one source exists and every registered source has reported."""
+        with self._lock:
+            return bool(self._sources) and self._reported.issuperset(self._sources)
+
+    def apply(self, update: PodUpdate) -> bool:
+        """Apply one update (registering its source); True if the desired state changed."""
+        source = update.source
+        if not source:
+            raise ValueError("a PodUpdate needs a source name")
+        pods = [_stamp(p, source) for p in update.pods]
+        with self._lock:
+            state = self._sources.setdefault(source, {})
+            first_report = source not in self._reported
+            self._reported.add(source)
+            before = dict(state)
+            if update.op is Operation.SET:
+                state.clear()
+                for pod in pods:
+                    state[pod.uid] = pod
+            elif update.op in (Operation.ADD, Operation.UPDATE):
+                for pod in pods:
+                    state[pod.uid] = pod
+            elif update.op is Operation.REMOVE:
+                for pod in pods:
+                    state.pop(pod.uid, None)
+            else:  # pragma: no cover - the enum is closed
+                raise ValueError(f"unknown operation {update.op!r}")
+            changed = before.keys() != state.keys() or any(
+                before[uid] != pod for uid, pod in state.items()
+            )
+            if changed:
+                self._generation += 1
+            logger.debug(
+                "source %s: %s of %d pod(s)%s",
+                source,
+                update.op.value,
+                len(pods),
+                "" if changed else " (no change)",
+            )
+            return changed or first_report
+
+    def pods(self) -> tuple[Pod, ...]:
+        """The merged desired pods: each ``namespace/name`` once, the earliest source first."""
+        with self._lock:
+            if self._merged_generation == self._generation and self._generation:
+                return self._merged
+            seen: set[tuple[str, str]] = set()
+            seen_uids: set[str] = set()
+            merged: list[Pod] = []
+            for source, state in self._sources.items():
+                for pod in state.values():
+                    key = (pod.metadata.namespace, pod.metadata.name)
+                    if key in seen or pod.uid in seen_uids:
+                        logger.warning(
+                            "pod %s/%s from source %s is already defined by another source;"
+                            " ignoring it",
+                            key[0],
+                            key[1],
+                            source,
+                        )
+                        continue
+                    seen.add(key)
+                    seen_uids.add(pod.uid)
+                    merged.append(pod)
+            self._merged = tuple(merged)
+            self._merged_generation = self._generation
+            return self._merged
