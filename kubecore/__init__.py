@@ -96,6 +96,22 @@ from kubecore._runtime import (
 
 # -- manifest (loading, dumping, validation, quantities) --
 # -- plugins --
+from kubecore._plugins import (
+    BrokenPlugin,
+    DuplicateRuntime,
+    KubecorePluginManager,
+    PluginWarning,
+    RuntimeBundle,
+    RuntimeInfo,
+    RuntimeRegistry,
+    broken_plugins,
+    hookimpl,
+    hookspec,
+    load_runtime,
+    plugin_manager,
+    runtimes,
+)
+
 # -- planning, status, translation --
 # -- agent --
 # -- sources, server, metrics --
