@@ -1,0 +1,128 @@
+"""Pod admission: host-port conflicts (the earlier pod wins) and the node's pod limit.
+
+A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
+event says why (as the kubelet's ``rejectPod``). Rejection is final for that pod UID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from kubecore._model import Pod
+
+HOST_PORT_CONFLICT = "HostPortConflict"
+OUT_OF_PODS = "OutOfpods"
+
+
+@attrs.frozen
+class Rejection:
+    reason: str
+    message: str
+
+
+HostPortKey = tuple[str, int, str]
+
+
+def host_ports(pod: Pod) -> list[HostPortKey]:
+    """(host IP, host port, protocol) of every port the pod binds on the host.
+
+    hostNetwork pods bind their container ports on the host too. hostPort 0 binds nothing.
+    """
+    keys: list[HostPortKey] = []
+    for container in (*pod.spec.init_containers, *pod.spec.containers):
+        for port in container.ports:
+            host_port = port.host_port
+            if pod.spec.host_network and not host_port:
+                host_port = port.container_port
+            if host_port:
+                keys.append((port.host_ip, host_port, (port.protocol or "TCP").upper()))
+    return keys
+
+
+def _conflicts(key: HostPortKey, used: dict[tuple[int, str], set[str]]) -> bool:
+    ips = used.get((key[1], key[2]))
+    if not ips:
+        return False
+    ip = key[0]
+    wildcard = ("", "0.0.0.0", "::")
+    return ip in wildcard or ip in ips or any(u in wildcard for u in ips)
+
+
+class Admission:
+    """Remembers which pods were admitted or rejected, so that the earlier pod keeps winning."""
+
+    def __init__(self, *, max_pods: int = 110) -> None:
+        self.max_pods = max_pods
+        self._admitted: dict[str, Pod] = {}
+        self._rejected: dict[str, Rejection] = {}
+
+    def rejection(self, uid: str) -> Rejection | None:
+        return self._rejected.get(uid)
+
+    def is_admitted(self, uid: str) -> bool:
+        return uid in self._admitted
+
+    def admit(self, pods: Iterable[Pod]) -> tuple[list[Pod], list[tuple[Pod, Rejection]]]:
+        """Split ``pods`` (in first-seen order) into admitted pods and new rejections.
+
+        Pods already admitted stay admitted (their spec is refreshed); pods already rejected stay
+        rejected; forgotten pods (not in ``pods``) are dropped from both sets.
+        """
+        pods = list(pods)
+        present = {p.uid for p in pods}
+        for uid in [u for u in self._admitted if u not in present]:
+            del self._admitted[uid]
+        for uid in [u for u in self._rejected if u not in present]:
+            del self._rejected[uid]
+
+        used: dict[tuple[int, str], set[str]] = {}
+        admitted: list[Pod] = []
+        new: list[Pod] = []
+        for pod in pods:
+            if pod.uid in self._rejected:
+                continue
+            if pod.uid in self._admitted:
+                self._admitted[pod.uid] = pod
+                admitted.append(pod)
+                for ip, port, proto in host_ports(pod):
+                    used.setdefault((port, proto), set()).add(ip)
+            else:
+                new.append(pod)
+
+        rejected: list[tuple[Pod, Rejection]] = []
+        for pod in new:
+            rejection = self._check(pod, used, len(admitted))
+            if rejection is not None:
+                self._rejected[pod.uid] = rejection
+                rejected.append((pod, rejection))
+                continue
+            self._admitted[pod.uid] = pod
+            admitted.append(pod)
+            for ip, port, proto in host_ports(pod):
+                used.setdefault((port, proto), set()).add(ip)
+        order = {p.uid: i for i, p in enumerate(pods)}
+        admitted.sort(key=lambda p: order[p.uid])
+        return admitted, rejected
+
+    def _check(
+        self, pod: Pod, used: dict[tuple[int, str], set[str]], count: int
+    ) -> Rejection | None:
+        if count >= self.max_pods:
+            return Rejection(
+                OUT_OF_PODS,
+                f"Pod was rejected: the node already runs its maximum of {self.max_pods} pods",
+            )
+        mine: dict[tuple[int, str], set[str]] = {}
+        for key in host_ports(pod):
+            if _conflicts(key, used) or _conflicts(key, mine):
+                ip, port, proto = key
+                where = f"{ip}:{port}" if ip else str(port)
+                owner = "this pod" if _conflicts(key, mine) else "another pod"
+                return Rejection(
+                    HOST_PORT_CONFLICT,
+                    f"Pod was rejected: host port {where}/{proto} is already used by {owner}",
+                )
+            mine.setdefault((key[1], key[2]), set()).add(key[0])
+        return None
