@@ -1,0 +1,478 @@
+"""``DockerRuntime``: kubecore's ``ContainerRuntime`` over docker-py's low-level ``APIClient``."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubecore._clock import Clock, SystemClock
+from kubecore._errors import (
+    Conflict,
+    ContainerNotFound,
+    ContainerRuntimeError,
+    InvalidConfig,
+    NotFound,
+    RuntimeTimeout,
+    SandboxNotFound,
+)
+from kubecore._runtime import (
+    MANAGED_LABEL,
+    ContainerConfig,
+    ContainerStats,
+    ExecResult,
+    RuntimeContainer,
+    RuntimeEvent,
+    RuntimeSandbox,
+    RuntimeSnapshot,
+    RuntimeVersion,
+    SandboxConfig,
+    Subscription,
+)
+from kubecore_docker._client import DockerConnection, DockerOptions
+from kubecore_docker._convert import (
+    StateDetail,
+    Summary,
+    container_from,
+    detail_from_inspect,
+    sandbox_from,
+    state_key,
+    stats_from,
+    summary_from_inspect,
+    summary_from_list,
+)
+from kubecore_docker._errors import Subject, engine_errors, raise_translated
+from kubecore_docker._events import EventWatcher
+from kubecore_docker._names import (
+    CONTAINER_TYPE,
+    DOCKER_TYPE_LABEL,
+    SANDBOX_ID_LABEL,
+    SANDBOX_TYPE,
+    container_labels,
+    container_name,
+    sandbox_labels,
+    sandbox_name,
+)
+
+log = logging.getLogger(__name__)
+
+_NO_RESTART = {"Name": "no"}
+_EXEC_EXIT_POLLS = 50
+
+
+def _port_key(container_port: int, protocol: str) -> str:
+    proto = protocol.lower() if protocol.lower() in ("tcp", "udp", "sctp") else "tcp"
+    return f"{container_port}/{proto}"
+
+
+def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
+    """``create_container`` keywords (with ``host_config`` still as keywords) for a sandbox."""
+    host: dict[str, Any] = {"ipc_mode": "shareable", "restart_policy": _NO_RESTART}
+    args: dict[str, Any] = {
+        "image": image,
+        "name": sandbox_name(config),
+        "labels": sandbox_labels(config),
+        "hostname": config.hostname or None,
+        "use_config_proxy": False,
+    }
+    if config.host_network:
+        host["network_mode"] = "host"
+    else:
+        bindings: dict[str, list[tuple[str, int]]] = {}
+        for port in config.ports:
+            if port.host_port <= 0:
+                continue
+            key = _port_key(port.container_port, port.protocol)
+            bindings.setdefault(key, []).append((port.host_ip, port.host_port))
+        if bindings:
+            args["ports"] = [tuple(key.split("/")) for key in bindings]
+            host["port_bindings"] = bindings
+    if config.dns is not None:
+        if config.dns.servers:
+            host["dns"] = list(config.dns.servers)
+        if config.dns.searches:
+            host["dns_search"] = list(config.dns.searches)
+        if config.dns.options:
+            host["dns_opt"] = list(config.dns.options)
+    args["host_config"] = host
+    return args
+
+
+def container_create_args(
+    sandbox_id: str, config: ContainerConfig, sandbox: SandboxConfig
+) -> dict[str, Any]:
+    """``create_container`` keywords for an app container joining ``sandbox_id``'s namespaces.
+
+    Kubernetes ``command`` replaces the image's ENTRYPOINT (and so drops its CMD), ``args``
+    replaces CMD; with only ``args`` the image's ENTRYPOINT stays.
+    """
+    joined = f"container:{sandbox_id}"
+    host: dict[str, Any] = {
+        "network_mode": joined,
+        "ipc_mode": joined,
+        "restart_policy": _NO_RESTART,
+        "privileged": config.privileged,
+    }
+    if config.mounts:
+        host["binds"] = [
+            f"{m.host_path}:{m.container_path}:{'ro' if m.read_only else 'rw'}"
+            for m in config.mounts
+        ]
+    if config.cpu_shares is not None:
+        host["cpu_shares"] = config.cpu_shares
+    if config.cpu_quota is not None:
+        host["cpu_quota"] = config.cpu_quota
+    if config.cpu_period is not None:
+        host["cpu_period"] = config.cpu_period
+    if config.memory_limit is not None:
+        host["mem_limit"] = config.memory_limit
+        host["memswap_limit"] = config.memory_limit
+    return {
+        "image": config.image,
+        "name": container_name(config, sandbox),
+        "labels": container_labels(config, sandbox_id, sandbox),
+        "entrypoint": list(config.command) or None,
+        "command": list(config.args) or None,
+        "environment": [f"{key}={value}" for key, value in config.env] or None,
+        "working_dir": config.working_dir or None,
+        "use_config_proxy": False,
+        "host_config": host,
+    }
+
+
+class DockerRuntime:
+    """The ``ContainerRuntime`` for a Docker Engine.
+
+    State lives only in the engine (names and labels, dockershim style); the one cache here keeps
+    the inspect of each container for as long as the list shows it in the same state, so a
+    steady-state ``snapshot`` costs one engine request however many pods run.
+    """
+
+    def __init__(
+        self,
+        connection: DockerConnection | DockerOptions | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(connection, DockerConnection):
+            connection = DockerConnection(connection)
+        self._connection = connection
+        self._clock = clock or SystemClock()
+        self._details: dict[str, tuple[tuple[str, str, int | None], StateDetail]] = {}
+        self._details_lock = threading.Lock()
+        self._watchers: list[EventWatcher] = []
+
+    @property
+    def connection(self) -> DockerConnection:
+        return self._connection
+
+    @property
+    def options(self) -> DockerOptions:
+        return self._connection.options
+
+    def _api(self) -> Any:
+        return self._connection.api()
+
+    def _forget(self, container_id: str) -> None:
+        with self._details_lock:
+            self._details.pop(container_id, None)
+
+    # -- engine -------------------------------------------------------------------------------
+
+    def version(self) -> RuntimeVersion:
+        with engine_errors():
+            data = self._api().version()
+        return RuntimeVersion(
+            runtime_name="docker",
+            runtime_version=str(data.get("Version", "")),
+            api_version=str(data.get("ApiVersion", "")),
+        )
+
+    # -- creation shared by sandboxes and containers -------------------------------------------
+
+    def _create(self, args: dict[str, Any], subject: Subject) -> str:
+        """Create a container; a name left over from an earlier try is removed and created again."""
+        api = self._api()
+        for attempt in range(2):
+            call = dict(args)
+            call["host_config"] = api.create_host_config(**args["host_config"])
+            try:
+                with engine_errors(subject):
+                    return str(api.create_container(**call)["Id"])
+            except Conflict:
+                if attempt:
+                    raise
+                log.info(
+                    "removing a stale container named %s",
+                    args["name"],
+                    extra={"container_name": args["name"]},
+                )
+                self._remove(args["name"])
+        raise AssertionError("unreachable")
+
+    def _remove(self, container: str) -> None:
+        self._forget(container)
+        try:
+            with engine_errors(Subject.CONTAINER):
+                self._api().remove_container(container, force=True, v=True)
+        except NotFound:
+            pass
+        except Conflict as error:
+            if "already in progress" not in str(error):
+                raise
+
+    def _stop(self, container: str, timeout: float) -> None:
+        self._forget(container)
+        try:
+            with engine_errors(Subject.CONTAINER):
+                self._api().stop(container, timeout=max(0, math.ceil(timeout)))
+        except NotFound:
+            pass
+
+    def _inspect(self, container_id: str, subject: Subject) -> dict[str, Any]:
+        with engine_errors(subject):
+            return dict(self._api().inspect_container(container_id))
+
+    # -- sandboxes ----------------------------------------------------------------------------
+
+    def run_sandbox(self, config: SandboxConfig) -> str:
+        args = sandbox_create_args(config, config.image or self.options.sandbox_image)
+        sandbox_id = self._create(args, Subject.SANDBOX)
+        try:
+            with engine_errors(Subject.SANDBOX):
+                self._api().start(sandbox_id)
+        except ContainerRuntimeError:
+            self._remove(sandbox_id)
+            raise
+        return sandbox_id
+
+    def stop_sandbox(self, sandbox_id: str) -> None:
+        self._stop(sandbox_id, self.options.sandbox_stop_timeout)
+
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        with engine_errors():
+            members = self._api().containers(
+                all=True, filters={"label": [MANAGED_LABEL, f"{SANDBOX_ID_LABEL}={sandbox_id}"]}
+            )
+        for member in members:
+            self._remove(member["Id"])
+        self._remove(sandbox_id)
+
+    def sandbox_status(self, sandbox_id: str) -> RuntimeSandbox:
+        summary = summary_from_inspect(self._inspect(sandbox_id, Subject.SANDBOX))
+        if not _is_managed(summary, SANDBOX_TYPE):
+            raise SandboxNotFound(f"{sandbox_id} is not a kubecore sandbox")
+        return sandbox_from(summary)
+
+    def list_sandboxes(self) -> list[RuntimeSandbox]:
+        return list(self.snapshot().sandboxes)
+
+    # -- containers ---------------------------------------------------------------------------
+
+    def create_container(
+        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
+    ) -> str:
+        try:
+            return self._create(
+                container_create_args(sandbox_id, config, sandbox_config), Subject.SANDBOX
+            )
+        except SandboxNotFound as error:
+            raise SandboxNotFound(f"sandbox {sandbox_id}: {error}") from error
+        except InvalidConfig as error:
+            # Joining a missing container's namespaces is refused with 400 "No such container".
+            if "no such container" in str(error).lower():
+                raise SandboxNotFound(f"sandbox {sandbox_id}: {error}") from error
+            raise
+
+    def start_container(self, container_id: str) -> None:
+        self._forget(container_id)
+        with engine_errors(Subject.CONTAINER):
+            self._api().start(container_id)
+
+    def stop_container(self, container_id: str, timeout: float) -> None:
+        self._stop(container_id, timeout)
+
+    def remove_container(self, container_id: str) -> None:
+        self._remove(container_id)
+
+    def container_status(self, container_id: str) -> RuntimeContainer:
+        data = self._inspect(container_id, Subject.CONTAINER)
+        summary = summary_from_inspect(data)
+        if not _is_managed(summary, CONTAINER_TYPE):
+            raise ContainerNotFound(f"{container_id} is not a kubecore container")
+        return container_from(summary, detail_from_inspect(data))
+
+    def list_containers(self) -> list[RuntimeContainer]:
+        return list(self.snapshot().containers)
+
+    def snapshot(self) -> RuntimeSnapshot:
+        with engine_errors():
+            entries = self._api().containers(all=True, filters={"label": MANAGED_LABEL})
+        taken_at = self._clock.now()
+        sandboxes: list[RuntimeSandbox] = []
+        containers: list[RuntimeContainer] = []
+        listed: set[str] = set()
+        for entry in entries:
+            summary = summary_from_list(entry)
+            listed.add(summary.id)
+            kind = summary.labels.get(DOCKER_TYPE_LABEL)
+            if kind == SANDBOX_TYPE:
+                sandboxes.append(sandbox_from(summary))
+            elif kind == CONTAINER_TYPE:
+                detail = self._detail(summary)
+                if detail is not None:
+                    containers.append(container_from(summary, detail))
+        with self._details_lock:
+            for gone in set(self._details) - listed:
+                del self._details[gone]
+        return RuntimeSnapshot(
+            sandboxes=tuple(sandboxes), containers=tuple(containers), taken_at=taken_at
+        )
+
+    def _detail(self, summary: Summary) -> StateDetail | None:
+        """The inspect-only facts for a listed container: cached while its state holds."""
+        key = state_key(summary)
+        with self._details_lock:
+            cached = self._details.get(summary.id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            data = self._inspect(summary.id, Subject.CONTAINER)
+        except ContainerNotFound:
+            return None  # removed between the list and the inspect
+        detail = detail_from_inspect(data)
+        fresh = state_key(summary_from_inspect(data))
+        if fresh[1] == key[1]:
+            with self._details_lock:
+                self._details[summary.id] = (key, detail)
+        return detail
+
+    # -- exec, logs, events, stats ------------------------------------------------------------
+
+    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
+        api = self._api()
+        with engine_errors(Subject.CONTAINER):
+            exec_id = api.exec_create(container_id, command, stdout=True, stderr=True)["Id"]
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["output"] = api.exec_start(exec_id, demux=True)
+            except BaseException as error:
+                outcome["error"] = error
+
+        worker = threading.Thread(target=run, name=f"kubecore-exec-{exec_id[:12]}", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            raise RuntimeTimeout(f"exec {command!r} in {container_id} took longer than {timeout}s")
+        if "error" in outcome:
+            raise_translated(outcome["error"], Subject.CONTAINER)
+        stdout, stderr = outcome.get("output") or (None, None)
+        return ExecResult(
+            exit_code=self._exec_exit_code(exec_id), stdout=stdout or b"", stderr=stderr or b""
+        )
+
+    def _exec_exit_code(self, exec_id: str) -> int:
+        # The output closes as the process ends; the engine may record the exit code a moment later.
+        for _ in range(_EXEC_EXIT_POLLS):
+            with engine_errors(Subject.CONTAINER):
+                info = self._api().exec_inspect(exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            self._clock.sleep(0.01)
+        raise ContainerRuntimeError(f"exec {exec_id} has no exit code")
+
+    def logs(
+        self,
+        container_id: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        client = self._connection.stream_client(timeout=None) if follow else self._api()
+        kwargs: dict[str, Any] = {
+            "stdout": True,
+            "stderr": True,
+            "stream": True,
+            "timestamps": timestamps,
+            "follow": follow,
+            "tail": "all" if tail is None else max(0, int(tail)),
+        }
+        if since is not None and since > 0:
+            kwargs["since"] = float(since)
+        try:
+            with engine_errors(Subject.CONTAINER):
+                stream = client.logs(container_id, **kwargs)
+        except BaseException:
+            if follow:
+                client.close()
+            raise
+        return _lines(stream, client if follow else None)
+
+    def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
+        watcher = EventWatcher(self._connection, handler).start()
+        self._watchers.append(watcher)
+        return watcher
+
+    def container_stats(self) -> list[ContainerStats]:
+        api = self._api()
+        with engine_errors():
+            running = api.containers(
+                filters={
+                    "label": [MANAGED_LABEL, f"{DOCKER_TYPE_LABEL}={CONTAINER_TYPE}"],
+                    "status": "running",
+                }
+            )
+        # one_shot skips the engine's second sample (about 1 s per container); API 1.41 and later.
+        one_shot = self._connection.api_version_at_least("1.41")
+        result: list[ContainerStats] = []
+        for entry in running:
+            try:
+                with engine_errors(Subject.CONTAINER):
+                    if one_shot:
+                        data = api.stats(entry["Id"], stream=False, one_shot=True)
+                    else:
+                        data = api.stats(entry["Id"], stream=False)
+            except (ContainerNotFound, Conflict):
+                continue
+            result.append(stats_from(entry["Id"], data, self._clock.now()))
+        return result
+
+    def close(self) -> None:
+        watchers, self._watchers = self._watchers, []
+        for watcher in watchers:
+            watcher.close()
+        self._connection.close()
+
+
+def _is_managed(summary: Summary, kind: str) -> bool:
+    return MANAGED_LABEL in summary.labels and summary.labels.get(DOCKER_TYPE_LABEL) == kind
+
+
+def _lines(stream: Any, own_client: Any) -> Iterator[bytes]:
+    """Engine log chunks as lines ending in ``\\n``; closes the stream and its own client."""
+    buffer = b""
+    try:
+        with engine_errors(Subject.CONTAINER):
+            for chunk in stream:
+                buffer += chunk
+                while True:
+                    newline = buffer.find(b"\n")
+                    if newline < 0:
+                        break
+                    yield buffer[: newline + 1]
+                    buffer = buffer[newline + 1 :]
+        if buffer:
+            yield buffer + b"\n"
+    finally:
+        for closeable in (stream, own_client):
+            if closeable is not None:
+                try:
+                    closeable.close()
+                except Exception:
+                    log.debug("closing a log stream failed", exc_info=True)
