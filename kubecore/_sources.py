@@ -1,0 +1,655 @@
+"""Pod sources: where the desired pods come from.
+
+A source turns some outside state (a manifest directory, a URL, calls from an embedding program)
+into ``PodUpdate`` values for the agent. Every source has a ``name`` (stamped on each of its pods
+under ``SOURCE_ANNOTATION``) and a ``poll(now)`` method that returns the next pending update, or
+None when nothing changed. ``SourcePoller`` calls ``poll`` on a clock and hands every update to a
+sink (normally ``Kubelet.update``).
+
+Sources own their timing: ``poll`` may be called as often as the caller likes and a source that is
+not due (its interval has not passed, or it is backing off after an error) returns None at once.
+Calling ``poll`` again right after it returned an update gives the next pending update, if any.
+
+Adding a networked store (an etcd or API-server watch) later: write a class with a ``name`` and a
+``poll(now)`` that never blocks. Its watch runs in its own thread (started by ``start()``, ended by
+``close()``, which ``SourcePoller`` calls when present); the thread turns watch events into
+``PodUpdate(ADD / UPDATE / REMOVE)`` values on a queue, and after a (re)list it queues one
+``PodUpdate(SET)`` with the whole list so a missed event cannot leave a stale pod. ``poll`` pops
+the queue. Nothing else in the agent needs to change: the merge of sources, the per-source state
+and the "every source has reported" gate already work from those updates.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from kubecore._clock import Clock, SystemClock
+from kubecore._errors import FieldError, ValidationError
+from kubecore._manifest import assign_uid, load_pods_lenient, stamp_source
+from kubecore._model import Pod
+from kubecore._updates import Operation, PodUpdate
+
+logger = logging.getLogger(__name__)
+
+FILE_SOURCE = "file"
+HTTP_SOURCE = "http"
+API_SOURCE = "api"
+
+PodKey = tuple[str, str]
+"""(namespace, name): a pod's identity inside one source."""
+
+
+@runtime_checkable
+class PodSource(Protocol):
+    """Something that produces desired pods. See the module docstring for the contract."""
+
+    @property
+    def name(self) -> str: ...
+
+    def poll(self, now: float) -> PodUpdate | None:
+        """Return the next pending update, or None. Must not raise; should not block for long
+        (an HTTP fetch with a timeout is fine). ``now`` is the clock's monotonic time."""
+        ...
+
+
+@attrs.frozen
+class SourceProblem:
+    """Something a source could not use: a bad file, a failed fetch, a duplicate pod."""
+
+    where: str
+    """A file path or a URL."""
+    errors: tuple[FieldError, ...]
+
+    def lines(self) -> list[str]:
+        return [f"{self.where}: {error}" for error in self.errors]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def pod_key(pod: Pod) -> PodKey:
+    return (pod.metadata.namespace, pod.metadata.name)
+
+
+def prepare_pods(pods: Iterable[Pod], source: str) -> tuple[Pod, ...]:
+    """Give each pod its deterministic uid and stamp the source name on it."""
+    return tuple(stamp_source(assign_uid(pod, source), source) for pod in pods)
+
+
+def _problem_from_exception(where: str, error: Exception) -> SourceProblem:
+    if isinstance(error, ValidationError):
+        return SourceProblem(where, error.problems)
+    return SourceProblem(where, (FieldError("", str(error) or type(error).__name__),))
+
+
+def parse_manifest(text: str, where: str) -> tuple[tuple[Pod, ...], tuple[FieldError, ...]]:
+    """Every valid pod of a manifest text and every problem in it (never raises)."""
+    try:
+        pods, errors = load_pods_lenient(text, source_name=where)
+    except Exception as error:  # a YAML syntax error, or anything the loader did not expect
+        return (), _problem_from_exception(where, error).errors
+    return tuple(pods), tuple(problem for error in errors for problem in error.problems)
+
+
+# --- the manifest file / directory source -------------------------------------------------
+
+
+@attrs.frozen
+class _Fingerprint:
+    mtime_ns: int
+    size: int
+    sha256: str = ""
+
+
+@attrs.define
+class _FileState:
+    fingerprint: _Fingerprint
+    pods: tuple[Pod, ...]
+    """The pods this file contributes now: its last good pods when it has turned bad."""
+    problem: SourceProblem | None = None
+
+
+def list_manifest_files(path: Path) -> list[Path]:
+    """The manifest files under ``path``: the file itself, or the regular files of a directory
+    (not recursive), sorted by name, skipping names that start with a dot."""
+    if path.is_dir():
+        return sorted(
+            child for child in path.iterdir() if not child.name.startswith(".") and child.is_file()
+        )
+    return [path] if path.exists() else []
+
+
+class FileSource:
+    """Pods from manifest files (YAML or JSON, several documents per file) and directories.
+
+    Polled every ``interval`` seconds: a file whose mtime, size and content hash changed is
+    re-read; a removed file removes its pods. A bad file is reported (logged and listed in
+    ``problems``) with its path and every field error; the other files' pods are unaffected, a file
+    that was good and turned bad keeps its last good pods, and a new bad file contributes the valid
+    pods it has. A pod name used by two files is kept from the first file (by path order) and
+    reported as a problem of the second.
+
+    Emits ``SET`` for source ``name`` (default ``"file"``) on its first poll and whenever the pods
+    change.
+    """
+
+    def __init__(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        interval: float = 20.0,
+        name: str = FILE_SOURCE,
+    ) -> None:
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        self._roots = tuple(Path(p) for p in paths)
+        self._interval = interval
+        self._name = name
+        self._files: dict[Path, _FileState] = {}
+        self._missing_roots: tuple[Path, ...] = ()
+        self._duplicates: tuple[SourceProblem, ...] = ()
+        self._sent: tuple[Pod, ...] | None = None
+        self._next_due: float | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        return self._roots
+
+    @property
+    def problems(self) -> tuple[SourceProblem, ...]:
+        with self._lock:
+            return self._current_problems()
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        """The pods last sent (empty before the first poll)."""
+        with self._lock:
+            return self._sent or ()
+
+    def poll(self, now: float) -> PodUpdate | None:
+        with self._lock:
+            if self._next_due is not None and now < self._next_due:
+                return None
+            self._next_due = now + self._interval
+            return self._scan()
+
+    def refresh(self) -> PodUpdate | None:
+        """Scan now, whatever the interval says."""
+        with self._lock:
+            return self._scan()
+
+    def _current_problems(self) -> tuple[SourceProblem, ...]:
+        missing = tuple(
+            SourceProblem(str(root), (FieldError("", "no such file or directory"),))
+            for root in self._missing_roots
+        )
+        bad_files = tuple(
+            state.problem for state in self._files.values() if state.problem is not None
+        )
+        return missing + bad_files + self._duplicates
+
+    def _scan(self) -> PodUpdate | None:
+        seen: list[Path] = []
+        missing: list[Path] = []
+        for root in self._roots:
+            files = list_manifest_files(root)
+            if not files and not root.exists():
+                missing.append(root)
+            seen.extend(f for f in files if f not in seen)
+        if tuple(missing) != self._missing_roots:
+            for root in missing:
+                logger.warning("manifest path %s does not exist", root, extra={"path": str(root)})
+        self._missing_roots = tuple(missing)
+        for gone in set(self._files) - set(seen):
+            logger.info("manifest %s removed: its pods are removed", gone)
+            del self._files[gone]
+        for path in seen:
+            self._check_file(path)
+        pods = self._merge(seen)
+        if pods == self._sent:
+            return None
+        self._sent = pods
+        return PodUpdate(Operation.SET, pods, self._name)
+
+    def _check_file(self, path: Path) -> None:
+        previous = self._files.get(path)
+        try:
+            stat = path.stat()
+        except OSError:
+            self._files.pop(path, None)  # vanished between the listing and the stat
+            return
+        quick = _Fingerprint(stat.st_mtime_ns, stat.st_size)
+        if previous is not None and (
+            previous.fingerprint.mtime_ns,
+            previous.fingerprint.size,
+        ) == (quick.mtime_ns, quick.size):
+            return
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
+            return
+        fingerprint = attrs.evolve(quick, sha256=hashlib.sha256(data).hexdigest())
+        if previous is not None and previous.fingerprint.sha256 == fingerprint.sha256:
+            previous.fingerprint = fingerprint  # touched, not changed
+            return
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = SourceProblem(str(path), (FieldError("", f"not UTF-8 text: {error}"),))
+            self._record_bad(path, previous, fingerprint, problem)
+            return
+        pods, errors = parse_manifest(text, str(path))
+        prepared = prepare_pods(pods, self._name)
+        if errors:
+            self._record_bad(
+                path, previous, fingerprint, SourceProblem(str(path), errors), prepared
+            )
+            return
+        if previous is not None and previous.problem is not None:
+            logger.info("manifest %s is good again", path)
+        self._files[path] = _FileState(fingerprint, prepared)
+
+    def _record_bad(
+        self,
+        path: Path,
+        previous: _FileState | None,
+        fingerprint: _Fingerprint,
+        problem: SourceProblem,
+        valid: tuple[Pod, ...] = (),
+    ) -> None:
+        keep = previous.pods if previous is not None else valid
+        logger.warning(
+            "manifest %s has %d problem(s); %s\n  %s",
+            path,
+            len(problem.errors),
+            "keeping its last good pods" if previous is not None else "loading its valid pods",
+            "\n  ".join(str(e) for e in problem.errors),
+            extra={"path": str(path), "problems": [str(e) for e in problem.errors]},
+        )
+        self._files[path] = _FileState(fingerprint, keep, problem)
+
+    def _merge(self, order: list[Path]) -> tuple[Pod, ...]:
+        owner: dict[PodKey, Path] = {}
+        pods: list[Pod] = []
+        duplicates: dict[Path, list[FieldError]] = collections.defaultdict(list)
+        for path in order:
+            state = self._files.get(path)
+            if state is None:
+                continue
+            for pod in state.pods:
+                key = pod_key(pod)
+                if key in owner:
+                    duplicates[path].append(
+                        FieldError(
+                            "metadata.name",
+                            f"pod {key[0]}/{key[1]} is already defined in {owner[key]}",
+                        )
+                    )
+                    continue
+                owner[key] = path
+                pods.append(pod)
+        self._duplicates = tuple(
+            SourceProblem(str(path), tuple(errors)) for path, errors in duplicates.items()
+        )
+        return tuple(pods)
+
+
+# --- the HTTP manifest URL source ---------------------------------------------------------
+
+
+Fetcher = Callable[[str, dict[str, str], float], "FetchResult"]
+
+
+@attrs.frozen
+class FetchResult:
+    status: int
+    body: bytes = b""
+    etag: str = ""
+    last_modified: str = ""
+
+
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+
+
+def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:
+    """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises."""
+    request = urllib.request.Request(url, headers=headers, method="GET")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read(MAX_MANIFEST_BYTES + 1)
+            if len(body) > MAX_MANIFEST_BYTES:
+                raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+            return FetchResult(
+                response.status,
+                body,
+                response.headers.get("ETag", ""),
+                response.headers.get("Last-Modified", ""),
+            )
+    except urllib.error.HTTPError as error:
+        if error.code == 304:
+            return FetchResult(304)
+        raise
+
+
+class HTTPSource:
+    """Pods from a manifest URL (YAML or JSON, one or several documents), polled.
+
+    Every ``interval`` seconds the URL is fetched (with ``If-None-Match`` / ``If-Modified-Since``
+    when the server gave an ETag / Last-Modified); a 304 or a body with the same hash as the last
+    one is skipped. A failed fetch or a body with problems is reported (logged and in
+    ``problems``) and retried after a backoff (``backoff`` seconds doubling up to
+    ``max_backoff``); the last good pods are kept meanwhile. Emits ``SET`` for source ``name``
+    (default ``"http"``) after the first good fetch and whenever the pods change.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        interval: float = 20.0,
+        timeout: float = 10.0,
+        backoff: float = 1.0,
+        max_backoff: float = 300.0,
+        name: str = HTTP_SOURCE,
+        fetch: Fetcher = urllib_fetch,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"manifest URL must be http:// or https://, got {url!r}")
+        self._url = url
+        self._interval = interval
+        self._timeout = timeout
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._name = name
+        self._fetch = fetch
+        self._etag = ""
+        self._last_modified = ""
+        self._body_hash = ""
+        self._sent: tuple[Pod, ...] | None = None
+        self._problem: SourceProblem | None = None
+        self._failures = 0
+        self._next_due: float | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def problems(self) -> tuple[SourceProblem, ...]:
+        with self._lock:
+            return () if self._problem is None else (self._problem,)
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        with self._lock:
+            return self._sent or ()
+
+    @property
+    def failures(self) -> int:
+        """Consecutive failed polls (0 after a good one)."""
+        with self._lock:
+            return self._failures
+
+    def poll(self, now: float) -> PodUpdate | None:
+        with self._lock:
+            if self._next_due is not None and now < self._next_due:
+                return None
+            try:
+                update = self._fetch_and_parse()
+            except Exception as error:
+                self._fail(now, _problem_from_exception(self._url, error))
+                return None
+            if isinstance(update, SourceProblem):
+                self._fail(now, update)
+                return None
+            if self._failures:
+                logger.info("manifest URL %s is good again", self._url)
+            self._failures = 0
+            self._problem = None
+            self._next_due = now + self._interval
+            return update
+
+    def _fail(self, now: float, problem: SourceProblem) -> None:
+        self._failures += 1
+        self._problem = problem
+        delay = min(self._backoff * 2 ** (self._failures - 1), self._max_backoff)
+        self._next_due = now + delay
+        # A bad body must be parsed again after the backoff so the problem stays visible.
+        self._body_hash = ""
+        self._etag = self._last_modified = ""
+        logger.warning(
+            "manifest URL %s failed (%d in a row), retrying in %.0fs: %s",
+            self._url,
+            self._failures,
+            delay,
+            "; ".join(str(e) for e in problem.errors),
+            extra={"url": self._url, "failures": self._failures},
+        )
+
+    def _fetch_and_parse(self) -> PodUpdate | SourceProblem | None:
+        headers = {"Accept": "application/yaml, application/json;q=0.9, */*;q=0.5"}
+        if self._etag:
+            headers["If-None-Match"] = self._etag
+        if self._last_modified:
+            headers["If-Modified-Since"] = self._last_modified
+        result = self._fetch(self._url, headers, self._timeout)
+        if result.status == 304:
+            return None
+        if not 200 <= result.status < 300:
+            return SourceProblem(self._url, (FieldError("", f"HTTP status {result.status}"),))
+        digest = hashlib.sha256(result.body).hexdigest()
+        if digest == self._body_hash:
+            return None
+        try:
+            text = result.body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return SourceProblem(self._url, (FieldError("", f"not UTF-8 text: {error}"),))
+        pods, errors = parse_manifest(text, self._url)
+        if errors:
+            return SourceProblem(self._url, errors)
+        self._body_hash = digest
+        self._etag = result.etag
+        self._last_modified = result.last_modified
+        prepared = prepare_pods(pods, self._name)
+        if prepared == self._sent:
+            return None
+        self._sent = prepared
+        return PodUpdate(Operation.SET, prepared, self._name)
+
+
+# --- the in-process source for embedders --------------------------------------------------
+
+
+class StaticSource:
+    """Pods set by the embedding program: ``set``, ``add``, ``update`` and ``remove``.
+
+    Each call is queued as one ``PodUpdate`` (SET / ADD / UPDATE / REMOVE) and handed out by
+    ``poll``; pass ``sink`` (for example ``kubelet.update``) to deliver each one at once instead.
+    Pods get their deterministic uid and the source stamp. The source has reported once something
+    was set (``StaticSource(pods)`` counts, even with an empty list).
+    """
+
+    def __init__(
+        self,
+        pods: Iterable[Pod] | None = None,
+        *,
+        name: str = API_SOURCE,
+        sink: Callable[[PodUpdate], None] | None = None,
+    ) -> None:
+        self._name = name
+        self._sink = sink
+        self._pods: dict[PodKey, Pod] = {}
+        self._queue: collections.deque[PodUpdate] = collections.deque()
+        self._lock = threading.Lock()
+        if pods is not None:
+            self.set(pods)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        with self._lock:
+            return tuple(self._pods.values())
+
+    def poll(self, now: float) -> PodUpdate | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def set(self, pods: Iterable[Pod]) -> None:
+        """Replace the whole list: pods not in it are removed."""
+        prepared = prepare_pods(pods, self._name)
+        with self._lock:
+            self._pods = {pod_key(pod): pod for pod in prepared}
+            self._emit(PodUpdate(Operation.SET, tuple(self._pods.values()), self._name))
+
+    def add(self, *pods: Pod) -> None:
+        prepared = prepare_pods(pods, self._name)
+        with self._lock:
+            for pod in prepared:
+                self._pods[pod_key(pod)] = pod
+            self._emit(PodUpdate(Operation.ADD, prepared, self._name))
+
+    def update(self, *pods: Pod) -> None:
+        prepared = prepare_pods(pods, self._name)
+        with self._lock:
+            for pod in prepared:
+                self._pods[pod_key(pod)] = pod
+            self._emit(PodUpdate(Operation.UPDATE, prepared, self._name))
+
+    def remove(self, *pods: Pod | PodKey | str) -> None:
+        """Remove pods given as pods, ``(namespace, name)`` keys or ``"namespace/name"``."""
+        removed: list[Pod] = []
+        with self._lock:
+            for item in pods:
+                key = _as_key(item)
+                pod = self._pods.pop(key, None)
+                if pod is not None:
+                    removed.append(pod)
+            if removed:
+                self._emit(PodUpdate(Operation.REMOVE, tuple(removed), self._name))
+
+    def _emit(self, update: PodUpdate) -> None:
+        if self._sink is not None:
+            self._sink(update)
+        else:
+            self._queue.append(update)
+
+
+def _as_key(item: Pod | PodKey | str) -> PodKey:
+    if isinstance(item, Pod):
+        return pod_key(item)
+    if isinstance(item, str):
+        namespace, sep, name = item.partition("/")
+        return (namespace, name) if sep else ("default", namespace)
+    return item
+
+
+# --- driving sources ----------------------------------------------------------------------
+
+
+MAX_UPDATES_PER_POLL = 1000
+
+
+class SourcePoller:
+    """Polls sources on a clock and passes every update to ``sink``.
+
+    ``poll_once()`` runs one round (what tests and ``--once`` use); ``start()`` runs rounds every
+    ``tick`` seconds in a daemon thread until ``stop()``. A sink or source that raises is logged and
+    the round goes on with the next source.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[PodSource],
+        sink: Callable[[PodUpdate], None],
+        *,
+        clock: Clock | None = None,
+        tick: float = 1.0,
+    ) -> None:
+        names = [source.name for source in sources]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"two sources share the name(s) {', '.join(duplicated)}")
+        self._sources = tuple(sources)
+        self._sink = sink
+        self._clock: Clock = clock or SystemClock()
+        self._tick = tick
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def sources(self) -> tuple[PodSource, ...]:
+        return self._sources
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(source.name for source in self._sources)
+
+    def poll_once(self) -> int:
+        """Poll every source once; return how many updates were delivered."""
+        delivered = 0
+        for source in self._sources:
+            for _ in range(MAX_UPDATES_PER_POLL):
+                try:
+                    update = source.poll(self._clock.monotonic())
+                except Exception:
+                    logger.exception("pod source %s failed", source.name)
+                    break
+                if update is None:
+                    break
+                try:
+                    self._sink(update)
+                except Exception:
+                    logger.exception("delivering an update from %s failed", source.name)
+                delivered += 1
+        return delivered
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("the source poller is already running")
+        self._stopping.clear()
+        for source in self._sources:
+            start = getattr(source, "start", None)
+            if callable(start):
+                start()
+        self._thread = threading.Thread(target=self._run, name="kubecore-sources", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+        for source in self._sources:
+            close = getattr(source, "close", None)
+            if callable(close):
+                close()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self.poll_once()
+            self._clock.wait(self._stopping, self._tick)
