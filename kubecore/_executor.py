@@ -1,0 +1,612 @@
+"""Carries a pod's ``PodActions`` out through the runtime, in a fixed order.
+
+kill pod -> kill containers -> remove old sandboxes -> create sandbox -> init container -> app
+containers. The first failure stops the pass (its error is returned and an event recorded); the
+next sync plans again from what the runtime then shows. Backoff bookkeeping (CrashLoopBackOff and
+ImagePullBackOff) lives in the ``PodRecord`` the agent keeps per pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Mapping
+
+import attrs
+
+from kubecore._actions import BackoffEntry, ContainerToKill, KillReason, ObservedPod, PodActions
+from kubecore._backoff import next_backoff
+from kubecore._clock import Clock
+from kubecore._errors import ContainerRuntimeError, ImagePullError, KubecoreError
+from kubecore._events import pod_reference
+from kubecore._model import Container, LifecycleHandler, Pod, Probe
+from kubecore._runtime import (
+    CONTAINER_NAME_LABEL,
+    GRACE_PERIOD_ANNOTATION,
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
+    POD_UID_LABEL,
+    RESTART_COUNT_ANNOTATION,
+    ContainerRuntime,
+    DNSConfig,
+    Event,
+    EventRecorder,
+    EventType,
+    HealthChecker,
+    ProbeOutcome,
+    ProbeTarget,
+    Puller,
+    RuntimeContainer,
+    RuntimeSandbox,
+    RuntimeState,
+    SandboxConfig,
+    SandboxState,
+)
+from kubecore._translate import container_config, sandbox_config
+from kubecore._volumes import VolumeManager
+
+logger = logging.getLogger(__name__)
+
+MIN_GRACE_PERIOD = 2.0
+DEFAULT_GRACE_PERIOD = 30.0
+HOOK_TIMEOUT = 30.0
+
+
+class PrivilegedNotAllowed(KubecoreError):
+    """A container asks to run privileged and the agent does not allow it."""
+
+
+class ImageNeverPull(ImagePullError):
+    """The image is absent and the pull policy is Never."""
+
+
+@attrs.define
+class PodRecord:
+    """What the agent remembers about one pod between syncs (besides probes)."""
+
+    crash_backoff: dict[str, BackoffEntry] = attrs.field(factory=dict)
+    image_backoff: dict[str, BackoffEntry] = attrs.field(factory=dict)
+    post_start_failed: set[str] = attrs.field(factory=set)
+    backoff_events: dict[str, float] = attrs.field(factory=dict)
+    """(kind, container) -> the backoff deadline an event was already recorded for."""
+    warned: set[str] = attrs.field(factory=set)
+    """Refusals already reported by an event (not repeated at every sync)."""
+
+
+@attrs.frozen
+class SyncResult:
+    actions: PodActions
+    error: str = ""
+    started: tuple[str, ...] = ()
+    killed: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+class TokenBucket:
+    """QPS / burst limiter on the agent's clock (the seed's registry pull limits)."""
+
+    def __init__(self, qps: float, burst: int, clock: Clock) -> None:
+        self._qps = qps
+        self._burst = max(burst, 1)
+        self._clock = clock
+        self._tokens = float(self._burst)
+        self._stamp = clock.monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take a token, sleeping (on the clock) until one is there; returns the time waited."""
+        if self._qps <= 0:
+            return 0.0
+        with self._lock:
+            now = self._clock.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._qps)
+            self._stamp = now
+            self._tokens -= 1.0
+            wait = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+        if wait > 0:
+            self._clock.sleep(wait)
+        return wait
+
+
+def container_name_of(c: RuntimeContainer) -> str:
+    return c.labels.get(CONTAINER_NAME_LABEL, c.name)
+
+
+def restart_count_of(c: RuntimeContainer) -> int:
+    raw = c.annotations.get(RESTART_COUNT_ANNOTATION) or c.labels.get(RESTART_COUNT_ANNOTATION)
+    try:
+        return int(raw) if raw is not None else c.attempt
+    except ValueError:
+        return c.attempt
+
+
+def grace_of(pod: Pod | None, c: RuntimeContainer | None = None) -> float:
+    if pod is not None:
+        grace = float(pod.spec.termination_grace_period_seconds)
+    else:
+        raw = c.annotations.get(GRACE_PERIOD_ANNOTATION, "") if c is not None else ""
+        try:
+            grace = float(raw) if raw else DEFAULT_GRACE_PERIOD
+        except ValueError:
+            grace = DEFAULT_GRACE_PERIOD
+    return grace
+
+
+def _kill_message(kill: ContainerToKill) -> str:
+    if kill.reason is KillReason.LIVENESS_FAILED:
+        return f"Container {kill.name} failed liveness probe, will be restarted"
+    if kill.reason is KillReason.STARTUP_FAILED:
+        return f"Container {kill.name} failed startup probe, will be restarted"
+    if kill.reason is KillReason.SPEC_CHANGED:
+        return f"Container {kill.name} definition changed, will be restarted"
+    text = f"Stopping container {kill.name}: {kill.reason.value}"
+    return f"{text} ({kill.message})" if kill.message else text
+
+
+def _format_duration(seconds: float) -> str:
+    return f"{seconds:.3g}s"
+
+
+class Executor:
+    def __init__(
+        self,
+        runtime: ContainerRuntime,
+        puller: Puller,
+        recorder: EventRecorder,
+        clock: Clock,
+        volumes: VolumeManager,
+        health_checker: HealthChecker,
+        *,
+        allow_privileged: bool = False,
+        sandbox_image: str = "",
+        pull_limiter: TokenBucket | None = None,
+        image_lock: threading.Lock | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.puller = puller
+        self.recorder = recorder
+        self.clock = clock
+        self.volumes = volumes
+        self.health_checker = health_checker
+        self.allow_privileged = allow_privileged
+        self.sandbox_image = sandbox_image
+        self.pull_limiter = pull_limiter
+        self.image_lock = image_lock or threading.Lock()
+
+    # --- events -----------------------------------------------------------------------------
+
+    def event(
+        self,
+        pod: Pod,
+        type_: EventType,
+        reason: str,
+        message: str,
+        container: str = "",
+        *,
+        init: bool = False,
+    ) -> None:
+        meta = pod.metadata
+        ref = pod_reference(meta.namespace, meta.name, meta.uid, container, init=init)
+        try:
+            self.recorder.record(Event(ref, type_, reason, message, self.clock.now()))
+        except Exception:
+            logger.exception("event recorder failed")
+
+    # --- the pass ---------------------------------------------------------------------------
+
+    def execute(
+        self,
+        pod: Pod,
+        actions: PodActions,
+        observed: ObservedPod,
+        record: PodRecord,
+        dns: DNSConfig | None,
+    ) -> SyncResult:
+        started: list[str] = []
+        killed: list[str] = []
+        step = "start"
+        try:
+            self._backoff_events(pod, actions, record)
+            if actions.kill_pod:
+                step = "kill pod"
+                killed.extend(self.kill_pod(pod, observed))
+            for kill in actions.containers_to_kill:
+                step = f"kill container {kill.name}"
+                rc = next((c for c in observed.containers if c.id == kill.container_id), None)
+                self.kill_container(pod, kill.container_id, kill.name, rc, _kill_message(kill))
+                killed.append(kill.name)
+            for sandbox_id in actions.sandboxes_to_remove:
+                step = "remove sandbox"
+                self.runtime.remove_sandbox(sandbox_id)
+            if actions.pod_failed or not (
+                actions.create_sandbox
+                or actions.next_init_container is not None
+                or actions.containers_to_start
+            ):
+                return SyncResult(actions, "", tuple(started), tuple(killed))
+
+            if actions.create_sandbox:
+                step = "create sandbox"
+                sandbox_id, sb_config = self.create_sandbox(pod, actions.attempt, dns)
+            else:
+                sandbox_id = actions.sandbox_id
+                attempt = next(
+                    (s.attempt for s in observed.sandboxes if s.id == sandbox_id), actions.attempt
+                )
+                sb_config = sandbox_config(pod, attempt, dns=dns, sandbox_image=self.sandbox_image)
+            volume_paths = self.volumes.setup(pod)
+            pod_ip = next((s.ip for s in observed.sandboxes if s.id == sandbox_id), "")
+            if actions.next_init_container is not None:
+                container = pod.spec.init_containers[actions.next_init_container]
+                step = f"start init container {container.name}"
+                self.start_container(
+                    pod, container, True, sandbox_id, sb_config, observed, record,
+                    volume_paths, pod_ip,
+                )  # fmt: skip
+                started.append(container.name)
+            for index in actions.containers_to_start:
+                container = pod.spec.containers[index]
+                step = f"start container {container.name}"
+                self.start_container(
+                    pod, container, False, sandbox_id, sb_config, observed, record,
+                    volume_paths, pod_ip,
+                )  # fmt: skip
+                started.append(container.name)
+        except (ContainerRuntimeError, KubecoreError, OSError) as exc:
+            logger.warning(
+                "sync of pod %s/%s stopped at %s: %s",
+                pod.metadata.namespace,
+                pod.metadata.name,
+                step,
+                exc,
+                extra={"pod": pod.full_name},
+            )
+            return SyncResult(actions, f"{step}: {exc}", tuple(started), tuple(killed))
+        return SyncResult(actions, "", tuple(started), tuple(killed))
+
+    def _backoff_events(self, pod: Pod, actions: PodActions, record: PodRecord) -> None:
+        for waiting in actions.waiting:
+            if waiting.reason == "CrashLoopBackOff":
+                entry = record.crash_backoff.get(waiting.name)
+                key = f"crash/{waiting.name}"
+                message = (
+                    f"Back-off restarting failed container {waiting.name}"
+                    f" in pod {pod.metadata.name}"
+                )
+                type_ = EventType.WARNING
+            elif waiting.reason == "ImagePullBackOff":
+                entry = record.image_backoff.get(waiting.name)
+                key = f"image/{waiting.name}"
+                image = next(
+                    (
+                        c.image
+                        for c in (*pod.spec.init_containers, *pod.spec.containers)
+                        if c.name == waiting.name
+                    ),
+                    "",
+                )
+                message = f'Back-off pulling image "{image}"'
+                type_ = EventType.NORMAL
+            else:
+                continue
+            until = entry.until if entry is not None else math.inf
+            if record.backoff_events.get(key) == until:
+                continue
+            record.backoff_events[key] = until
+            self.event(pod, type_, "BackOff", message, waiting.name)
+
+    # --- sandbox ----------------------------------------------------------------------------
+
+    def create_sandbox(
+        self, pod: Pod, attempt: int, dns: DNSConfig | None
+    ) -> tuple[str, SandboxConfig]:
+        config = sandbox_config(pod, attempt, dns=dns, sandbox_image=self.sandbox_image)
+        try:
+            if self.sandbox_image and self.puller.image_status(self.sandbox_image) is None:
+                self._pull(pod, self.sandbox_image, "")
+            sandbox_id = self.runtime.run_sandbox(config)
+        except ContainerRuntimeError as exc:
+            self.event(
+                pod,
+                EventType.WARNING,
+                "FailedCreatePodSandBox",
+                f"Failed to create pod sandbox: {exc}",
+            )
+            raise
+        if attempt > 0:
+            self.event(
+                pod,
+                EventType.NORMAL,
+                "SandboxChanged",
+                "Pod sandbox changed, it will be killed and re-created.",
+            )
+        return sandbox_id, config
+
+    # --- images -----------------------------------------------------------------------------
+
+    def _pull(self, pod: Pod, image: str, container: str, *, init: bool = False) -> None:
+        self.event(
+            pod, EventType.NORMAL, "Pulling", f'Pulling image "{image}"', container, init=init
+        )
+        with self.image_lock:
+            if self.pull_limiter is not None:
+                self.pull_limiter.acquire()
+            start = self.clock.monotonic()
+            try:
+                self.puller.pull(image)
+            except ContainerRuntimeError as exc:
+                self.event(
+                    pod,
+                    EventType.WARNING,
+                    "Failed",
+                    f'Failed to pull image "{image}": {exc}',
+                    container,
+                    init=init,
+                )
+                raise ImagePullError(f'failed to pull image "{image}": {exc}') from exc
+            took = self.clock.monotonic() - start
+        self.event(
+            pod,
+            EventType.NORMAL,
+            "Pulled",
+            f'Successfully pulled image "{image}" in {_format_duration(took)}',
+            container,
+            init=init,
+        )
+
+    def ensure_image(
+        self, pod: Pod, container: Container, record: PodRecord, *, init: bool
+    ) -> None:
+        policy = container.image_pull_policy
+        image = container.image
+        try:
+            if policy == "Always":
+                self._pull(pod, image, container.name, init=init)
+            else:
+                present = self.puller.image_status(image) is not None
+                if not present and policy == "Never":
+                    message = f'Container image "{image}" is not present with pull policy of Never'
+                    self.event(
+                        pod, EventType.WARNING, "ErrImageNeverPull", message, container.name,
+                        init=init,
+                    )  # fmt: skip
+                    raise ImageNeverPull(message)
+                if present:
+                    self.event(
+                        pod,
+                        EventType.NORMAL,
+                        "Pulled",
+                        f'Container image "{image}" already present on machine',
+                        container.name,
+                        init=init,
+                    )
+                else:
+                    self._pull(pod, image, container.name, init=init)
+        except ImagePullError:
+            now = self.clock.now()
+            record.image_backoff[container.name] = next_backoff(
+                record.image_backoff.get(container.name), now
+            )
+            raise
+        record.image_backoff.pop(container.name, None)
+
+    # --- containers -------------------------------------------------------------------------
+
+    def start_container(
+        self,
+        pod: Pod,
+        container: Container,
+        is_init: bool,
+        sandbox_id: str,
+        sb_config: SandboxConfig,
+        observed: ObservedPod,
+        record: PodRecord,
+        volume_paths: Mapping[str, str],
+        pod_ip: str,
+    ) -> str:
+        name = container.name
+        if container.privileged and not self.allow_privileged:
+            message = (
+                f"container {name} asks to run privileged, and this node does not allow"
+                " privileged containers (KubeletConfig.allow_privileged is False)"
+            )
+            if f"privileged/{name}" not in record.warned:
+                record.warned.add(f"privileged/{name}")
+                self.event(
+                    pod, EventType.WARNING, "Failed", f"Error: {message}", name, init=is_init
+                )
+            raise PrivilegedNotAllowed(message)
+
+        previous = [c for c in observed.containers if container_name_of(c) == name]
+        restart_count = max((restart_count_of(c) + 1 for c in previous), default=0)
+        if any(c.state is not RuntimeState.RUNNING for c in previous):
+            now = self.clock.now()
+            record.crash_backoff[name] = next_backoff(record.crash_backoff.get(name), now)
+
+        self.ensure_image(pod, container, record, init=is_init)
+
+        term_path = ""
+        if container.termination_message_path:
+            term_path = self.volumes.prepare_termination_log(pod.uid, name, restart_count)
+        config = container_config(
+            pod,
+            container,
+            restart_count=restart_count,
+            volume_paths=volume_paths,
+            termination_message_host_path=term_path,
+            is_init=is_init,
+        )
+        try:
+            container_id = self.runtime.create_container(sandbox_id, config, sb_config)
+        except ContainerRuntimeError as exc:
+            self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
+            raise
+        self.event(
+            pod, EventType.NORMAL, "Created", f"Created container {name}", name, init=is_init
+        )
+        try:
+            self.runtime.start_container(container_id)
+        except ContainerRuntimeError as exc:
+            self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
+            raise
+        self.event(
+            pod, EventType.NORMAL, "Started", f"Started container {name}", name, init=is_init
+        )
+
+        hook = container.lifecycle.post_start if container.lifecycle else None
+        if hook is not None:
+            ok, message = self.run_hook(
+                hook, container, container_id, pod_ip, sandbox_id, HOOK_TIMEOUT
+            )
+            if not ok:
+                record.post_start_failed.add(container_id)
+                self.event(
+                    pod,
+                    EventType.WARNING,
+                    "FailedPostStartHook",
+                    f"PostStartHook failed: {message}",
+                    name,
+                    init=is_init,
+                )
+                try:
+                    self.kill_container(
+                        pod,
+                        container_id,
+                        name,
+                        None,
+                        f"Container {name} postStart hook failed, will be restarted",
+                    )
+                except ContainerRuntimeError as exc:
+                    logger.warning(
+                        "could not kill %s after its postStart hook failed: %s", name, exc
+                    )
+        return container_id
+
+    def run_hook(
+        self,
+        hook: LifecycleHandler,
+        container: Container,
+        container_id: str,
+        pod_ip: str,
+        sandbox_id: str,
+        timeout: float,
+    ) -> tuple[bool, str]:
+        """Run a lifecycle hook; (succeeded, message). Never raises."""
+        seconds = max(1, math.ceil(timeout))
+        try:
+            if hook.exec is not None:
+                result = self.runtime.exec_sync(container_id, list(hook.exec.command), timeout)
+                if result.exit_code == 0:
+                    return True, ""
+                output = (result.stdout + result.stderr).decode(errors="replace").strip()
+                return (
+                    False,
+                    f"command {list(hook.exec.command)!r} exited with {result.exit_code}: {output}",
+                )
+            if hook.http_get is None and hook.tcp_socket is None:
+                return False, "the hook names no action"
+            if not pod_ip and not (hook.http_get and hook.http_get.host):
+                try:
+                    pod_ip = self.runtime.sandbox_status(sandbox_id).ip
+                except ContainerRuntimeError:
+                    pod_ip = ""
+            probe = Probe(
+                http_get=hook.http_get, tcp_socket=hook.tcp_socket, timeout_seconds=seconds
+            )
+            named = {p.name: p.container_port for p in container.ports if p.name}
+            outcome = self.health_checker.check(probe, ProbeTarget(container_id, pod_ip, named))
+            return outcome.outcome is ProbeOutcome.SUCCESS, outcome.message
+        except ContainerRuntimeError as exc:
+            return False, str(exc)
+        except Exception as exc:
+            logger.exception("lifecycle hook of %s failed unexpectedly", container.name)
+            return False, str(exc)
+
+    def kill_container(
+        self,
+        pod: Pod | None,
+        container_id: str,
+        name: str,
+        rc: RuntimeContainer | None,
+        message: str,
+        *,
+        orphan_ref: tuple[str, str, str] | None = None,
+    ) -> None:
+        """preStop (if the spec has one), then stop with the remaining grace period (>= 2 s)."""
+        grace = grace_of(pod, rc)
+        if pod is not None:
+            self.event(pod, EventType.NORMAL, "Killing", message, name)
+        elif orphan_ref is not None:
+            ns, pod_name, uid = orphan_ref
+            ref = pod_reference(ns, pod_name, uid, name)
+            try:
+                self.recorder.record(
+                    Event(ref, EventType.NORMAL, "Killing", message, self.clock.now())
+                )
+            except Exception:
+                logger.exception("event recorder failed")
+        spec = None
+        if pod is not None:
+            spec = next(
+                (c for c in (*pod.spec.containers, *pod.spec.init_containers) if c.name == name),
+                None,
+            )
+        hook = spec.lifecycle.pre_stop if spec is not None and spec.lifecycle else None
+        start = self.clock.monotonic()
+        if hook is not None and pod is not None and spec is not None:
+            running = rc is None or rc.state is RuntimeState.RUNNING
+            if running:
+                ok, hook_message = self.run_hook(hook, spec, container_id, "", "", grace)
+                if not ok:
+                    self.event(
+                        pod,
+                        EventType.WARNING,
+                        "FailedPreStopHook",
+                        f"PreStopHook failed: {hook_message}",
+                        name,
+                    )
+        remaining = max(MIN_GRACE_PERIOD, grace - (self.clock.monotonic() - start))
+        self.runtime.stop_container(container_id, remaining)
+
+    def kill_pod(self, pod: Pod | None, observed: ObservedPod) -> list[str]:
+        """Stop every running container of the pod, then its sandboxes."""
+        killed: list[str] = []
+        for c in observed.containers:
+            if c.state is RuntimeState.EXITED:
+                continue
+            name = container_name_of(c)
+            ref = (
+                c.labels.get(POD_NAMESPACE_LABEL, ""),
+                c.labels.get(POD_NAME_LABEL, ""),
+                c.labels.get(POD_UID_LABEL, ""),
+            )
+            if c.state is RuntimeState.RUNNING:
+                self.kill_container(
+                    pod, c.id, name, c, f"Stopping container {name}", orphan_ref=ref
+                )
+                killed.append(name)
+            else:
+                self.runtime.stop_container(c.id, MIN_GRACE_PERIOD)
+        for s in observed.sandboxes:
+            if s.state is SandboxState.READY:
+                self.runtime.stop_sandbox(s.id)
+        return killed
+
+    def remove_pod(self, observed: ObservedPod) -> None:
+        """Remove every container and sandbox of a pod (already stopped)."""
+        for c in observed.containers:
+            self.runtime.remove_container(c.id)
+        for s in observed.sandboxes:
+            self.runtime.remove_sandbox(s.id)
+
+
+def newest_sandbox(observed: ObservedPod) -> RuntimeSandbox | None:
+    best: RuntimeSandbox | None = None
+    for s in observed.sandboxes:
+        if best is None or (s.created_at, s.attempt) > (best.created_at, best.attempt):
+            best = s
+    return best

@@ -1,0 +1,930 @@
+"""The agent: desired pods in, a converged node out.
+
+``Kubelet.sync`` is one full, level-triggered pass in the caller's thread: one runtime snapshot,
+the probes that are due, plan + execute every pod that needs it, deletion of pods no longer
+desired (once every source has reported), housekeeping when due. ``start`` runs the same pass in
+a background loop (relist every ``relist_interval``, wake at once on runtime events) with pods
+synced by the pod workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kubecore._actions import ObservedPod, PodActions, PodHistory
+from kubecore._admission import Admission, Rejection
+from kubecore._backoff import in_backoff
+from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
+from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder, pod_reference
+from kubecore._executor import (
+    Executor,
+    PodRecord,
+    SyncResult,
+    TokenBucket,
+    container_name_of,
+    newest_sandbox,
+    restart_count_of,
+)
+from kubecore._gc import (
+    ContainerGCPolicy,
+    ImageGC,
+    ImageGCPolicy,
+    plan_container_gc,
+    run_container_gc,
+)
+from kubecore._health import DefaultHealthChecker
+from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
+from kubecore._model import Pod, PodStatus
+from kubecore._planner import compute_pod_actions
+from kubecore._podconfig import PodConfig
+from kubecore._probes import ProbeJob, ProbeManager, has_probes
+from kubecore._runtime import (
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
+    POD_UID_LABEL,
+    ContainerRuntime,
+    DNSConfig,
+    Event,
+    EventRecorder,
+    EventType,
+    ExecResult,
+    HealthChecker,
+    ProbeResult,
+    Puller,
+    RuntimeContainer,
+    RuntimeEvent,
+    RuntimeEventType,
+    RuntimeSandbox,
+    RuntimeSnapshot,
+    RuntimeState,
+    SandboxState,
+    Subscription,
+)
+from kubecore._status import compute_pod_status, rfc3339
+from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
+from kubecore._updates import Operation, PodUpdate
+from kubecore._volumes import VolumeManager
+from kubecore._workers import PodWorkers
+
+if TYPE_CHECKING:
+    from kubecore._plugins import RuntimeBundle
+
+logger = logging.getLogger(__name__)
+
+_EMPTY = ObservedPod()
+
+
+@attrs.frozen
+class KubeletConfig:
+    node_name: str = "kubecore-node"
+    root_dir: str = "/var/lib/kubecore"
+    resync_interval: float = 60.0
+    relist_interval: float = 1.0
+    housekeeping_interval: float = 2.0
+    allow_privileged: bool = False
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = "cluster.local"
+    resolv_conf: str = "/etc/resolv.conf"
+    sandbox_image: str = ""
+    pull_qps: float = 5.0
+    pull_burst: int = 10
+    max_pods: int = 110
+    workers: int = 8
+    container_gc_interval: float = 60.0
+    gc_max_dead_per_container: int = 1
+    gc_min_age: float = 0.0
+    image_gc_interval: float = 300.0
+    image_gc_high: int = 85
+    image_gc_low: int = 80
+    image_min_age: float = 120.0
+    max_events: int = 1000
+    host_ip: str = ""
+
+
+@attrs.frozen
+class SyncReport:
+    """What one sync pass did. ``converged`` when it did nothing at all."""
+
+    pods: int = 0
+    """Desired pods (admitted)."""
+    synced: int = 0
+    """Pods planned in this pass (the others were unchanged)."""
+    actions: Mapping[str, str] = attrs.field(factory=dict)
+    """Pod (``namespace/name``) -> one-line summary of what was done to it."""
+    errors: Mapping[str, str] = attrs.field(factory=dict)
+    """Pod (or ``runtime``) -> the error that stopped its sync; retried at the next sync."""
+    removed: tuple[str, ...] = ()
+    """UIDs of undesired pods whose containers were killed and removed."""
+    garbage_collected: int = 0
+    duration: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        return not (self.actions or self.errors or self.removed)
+
+
+@attrs.frozen
+class _Work:
+    pod: Pod | None
+    """None: the pod is no longer desired; kill and remove what it has."""
+    observed: ObservedPod
+    generation: int
+    key: object = None
+    """The snapshot's entry for the pod; unchanged next pass means nothing changed."""
+
+
+@attrs.define(eq=False)
+class _PodState:
+    pod: Pod
+    seq: int
+    first_seen: float
+    record: PodRecord = attrs.field(factory=PodRecord)
+    synced_pod: Pod | None = None
+    observed_key: object = None
+    needs_generation: int = 0
+    dirty: bool = True
+    replan_at: float = math.inf
+    status: PodStatus | None = None
+    actions: PodActions | None = None
+    start_reported: bool = False
+    has_probes: bool = False
+    messages: dict[str, str] = attrs.field(factory=dict)
+    """Termination messages by container id (read once: a dead container's file is final)."""
+
+
+def _group(
+    snapshot: RuntimeSnapshot,
+) -> dict[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]]:
+    grouped: dict[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]] = {}
+    for s in snapshot.sandboxes:
+        entry = grouped.get(s.uid)
+        if entry is None:
+            grouped[s.uid] = entry = ([], [])
+        entry[0].append(s)
+    for c in snapshot.containers:
+        uid = c.labels.get(POD_UID_LABEL, "")
+        entry = grouped.get(uid)
+        if entry is None:
+            grouped[uid] = entry = ([], [])
+        entry[1].append(c)
+    return grouped
+
+
+def _observed(entry: tuple[list[RuntimeSandbox], list[RuntimeContainer]] | None) -> ObservedPod:
+    if entry is None:
+        return _EMPTY
+    return ObservedPod(tuple(entry[0]), tuple(entry[1]))
+
+
+def _read_resolv_conf(path: str) -> ResolvConf:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return parse_resolv_conf(f.read())
+    except OSError as exc:
+        logger.info("no host resolv.conf at %s (%s); using no host DNS", path, exc)
+        return parse_resolv_conf("")
+
+
+class Kubelet:
+    def __init__(
+        self,
+        runtime: ContainerRuntime,
+        puller: Puller,
+        *,
+        config: KubeletConfig | None = None,
+        health_checker: HealthChecker | None = None,
+        recorder: EventRecorder | None = None,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        sources: Iterable[str] = (),
+    ) -> None:
+        self.config = config or KubeletConfig()
+        self.clock: Clock = clock or SystemClock()
+        self.metrics = metrics or Metrics()
+        self.raw_runtime = runtime
+        self.runtime = InstrumentedRuntime(runtime, self.metrics, self.clock)
+        self.puller = InstrumentedPuller(puller, self.metrics, self.clock)
+        self.events = MemoryRecorder(self.config.max_events)
+        recorders: list[EventRecorder] = [self.events, LoggingRecorder()]
+        if recorder is not None:
+            recorders.append(recorder)
+        self.recorder = FanoutRecorder(recorders)
+        self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
+        self.pod_config = PodConfig(sources)
+        self.volumes = VolumeManager(self.config.root_dir)
+        self.admission = Admission(max_pods=self.config.max_pods)
+        self.probes = ProbeManager(self.health_checker, self.recorder)
+        self.image_lock = threading.Lock()
+        self.executor = Executor(
+            self.runtime,
+            self.puller,
+            self.recorder,
+            self.clock,
+            self.volumes,
+            self.health_checker,
+            allow_privileged=self.config.allow_privileged,
+            sandbox_image=self.config.sandbox_image,
+            pull_limiter=TokenBucket(self.config.pull_qps, self.config.pull_burst, self.clock),
+            image_lock=self.image_lock,
+        )
+        self.gc_policy = ContainerGCPolicy(
+            self.config.gc_max_dead_per_container, self.config.gc_min_age
+        )
+        self.image_gc = ImageGC(
+            self.puller,
+            ImageGCPolicy(
+                self.config.image_gc_high, self.config.image_gc_low, self.config.image_min_age
+            ),
+            self.image_lock,
+        )
+        self._host_dns = _read_resolv_conf(self.config.resolv_conf)
+        self.workers: PodWorkers[_Work] = PodWorkers(
+            self._sync_pod,
+            max_workers=self.config.workers,
+            on_replaced=lambda _uid: self.metrics.work_evictions.inc(),
+        )
+        self._lock = threading.RLock()
+        self._pass_lock = threading.Lock()
+        self._states: dict[str, _PodState] = {}
+        self._rejected: dict[str, tuple[Pod, PodStatus]] = {}
+        self._seq = 0
+        self._first_seen: dict[str, int] = {}
+        self._config_generation = -1
+        self._generation = 0
+        self._snapshot = RuntimeSnapshot()
+        self._grouped: dict[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]] = {}
+        self._results: list[tuple[str, str, SyncResult | None, str]] = []
+        self._results_lock = threading.Lock()
+        start = self.clock.monotonic()
+        self._last_resync = start
+        self._last_housekeeping = -math.inf
+        self._last_container_gc = start
+        self._last_image_gc = start
+        self._last_pass = start
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._subscription: Subscription | None = None
+        self._probe_pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def from_bundle(cls, bundle: RuntimeBundle, **kwargs: Any) -> Kubelet:
+        """A Kubelet on a loaded runtime plugin (``kubecore.load_runtime``)."""
+        if bundle.health_checker is not None:
+            kwargs.setdefault("health_checker", bundle.health_checker)
+        return cls(bundle.runtime, bundle.puller, **kwargs)
+
+    # --- desired state ----------------------------------------------------------------------
+
+    def update(self, update: PodUpdate) -> None:
+        """Apply a source's update (thread-safe). The source counts as registered from now on."""
+        if self.pod_config.apply(update):
+            self._wake.set()
+
+    def register_source(self, source: str) -> None:
+        """Declare a source that must report before pods missing from the view are deleted."""
+        self.pod_config.register_source(source)
+
+    def set_pods(self, pods: Iterable[Pod], source: str = "api") -> None:
+        self.update(PodUpdate(Operation.SET, tuple(pods), source))
+
+    def add_pod(self, pod: Pod, source: str = "api") -> None:
+        self.update(PodUpdate(Operation.ADD, (pod,), source))
+
+    def update_pod(self, pod: Pod, source: str = "api") -> None:
+        self.update(PodUpdate(Operation.UPDATE, (pod,), source))
+
+    def remove_pod(self, pod: Pod, source: str = "api") -> None:
+        self.update(PodUpdate(Operation.REMOVE, (pod,), source))
+
+    def sources_ready(self) -> bool:
+        return self.pod_config.sources_ready()
+
+    def _refresh_desired(self) -> None:
+        generation = self.pod_config.generation
+        if generation == self._config_generation:
+            return
+        self._config_generation = generation
+        pods = list(self.pod_config.pods())
+        now = self.clock.now()
+        with self._lock:
+            for pod in pods:
+                if pod.uid not in self._first_seen:
+                    self._first_seen[pod.uid] = self._seq
+                    self._seq += 1
+            present = {p.uid for p in pods}
+            for uid in [u for u in self._first_seen if u not in present]:
+                del self._first_seen[uid]
+            pods.sort(key=lambda p: self._first_seen[p.uid])
+            admitted, rejected = self.admission.admit(pods)
+            for pod, rejection in rejected:
+                self._reject(pod, rejection, now)
+            self._rejected = {
+                uid: (next(p for p in pods if p.uid == uid), status)
+                for uid, (_, status) in self._rejected.items()
+                if uid in present
+            }
+            states: dict[str, _PodState] = {}
+            for pod in admitted:
+                st = self._states.get(pod.uid)
+                if st is None:
+                    st = _PodState(pod, self._first_seen[pod.uid], now)
+                elif st.pod is not pod:
+                    st.pod = pod
+                    st.dirty = True
+                st.has_probes = has_probes(pod)
+                states[pod.uid] = st
+            for uid in self._states:
+                if uid not in states:
+                    self.probes.forget(uid)
+            self._states = states
+
+    def _reject(self, pod: Pod, rejection: Rejection, now: float) -> None:
+        status = PodStatus(
+            phase="Failed",
+            reason=rejection.reason,
+            message=rejection.message,
+            start_time=rfc3339(now),
+        )
+        self._rejected[pod.uid] = (pod, status)
+        meta = pod.metadata
+        logger.warning(
+            "rejected pod %s/%s: %s", meta.namespace, meta.name, rejection.message,
+            extra={"pod": pod.full_name},
+        )  # fmt: skip
+        self.recorder.record(
+            Event(
+                pod_reference(meta.namespace, meta.name, meta.uid),
+                EventType.WARNING,
+                rejection.reason,
+                rejection.message,
+                now,
+            )
+        )
+
+    # --- the sync pass ----------------------------------------------------------------------
+
+    def sync(self) -> SyncReport:
+        """One full pass in the caller's thread."""
+        with self._pass_lock:
+            return self._pass(inline=True)
+
+    def sync_until_converged(self, *, max_syncs: int = 50, step: float = 1.0) -> bool:
+        """Sync until a pass does nothing; between passes advance a ManualClock by ``step`` (or
+        wait ``step`` seconds on a real clock). True if it converged within ``max_syncs``."""
+        for _ in range(max_syncs):
+            if self.sync().converged:
+                return True
+            if isinstance(self.clock, ManualClock):
+                self.clock.advance(step)
+            else:
+                self.clock.sleep(step)
+        return False
+
+    def _pass(self, *, inline: bool) -> SyncReport:
+        started = self.clock.monotonic()
+        self._refresh_desired()
+        with self._results_lock:
+            self._results = []
+        self._generation += 1
+        generation = self._generation
+        try:
+            snapshot = self.runtime.snapshot()
+        except ContainerRuntimeError as exc:
+            logger.warning("runtime snapshot failed: %s", exc)
+            return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
+        grouped = _group(snapshot)
+        now = self.clock.now()
+        mono = self.clock.monotonic()
+        self._snapshot = snapshot
+        self._grouped = grouped
+        resync = mono - self._last_resync >= self.config.resync_interval
+        if resync:
+            self._last_resync = mono
+        with self._lock:
+            states = list(self._states.values())
+        probed = self._run_probes(states, grouped, now, inline=inline)
+
+        synced = 0
+        for st in states:
+            uid = st.pod.uid
+            entry = grouped.get(uid)
+            if (
+                not resync
+                and not st.dirty
+                and st.synced_pod is st.pod
+                and st.observed_key == entry
+                and now < st.replan_at
+                and uid not in probed
+            ):
+                continue
+            synced += 1
+            self.workers.dispatch(
+                uid, _Work(st.pod, _observed(entry), generation, entry), inline=inline
+            )
+
+        removed: list[str] = []
+        if self.pod_config.sources_ready():
+            with self._lock:
+                desired = set(self._states)
+            for uid, entry in grouped.items():
+                if uid in desired or not uid:
+                    continue
+                removed.append(uid)
+                self.workers.dispatch(uid, _Work(None, _observed(entry), generation), inline=inline)
+
+        collected = self._housekeeping(snapshot, now, mono)
+        self._update_gauges(snapshot)
+
+        actions: dict[str, str] = {}
+        errors: dict[str, str] = {}
+        with self._results_lock:
+            results, self._results = self._results, []
+        for name, summary, _result, error in results:
+            if summary:
+                actions[name] = summary
+            if error:
+                errors[name] = error
+        duration = max(0.0, self.clock.monotonic() - started)
+        self.metrics.sync_duration.observe(duration)
+        self._last_pass = self.clock.monotonic()
+        return SyncReport(
+            pods=len(states),
+            synced=synced,
+            actions=actions,
+            errors=errors,
+            removed=tuple(removed) if inline else (),
+            garbage_collected=collected,
+            duration=duration,
+        )
+
+    def _run_probes(
+        self,
+        states: list[_PodState],
+        grouped: Mapping[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]],
+        now: float,
+        *,
+        inline: bool,
+    ) -> set[str]:
+        jobs: list[tuple[_PodState, ProbeJob]] = []
+        for st in states:
+            if not st.has_probes:
+                continue
+            entry = grouped.get(st.pod.uid)
+            if entry is None:
+                self.probes.forget(st.pod.uid)
+                continue
+            sandboxes, containers = entry
+            running = [c for c in containers if c.state is RuntimeState.RUNNING]
+            ready = [s for s in sandboxes if s.state is SandboxState.READY]
+            pod_ip = newest_sandbox(ObservedPod(tuple(ready))).ip if ready else ""  # type: ignore[union-attr]
+            jobs.extend((st, job) for job in self.probes.due(st.pod, running, pod_ip, now))
+        if not jobs:
+            return set()
+        results: list[ProbeResult]
+        if inline or len(jobs) == 1:
+            results = [self.probes.run(job) for _, job in jobs]
+        else:
+            if self._probe_pool is None:
+                self._probe_pool = ThreadPoolExecutor(
+                    max_workers=self.config.workers, thread_name_prefix="kubecore-probe"
+                )
+            results = list(self._probe_pool.map(self.probes.run, [job for _, job in jobs]))
+        changed: set[str] = set()
+        for (st, job), result in zip(jobs, results, strict=True):
+            self.metrics.probe_results.labels(job.kind, result.outcome.value).inc()
+            if self.probes.record(st.pod, job, result, now):
+                changed.add(st.pod.uid)
+        return changed
+
+    def _sync_pod(self, uid: str, work: _Work) -> None:
+        started = self.clock.monotonic()
+        if work.pod is None:
+            self._remove_orphan(uid, work)
+            self.metrics.pod_worker_duration.labels("kill").observe(
+                max(0.0, self.clock.monotonic() - started)
+            )
+            return
+        with self._lock:
+            st = self._states.get(uid)
+        if st is None:
+            return
+        if work.generation < st.needs_generation:
+            st.dirty = True  # the snapshot predates our own last actions; plan on a newer one
+            return
+        pod = work.pod
+        name = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        now = self.clock.now()
+        record = st.record
+        history = PodHistory(
+            crash_backoff=dict(record.crash_backoff),
+            image_backoff=dict(record.image_backoff),
+            probes=self.probes.states(uid),
+            post_start_failed=frozenset(record.post_start_failed),
+        )
+        result: SyncResult | None = None
+        error = ""
+        actions: PodActions | None = None
+        try:
+            actions = compute_pod_actions(pod, work.observed, history, now)
+            if not actions.is_noop or actions.waiting:
+                if not actions.is_noop:
+                    logger.info("pod %s: %s", name, actions.summary(), extra={"pod": name})
+                result = self.executor.execute(pod, actions, work.observed, record, self._dns(pod))
+                error = result.error
+        except Exception as exc:
+            logger.exception("sync of pod %s failed", name, extra={"pod": name})
+            error = f"unexpected error: {exc!r}"
+        acted = actions is not None and not actions.is_noop
+        if acted:
+            st.needs_generation = self._generation + 1
+        st.synced_pod = pod
+        st.observed_key = work.key
+        st.dirty = acted or bool(error)
+        st.actions = actions
+        st.replan_at = self._replan_at(st, actions, now)
+        if error:
+            self.metrics.sync_errors.inc()
+        try:
+            self._update_status(st, work.observed, actions, now)
+        except Exception:
+            logger.exception("status of pod %s could not be computed", name, extra={"pod": name})
+        summary = ""
+        if acted and actions is not None:
+            summary = actions.summary()
+        with self._results_lock:
+            self._results.append((name, summary, result, error))
+        op = "create" if st.status is None or st.status.phase == "Pending" else "sync"
+        self.metrics.pod_worker_duration.labels(op).observe(
+            max(0.0, self.clock.monotonic() - started)
+        )
+
+    @staticmethod
+    def _replan_at(st: _PodState, actions: PodActions | None, now: float) -> float:
+        when = math.inf
+        if actions is None:
+            return when
+        for waiting in actions.waiting:
+            for table in (st.record.crash_backoff, st.record.image_backoff):
+                entry = table.get(waiting.name)
+                if entry is not None and in_backoff(entry, now):
+                    when = min(when, entry.until)
+        return when
+
+    def _dns(self, pod: Pod) -> DNSConfig | None:
+        return dns_config(
+            pod,
+            cluster_dns=self.config.cluster_dns,
+            cluster_domain=self.config.cluster_domain,
+            host=self._host_dns,
+        )
+
+    def _termination_messages(self, st: _PodState, observed: ObservedPod) -> dict[str, str]:
+        for c in observed.containers:
+            if c.state is RuntimeState.EXITED and c.id not in st.messages:
+                st.messages[c.id] = self.volumes.read_termination_message(
+                    st.pod.uid, container_name_of(c), restart_count_of(c)
+                )
+        if len(st.messages) > len(observed.containers):
+            ids = {c.id for c in observed.containers}
+            st.messages = {k: v for k, v in st.messages.items() if k in ids}
+        return {k: v for k, v in st.messages.items() if v}
+
+    def _update_status(
+        self, st: _PodState, observed: ObservedPod, actions: PodActions | None, now: float
+    ) -> None:
+        history = PodHistory(
+            crash_backoff=dict(st.record.crash_backoff),
+            image_backoff=dict(st.record.image_backoff),
+            probes=self.probes.states(st.pod.uid),
+            post_start_failed=frozenset(st.record.post_start_failed),
+        )
+        status = compute_pod_status(
+            st.pod,
+            observed,
+            history,
+            actions,
+            now,
+            previous=st.status,
+            termination_messages=self._termination_messages(st, observed),
+        )
+        if self.config.host_ip and not status.host_ip:
+            status = attrs.evolve(status, host_ip=self.config.host_ip)
+        st.status = status
+        if (
+            not st.start_reported
+            and status.container_statuses
+            and all(cs.state.running is not None for cs in status.container_statuses)
+        ):
+            st.start_reported = True
+            self.metrics.pod_start_duration.observe(max(0.0, now - st.first_seen))
+
+    def _remove_orphan(self, uid: str, work: _Work) -> None:
+        with self._lock:
+            if uid in self._states:
+                return  # desired again since the pass saw it
+        observed = work.observed
+        label_source = observed.containers[0].labels if observed.containers else {}
+        sandbox = observed.sandboxes[0] if observed.sandboxes else None
+        namespace = label_source.get(POD_NAMESPACE_LABEL) or (sandbox.namespace if sandbox else "")
+        pod_name = label_source.get(POD_NAME_LABEL) or (sandbox.name if sandbox else "")
+        name = f"{namespace}/{pod_name}"
+        error = ""
+        try:
+            self.executor.kill_pod(None, observed)
+            self.executor.remove_pod(observed)
+        except ContainerRuntimeError as exc:
+            error = f"removing pod no longer desired: {exc}"
+            logger.warning("pod %s (%s): %s", name, uid, error, extra={"pod": name})
+        except Exception as exc:
+            error = f"unexpected error removing pod no longer desired: {exc!r}"
+            logger.exception("removing pod %s (%s) failed", name, uid, extra={"pod": name})
+        self.probes.forget(uid)
+        with self._results_lock:
+            self._results.append(
+                (name, "" if error else "kill and remove (no longer desired)", None, error)
+            )
+
+    def _housekeeping(self, snapshot: RuntimeSnapshot, now: float, mono: float) -> int:
+        collected = 0
+        cfg = self.config
+        with self._lock:
+            desired = set(self._states)
+        ready = self.pod_config.sources_ready()
+        if mono - self._last_housekeeping >= cfg.housekeeping_interval and ready:
+            self._last_housekeeping = mono
+            keep = (
+                desired
+                | {s.uid for s in snapshot.sandboxes}
+                | {c.labels.get(POD_UID_LABEL, "") for c in snapshot.containers}
+            )
+            try:
+                self.volumes.cleanup_orphans(keep)
+            except OSError as exc:
+                logger.warning("orphaned volume cleanup failed: %s", exc)
+        if mono - self._last_container_gc >= cfg.container_gc_interval:
+            self._last_container_gc = mono
+            plan = plan_container_gc(
+                snapshot, desired if ready else desired | set(self._grouped), self.gc_policy, now
+            )
+            collected += run_container_gc(self.runtime, plan)
+        if mono - self._last_image_gc >= cfg.image_gc_interval:
+            self._last_image_gc = mono
+            try:
+                collected += len(self.image_gc.collect(snapshot, now))
+            except ContainerRuntimeError as exc:
+                logger.warning("image GC failed: %s", exc)
+        return collected
+
+    def _update_gauges(self, snapshot: RuntimeSnapshot) -> None:
+        self.metrics.running_pods.set(
+            sum(1 for s in snapshot.sandboxes if s.state is SandboxState.READY)
+        )
+        counts: dict[str, int] = {state.value: 0 for state in RuntimeState}
+        for c in snapshot.containers:
+            counts[c.state.value] += 1
+        for state, count in counts.items():
+            self.metrics.running_containers.labels(state).set(count)
+
+    # --- background loop --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the sync loop in a background thread (relist, resync, runtime events)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self.workers.reopen()
+        try:
+            self._subscription = self.runtime.watch_events(self._on_runtime_event)
+        except ContainerRuntimeError as exc:
+            logger.warning("no runtime event stream (%s); relying on relists", exc)
+            self._subscription = None
+        self._thread = threading.Thread(target=self._loop, name="kubecore-sync-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop and drain the workers. Containers keep running."""
+        self._stop.set()
+        self._wake.set()
+        if self._subscription is not None:
+            try:
+                self._subscription.close()
+            except Exception:
+                logger.exception("closing the runtime event subscription failed")
+            self._subscription = None
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+        self.workers.shutdown(timeout)
+        if self._probe_pool is not None:
+            self._probe_pool.shutdown(wait=False, cancel_futures=True)
+            self._probe_pool = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                with self._pass_lock:
+                    self._pass(inline=False)
+            except Exception:
+                logger.exception("sync loop pass failed")
+            if self._stop.is_set():
+                break
+            if isinstance(self.clock, ManualClock):
+                # Virtual time moves only when a test advances it: wait for a wake-up in real time.
+                self._wake.wait(self.config.relist_interval)
+            else:
+                self.clock.wait(self._wake, self.config.relist_interval)
+
+    def _on_runtime_event(self, event: RuntimeEvent) -> None:
+        if event.type not in (RuntimeEventType.DIED, RuntimeEventType.OOM):
+            return
+        with self._lock:
+            st = self._states.get(event.pod_uid)
+        if st is not None:
+            st.dirty = True
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Ask the background loop for a pass now."""
+        self._wake.set()
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def pods(self) -> list[Pod]:
+        """Desired pods (in first-seen order) with their status filled in."""
+        self._refresh_desired()
+        with self._lock:
+            out: list[tuple[int, Pod]] = []
+            for st in self._states.values():
+                out.append((st.seq, attrs.evolve(st.pod, status=st.status or PodStatus())))
+            for uid, (pod, status) in self._rejected.items():
+                out.append((self._first_seen.get(uid, 0), attrs.evolve(pod, status=status)))
+        out.sort(key=lambda item: item[0])
+        return [pod for _, pod in out]
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None:
+        for pod in self.pods():
+            if pod.metadata.namespace == namespace and pod.metadata.name == name:
+                return pod
+        return None
+
+    def recent_events(self, limit: int | None = None) -> list[Event]:
+        events = self.events.events()
+        return events[-limit:] if limit else events
+
+    def _find_container(
+        self, namespace: str, pod_name: str, container: str, *, running: bool = False
+    ) -> RuntimeContainer:
+        pod = self.get_pod(namespace, pod_name)
+        if pod is None:
+            raise NotFound(f"pod {namespace}/{pod_name} is not on this node")
+        snapshot = self.runtime.snapshot()
+        candidates = [
+            c
+            for c in snapshot.containers
+            if c.labels.get(POD_UID_LABEL) == pod.uid and container_name_of(c) == container
+        ]
+        if running:
+            candidates = [c for c in candidates if c.state is RuntimeState.RUNNING]
+        if not candidates:
+            state = "running " if running else ""
+            raise ContainerNotFound(
+                f"pod {namespace}/{pod_name} has no {state}container named {container!r}"
+            )
+        return max(candidates, key=lambda c: (c.created_at, restart_count_of(c)))
+
+    def container_logs(
+        self,
+        namespace: str,
+        pod_name: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        """The newest container of that name's output (raises NotFound / ContainerNotFound)."""
+        found = self._find_container(namespace, pod_name, container)
+        return self.runtime.logs(found.id, tail=tail, follow=follow, timestamps=timestamps)
+
+    def exec(
+        self,
+        namespace: str,
+        pod_name: str,
+        container: str,
+        command: list[str],
+        *,
+        timeout: float = 10.0,
+    ) -> ExecResult:
+        found = self._find_container(namespace, pod_name, container, running=True)
+        return self.runtime.exec_sync(found.id, list(command), timeout)
+
+    def stats_summary(self) -> dict[str, Any]:
+        """The kubelet's ``/stats/summary`` shape: the node and each pod with its containers."""
+        now = self.clock.now()
+        stats = {s.container_id: s for s in self.runtime.container_stats()}
+        snapshot = self.runtime.snapshot()
+        by_uid: dict[str, list[RuntimeContainer]] = {}
+        for c in snapshot.containers:
+            if c.state is RuntimeState.RUNNING:
+                by_uid.setdefault(c.labels.get(POD_UID_LABEL, ""), []).append(c)
+        pods_out: list[dict[str, Any]] = []
+        node_cpu = node_ws = node_usage = 0
+        for pod in self.pods():
+            containers_out: list[dict[str, Any]] = []
+            pod_cpu = pod_ws = pod_usage = 0
+            for c in by_uid.get(pod.uid, []):
+                s = stats.get(c.id)
+                cpu = s.cpu_usage_nanos if s else None
+                ws = s.memory_working_set_bytes if s else None
+                usage = s.memory_usage_bytes if s else None
+                ts = rfc3339(s.timestamp if s else now)
+                pod_cpu += cpu or 0
+                pod_ws += ws or 0
+                pod_usage += usage or 0
+                containers_out.append(
+                    {
+                        "name": container_name_of(c),
+                        "startTime": rfc3339(c.started_at or c.created_at),
+                        "cpu": {"time": ts, "usageCoreNanoSeconds": cpu},
+                        "memory": {"time": ts, "workingSetBytes": ws, "usageBytes": usage},
+                    }
+                )
+            node_cpu += pod_cpu
+            node_ws += pod_ws
+            node_usage += pod_usage
+            status = pod.status or PodStatus()
+            pods_out.append(
+                {
+                    "podRef": {
+                        "name": pod.metadata.name,
+                        "namespace": pod.metadata.namespace,
+                        "uid": pod.uid,
+                    },
+                    "startTime": status.start_time,
+                    "containers": containers_out,
+                    "cpu": {"time": rfc3339(now), "usageCoreNanoSeconds": pod_cpu},
+                    "memory": {
+                        "time": rfc3339(now),
+                        "workingSetBytes": pod_ws,
+                        "usageBytes": pod_usage,
+                    },
+                }
+            )
+        return {
+            "node": {
+                "nodeName": self.config.node_name,
+                "cpu": {"time": rfc3339(now), "usageCoreNanoSeconds": node_cpu},
+                "memory": {
+                    "time": rfc3339(now),
+                    "workingSetBytes": node_ws,
+                    "usageBytes": node_usage,
+                },
+            },
+            "pods": pods_out,
+        }
+
+    def healthz(self) -> tuple[bool, str]:
+        """(healthy, reason): the runtime answers, and the loop (when started) keeps passing."""
+        try:
+            self.runtime.version()
+        except ContainerRuntimeError as exc:
+            return False, f"container runtime is down: {exc}"
+        except Exception as exc:
+            return False, f"container runtime check failed: {exc!r}"
+        if self._thread is not None:
+            if not self._thread.is_alive():
+                return False, "sync loop is not running"
+            limit = max(10 * self.config.relist_interval, 2 * self.config.resync_interval)
+            age = self.clock.monotonic() - self._last_pass
+            if age > limit:
+                return False, f"sync loop last passed {age:.0f}s ago"
+        return True, "ok"
+
+    def close(self) -> None:
+        """Stop the loop (if started). Containers keep running."""
+        self.stop()
+
+    def __enter__(self) -> Kubelet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def root_dir(self) -> str:
+        return os.path.abspath(self.config.root_dir)

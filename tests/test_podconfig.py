@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from kubecore._model import Container, ObjectMeta, Pod, PodSpec
+from kubecore._podconfig import PodConfig, stable_uid
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+
+
+def pod(name: str, uid: str = "", namespace: str = "default", image: str = "busybox:1") -> Pod:
+    return Pod(
+        ObjectMeta(name=name, namespace=namespace, uid=uid),
+        PodSpec(containers=(Container("c", image),)),
+    )
+
+
+def names(config: PodConfig) -> list[str]:
+    return [p.metadata.name for p in config.pods()]
+
+
+def test_set_replaces_the_sources_pods() -> None:
+    config = PodConfig()
+    config.apply(PodUpdate(Operation.SET, (pod("a", "1"), pod("b", "2")), "file"))
+    assert names(config) == ["a", "b"]
+    config.apply(PodUpdate(Operation.SET, (pod("c", "3"),), "file"))
+    assert names(config) == ["c"]
+
+
+def test_add_update_remove() -> None:
+    config = PodConfig()
+    config.apply(PodUpdate(Operation.ADD, (pod("a", "1"),), "api"))
+    config.apply(PodUpdate(Operation.ADD, (pod("b", "2"),), "api"))
+    config.apply(PodUpdate(Operation.UPDATE, (pod("a", "1", image="busybox:2"),), "api"))
+    assert [p.spec.containers[0].image for p in config.pods()] == ["busybox:2", "busybox:1"]
+    config.apply(PodUpdate(Operation.REMOVE, (pod("a", "1"),), "api"))
+    assert names(config) == ["b"]
+
+
+def test_sources_keep_their_own_state() -> None:
+    config = PodConfig()
+    config.apply(PodUpdate(Operation.SET, (pod("a", "1"),), "file"))
+    config.apply(PodUpdate(Operation.SET, (pod("b", "2"),), "http"))
+    config.apply(PodUpdate(Operation.SET, (), "http"))
+    assert names(config) == ["a"]
+
+
+def test_pods_are_stamped_with_source_and_uid() -> None:
+    config = PodConfig()
+    config.apply(PodUpdate(Operation.SET, (pod("a"),), "file"))
+    (only,) = config.pods()
+    assert only.metadata.annotations[SOURCE_ANNOTATION] == "file"
+    assert only.uid == stable_uid("file", "default", "a")
+    # the same pod again gets the same uid: an agent restart adopts it
+    other = PodConfig()
+    other.apply(PodUpdate(Operation.SET, (pod("a"),), "file"))
+    assert other.pods()[0].uid == only.uid
+
+
+def test_the_earlier_source_wins_a_name_clash() -> None:
+    config = PodConfig(["file", "http"])
+    config.apply(PodUpdate(Operation.SET, (pod("a", "2", image="from-http"),), "http"))
+    config.apply(PodUpdate(Operation.SET, (pod("a", "1", image="from-file"),), "file"))
+    assert [p.spec.containers[0].image for p in config.pods()] == ["from-file"]
+
+
+def test_sources_ready_once_every_registered_source_reported() -> None:
+    config = PodConfig(["file", "http"])
+    assert not config.sources_ready()
+    config.apply(PodUpdate(Operation.SET, (), "file"))
+    assert not config.sources_ready()
+    config.apply(PodUpdate(Operation.SET, (), "http"))
+    assert config.sources_ready()
+    config.register_source("etcd")
+    assert not config.sources_ready()
+
+
+def test_no_source_means_not_ready() -> None:
+    assert not PodConfig().sources_ready()
+
+
+def test_change_detection() -> None:
+    config = PodConfig()
+    a = pod("a", "1")
+    assert config.apply(PodUpdate(Operation.SET, (a,), "file"))  # first report counts
+    generation = config.generation
+    assert not config.apply(PodUpdate(Operation.SET, (attrs.evolve(a),), "file"))
+    assert config.generation == generation
+    assert config.apply(PodUpdate(Operation.SET, (pod("a", "1", image="x:2"),), "file"))
+    assert config.generation == generation + 1
+
+
+def test_update_needs_a_source() -> None:
+    with pytest.raises(ValueError):
+        PodConfig().apply(PodUpdate(Operation.SET, (), ""))
