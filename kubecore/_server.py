@@ -1,0 +1,688 @@
+"""The kubelet HTTP API: a small read-mostly server on the standard library's HTTP server.
+
+Endpoints (all GET unless said):
+
+* ``/healthz``: 200 ``ok`` or 500 with the reason.
+* ``/pods``: the desired pods with their status, as a v1 ``PodList``.
+* ``/pods/{namespace}/{name}``: one pod.
+* ``/containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&timestamps=true``:
+  the container's output; ``follow`` streams until the client goes away or the container stops.
+* ``/run/{namespace}/{pod}/{container}`` (POST, off unless ``enable_exec``): runs a command
+  (``?cmd=...``, repeated for argv, or a JSON body ``{"command": [...]}``) and answers
+  ``{"exitCode", "stdout", "stderr"}``. Needs ``Authorization: Bearer <token>``.
+* ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
+* ``/metrics``: Prometheus text; ``/stats/summary``: resource use as the runtime reports it.
+
+Errors are answered as a v1 ``Status`` JSON object with a reason, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+import shlex
+import socket
+import stat
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from kubecore._errors import KubecoreError, NotFound, RuntimeTimeout
+from kubecore._manifest import pod_to_dict
+from kubecore._model import Pod
+from kubecore._runtime import ExecResult
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ADDRESS = "127.0.0.1"
+DEFAULT_PORT = 10250
+MAX_BODY_BYTES = 1024 * 1024
+MAX_EXEC_TIMEOUT = 300.0
+JSON_TYPE = "application/json"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+
+class _Metrics(Protocol):
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
+
+class ServedKubelet(Protocol):
+    """What the server needs from the agent (``kubecore.Kubelet`` has all of it)."""
+
+    def pods(self) -> list[Pod]: ...
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None: ...
+
+    def container_logs(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]: ...
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout: float = ...
+    ) -> ExecResult: ...
+
+    def stats_summary(self) -> dict[str, Any]: ...
+
+    def healthz(self) -> tuple[bool, str]: ...
+
+    @property
+    def metrics(self) -> _Metrics: ...
+
+
+@attrs.frozen
+class ServerConfig:
+    address: str = DEFAULT_ADDRESS
+    port: int = DEFAULT_PORT
+    """0 picks a free port (see ``KubeletServer.port``)."""
+    enable_exec: bool = False
+    exec_token: str = ""
+    log_dir: str | None = None
+    """The directory ``/logs/`` serves; None answers 404."""
+    max_body_bytes: int = MAX_BODY_BYTES
+    request_timeout: float = 30.0
+    """Socket timeout for reading a request and writing a response."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.enable_exec and not self.exec_token:
+            raise ValueError("exec needs a token: set exec_token when enable_exec is true")
+
+
+class HTTPError(Exception):
+    """An answer other than success: turned into a v1 Status by the handler."""
+
+    def __init__(
+        self, code: HTTPStatus, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+
+def status_body(code: HTTPStatus, message: str) -> bytes:
+    """A v1 ``Status`` object, as Kubernetes answers errors."""
+    reason = "".join(part.capitalize() for part in code.phrase.split())
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": int(code),
+    }
+    return json.dumps(body).encode() + b"\n"
+
+
+# --- query parsing ------------------------------------------------------------------------
+
+_TRUE = frozenset({"true", "1", "yes", "on", ""})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+def query_bool(query: dict[str, list[str]], name: str) -> bool:
+    values = query.get(name)
+    if not values:
+        return False
+    value = values[-1].strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name}: must be true or false, got {values[-1]!r}")
+
+
+def query_int(query: dict[str, list[str]], name: str, *, minimum: int = 0) -> int | None:
+    values = query.get(name)
+    if not values:
+        return None
+    try:
+        value = int(values[-1])
+    except ValueError:
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST, f"{name}: must be an integer, got {values[-1]!r}"
+        ) from None
+    if value < minimum:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def query_seconds(query: dict[str, list[str]], name: str, default: float, maximum: float) -> float:
+    values = query.get(name)
+    if not values:
+        return default
+    try:
+        value = float(values[-1])
+    except ValueError:
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST, f"{name}: must be a number of seconds, got {values[-1]!r}"
+        ) from None
+    if not 0 < value <= maximum:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name}: must be in (0, {maximum:g}]")
+    return value
+
+
+def exec_command(query: dict[str, list[str]], body: bytes, content_type: str) -> list[str]:
+    """The command of an exec request: ``?cmd=`` (one shell-quoted string, or one ``cmd`` per
+    argument) or a JSON body ``{"command": [...]}`` / ``{"cmd": "..."}``."""
+    command: list[str] = []
+    if body.strip():
+        if "json" not in content_type and content_type not in ("", "text/plain"):
+            raise HTTPError(
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"body must be JSON, got {content_type!r}"
+            )
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {error}") from None
+        if not isinstance(payload, dict):
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+        raw = payload.get("command", payload.get("cmd"))
+        if isinstance(raw, str):
+            command = _split(raw)
+        elif isinstance(raw, list) and all(isinstance(part, str) for part in raw):
+            command = list(raw)
+        elif raw is not None:
+            raise HTTPError(
+                HTTPStatus.BAD_REQUEST, "command: must be a list of strings or a string"
+            )
+    if not command:
+        values = query.get("cmd", [])
+        command = _split(values[0]) if len(values) == 1 else list(values)
+    if not command or not command[0]:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "cmd: a command is required")
+    return command
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as error:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"cmd: {error}") from None
+
+
+# --- node log files -----------------------------------------------------------------------
+
+
+def resolve_log_path(root: str, relative: str) -> Path:
+    """The file or directory ``relative`` names under ``root``; raises ``HTTPError`` for ``..``,
+    an absolute path, a NUL byte, a symlink that leads outside ``root`` or a missing file."""
+    if "\0" in relative:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "path: NUL byte")
+    if relative.startswith("/") or relative.startswith("\\"):
+        raise HTTPError(HTTPStatus.FORBIDDEN, "path: absolute paths are not allowed")
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if ".." in parts or any(part.startswith("..\\") or "\\..\\" in part for part in parts):
+        raise HTTPError(HTTPStatus.FORBIDDEN, "path: '..' is not allowed")
+    base = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(base.joinpath(*parts)))
+    if target != base and base not in target.parents:
+        raise HTTPError(HTTPStatus.FORBIDDEN, "path: leads outside the log directory")
+    if not target.exists():
+        raise HTTPError(HTTPStatus.NOT_FOUND, f"no log file {relative!r}")
+    return target
+
+
+def list_directory(path: Path) -> str:
+    lines = []
+    for child in sorted(path.iterdir(), key=lambda p: p.name):
+        try:
+            is_dir = stat.S_ISDIR(child.stat().st_mode)
+        except OSError:
+            continue
+        lines.append(child.name + ("/" if is_dir else ""))
+    return "".join(line + "\n" for line in lines)
+
+
+# --- the handler --------------------------------------------------------------------------
+
+Route = Callable[["_Handler", list[str], dict[str, list[str]]], None]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kubecore"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # A slow or silent client cannot hold a thread for longer than this per read or write.
+        self.connection.settimeout(self.server.config.request_timeout)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s " + format, self.address_string(), *args)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # Used by the base class for malformed requests: answer in the same JSON shape.
+        try:
+            status = HTTPStatus(code)
+        except ValueError:
+            status = HTTPStatus.BAD_REQUEST
+        self.close_connection = True
+        if self.request_version == "HTTP/0.9":
+            # An unparsable request line leaves the 0.9 default, which suppresses headers.
+            self.request_version = "HTTP/1.0"
+        self._send_bytes(status, status_body(status, message or status.phrase), JSON_TYPE)
+
+    # every method goes through one dispatcher so that a wrong method gets a 405, not a 501
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_HEAD(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        try:
+            split = urllib.parse.urlsplit(self.path)
+            query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
+            segments = split.path.split("/")[1:]
+            self._route(split.path, segments, query)
+        except HTTPError as error:
+            self._fail(error)
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:
+            logger.exception("request %s %s failed", self.command, self.path)
+            self._fail(HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error (see the log)"))
+
+    def _route(self, path: str, segments: list[str], query: dict[str, list[str]]) -> None:
+        head = segments[0] if segments else ""
+        routes: dict[str, tuple[str, Route]] = {
+            "healthz": ("GET", _Handler._healthz),
+            "pods": ("GET", _Handler._pods),
+            "containerLogs": ("GET", _Handler._container_logs),
+            "run": ("POST", _Handler._run),
+            "logs": ("GET", _Handler._logs),
+            "metrics": ("GET", _Handler._metrics),
+            "stats": ("GET", _Handler._stats),
+        }
+        if head not in routes:
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
+        method, route = routes[head]
+        allowed = {method, "HEAD"} if method == "GET" else {method}
+        if self.command not in allowed:
+            raise HTTPError(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                f"{self.command} is not allowed on {path}; use {method}",
+                {"Allow": ", ".join(sorted(allowed))},
+            )
+        if head != "run":
+            self._refuse_body()
+        route(self, [urllib.parse.unquote(s) for s in segments[1:]], query)
+
+    # --- responses
+
+    def _send_bytes(
+        self,
+        code: HTTPStatus,
+        body: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _send_json(self, value: object, code: HTTPStatus = HTTPStatus.OK) -> None:
+        self._send_bytes(code, json.dumps(value, indent=2).encode() + b"\n", JSON_TYPE)
+
+    def _fail(self, error: HTTPError) -> None:
+        # The request body (if any) may be unread: do not reuse the connection.
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self._send_bytes(
+                error.code, status_body(error.code, error.message), JSON_TYPE, error.headers
+            )
+
+    def _stream(self, first: bytes, rest: Iterator[bytes], content_type: str) -> None:
+        """Send a chunked body; stop when the iterator ends or the client goes away."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        try:
+            chunk = first
+            while True:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                if self.server.stopping.is_set():
+                    break
+                next_chunk = next(rest, None)
+                if next_chunk is None:
+                    break
+                chunk = next_chunk
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+        finally:
+            close = getattr(rest, "close", None)
+            if callable(close):
+                close()
+
+    def _refuse_body(self) -> None:
+        length = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding") or (length not in (None, "0")):
+            self._read_body()  # enforces the size limit, then discard
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding"):
+            raise HTTPError(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length, not chunks")
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            return b""
+        try:
+            length = int(raw)
+        except ValueError:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw!r}") from None
+        if length < 0:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw!r}")
+        limit = self.server.config.max_body_bytes
+        if length > limit:
+            raise HTTPError(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is {length} bytes; limit {limit}"
+            )
+        body = self.rfile.read(length)
+        if len(body) != length:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "body shorter than its Content-Length")
+        return body
+
+    # --- endpoints
+
+    def _healthz(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        if rest and rest != [""]:
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
+        try:
+            ok, message = self.server.kubelet.healthz()
+        except Exception as error:
+            ok, message = False, f"health check failed: {error}"
+        code = HTTPStatus.OK if ok else HTTPStatus.INTERNAL_SERVER_ERROR
+        text = (message or ("ok" if ok else "unhealthy")).rstrip("\n") + "\n"
+        self._send_bytes(code, text.encode(), TEXT_TYPE)
+
+    def _pods(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        kubelet = self.server.kubelet
+        if not rest or rest == [""]:
+            items = [pod_to_dict(pod) for pod in kubelet.pods()]
+            self._send_json({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+            return
+        if len(rest) != 2 or not all(rest):
+            raise HTTPError(HTTPStatus.NOT_FOUND, "use /pods/{namespace}/{name}")
+        pod = kubelet.get_pod(rest[0], rest[1])
+        if pod is None:
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"pod {rest[0]}/{rest[1]} not found")
+        self._send_json(pod_to_dict(pod))
+
+    def _target(self, rest: list[str], usage: str) -> tuple[str, str, str]:
+        if len(rest) != 3 or not all(rest):
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"use {usage}")
+        namespace, pod_name, container = rest
+        pod = self.server.kubelet.get_pod(namespace, pod_name)
+        if pod is None:
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"pod {namespace}/{pod_name} not found")
+        names = {c.name for c in pod.spec.containers + pod.spec.init_containers}
+        if container not in names:
+            raise HTTPError(
+                HTTPStatus.NOT_FOUND,
+                f"container {container!r} not found in pod {namespace}/{pod_name}",
+            )
+        return namespace, pod_name, container
+
+    def _container_logs(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        namespace, pod, container = self._target(
+            rest, "/containerLogs/{namespace}/{pod}/{container}"
+        )
+        tail = query_int(query, "tailLines")
+        follow = query_bool(query, "follow")
+        timestamps = query_bool(query, "timestamps")
+        try:
+            lines = iter(
+                self.server.kubelet.container_logs(
+                    namespace, pod, container, tail=tail, follow=follow, timestamps=timestamps
+                )
+            )
+            # The first read may fail (no container yet): fail before the headers go out.
+            first = next(lines, b"")
+        except NotFound as error:
+            raise HTTPError(HTTPStatus.NOT_FOUND, str(error)) from None
+        except KubecoreError as error:
+            raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
+        self._stream(first, lines, TEXT_TYPE)
+
+    def _run(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        config = self.server.config
+        if not config.enable_exec:
+            raise HTTPError(HTTPStatus.FORBIDDEN, "exec is disabled on this node")
+        self._authorize(config.exec_token)
+        body = self._read_body()
+        namespace, pod, container = self._target(rest, "/run/{namespace}/{pod}/{container}")
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        command = exec_command(query, body, content_type)
+        timeout = query_seconds(query, "timeout", 10.0, MAX_EXEC_TIMEOUT)
+        logger.info(
+            "exec in %s/%s/%s: %s",
+            namespace,
+            pod,
+            container,
+            shlex.join(command),
+            extra={"namespace": namespace, "pod": pod, "container": container},
+        )
+        try:
+            result = self.server.kubelet.exec(namespace, pod, container, command, timeout=timeout)
+        except NotFound as error:
+            raise HTTPError(HTTPStatus.NOT_FOUND, str(error)) from None
+        except RuntimeTimeout as error:
+            raise HTTPError(HTTPStatus.GATEWAY_TIMEOUT, str(error)) from None
+        except KubecoreError as error:
+            raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
+        self._send_json(
+            {
+                "exitCode": result.exit_code,
+                "stdout": result.stdout.decode("utf-8", "replace"),
+                "stderr": result.stderr.decode("utf-8", "replace"),
+            }
+        )
+
+    def _authorize(self, token: str) -> None:
+        challenge = {"WWW-Authenticate": 'Bearer realm="kubecore"'}
+        header = self.headers.get("Authorization") or ""
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not given.strip():
+            raise HTTPError(HTTPStatus.UNAUTHORIZED, "a bearer token is required", challenge)
+        if not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise HTTPError(HTTPStatus.UNAUTHORIZED, "the bearer token is not valid", challenge)
+
+    def _logs(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        root = self.server.config.log_dir
+        if root is None:
+            raise HTTPError(HTTPStatus.NOT_FOUND, "node logs are not served by this node")
+        # Take the raw path so that '//etc' (an absolute path) is seen as such.
+        raw = urllib.parse.urlsplit(self.path).path
+        relative = urllib.parse.unquote(raw[len("/logs") :])
+        if relative == "":
+            raise HTTPError(HTTPStatus.MOVED_PERMANENTLY, "use /logs/", {"Location": "/logs/"})
+        target = resolve_log_path(root, relative[1:])
+        if target.is_dir():
+            self._send_bytes(HTTPStatus.OK, list_directory(target).encode(), TEXT_TYPE)
+            return
+        try:
+            handle = target.open("rb")
+        except OSError as error:
+            raise HTTPError(
+                HTTPStatus.FORBIDDEN, f"cannot read {relative[1:]!r}: {error.strerror}"
+            ) from None
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", TEXT_TYPE)
+            self.send_header("Content-Length", str(size))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            remaining = size
+            while remaining > 0:
+                block = handle.read(min(65536, remaining))
+                if not block:
+                    break
+                self.wfile.write(block)
+                remaining -= len(block)
+            if remaining:  # the file shrank: the declared length cannot be met
+                self.close_connection = True
+
+    def _metrics(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        if rest and rest != [""]:
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
+        body = generate_latest(self.server.kubelet.metrics.registry)
+        self._send_bytes(HTTPStatus.OK, body, CONTENT_TYPE_LATEST)
+
+    def _stats(self, rest: list[str], query: dict[str, list[str]]) -> None:
+        if rest != ["summary"]:
+            raise HTTPError(HTTPStatus.NOT_FOUND, "use /stats/summary")
+        try:
+            summary = self.server.kubelet.stats_summary()
+        except KubecoreError as error:
+            raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
+        self._send_json(summary)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, kubelet: ServedKubelet, config: ServerConfig) -> None:
+        self.kubelet = kubelet
+        self.config = config
+        self.stopping = threading.Event()
+        if ":" in config.address:
+            self.address_family = socket.AF_INET6
+        super().__init__((config.address, config.port), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        logger.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+
+class KubeletServer:
+    """The kubelet HTTP API for one agent. ``start()`` serves in a background thread; ``stop()``
+    closes the listening socket and ends open log streams. Also a context manager."""
+
+    def __init__(self, kubelet: ServedKubelet, config: ServerConfig | None = None) -> None:
+        self._config = config or ServerConfig()
+        self._server = _Server(kubelet, self._config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def config(self) -> ServerConfig:
+        return self._config
+
+    @property
+    def address(self) -> str:
+        return str(self._server.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = self.address
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> KubeletServer:
+        if self._thread is not None:
+            raise RuntimeError("the server is already running")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="kubecore-http",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.info("kubelet API listening on %s", self.url, extra={"url": self.url})
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._server.stopping.set()
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> KubeletServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve(
+    kubelet: ServedKubelet,
+    *,
+    address: str = DEFAULT_ADDRESS,
+    port: int = DEFAULT_PORT,
+    enable_exec: bool = False,
+    exec_token: str = "",
+    log_dir: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    request_timeout: float = 30.0,
+) -> KubeletServer:
+    """Start the kubelet HTTP API for ``kubelet`` and return the running server."""
+    config = ServerConfig(
+        address=address,
+        port=port,
+        enable_exec=enable_exec,
+        exec_token=exec_token,
+        log_dir=log_dir,
+        max_body_bytes=max_body_bytes,
+        request_timeout=request_timeout,
+    )
+    return KubeletServer(kubelet, config).start()

@@ -1,0 +1,572 @@
+"""The kubelet HTTP API, with real HTTP requests to 127.0.0.1 on an ephemeral port."""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from prometheus_client import CollectorRegistry, Counter
+
+from kubecore._errors import ContainerNotFound
+from kubecore._model import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStatus,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+)
+from kubecore._runtime import ExecResult
+from kubecore._server import KubeletServer, ServerConfig, serve
+
+TOKEN = "s3cret-token"
+END = object()
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.syncs = Counter("kubecore_test_syncs", "syncs", registry=self.registry)
+        self.syncs.inc(3)
+
+
+def running_pod(name: str, containers: tuple[str, ...] = ("main",)) -> Pod:
+    return Pod(
+        ObjectMeta(name=name, namespace="default", uid=f"uid-{name}"),
+        PodSpec(containers=tuple(Container(name=c, image="busybox:1.35") for c in containers)),
+        PodStatus(
+            phase="Running",
+            container_statuses=tuple(
+                ContainerStatus(
+                    name=c,
+                    image="busybox:1.35",
+                    state=ContainerState(running=ContainerStateRunning("2024-01-01T00:00:00Z")),
+                    ready=True,
+                    started=True,
+                )
+                for c in containers
+            ),
+        ),
+    )
+
+
+class StubKubelet:
+    """Stands in for the agent with scripted answers (a real Kubelet is used in test_live_*)."""
+
+    def __init__(self) -> None:
+        self._pods = [running_pod("web", ("httpd", "sidecar")), running_pod("db")]
+        self.log_lines = [b"line one\n", b"line two\n", b"line three\n"]
+        self.follow_queue: queue.Queue[object] = queue.Queue()
+        self.follow_closed = threading.Event()
+        self.execs: list[tuple[str, str, str, list[str], float]] = []
+        self.healthy = (True, "ok")
+        self.metrics = _Metrics()
+
+    def pods(self) -> list[Pod]:
+        return list(self._pods)
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None:
+        for pod in self._pods:
+            if (pod.metadata.namespace, pod.metadata.name) == (namespace, name):
+                return pod
+        return None
+
+    def container_logs(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        if container == "sidecar":
+            raise ContainerNotFound("container sidecar has not started yet")
+        lines = self.log_lines if tail is None else self.log_lines[len(self.log_lines) - tail :]
+        if timestamps:
+            lines = [b"2024-01-01T00:00:00Z " + line for line in lines]
+        return self._follow(lines) if follow else iter(lines)
+
+    def _follow(self, lines: list[bytes]) -> Iterator[bytes]:
+        try:
+            yield from lines
+            for _ in range(1000):
+                item = self.follow_queue.get(timeout=10)
+                if item is END:
+                    return
+                assert isinstance(item, bytes)
+                yield item
+        finally:
+            self.follow_closed.set()
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout: float = 10
+    ) -> ExecResult:
+        self.execs.append((namespace, pod, container, command, timeout))
+        return ExecResult(0, " ".join(command).encode() + b"\n", b"")
+
+    def stats_summary(self) -> dict[str, Any]:
+        return {"node": {"nodeName": "test-node"}, "pods": []}
+
+    def healthz(self) -> tuple[bool, str]:
+        return self.healthy
+
+
+@pytest.fixture
+def kubelet() -> StubKubelet:
+    return StubKubelet()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "kubelet.log").write_text("started\n")
+    (logs / "pods").mkdir()
+    (logs / "pods" / "web.log").write_text("web log\n")
+    (tmp_path / "secret.txt").write_text("top secret\n")
+    (logs / "escape").symlink_to(tmp_path / "secret.txt")
+    (logs / "escape-dir").symlink_to(tmp_path)
+    (logs / "inside").symlink_to(logs / "kubelet.log")
+    return logs
+
+
+ServerFactory = Callable[..., KubeletServer]
+
+
+@pytest.fixture
+def start_server(kubelet: StubKubelet) -> Iterator[ServerFactory]:
+    servers: list[KubeletServer] = []
+
+    def start(target: Any = None, **config: Any) -> KubeletServer:
+        config.setdefault("port", 0)
+        config.setdefault("request_timeout", 5.0)
+        server = KubeletServer(target or kubelet, ServerConfig(**config)).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def url(start_server: ServerFactory, log_dir: Path) -> str:
+    return start_server(log_dir=str(log_dir)).url
+
+
+@pytest.fixture
+def exec_url(start_server: ServerFactory) -> str:
+    return start_server(enable_exec=True, exec_token=TOKEN).url
+
+
+def get(url: str, **kwargs: Any) -> requests.Response:
+    return requests.get(url, timeout=10, **kwargs)
+
+
+def assert_status(response: requests.Response, code: int, text: str = "") -> dict[str, Any]:
+    assert response.status_code == code, response.text
+    assert "Traceback" not in response.text
+    body = response.json()
+    assert body["kind"] == "Status" and body["code"] == code
+    assert text in body["message"]
+    return dict(body)
+
+
+def raw_request(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(data)
+        chunks = []
+        for _ in range(1000):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# --- basics -------------------------------------------------------------------------------------
+
+
+def test_binds_loopback_by_default() -> None:
+    assert ServerConfig().address == "127.0.0.1"
+    assert ServerConfig().port == 10250
+    assert ServerConfig().enable_exec is False
+
+
+def test_exec_needs_a_token_to_be_enabled() -> None:
+    with pytest.raises(ValueError, match="token"):
+        ServerConfig(enable_exec=True)
+
+
+def test_healthz(url: str, kubelet: StubKubelet) -> None:
+    response = get(url + "/healthz")
+    assert response.status_code == 200 and response.text == "ok\n"
+    kubelet.healthy = (False, "runtime unreachable")
+    response = get(url + "/healthz")
+    assert response.status_code == 500 and "runtime unreachable" in response.text
+
+
+def test_pods_is_a_v1_pod_list_with_status(url: str) -> None:
+    response = get(url + "/pods")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "application/json"
+    body = response.json()
+    assert body["kind"] == "PodList" and body["apiVersion"] == "v1"
+    assert [item["metadata"]["name"] for item in body["items"]] == ["web", "db"]
+    web = body["items"][0]
+    assert web["status"]["phase"] == "Running"
+    assert web["status"]["containerStatuses"][0]["ready"] is True
+    assert get(url + "/pods/").json()["kind"] == "PodList"
+
+
+def test_one_pod_and_unknown_pods(url: str) -> None:
+    pod = get(url + "/pods/default/db").json()
+    assert pod["kind"] == "Pod" and pod["metadata"]["uid"] == "uid-db"
+    assert_status(get(url + "/pods/default/nope"), 404, "default/nope")
+    assert_status(get(url + "/pods/other/db"), 404)
+    assert_status(get(url + "/pods/default"), 404)
+    assert_status(get(url + "/pods/default/db/extra"), 404)
+
+
+def test_unknown_path_and_wrong_method(url: str) -> None:
+    assert_status(get(url + "/nope"), 404, "/nope")
+    assert_status(get(url + "/"), 404)
+    response = requests.post(url + "/pods", timeout=10)
+    assert_status(response, 405)
+    assert response.headers["Allow"] == "GET, HEAD"
+    assert_status(requests.delete(url + "/healthz", timeout=10), 405)
+    assert_status(requests.put(url + "/metrics", data=b"x", timeout=10), 405)
+
+
+def test_head_gives_headers_only(url: str) -> None:
+    response = requests.head(url + "/pods", timeout=10)
+    assert response.status_code == 200 and response.content == b""
+    assert int(response.headers["Content-Length"]) > 0
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(url: str) -> None:
+    with requests.Session() as session:
+        for _ in range(3):
+            assert session.get(url + "/healthz", timeout=10).status_code == 200
+
+
+def test_metrics_in_prometheus_text(url: str) -> None:
+    response = get(url + "/metrics")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/plain")
+    assert "kubecore_test_syncs_total 3.0" in response.text
+
+
+def test_stats_summary(url: str) -> None:
+    response = get(url + "/stats/summary")
+    assert response.status_code == 200
+    assert response.json()["node"]["nodeName"] == "test-node"
+    assert_status(get(url + "/stats"), 404)
+    assert_status(get(url + "/stats/other"), 404)
+
+
+# --- container logs ---------------------------------------------------------------------------
+
+
+def test_container_logs(url: str) -> None:
+    response = get(url + "/containerLogs/default/web/httpd")
+    assert response.status_code == 200
+    assert response.text == "line one\nline two\nline three\n"
+    assert get(url + "/containerLogs/default/web/httpd?tailLines=1").text == "line three\n"
+    assert get(url + "/containerLogs/default/web/httpd?tailLines=0").text == ""
+    stamped = get(url + "/containerLogs/default/web/httpd?timestamps=true&tailLines=1").text
+    assert stamped == "2024-01-01T00:00:00Z line three\n"
+
+
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("tailLines=abc", "tailLines"),
+        ("tailLines=-1", "tailLines"),
+        ("tailLines=1.5", "tailLines"),
+        ("follow=maybe", "follow"),
+        ("timestamps=2", "timestamps"),
+    ],
+)
+def test_container_logs_bad_query_values(url: str, query: str, field: str) -> None:
+    assert_status(get(f"{url}/containerLogs/default/web/httpd?{query}"), 400, field)
+
+
+def test_container_logs_unknown_pod_or_container(url: str) -> None:
+    assert_status(get(url + "/containerLogs/default/nope/httpd"), 404, "default/nope")
+    assert_status(get(url + "/containerLogs/default/web/nope"), 404, "nope")
+    assert_status(get(url + "/containerLogs/default/web"), 404)
+    # in the spec but not started: the runtime's not-found becomes a 404 before any body
+    assert_status(get(url + "/containerLogs/default/web/sidecar"), 404, "not started")
+
+
+def test_follow_streams_until_the_container_stops(url: str, kubelet: StubKubelet) -> None:
+    with requests.get(
+        url + "/containerLogs/default/web/httpd?follow=true&tailLines=1", stream=True, timeout=10
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["Transfer-Encoding"] == "chunked"
+        lines = response.iter_lines()
+        assert next(lines) == b"line three"
+        kubelet.follow_queue.put(b"new line\n")
+        assert next(lines) == b"new line"
+        kubelet.follow_queue.put(END)  # the container stopped
+        assert list(lines) == []
+    assert kubelet.follow_closed.wait(5)
+
+
+def test_follow_ends_when_the_client_goes_away(url: str, kubelet: StubKubelet) -> None:
+    response = requests.get(
+        url + "/containerLogs/default/web/httpd?follow=1", stream=True, timeout=10
+    )
+    assert next(response.iter_lines()) == b"line one"
+    response.close()
+    # the next write fails: the server stops reading the container's logs
+    for _ in range(20):
+        kubelet.follow_queue.put(b"more\n" * 1000)
+        if kubelet.follow_closed.wait(0.25):
+            break
+    assert kubelet.follow_closed.is_set()
+
+
+# --- exec ---------------------------------------------------------------------------------------
+
+
+def bearer(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_exec_is_off_by_default(url: str, kubelet: StubKubelet) -> None:
+    response = requests.post(url + "/run/default/web/httpd?cmd=ls", headers=bearer(), timeout=10)
+    assert_status(response, 403, "disabled")
+    assert kubelet.execs == []
+
+
+def test_exec_refuses_get(exec_url: str) -> None:
+    response = get(exec_url + "/run/default/web/httpd?cmd=ls", headers=bearer())
+    assert_status(response, 405)
+    assert response.headers["Allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": "Bearer "}, bearer("wrong")],
+    ids=["missing", "basic", "empty", "wrong"],
+)
+def test_exec_needs_the_right_token(
+    exec_url: str, kubelet: StubKubelet, headers: dict[str, str]
+) -> None:
+    response = requests.post(
+        exec_url + "/run/default/web/httpd?cmd=ls", headers=headers, timeout=10
+    )
+    assert_status(response, 401)
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert kubelet.execs == []
+
+
+def test_exec_with_query_command(exec_url: str, kubelet: StubKubelet) -> None:
+    response = requests.post(
+        exec_url + "/run/default/web/httpd",
+        params={"cmd": "echo 'hello world'", "timeout": "3"},
+        headers=bearer(),
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"exitCode": 0, "stdout": "echo hello world\n", "stderr": ""}
+    assert kubelet.execs == [("default", "web", "httpd", ["echo", "hello world"], 3.0)]
+
+
+def test_exec_with_repeated_cmd_and_json_body(exec_url: str, kubelet: StubKubelet) -> None:
+    requests.post(
+        exec_url + "/run/default/web/httpd?cmd=ls&cmd=-l", headers=bearer(), timeout=10
+    ).raise_for_status()
+    requests.post(
+        exec_url + "/run/default/db/main",
+        json={"command": ["cat", "/etc/hosts"]},
+        headers=bearer(),
+        timeout=10,
+    ).raise_for_status()
+    assert [e[3] for e in kubelet.execs] == [["ls", "-l"], ["cat", "/etc/hosts"]]
+
+
+@pytest.mark.parametrize(
+    "path, kwargs, code, text",
+    [
+        ("/run/default/web/httpd", {}, 400, "cmd"),
+        (
+            "/run/default/web/httpd",
+            {"data": b"{not json", "headers": {"Content-Type": "application/json"}},
+            400,
+            "JSON",
+        ),
+        ("/run/default/web/httpd", {"json": {"command": [1, 2]}}, 400, "command"),
+        ("/run/default/web/httpd", {"json": ["ls"]}, 400, "object"),
+        ("/run/default/web/httpd?cmd=ls&timeout=0", {}, 400, "timeout"),
+        ("/run/default/web/httpd?cmd=ls&timeout=abc", {}, 400, "timeout"),
+        ("/run/default/web/httpd?cmd='unclosed", {}, 400, "cmd"),
+        ("/run/default/nope/httpd?cmd=ls", {}, 404, "default/nope"),
+        ("/run/default/web/nope?cmd=ls", {}, 404, "nope"),
+        ("/run/default/web?cmd=ls", {}, 404, "/run/"),
+    ],
+)
+def test_exec_bad_requests(
+    exec_url: str, kubelet: StubKubelet, path: str, kwargs: dict[str, Any], code: int, text: str
+) -> None:
+    headers = {**bearer(), **kwargs.pop("headers", {})}
+    response = requests.post(exec_url + path, headers=headers, timeout=10, **kwargs)
+    assert_status(response, code, text)
+    assert kubelet.execs == []
+
+
+def test_oversized_body_is_refused(exec_url: str, kubelet: StubKubelet) -> None:
+    body = b"x" * (1024 * 1024 + 1)
+    response = requests.post(
+        exec_url + "/run/default/web/httpd?cmd=ls", data=body, headers=bearer(), timeout=30
+    )
+    assert_status(response, 413)
+    assert kubelet.execs == []
+
+
+def test_oversized_body_refused_before_reading_it(exec_url: str) -> None:
+    port = int(exec_url.rsplit(":", 1)[1])
+    answer = raw_request(
+        port,
+        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: 999999999\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 413")
+
+
+# --- node logs ----------------------------------------------------------------------------------
+
+
+def test_logs_listing_and_files(url: str) -> None:
+    listing = get(url + "/logs/")
+    assert listing.status_code == 200
+    assert listing.text.splitlines() == ["escape", "escape-dir/", "inside", "kubelet.log", "pods/"]
+    assert get(url + "/logs/kubelet.log").text == "started\n"
+    assert get(url + "/logs/pods/web.log").text == "web log\n"
+    assert get(url + "/logs/pods/").text == "web.log\n"
+    assert get(url + "/logs/inside").text == "started\n"  # a symlink that stays inside
+    redirect = get(url + "/logs", allow_redirects=False)
+    assert redirect.status_code == 301 and redirect.headers["Location"] == "/logs/"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/logs/../secret.txt",
+        "/logs/%2e%2e/secret.txt",
+        "/logs/pods/../../secret.txt",
+        "/logs/pods/%2E%2E/%2E%2E/secret.txt",
+        "/logs//etc/passwd",
+        "/logs/%2fetc%2fpasswd",
+        "/logs/escape",
+        "/logs/escape-dir/secret.txt",
+        "/logs/escape-dir/",
+    ],
+)
+def test_logs_cannot_leave_the_directory(url: str, path: str) -> None:
+    # send the path as is: requests would otherwise normalise the dots away
+    port = int(url.rsplit(":", 1)[1])
+    answer = raw_request(
+        port, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    )
+    status_line = answer.split(b"\r\n", 1)[0]
+    assert status_line.startswith(b"HTTP/1.1 403"), answer
+    assert b"top secret" not in answer and b"root:" not in answer
+
+
+def test_logs_missing_file_and_nul(url: str) -> None:
+    assert_status(get(url + "/logs/nope.log"), 404)
+    assert_status(get(url + "/logs/a%00b"), 400)
+
+
+def test_logs_not_configured(start_server: ServerFactory) -> None:
+    server = start_server()
+    assert_status(get(server.url + "/logs/"), 404, "not served")
+
+
+# --- malformed requests ---------------------------------------------------------------------------
+
+
+def test_malformed_request_line_gets_a_4xx_reason(url: str) -> None:
+    port = int(url.rsplit(":", 1)[1])
+    answer = raw_request(port, b"GARBAGE\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400") or answer.startswith(b"HTTP/1.0 400")
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["code"] == 400 and body["message"]
+    assert b"Traceback" not in answer
+
+
+def test_unsupported_http_version(url: str) -> None:
+    port = int(url.rsplit(":", 1)[1])
+    answer = raw_request(port, b"GET /healthz HTTP/3.0\r\n\r\n")
+    assert answer.split(b" ", 2)[1] == b"505"
+
+
+def test_bad_content_length(url: str) -> None:
+    port = int(url.rsplit(":", 1)[1])
+    answer = raw_request(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400")
+    assert b"Content-Length" in answer
+
+
+def test_chunked_body_is_refused(exec_url: str) -> None:
+    port = int(exec_url.rsplit(":", 1)[1])
+    answer = raw_request(
+        port,
+        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 411")
+
+
+def test_header_line_too_long(url: str) -> None:
+    port = int(url.rsplit(":", 1)[1])
+    answer = raw_request(port, b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+    assert answer.split(b" ", 2)[1] in (b"431", b"400")
+
+
+def test_idle_client_is_disconnected(start_server: ServerFactory) -> None:
+    server = start_server(request_timeout=0.3)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall(b"GET /hea")  # never finishes the request line
+        assert conn.recv(1024) == b""  # the server gave up and closed
+    assert get(server.url + "/healthz").status_code == 200
+
+
+def test_serve_helper_and_context_manager(kubelet: StubKubelet) -> None:
+    server = serve(kubelet, port=0)
+    try:
+        assert server.address == "127.0.0.1"
+        assert get(server.url + "/healthz").status_code == 200
+    finally:
+        server.stop()
+    with KubeletServer(kubelet, ServerConfig(port=0)) as other:
+        assert get(other.url + "/healthz").status_code == 200
+    with pytest.raises(requests.ConnectionError):
+        get(other.url + "/healthz")
+
+
+def test_internal_errors_are_500_without_traceback(start_server: ServerFactory) -> None:
+    class Broken(StubKubelet):
+        def pods(self) -> list[Pod]:
+            raise RuntimeError("secret internals")
+
+    server = start_server(Broken())
+    response = get(server.url + "/pods")
+    body = assert_status(response, 500)
+    assert "secret internals" not in response.text and body["reason"] == "InternalServerError"
