@@ -1,0 +1,417 @@
+"""The ``kubecore`` command, run in-process through ``main(argv)`` and once as a real program."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubecore._cli import (
+    RUN_SETTINGS,
+    UsageError,
+    build_parser,
+    format_table,
+    main,
+    parse_options,
+    pod_status_text,
+    pod_verdict,
+    resolve_settings,
+    short_duration,
+)
+from kubecore._model import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "pods"
+
+THREE_MISTAKES = """apiVersion: v1
+kind: Pod
+metadata:
+  name: Not_A_Name
+spec:
+  containers:
+  - name: web
+    ports:
+    - containerPort: 99999
+"""
+
+GOOD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  restartPolicy: {policy}
+  containers:
+  - name: main
+    image: busybox:1.35
+    command: {command}
+"""
+
+
+def run_cli(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    out = io.StringIO()
+    err = io.StringIO()
+    old_err, sys.stderr = sys.stderr, err
+    old_env = dict(os.environ)
+    try:
+        if env is not None:
+            os.environ.update(env)
+        code = main(list(argv), out=out)
+    finally:
+        sys.stderr = old_err
+        os.environ.clear()
+        os.environ.update(old_env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def good_pod(
+    tmp_path: Path, name: str, policy: str = "Always", command: str = '["sleep", "3600"]'
+) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(GOOD.format(name=name, policy=policy, command=command))
+    return path
+
+
+# --- validate -----------------------------------------------------------------------------------
+
+
+def test_validate_prints_every_mistake_with_its_field_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(THREE_MISTAKES)
+    code, out, _ = run_cli("validate", str(bad))
+    assert code == 1
+    lines = out.splitlines()
+    assert f"{bad}: metadata.name: " in out
+    assert f"{bad}: spec.containers[0].image: " in out
+    assert f"{bad}: spec.containers[0].ports[0].containerPort: " in out
+    assert sum(1 for line in lines if line.startswith(f"{bad}: ")) == 3
+    assert lines[-1].startswith("3 problem(s) in 1 file")
+
+
+def test_validate_good_files_and_directories(tmp_path: Path) -> None:
+    good_pod(tmp_path, "one")
+    good_pod(tmp_path, "two")
+    code, out, _ = run_cli("validate", str(tmp_path))
+    assert code == 0
+    assert out == "2 files OK, 2 pod(s)\n"
+
+
+def test_validate_the_examples() -> None:
+    code, out, _ = run_cli("validate", str(EXAMPLES))
+    assert code == 0, out
+
+
+def test_validate_missing_file_and_syntax_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [oops\n")
+    code, out, _ = run_cli("validate", str(tmp_path / "nope.yaml"), str(broken))
+    assert code == 1
+    assert f"{tmp_path / 'nope.yaml'}: no such file or directory" in out
+    assert f"{broken}: " in out and "YAML" in out
+
+
+def test_validate_needs_files() -> None:
+    code, _, _ = run_cli("validate")
+    assert code == 2
+
+
+# --- runtimes and version -----------------------------------------------------------------------
+
+
+def test_runtimes_lists_docker_and_fake() -> None:
+    code, out, _ = run_cli("runtimes")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "DESCRIPTION", "PLUGIN"]
+    names = [line.split()[0] for line in lines[1:] if not line.startswith("broken")]
+    assert "docker" in names and "fake" in names
+
+
+def test_runtimes_shows_a_broken_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kubecore._plugins as plugins
+
+    class Boom:
+        @plugins.hookimpl
+        def kubecore_register_runtimes(self, registry: Any) -> None:
+            raise RuntimeError("cannot reach the engine library")
+
+    real = plugins.plugin_manager
+    monkeypatch.setattr(
+        plugins, "plugin_manager", lambda *a, **k: real(extra_plugins=[Boom()], entry_points=True)
+    )
+    code, out, _ = run_cli("runtimes")
+    assert code == 0
+    assert "broken plugin" in out and "cannot reach the engine library" in out
+
+
+def test_version() -> None:
+    import kubecore
+
+    code, out, _ = run_cli("version")
+    assert code == 0 and out.startswith(f"kubecore {kubecore.__version__} ")
+
+
+def test_no_command_prints_help() -> None:
+    code, out, _ = run_cli()
+    assert code == 2 and "run" in out and "validate" in out
+
+
+def test_help_explains_every_run_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    text = capsys.readouterr().out
+    for setting in RUN_SETTINGS:
+        if setting.dest != "manifests":
+            assert setting.option in text, setting.option
+        assert setting.env in text.replace("\n", " ").replace(" ", "") or setting.env in text
+
+
+# --- configuration precedence -------------------------------------------------------------------
+
+
+def test_flags_beat_env_beat_config_file_beat_defaults(tmp_path: Path) -> None:
+    config = tmp_path / "kubecore.yaml"
+    config.write_text("node-name: from-file\nport: 1111\nresync: 5\nallow_privileged: true\n")
+    env = {"KUBECORE_PORT": "2222", "KUBECORE_RESYNC": "7.5"}
+    settings = resolve_settings({"resync": 9.0}, env, str(config))
+    assert settings["node_name"] == "from-file"
+    assert settings["port"] == 2222
+    assert settings["resync"] == 9.0
+    assert settings["allow_privileged"] is True
+    assert settings["runtime"] == "fake" and settings["address"] == "127.0.0.1"
+
+
+def test_config_file_from_env_and_manifests_from_env(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("runtime: docker\nruntime-option: {base_url: 'unix:///x.sock', timeout: 5}\n")
+    env = {"KUBECORE_CONFIG": str(config), "KUBECORE_MANIFESTS": f"a{os.pathsep}b"}
+    settings = resolve_settings({}, env, None)
+    assert settings["runtime"] == "docker"
+    assert settings["runtime_option"] == {"base_url": "unix:///x.sock", "timeout": 5}
+    assert settings["manifests"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("nonsense: 1\n", "unknown setting"),
+        ("port: lots\n", "port"),
+        ("- a list\n", "mapping"),
+        ("port: [1\n", "YAML"),
+        ("once: perhaps\n", "once"),
+    ],
+)
+def test_bad_config_files(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        resolve_settings({}, {}, str(config))
+
+
+def test_bad_env_value_and_missing_config_exit_2(tmp_path: Path) -> None:
+    code, _, err = run_cli("run", "--once", env={"KUBECORE_PORT": "eighty"})
+    assert code == 2 and "KUBECORE_PORT" in err
+    code, _, err = run_cli("run", "--config", str(tmp_path / "none.yaml"))
+    assert code == 2 and "none.yaml" in err
+
+
+def test_runtime_options() -> None:
+    assert parse_options(["a=1", "b=true", "c=x,y", "d="]) == {
+        "a": 1,
+        "b": True,
+        "c": "x,y",
+        "d": "",
+    }
+    assert parse_options("images=busybox:1.35") == {"images": "busybox:1.35"}
+    with pytest.raises(ValueError):
+        parse_options(["novalue"])
+
+
+def test_exec_without_token_file_is_a_usage_error() -> None:
+    code, _, err = run_cli("run", "--once", "--enable-exec")
+    assert code == 2 and "--exec-token-file" in err
+
+
+# --- the pod table ----------------------------------------------------------------------------
+
+
+def status(
+    name: str, state: ContainerState, ready: bool = False, restarts: int = 0
+) -> ContainerStatus:
+    return ContainerStatus(
+        name=name, image="busybox", state=state, ready=ready, restart_count=restarts
+    )
+
+
+def pod(
+    name: str, phase: str, *statuses: ContainerStatus, init: tuple[ContainerStatus, ...] = ()
+) -> Pod:
+    containers = tuple(Container(name=s.name, image="busybox") for s in statuses) or (
+        Container(name="main", image="busybox"),
+    )
+    return Pod(
+        ObjectMeta(name=name),
+        PodSpec(
+            containers=containers,
+            init_containers=tuple(Container(name=s.name, image="busybox") for s in init),
+        ),
+        PodStatus(
+            phase=phase,  # type: ignore[arg-type]
+            start_time="2024-01-01T00:00:00Z",
+            container_statuses=statuses,
+            init_container_statuses=init,
+        ),
+    )
+
+
+RUNNING = ContainerState(running=ContainerStateRunning("2024-01-01T00:00:00Z"))
+CRASHING = ContainerState(waiting=ContainerStateWaiting("CrashLoopBackOff", "back-off 10s"))
+COMPLETED = ContainerState(terminated=ContainerStateTerminated(0, "Completed"))
+ERROR = ContainerState(terminated=ContainerStateTerminated(1, "Error"))
+NO_REASON_EXIT = ContainerState(terminated=ContainerStateTerminated(3))
+PULLING = ContainerState(waiting=ContainerStateWaiting("ContainerCreating"))
+
+
+@pytest.mark.parametrize(
+    "the_pod, text, verdict",
+    [
+        (pod("web", "Running", status("a", RUNNING, True)), "Running", "ok"),
+        (pod("crash", "Running", status("a", CRASHING, restarts=3)), "CrashLoopBackOff", "failed"),
+        (pod("job", "Succeeded", status("a", COMPLETED)), "Completed", "ok"),
+        (pod("bad", "Failed", status("a", ERROR)), "Error", "failed"),
+        (pod("exit", "Failed", status("a", NO_REASON_EXIT)), "ExitCode:3", "failed"),
+        (pod("new", "Pending", status("a", PULLING)), "ContainerCreating", "pending"),
+        (pod("new", "Pending"), "Pending", "pending"),
+        (
+            pod("init", "Pending", status("a", PULLING), init=(status("i", RUNNING),)),
+            "Init:0/1",
+            "pending",
+        ),
+        (
+            pod("init", "Pending", status("a", PULLING), init=(status("i", CRASHING),)),
+            "Init:CrashLoopBackOff",
+            "failed",
+        ),
+        (
+            pod("init", "Failed", status("a", PULLING), init=(status("i", ERROR),)),
+            "Init:Error",
+            "failed",
+        ),
+        (
+            pod("half", "Running", status("a", RUNNING, True), status("b", RUNNING)),
+            "Running",
+            "pending",
+        ),
+    ],
+)
+def test_status_column_and_verdict(the_pod: Pod, text: str, verdict: str) -> None:
+    assert pod_status_text(the_pod) == text
+    assert pod_verdict(the_pod)[0] == verdict
+
+
+def test_status_of_a_rejected_pod_shows_its_reason() -> None:
+    rejected = Pod(
+        ObjectMeta(name="late"),
+        PodSpec(containers=(Container(name="a", image="x"),)),
+        PodStatus(phase="Failed", reason="HostPortConflict", message="port 80 is taken"),
+    )
+    assert pod_status_text(rejected) == "HostPortConflict"
+    verdict, reason = pod_verdict(rejected)
+    assert verdict == "failed" and "HostPortConflict" in reason
+
+
+def test_table_looks_like_kubectl() -> None:
+    now = 1704067200.0 + 125  # 2024-01-01T00:02:05Z
+    table = format_table(
+        [
+            pod("web", "Running", status("a", RUNNING, True), status("b", RUNNING, True, 2)),
+            pod("crash", "Running", status("a", CRASHING, restarts=4)),
+        ],
+        now,
+    )
+    assert table.splitlines() == [
+        "NAME    READY   STATUS             RESTARTS   AGE",
+        "crash   0/1     CrashLoopBackOff   4          2m5s",
+        "web     2/2     Running            2          2m5s",
+    ]
+    assert format_table([], now) == "No pods.\n"
+
+
+def test_table_adds_namespace_when_several() -> None:
+    other = Pod(
+        ObjectMeta(name="x", namespace="kube-system"), PodSpec(containers=(Container("a", "b"),))
+    )
+    table = format_table([pod("web", "Pending"), other], 0.0)
+    assert table.splitlines()[0].split() == [
+        "NAMESPACE",
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+    ]
+    assert "<unknown>" in table
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0, "0s"),
+        (59, "59s"),
+        (119, "119s"),
+        (120, "2m"),
+        (125, "2m5s"),
+        (700, "11m"),
+        (3 * 3600 + 60, "3h1m"),
+        (20 * 3600, "20h"),
+        (3 * 86400 + 3600, "3d1h"),
+        (30 * 86400, "30d"),
+        (800 * 86400, "2y"),
+    ],
+)
+def test_short_duration(seconds: float, text: str) -> None:
+    assert short_duration(seconds) == text
+
+
+# --- as a real program ----------------------------------------------------------------------------
+
+
+def test_the_installed_command_validates_as_a_subprocess(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(THREE_MISTAKES)
+    good = good_pod(tmp_path, "fine")
+    script = Path(sys.executable).parent / "kubecore"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "kubecore"]
+    result = subprocess.run(
+        [*command, "validate", str(bad), str(good)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.count(f"{bad}: ") == 3
+    assert "Traceback" not in result.stderr
+    ok = subprocess.run(
+        [sys.executable, "-m", "kubecore", "validate", str(good)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ok.returncode == 0 and "1 file OK" in ok.stdout
