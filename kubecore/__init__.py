@@ -115,6 +115,15 @@ from kubecore._plugins import (
 # -- planning, status, translation --
 # -- agent --
 # -- sources, server, metrics --
+from kubecore._server import KubeletServer, ServerConfig, serve
+from kubecore._sources import (
+    FileSource,
+    HTTPSource,
+    PodSource,
+    SourcePoller,
+    SourceProblem,
+    StaticSource,
+)
 
 __version__ = "0.1.0"
 
