@@ -1,0 +1,35 @@
+"""Helpers shared by the Docker tests (plain functions; the fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+TEST_LABEL = "io.kubecore.test"
+
+# A long-running command that exits at once on TERM (busybox sleep as PID 1 ignores it).
+SLEEPER = ("sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done")
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = ""
+) -> Any:
+    """Poll until ``predicate()`` is truthy (bounded); return its value or fail the test."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
