@@ -211,7 +211,7 @@ class KubecorePluginManager(pluggy.PluginManager):
         self._loaded = True
         for plugin in self._extra_plugins:
             if not self.is_registered(plugin):
-                self.register(plugin)
+                self.register(plugin, name=self._free_name(_object_name(plugin)))
         if self._use_entry_points:
             self._load_entry_points()
         self.check_pending()
@@ -241,6 +241,13 @@ class KubecorePluginManager(pluggy.PluginManager):
                 self._mark_broken(ep.name, f"{type(exc).__name__}: {exc}", dist)
                 continue
             self._dists[ep.name] = dist
+
+    def _free_name(self, base: str) -> str:
+        name, n = base, 1
+        while self.has_plugin(name) or self.is_blocked(name):
+            n += 1
+            name = f"{base}#{n}"
+        return name
 
     def _mark_broken(self, name: str, error: str, distribution: str) -> None:
         self._broken[name] = BrokenPlugin(name, error, distribution)
@@ -297,7 +304,7 @@ class KubecorePluginManager(pluggy.PluginManager):
         """Every runtime the loaded plugins offer, sorted by name."""
         return self._collect().infos
 
-    def load_runtime(self, name: str, **options: Any) -> RuntimeBundle:
+    def load_runtime(self, name: str, /, **options: Any) -> RuntimeBundle:
         """Build the runtime called ``name`` with ``options``.
 
         Raises ``UnknownRuntime`` (listing the installed ones) or ``PluginError`` when the
@@ -315,6 +322,15 @@ class KubecorePluginManager(pluggy.PluginManager):
         except Exception as exc:
             raise PluginError(f"{origin} failed to start: {type(exc).__name__}: {exc}") from exc
         return _checked_bundle(bundle, name, origin)
+
+
+def _object_name(plugin: object) -> str:
+    """A readable plugin name: a module's name, else the object's class."""
+    module_name = getattr(plugin, "__name__", None)
+    if isinstance(module_name, str):
+        return module_name
+    kind = type(plugin)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _checked_bundle(bundle: object, name: str, origin: str) -> RuntimeBundle:
@@ -372,6 +388,6 @@ def broken_plugins() -> list[BrokenPlugin]:
     return plugin_manager().broken_plugins()
 
 
-def load_runtime(name: str, **options: Any) -> RuntimeBundle:
+def load_runtime(name: str, /, **options: Any) -> RuntimeBundle:
     """Build the installed runtime ``name``: ``load_runtime("fake", clock=ManualClock())``."""
     return plugin_manager().load_runtime(name, **options)
