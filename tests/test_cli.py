@@ -415,3 +415,103 @@ def test_the_installed_command_validates_as_a_subprocess(tmp_path: Path) -> None
         check=False,
     )
     assert ok.returncode == 0 and "1 file OK" in ok.stdout
+
+
+# --- pull progress and the display ----------------------------------------------------------------
+
+
+class _Puller:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    def pull(self, image: str, auth: Any = None, progress: Any = None) -> str:
+        from kubecore._errors import ImagePullError
+        from kubecore._runtime import PullProgress
+
+        assert progress is not None
+        progress(PullProgress(image, "Downloading", 50, 200, layer="l1"))
+        progress(PullProgress(image, "Downloading", 10, 100, layer="l2"))
+        if self.fail:
+            raise ImagePullError("registry down")
+        return "sha256:abc"
+
+    def image_status(self, image: str) -> None:
+        return None
+
+    def list_images(self) -> list[Any]:
+        return []
+
+    def remove_image(self, image: str) -> None:
+        pass
+
+    def image_fs_usage(self) -> None:
+        return None
+
+
+def test_tracking_puller_reports_progress_and_outcome() -> None:
+    from kubecore._cli import PullTracker, TrackingPuller, progress_bar
+    from kubecore._errors import ImagePullError
+
+    tracker = PullTracker()
+    seen: list[Any] = []
+    snapshots: list[Any] = []
+
+    class Peek(_Puller):
+        def pull(self, image: str, auth: Any = None, progress: Any = None) -> str:
+            result = super().pull(image, auth, progress)
+            snapshots.append(tracker.active())
+            return result
+
+    puller = TrackingPuller(Peek(), tracker)
+    assert puller.pull("busybox:1.35", None, seen.append) == "sha256:abc"
+    assert len(seen) == 2  # the caller's own callback still gets every event
+    assert snapshots == [[("busybox:1.35", "Downloading", 60, 300)]]
+    assert tracker.active() == [] and tracker.finished == [("busybox:1.35", "pulled")]
+    with pytest.raises(ImagePullError):
+        TrackingPuller(_Puller(fail=True), tracker).pull("nginx:1", None, None)
+    assert tracker.finished[-1][0] == "nginx:1" and "registry down" in tracker.finished[-1][1]
+    assert progress_bar(60, 300, width=10) == "[##--------]  20%"
+    assert progress_bar(0, 0, width=4) == "[????]"
+
+
+def test_plain_display_logs_one_line_per_change(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from kubecore._cli import Display, PullTracker
+
+    tracker = PullTracker()
+    display = Display(io.StringIO(), False, "header", tracker)
+    web = pod("web", "Pending", status("a", PULLING))
+    with caplog.at_level(logging.INFO, logger="kubecore._cli"):
+        display.refresh([web], 0.0, [])
+        display.refresh([web], 1.0, [])  # unchanged: no line
+        tracker.end("busybox:1.35", "pulled")
+        display.refresh([pod("web", "Running", status("a", RUNNING, True))], 2.0, [])
+        display.refresh([], 3.0, [])
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        "pod default/web: 0/1 ContainerCreating restarts=0",
+        "image busybox:1.35: pulled",
+        "pod default/web: 1/1 Running restarts=0",
+        "pod default/web: removed",
+    ]
+
+
+def test_live_display_draws_the_table_pulls_and_problems() -> None:
+    from kubecore._cli import Display, PullTracker
+    from kubecore._errors import FieldError
+    from kubecore._sources import SourceProblem
+
+    tracker = PullTracker()
+    tracker.begin("nginx:1.25")
+    out = io.StringIO()
+    display = Display(out, True, "kubecore on node n", tracker)
+    problem = SourceProblem(
+        "/etc/pods/bad.yaml", (FieldError("spec.containers[0].image", "required"),)
+    )
+    display.refresh([pod("web", "Running", status("a", RUNNING, True))], 0.0, [problem])
+    screen = out.getvalue()
+    assert screen.startswith("\x1b[H\x1b[2J")
+    assert "kubecore on node n" in screen and "NAME" in screen and "web" in screen
+    assert "pulling nginx:1.25" in screen
+    assert "/etc/pods/bad.yaml: spec.containers[0].image: required" in screen
