@@ -245,15 +245,17 @@ class Executor:
                 step = f"start init container {container.name}"
                 self.start_container(
                     pod, container, True, sandbox_id, sb_config, observed, record,
-                    volume_paths, pod_ip,
+                    volume_paths, pod_ip, actions.init_restart_count,
                 )  # fmt: skip
                 started.append(container.name)
-            for index in actions.containers_to_start:
+            counts = actions.restart_counts
+            for position, index in enumerate(actions.containers_to_start):
                 container = pod.spec.containers[index]
                 step = f"start container {container.name}"
+                count = counts[position] if position < len(counts) else None
                 self.start_container(
                     pod, container, False, sandbox_id, sb_config, observed, record,
-                    volume_paths, pod_ip,
+                    volume_paths, pod_ip, count,
                 )  # fmt: skip
                 started.append(container.name)
         except (ContainerRuntimeError, KubecoreError, OSError) as exc:
@@ -407,6 +409,7 @@ class Executor:
         record: PodRecord,
         volume_paths: Mapping[str, str],
         pod_ip: str,
+        restart_count: int | None = None,
     ) -> str:
         name = container.name
         if container.privileged and not self.allow_privileged:
@@ -422,10 +425,14 @@ class Executor:
             raise PrivilegedNotAllowed(message)
 
         previous = [c for c in observed.containers if container_name_of(c) == name]
-        restart_count = max((restart_count_of(c) + 1 for c in previous), default=0)
-        if any(c.state is not RuntimeState.RUNNING for c in previous):
-            now = self.clock.now()
-            record.crash_backoff[name] = next_backoff(record.crash_backoff.get(name), now)
+        if restart_count is None:
+            restart_count = max((restart_count_of(c) + 1 for c in previous), default=0)
+        if previous:
+            newest = max(previous, key=lambda c: (c.created_at, restart_count_of(c), c.id))
+            if newest.state is not RuntimeState.RUNNING:
+                # A restart after the container died: the crash-loop backoff grows.
+                now = self.clock.now()
+                record.crash_backoff[name] = next_backoff(record.crash_backoff.get(name), now)
 
         self.ensure_image(pod, container, record, init=is_init)
 
