@@ -1,0 +1,154 @@
+"""``python -m benchmarks [--quick] [--only NAME ...] [--json FILE]``: run, then print the table.
+
+Full mode (the default) gives the figures the README quotes and may install the peers it
+compares against (Docker Compose, podman) from the distribution; it takes up to ~15 minutes on a
+2-core machine (every loop is bounded in count and in time). ``--quick`` is for CI: small N, no
+installs, a couple of minutes at most; it fails only when a benchmark crashes, never on a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from benchmarks._common import Context, Row, Skip, render_table
+
+# name -> (seconds allowed in full mode, in quick mode); run in this order.
+BENCHMARKS: dict[str, tuple[float, float]] = {
+    "sync_cost": (200.0, 20.0),
+    "memory_per_pod": (120.0, 15.0),
+    "many_nodes": (150.0, 15.0),
+    "reaction": (90.0, 15.0),
+    "docker_requests": (150.0, 20.0),
+    "docker_start": (240.0, 30.0),
+}
+
+
+def command_for(name: str, quick: bool) -> str:
+    return f"python -m benchmarks --only {name}" + (" --quick" if quick else "")
+
+
+def machine() -> dict[str, object]:
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small N, prove each still runs")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(BENCHMARKS),
+        metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    return parser.parse_args(argv)
+
+
+def run_one(name: str, quick: bool) -> tuple[list[Row], Context, str | None, str | None]:
+    """Rows, context, skip reason, crash traceback."""
+    full_budget, quick_budget = BENCHMARKS[name]
+    ctx = Context(
+        name=name,
+        quick=quick,
+        budget=quick_budget if quick else full_budget,
+        command=command_for(name, quick),
+        install=not quick,
+    )
+    ctx.log("start")
+    try:
+        module = importlib.import_module(f"benchmarks.{name}")
+        run = cast(Callable[[Context], list[Row]], module.run)
+        rows = run(ctx)
+    except Skip as skip:
+        ctx.log(f"skipped: {skip}")
+        return [], ctx, str(skip), None
+    except Exception:
+        trace = traceback.format_exc()
+        ctx.log(f"crashed:\n{trace}")
+        return [], ctx, None, trace
+    ctx.log(f"done ({len(rows)} figures)")
+    return rows, ctx, None, None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for name in BENCHMARKS:
+            print(name)
+        return 0
+    names = [n for n in BENCHMARKS if not args.only or n in args.only]
+    started = time.monotonic()
+    rows: list[Row] = []
+    notes: dict[str, list[str]] = {}
+    skipped: dict[str, str] = {}
+    crashed: dict[str, str] = {}
+    for name in names:
+        got, ctx, skip, trace = run_one(name, args.quick)
+        rows.extend(got)
+        notes[name] = list(ctx.notes)
+        if skip is not None:
+            skipped[name] = skip
+        if trace is not None:
+            crashed[name] = trace
+    elapsed = time.monotonic() - started
+
+    mode = (
+        "quick (CI: proves each benchmark runs; figures are not meaningful)"
+        if args.quick
+        else "full"
+    )
+    info = machine()
+    print()
+    print(
+        f"kubecore benchmarks, {mode} mode, {elapsed:.0f} s; Python {info['python']} on "
+        f"{info['cpus']} CPUs ({info['platform']})"
+    )
+    print()
+    print(render_table(rows) if rows else "(no figures)")
+    print()
+    for name in names:
+        print(f"{name}: `{command_for(name, args.quick)}`")
+        if name in skipped:
+            print(f"  - skipped: {skipped[name]}")
+        if name in crashed:
+            print("  - CRASHED (traceback above)")
+        for note in notes[name]:
+            print(f"  - {note}")
+    if args.json:
+        data = {
+            "mode": "quick" if args.quick else "full",
+            "seconds": elapsed,
+            "machine": info,
+            "rows": [r.to_json() for r in rows],
+            "notes": notes,
+            "skipped": skipped,
+            "crashed": crashed,
+            "commands": {n: command_for(n, args.quick) for n in names},
+        }
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2)
+            out.write("\n")
+    if crashed:
+        print(f"\ncrashed: {', '.join(crashed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
