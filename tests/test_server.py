@@ -570,3 +570,97 @@ def test_internal_errors_are_500_without_traceback(start_server: ServerFactory) 
     response = get(server.url + "/pods")
     body = assert_status(response, 500)
     assert "secret internals" not in response.text and body["reason"] == "InternalServerError"
+
+
+# --- against a real Kubelet on the fake runtime, in virtual time ----------------------------------
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[tuple[Any, Any, KubeletServer]]:
+    from kubecore._clock import ManualClock
+    from kubecore._kubelet import Kubelet, KubeletConfig
+    from kubecore._plugins import load_runtime
+    from kubecore._sources import StaticSource
+
+    clock = ManualClock()
+    bundle = load_runtime("fake", clock=clock)
+    kubelet = Kubelet.from_bundle(
+        bundle,
+        clock=clock,
+        config=KubeletConfig(node_name="test-node", root_dir=str(tmp_path / "root")),
+        sources=("api",),
+    )
+    talker = Pod(
+        ObjectMeta(name="talker"),
+        PodSpec(
+            containers=(
+                Container(
+                    name="main",
+                    image="busybox:1.35",
+                    command=("sh", "-c", "echo hello; echo world; sleep 3600"),
+                ),
+            )
+        ),
+    )
+    StaticSource([talker], sink=kubelet.update)
+    assert kubelet.sync_until_converged(max_syncs=20)
+    server = KubeletServer(
+        kubelet, ServerConfig(port=0, enable_exec=True, exec_token=TOKEN, request_timeout=5.0)
+    ).start()
+    try:
+        yield kubelet, bundle.runtime, server
+    finally:
+        server.stop()
+        kubelet.stop()
+
+
+def test_live_pods_and_status(live: tuple[Any, Any, KubeletServer]) -> None:
+    _, _, server = live
+    body = get(server.url + "/pods").json()
+    (item,) = body["items"]
+    assert item["metadata"]["name"] == "talker"
+    assert item["metadata"]["annotations"]["kubernetes.io/config.source"] == "api"
+    assert item["status"]["phase"] == "Running"
+    assert item["status"]["containerStatuses"][0]["state"]["running"]
+    assert get(server.url + "/pods/default/talker").json()["status"]["phase"] == "Running"
+    assert_status(get(server.url + "/pods/default/nobody"), 404)
+
+
+def test_live_logs_tail_timestamps_and_follow(live: tuple[Any, Any, KubeletServer]) -> None:
+    _, runtime, server = live
+    base = server.url + "/containerLogs/default/talker/main"
+    assert get(base).text == "hello\nworld\n"
+    assert get(base + "?tailLines=1").text == "world\n"
+    stamped = get(base + "?timestamps=true").text.splitlines()
+    assert len(stamped) == 2 and stamped[0].endswith(" hello") and stamped[0][:4].isdigit()
+    assert_status(get(server.url + "/containerLogs/default/talker/nope"), 404)
+    assert_status(get(base + "?tailLines=x"), 400)
+
+    (container,) = runtime.list_containers()
+    with requests.get(base + "?follow=true&tailLines=1", stream=True, timeout=10) as response:
+        lines = response.iter_lines()
+        assert next(lines) == b"world"
+        runtime.write_log(container.id, "third\n")
+        assert next(lines) == b"third"
+        runtime.crash(container.id, 1)  # the container stops: the stream ends
+        assert list(lines) == []
+
+
+def test_live_exec(live: tuple[Any, Any, KubeletServer]) -> None:
+    _, _, server = live
+    response = requests.post(
+        server.url + "/run/default/talker/main?cmd=echo+hi+there", headers=bearer(), timeout=10
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"exitCode": 0, "stdout": "hi there\n", "stderr": ""}
+    assert_status(requests.post(server.url + "/run/default/talker/main?cmd=ls", timeout=10), 401)
+
+
+def test_live_metrics_stats_and_health(live: tuple[Any, Any, KubeletServer]) -> None:
+    _, _, server = live
+    assert get(server.url + "/healthz").text == "ok\n"
+    metrics = get(server.url + "/metrics").text
+    assert "kubecore_sync_duration_seconds" in metrics
+    summary = get(server.url + "/stats/summary").json()
+    assert summary["node"]["nodeName"] == "test-node"
+    assert [p["podRef"]["name"] for p in summary["pods"]] == ["talker"]
