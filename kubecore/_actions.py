@@ -27,6 +27,7 @@ class KillReason(enum.Enum):
     STARTUP_FAILED = "the startup probe failed"
     POST_START_FAILED = "the postStart hook failed"
     INIT_NOT_DONE = "init containers must complete first"
+    UNKNOWN_STATE = "the container's state is unknown"
 
 
 @attrs.frozen
@@ -107,6 +108,14 @@ class PodActions:
     waiting: tuple[Waiting, ...] = ()
     pod_failed: bool = False
     """The pod can never run again (init container failed under Never, ...)."""
+    kill_pod_reason: KillReason | None = None
+    """Why ``kill_pod`` (sandbox missing / dead / changed, pod terminal, ...)."""
+    restart_counts: tuple[int, ...] = ()
+    """The restart count (attempt) of each new container, in ``containers_to_start`` order."""
+    init_restart_count: int = 0
+    """The restart count (attempt) of the new init container (``next_init_container``)."""
+    terminal: bool = False
+    """The pod reached Succeeded or Failed: nothing of it will start again."""
 
     @property
     def is_noop(self) -> bool:

@@ -1,0 +1,628 @@
+"""The pure planner: one pod's spec + what the runtime shows + its history -> ``PodActions``.
+
+The kubelet's ``computePodActions`` without its hidden inputs: probe results, backoff state and
+``now`` are arguments. No I/O, no clock, no threads.
+
+How observed objects are read (labels and annotations only, so an agent restart adopts them):
+
+* the pod's sandbox is the newest READY one; a container belongs to it by ``sandbox_id``;
+* a container's name is its ``CONTAINER_NAME_LABEL`` (else ``RuntimeContainer.name``), its kind
+  ``INIT_CONTAINER_ANNOTATION``, its spec hash ``HASH_ANNOTATION`` (absent: do not compare) and its
+  restart count ``RESTART_COUNT_ANNOTATION`` (else ``attempt``);
+* "newest" orders by (created_at, restart count, id).
+
+Decisions about a container name are taken from its newest instance in any sandbox (restart
+policy), except init progress, which only counts what ran in the current sandbox: a new sandbox
+runs the init containers again, as the kubelet does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubecore._actions import (
+    ContainerToKill,
+    KillReason,
+    ObservedPod,
+    PodActions,
+    PodHistory,
+    Waiting,
+)
+from kubecore._backoff import format_delay, in_backoff
+from kubecore._model import Container, Pod
+from kubecore._runtime import (
+    CONTAINER_NAME_LABEL,
+    HASH_ANNOTATION,
+    INIT_CONTAINER_ANNOTATION,
+    RESTART_COUNT_ANNOTATION,
+    RuntimeContainer,
+    RuntimeSandbox,
+    RuntimeState,
+    SandboxState,
+)
+from kubecore._translate import (
+    SANDBOX_HASH_ANNOTATION,
+    _IdentityCache,
+    container_hash,
+    sandbox_hash,
+)
+
+_RUNNING = RuntimeState.RUNNING
+_UNKNOWN = RuntimeState.UNKNOWN
+_CREATED = RuntimeState.CREATED
+_READY = SandboxState.READY
+_NOOP = PodActions()
+
+CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+POD_INITIALIZING = "PodInitializing"
+
+
+# --- the spec side, computed once per Pod object ------------------------------------------------
+
+
+class PodInfo:
+    """Per-pod facts the planner needs on every sync, computed once per ``Pod`` object.
+
+    Cached by object identity (``_IdentityCache``: id + weak reference), so the steady state hashes
+    nothing: pod sources hand the agent the same ``Pod`` object until the pod changes.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "all_apps",
+        "app_hashes",
+        "app_index",
+        "desc",
+        "init_index",
+        "noop",
+        "sandbox_hash",
+    )
+
+    def __init__(self, pod: Pod) -> None:
+        spec = pod.spec
+        self.app_index = {c.name: i for i, c in enumerate(spec.containers)}
+        self.init_index = {c.name: i for i, c in enumerate(spec.init_containers)}
+        self.app_hashes = tuple(container_hash(c) for c in spec.containers)
+        self.sandbox_hash = sandbox_hash(pod)
+        meta = pod.metadata
+        self.desc = f"{meta.name}_{meta.namespace}({meta.uid})"
+        self.all_apps = (1 << len(spec.containers)) - 1
+        self.noop = _NOOP
+
+    def noop_in(self, sandbox_id: str) -> PodActions:
+        """The (shared) "nothing to do" value for this pod in that sandbox."""
+        noop = self.noop
+        if noop.sandbox_id != sandbox_id:
+            noop = self.noop = PodActions(sandbox_id=sandbox_id)
+        return noop
+
+
+_info_cache = _IdentityCache()
+
+
+def pod_info(pod: Pod) -> PodInfo:
+    return _info_cache.get(pod, PodInfo)
+
+
+# --- the observed side ----------------------------------------------------------------------
+
+
+class Record:
+    """One observed container, read through its labels and annotations."""
+
+    __slots__ = ("c", "hash", "is_init", "key", "name", "restart_count")
+
+    def __init__(self, c: RuntimeContainer, name: str, is_init: bool) -> None:
+        self.c = c
+        self.name = name
+        self.is_init = is_init
+        ann = c.annotations
+        self.hash = ann.get(HASH_ANNOTATION) or c.labels.get(HASH_ANNOTATION, "")
+        count = ann.get(RESTART_COUNT_ANNOTATION)
+        try:
+            self.restart_count = int(count) if count is not None else c.attempt
+        except ValueError:
+            self.restart_count = c.attempt
+        self.key = (c.created_at, self.restart_count, c.id)
+
+    @property
+    def live(self) -> bool:
+        """Running, or unknown (which may be running)."""
+        state = self.c.state
+        return state is _RUNNING or state is _UNKNOWN
+
+    @property
+    def never_started(self) -> bool:
+        """Created but never ran, with no error (an interrupted start): start it again."""
+        c = self.c
+        return c.state is _CREATED and not c.exit_code and not c.reason
+
+    @property
+    def failed(self) -> bool:
+        """A dead container that did not exit 0 (an unknown exit code is a failure)."""
+        return self.c.exit_code != 0
+
+
+def _name_of(c: RuntimeContainer) -> str:
+    return c.labels.get(CONTAINER_NAME_LABEL) or c.name
+
+
+def _newest_first(records: list[Record]) -> None:
+    if len(records) > 1:
+        records.sort(key=lambda r: r.key, reverse=True)
+
+
+class View:
+    """One pod's observed state, grouped by container name (newest first)."""
+
+    __slots__ = ("any_live", "app", "init", "sandbox", "stray")
+
+    def __init__(self, info: PodInfo, observed: ObservedPod) -> None:
+        sandbox: RuntimeSandbox | None = None
+        for s in observed.sandboxes:
+            if s.state is _READY and (
+                sandbox is None
+                or (s.created_at, s.attempt, s.id)
+                > (sandbox.created_at, sandbox.attempt, sandbox.id)
+            ):
+                sandbox = s
+        self.sandbox = sandbox
+        app: dict[str, list[Record]] = {}
+        init: dict[str, list[Record]] = {}
+        stray: list[Record] = []
+        any_live = False
+        app_index, init_index = info.app_index, info.init_index
+        for c in observed.containers:
+            name = _name_of(c)
+            flag = c.annotations.get(INIT_CONTAINER_ANNOTATION)
+            if flag is None:
+                is_init = name in init_index and name not in app_index
+            else:
+                is_init = flag == "true"
+            record = Record(c, name, is_init)
+            if record.live:
+                any_live = True
+            group = init if is_init else app
+            if name in (init_index if is_init else app_index):
+                if name in group:
+                    group[name].append(record)
+                else:
+                    group[name] = [record]
+            else:
+                stray.append(record)
+        for records in app.values():
+            _newest_first(records)
+        for records in init.values():
+            _newest_first(records)
+        self.app = app
+        self.init = init
+        self.stray = stray
+        self.any_live = any_live
+
+    def records(self) -> Iterable[Record]:
+        for records in self.app.values():
+            yield from records
+        for records in self.init.values():
+            yield from records
+        yield from self.stray
+
+
+def should_restart(record: Record, policy: str) -> bool:
+    """Whether a dead container is started again under the pod's restart policy."""
+    if record.never_started:
+        return True
+    if policy == "Always":
+        return True
+    if policy == "OnFailure":
+        return record.failed
+    return False
+
+
+def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
+    """(terminal, failed): the pod will never start anything again (Succeeded or Failed).
+
+    Never under ``Always``. Under ``Never`` a failed init container fails the pod. Otherwise the
+    pod is terminal when every app container has run, none runs, and none is to be restarted.
+    """
+    spec = pod.spec
+    policy = spec.restart_policy
+    if policy == "Always":
+        return False, False
+    if policy == "Never":
+        for c in spec.init_containers:
+            records = view.init.get(c.name)
+            if records:
+                newest = records[0]
+                if not newest.live and not newest.never_started and newest.failed:
+                    return True, True
+    failed = False
+    for c in spec.containers:
+        records = view.app.get(c.name)
+        if not records:
+            return False, False
+        for r in records:
+            if r.live:
+                return False, False
+        newest = records[0]
+        if should_restart(newest, policy):
+            return False, False
+        failed = failed or newest.failed
+    return True, failed
+
+
+def _next_restart_count(records: list[Record] | None) -> int:
+    if not records:
+        return 0
+    return max(r.restart_count for r in records) + 1
+
+
+class _Plan:
+    """The mutable scratchpad of one planning run."""
+
+    __slots__ = ("counts", "history", "info", "kills", "now", "pod", "starts", "waiting")
+
+    def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
+        self.pod = pod
+        self.info = info
+        self.history = history
+        self.now = now
+        self.kills: dict[str, ContainerToKill] = {}
+        self.starts: list[int] = []
+        self.counts: list[int] = []
+        self.waiting: list[Waiting] = []
+
+    def kill(self, record: Record, reason: KillReason, message: str = "") -> None:
+        c = record.c
+        if c.id not in self.kills:
+            self.kills[c.id] = ContainerToKill(c.id, record.name, reason, message)
+
+    def blocked(self, container: Container, *, crash: bool) -> Waiting | None:
+        """The backoff that forbids starting ``container`` now, as a Waiting reason."""
+        history, name = self.history, container.name
+        if crash and history.crash_backoff:
+            entry = history.crash_backoff.get(name)
+            if entry is not None and in_backoff(entry, self.now):
+                return Waiting(
+                    name,
+                    CRASH_LOOP_BACK_OFF,
+                    f"back-off {format_delay(entry.delay)} restarting failed "
+                    f"container={name} pod={self.info.desc}",
+                )
+        if history.image_backoff:
+            entry = history.image_backoff.get(name)
+            if entry is not None and in_backoff(entry, self.now):
+                return Waiting(
+                    name, IMAGE_PULL_BACK_OFF, f'Back-off pulling image "{container.image}"'
+                )
+        return None
+
+    def start(self, index: int, records: list[Record] | None, *, crash: bool) -> None:
+        container = self.pod.spec.containers[index]
+        waiting = self.blocked(container, crash=crash)
+        if waiting is not None:
+            self.waiting.append(waiting)
+            return
+        self.starts.append(index)
+        self.counts.append(_next_restart_count(records))
+
+    def sorted_kills(self) -> tuple[ContainerToKill, ...]:
+        return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))
+
+
+def _removable_sandboxes(observed: ObservedPod, view: View) -> tuple[str, ...]:
+    """Sandboxes other than the pod's that nothing runs in and that hold no container's newest
+    instance (removing a sandbox removes its containers: the restart policy needs those)."""
+    current = view.sandbox
+    sandboxes = observed.sandboxes
+    if not sandboxes or (len(sandboxes) == 1 and sandboxes[0] is current):
+        return ()
+    keep: set[str] = set()
+    for group in (view.app, view.init):
+        for records in group.values():
+            keep.add(records[0].c.sandbox_id)
+    for r in view.records():
+        if r.live:
+            keep.add(r.c.sandbox_id)
+    return tuple(sorted(s.id for s in sandboxes if s is not current and s.id not in keep))
+
+
+def _anything_runs(observed: ObservedPod, view: View) -> bool:
+    return view.any_live or any(s.state is _READY for s in observed.sandboxes)
+
+
+def compute_pod_actions(
+    pod: Pod, observed: ObservedPod, history: PodHistory, now: float
+) -> PodActions:
+    """What to do now to bring one pod's containers to its spec (pure; deterministic)."""
+    info = pod_info(pod)
+    steady = _steady(info, observed, history)
+    if steady is not None:
+        return steady
+    view = View(info, observed)
+    sandbox = view.sandbox
+    if sandbox is not None and not _sandbox_changed(sandbox, info):
+        return _plan_in_sandbox(pod, observed, history, now, info, view, sandbox)
+    return _plan_new_sandbox(pod, observed, history, now, info, view)
+
+
+def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodActions | None:
+    """The common case, checked without building a ``View``: one ready sandbox, every app
+    container running in it once with its spec hash, no probe or postStart failure, nothing
+    unknown. Returns the no-op plan, or None to plan in full. Dead containers do not matter here:
+    with every app container running, the full planner ignores them too."""
+    sandboxes = observed.sandboxes
+    if len(sandboxes) != 1:
+        return None
+    sandbox = sandboxes[0]
+    if sandbox.state is not _READY or _sandbox_changed(sandbox, info):
+        return None
+    sandbox_id = sandbox.id
+    app_index, hashes = info.app_index, info.app_hashes
+    probes, post_start_failed = history.probes, history.post_start_failed
+    seen = 0
+    for c in observed.containers:
+        state = c.state
+        if state is not _RUNNING:
+            if state is _UNKNOWN:
+                return None
+            continue
+        if c.sandbox_id != sandbox_id:
+            return None
+        index = app_index.get(c.labels.get(CONTAINER_NAME_LABEL) or c.name)
+        if index is None:
+            return None
+        ann = c.annotations
+        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
+            return None
+        recorded = ann.get(HASH_ANNOTATION)
+        if recorded is None:
+            recorded = c.labels.get(HASH_ANNOTATION)
+        if recorded and recorded != hashes[index]:
+            return None
+        bit = 1 << index
+        if seen & bit:
+            return None
+        seen |= bit
+        if probes and (probe := probes.get(c.id)) is not None and probe.liveness_failed:
+            return None
+        if post_start_failed and c.id in post_start_failed:
+            return None
+    if seen != info.all_apps:
+        return None
+    return info.noop_in(sandbox_id)
+
+
+def _sandbox_changed(sandbox: RuntimeSandbox, info: PodInfo) -> bool:
+    recorded = sandbox.annotations.get(SANDBOX_HASH_ANNOTATION)
+    return bool(recorded) and recorded != info.sandbox_hash
+
+
+def _plan_terminal(observed: ObservedPod, view: View, failed: bool) -> PodActions:
+    kill = _anything_runs(observed, view)
+    return PodActions(
+        kill_pod=kill,
+        kill_pod_reason=KillReason.POD_TERMINAL if kill else None,
+        sandboxes_to_remove=_removable_sandboxes(observed, view),
+        pod_failed=failed,
+        terminal=True,
+    )
+
+
+def _plan_new_sandbox(
+    pod: Pod,
+    observed: ObservedPod,
+    history: PodHistory,
+    now: float,
+    info: PodInfo,
+    view: View,
+) -> PodActions:
+    """No usable sandbox: kill whatever of the pod runs, create a sandbox, start from scratch."""
+    spec = pod.spec
+    terminal, failed = terminal_state(pod, view)
+    if terminal:
+        return _plan_terminal(observed, view, failed)
+    if view.sandbox is not None:
+        reason = KillReason.SANDBOX_CHANGED
+    elif observed.sandboxes:
+        reason = KillReason.SANDBOX_DEAD
+    else:
+        reason = KillReason.SANDBOX_MISSING
+    kill = _anything_runs(observed, view)
+    removable = _removable_sandboxes(observed, view)
+    if spec.restart_policy == "Never" and (view.app or view.init):
+        # As the kubelet: a Never pod whose containers already ran is not started over.
+        return PodActions(
+            kill_pod=kill,
+            kill_pod_reason=reason if kill else None,
+            sandboxes_to_remove=removable,
+        )
+    plan = _Plan(pod, info, history, now)
+    next_init: int | None = None
+    init_count = 0
+    if spec.init_containers:
+        first = spec.init_containers[0]
+        records = view.init.get(first.name)
+        waiting = plan.blocked(first, crash=bool(records))
+        if waiting is None:
+            next_init = 0
+            init_count = _next_restart_count(records)
+        else:
+            plan.waiting.append(waiting)
+        plan.waiting.extend(Waiting(c.name, POD_INITIALIZING) for c in spec.containers)
+    else:
+        policy = spec.restart_policy
+        for index, container in enumerate(spec.containers):
+            records = view.app.get(container.name)
+            if records:
+                newest = records[0]
+                if not newest.live and not should_restart(newest, policy):
+                    continue
+            plan.start(index, records, crash=bool(records))
+    return PodActions(
+        kill_pod=kill,
+        kill_pod_reason=reason if kill else None,
+        create_sandbox=True,
+        attempt=max((s.attempt for s in observed.sandboxes), default=-1) + 1,
+        next_init_container=next_init,
+        init_restart_count=init_count,
+        containers_to_start=tuple(plan.starts),
+        restart_counts=tuple(plan.counts),
+        sandboxes_to_remove=removable,
+        waiting=tuple(plan.waiting),
+    )
+
+
+def _plan_in_sandbox(
+    pod: Pod,
+    observed: ObservedPod,
+    history: PodHistory,
+    now: float,
+    info: PodInfo,
+    view: View,
+    sandbox: RuntimeSandbox,
+) -> PodActions:
+    spec = pod.spec
+    policy = spec.restart_policy
+    sandbox_id = sandbox.id
+    plan = _Plan(pod, info, history, now)
+
+    # Live containers that are not (or no longer) wanted where they are.
+    running: dict[str, Record] = {}
+    running_init: set[str] = set()
+    for group, seen in ((view.app, running), (view.init, running_init)):
+        for name, group_records in group.items():
+            for rec in group_records:  # newest first
+                if not rec.live:
+                    continue
+                if rec.c.sandbox_id != sandbox_id:
+                    plan.kill(rec, KillReason.SANDBOX_CHANGED, "runs outside the pod's sandbox")
+                elif name in seen:
+                    plan.kill(rec, KillReason.DUPLICATE)
+                elif group is view.app:
+                    running[name] = rec
+                else:
+                    running_init.add(name)
+    for stray in view.stray:
+        if stray.live:
+            plan.kill(stray, KillReason.NOT_IN_SPEC)
+
+    terminal, failed = terminal_state(pod, view)
+    if terminal:
+        return _plan_terminal(observed, view, failed)
+
+    init_done, next_init, init_count = _init_progress(pod, view, sandbox_id, plan)
+    if init_done is None:
+        # An init container failed under restartPolicy Never: the pod fails.
+        return PodActions(
+            kill_pod=True,
+            kill_pod_reason=KillReason.POD_TERMINAL,
+            pod_failed=True,
+            terminal=True,
+            sandboxes_to_remove=_removable_sandboxes(observed, view),
+        )
+    if not init_done:
+        for container in spec.containers:
+            plan.waiting.append(Waiting(container.name, POD_INITIALIZING))
+    else:
+        probes = history.probes
+        post_start_failed = history.post_start_failed
+        hashes = info.app_hashes
+        for index, container in enumerate(spec.containers):
+            name = container.name
+            records = view.app.get(name)
+            r = running.get(name)
+            if r is not None:
+                if r.hash and r.hash != hashes[index]:
+                    plan.kill(r, KillReason.SPEC_CHANGED, "will be restarted")
+                    plan.start(index, records, crash=False)
+                elif r.c.state is _UNKNOWN:
+                    plan.kill(r, KillReason.UNKNOWN_STATE, "will be restarted")
+                    plan.start(index, records, crash=True)
+                elif probes and (state := probes.get(r.c.id)) is not None and state.liveness_failed:
+                    plan.kill(r, KillReason.LIVENESS_FAILED, state.message)
+                    if policy != "Never":
+                        plan.start(index, records, crash=True)
+                elif post_start_failed and r.c.id in post_start_failed:
+                    plan.kill(r, KillReason.POST_START_FAILED)
+                continue
+            if not records:
+                plan.start(index, records, crash=False)
+                continue
+            newest = records[0]
+            if newest.live:
+                # It runs elsewhere and is being killed: treat it as if it had just died.
+                if policy != "Never":
+                    plan.start(index, records, crash=True)
+            elif should_restart(newest, policy):
+                plan.start(index, records, crash=True)
+
+    if not plan.kills and not plan.starts and next_init is None and not plan.waiting:
+        removable = _removable_sandboxes(observed, view)
+        if not removable:
+            return PodActions(sandbox_id=sandbox_id)
+    else:
+        removable = _removable_sandboxes(observed, view)
+    return PodActions(
+        sandbox_id=sandbox_id,
+        next_init_container=next_init,
+        init_restart_count=init_count,
+        containers_to_start=tuple(plan.starts),
+        restart_counts=tuple(plan.counts),
+        containers_to_kill=plan.sorted_kills(),
+        sandboxes_to_remove=removable,
+        waiting=tuple(plan.waiting),
+    )
+
+
+def _init_progress(
+    pod: Pod, view: View, sandbox_id: str, plan: _Plan
+) -> tuple[bool | None, int | None, int]:
+    """(done, next init container to start, its restart count), judged from what ran in the
+    current sandbox; done is None when an init container failed under restartPolicy Never."""
+    spec = pod.spec
+    inits = spec.init_containers
+    if not inits:
+        return True, None, 0
+    for records in view.app.values():
+        for r in records:
+            if r.c.sandbox_id == sandbox_id:
+                # App containers only ever start once init is done in that sandbox.
+                return True, None, 0
+
+    def in_sandbox(name: str) -> list[Record]:
+        return [r for r in view.init.get(name, ()) if r.c.sandbox_id == sandbox_id]
+
+    for index in range(len(inits) - 1, -1, -1):
+        container = inits[index]
+        here = in_sandbox(container.name)
+        if not here:
+            continue
+        newest = here[0]
+        if newest.c.state is _UNKNOWN:
+            plan.kill(newest, KillReason.UNKNOWN_STATE, "will be restarted")
+            return _start_init(plan, view, index, crash=True)
+        if newest.live:
+            return False, None, 0
+        if newest.never_started:
+            return _start_init(plan, view, index, crash=False)
+        if not newest.failed:
+            if index == len(inits) - 1:
+                return True, None, 0
+            return _start_init(plan, view, index + 1, crash=False)
+        if spec.restart_policy == "Never":
+            return None, None, 0
+        return _start_init(plan, view, index, crash=True)
+    return _start_init(plan, view, 0, crash=False)
+
+
+def _start_init(
+    plan: _Plan, view: View, index: int, *, crash: bool
+) -> tuple[bool, int | None, int]:
+    container = plan.pod.spec.init_containers[index]
+    records = view.init.get(container.name)
+    waiting = plan.blocked(container, crash=crash)
+    if waiting is not None:
+        plan.waiting.append(waiting)
+        return False, None, 0
+    return False, index, _next_restart_count(records)

@@ -1,0 +1,320 @@
+"""The pod's v1 status from what the runtime shows (pure): today's kubelet rules.
+
+Container states come from each container's newest instance (the running one in the pod's
+sandbox first), its previous dead instance gives ``lastState``, the planner's ``waiting`` gives the
+reason of a container that waits (CrashLoopBackOff, ImagePullBackOff, PodInitializing). The phase
+follows the kubelet's ``getPhase``; a terminal phase in ``previous`` is never left.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from kubecore._actions import ObservedPod, PodActions, PodHistory, ProbeState, Waiting
+from kubecore._model import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodPhase,
+    PodStatus,
+)
+from kubecore._planner import POD_INITIALIZING, Record, View, compute_pod_actions, pod_info
+from kubecore._runtime import RuntimeState
+
+DEFAULT_RUNTIME_NAME = "kubecore"
+CONTAINER_CREATING = "ContainerCreating"
+POD_COMPLETED = "PodCompleted"
+UNKNOWN_EXIT_CODE = 1
+"""Reported (and judged, by the planner, as a failure) when a dead container has no exit code."""
+_TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def rfc3339(ts: float) -> str:
+    """Seconds since the epoch as the v1 API writes times: ``2024-05-01T12:00:00Z`` (UTC)."""
+    moment = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _terminated(record: Record, prefix: str, messages: Mapping[str, str]) -> ContainerState:
+    c = record.c
+    code = c.exit_code if c.exit_code is not None else UNKNOWN_EXIT_CODE
+    return ContainerState(
+        terminated=ContainerStateTerminated(
+            exit_code=code,
+            reason=c.reason or ("Completed" if code == 0 else "Error"),
+            message=messages.get(c.id) or c.message,
+            started_at=rfc3339(c.started_at) if c.started_at is not None else "",
+            finished_at=rfc3339(c.finished_at) if c.finished_at is not None else "",
+            container_id=prefix + c.id,
+        )
+    )
+
+
+def _container_status(
+    container: Container,
+    records: Sequence[Record],
+    *,
+    sandbox_id: str,
+    waiting: Waiting | None,
+    probes: Mapping[str, ProbeState],
+    messages: Mapping[str, str],
+    prefix: str,
+    is_init: bool,
+    default_reason: str,
+) -> ContainerStatus:
+    if not records:
+        reason = waiting.reason if waiting else default_reason
+        return ContainerStatus(
+            name=container.name,
+            image=container.image,
+            state=ContainerState(
+                waiting=ContainerStateWaiting(reason, waiting.message if waiting else "")
+            ),
+        )
+    current = records[0]
+    for r in records:
+        if r.c.state is RuntimeState.RUNNING and r.c.sandbox_id == sandbox_id:
+            current = r
+            break
+    c = current.c
+    previous_dead = next(
+        (r for r in records if r is not current and not r.live and not r.never_started), None
+    )
+    last_state = _terminated(previous_dead, prefix, messages) if previous_dead else ContainerState()
+    running = False
+    if c.state is RuntimeState.RUNNING:
+        running = True
+        started_at = c.started_at if c.started_at is not None else c.created_at
+        state = ContainerState(running=ContainerStateRunning(rfc3339(started_at)))
+    elif c.state is RuntimeState.UNKNOWN:
+        state = ContainerState()
+    elif waiting is not None:
+        state = ContainerState(waiting=ContainerStateWaiting(waiting.reason, waiting.message))
+        if not current.never_started:
+            last_state = _terminated(current, prefix, messages)
+    elif current.never_started:
+        state = ContainerState(waiting=ContainerStateWaiting(CONTAINER_CREATING))
+    else:
+        state = _terminated(current, prefix, messages)
+
+    if is_init:
+        started = running
+        ready = state.terminated is not None and state.terminated.exit_code == 0
+    else:
+        probe = probes.get(c.id) if probes else None
+        started = running and (
+            container.startup_probe is None or (probe is not None and probe.started)
+        )
+        ready = started and (
+            container.readiness_probe is None or (probe is not None and probe.ready)
+        )
+    return ContainerStatus(
+        name=container.name,
+        image=container.image,
+        state=state,
+        last_state=last_state,
+        ready=ready,
+        started=started,
+        restart_count=current.restart_count,
+        image_id=c.image_id,
+        container_id=prefix + c.id,
+    )
+
+
+def _phase(
+    policy: str,
+    init_statuses: Sequence[ContainerStatus],
+    statuses: Sequence[ContainerStatus],
+    terminal: bool,
+) -> PodPhase:
+    """The kubelet's getPhase."""
+    pending_init = failed_init = 0
+    for st in init_statuses:
+        s = st.state
+        if s.running is not None:
+            pending_init += 1
+        elif s.terminated is not None:
+            if s.terminated.exit_code != 0:
+                failed_init += 1
+        elif s.waiting is not None and st.last_state.terminated is not None:
+            if st.last_state.terminated.exit_code != 0:
+                failed_init += 1
+        else:
+            pending_init += 1
+    unknown = running = waiting = stopped = succeeded = 0
+    for st in statuses:
+        s = st.state
+        if s.running is not None:
+            running += 1
+        elif s.terminated is not None:
+            stopped += 1
+            if s.terminated.exit_code == 0:
+                succeeded += 1
+        elif s.waiting is not None:
+            if st.last_state.terminated is not None:
+                stopped += 1
+            else:
+                waiting += 1
+        else:
+            unknown += 1
+    if failed_init and policy == "Never":
+        return "Failed"
+    if pending_init or waiting:
+        return "Pending"
+    if running and not unknown:
+        return "Running"
+    if not running and stopped and not unknown:
+        if terminal:
+            return "Succeeded" if stopped == succeeded else "Failed"
+        if policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        if policy == "Never":
+            return "Failed"
+        return "Running"
+    return "Pending"
+
+
+def _condition(
+    kind: str,
+    ok: bool,
+    reason: str,
+    message: str,
+    previous: Mapping[str, PodCondition],
+    now: str,
+) -> PodCondition:
+    status: Literal["True", "False"] = "True" if ok else "False"
+    before = previous.get(kind)
+    when = before.last_transition_time if before and before.status == status else now
+    return PodCondition(
+        type=kind,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=when,
+    )
+
+
+def _names(statuses: Sequence[ContainerStatus]) -> str:
+    return "[" + " ".join(st.name for st in statuses) + "]"
+
+
+def compute_pod_status(
+    pod: Pod,
+    observed: ObservedPod,
+    history: PodHistory,
+    actions: PodActions | None,
+    now: float,
+    *,
+    previous: PodStatus | None = None,
+    termination_messages: Mapping[str, str] | None = None,
+    runtime_name: str = DEFAULT_RUNTIME_NAME,
+    host_ip: str = "",
+) -> PodStatus:
+    """The v1 ``PodStatus`` of a pod (pure).
+
+    ``actions`` is this sync's plan (planned here when None); ``termination_messages`` maps a
+    runtime container id to the text of its termination-message file; ``runtime_name`` prefixes
+    container ids (``<runtime>://<id>``); ``host_ip`` is the node's address (and a host-network
+    pod's IP).
+    """
+    if actions is None:
+        actions = compute_pod_actions(pod, observed, history, now)
+    spec = pod.spec
+    view = View(pod_info(pod), observed)
+    sandbox = view.sandbox
+    sandbox_id = sandbox.id if sandbox is not None else ""
+    waiting = {w.name: w for w in actions.waiting}
+    messages = termination_messages or {}
+    prefix = f"{runtime_name}://"
+    probes = history.probes
+
+    init_statuses = tuple(
+        _container_status(
+            c,
+            view.init.get(c.name, ()),
+            sandbox_id=sandbox_id,
+            waiting=waiting.get(c.name),
+            probes=probes,
+            messages=messages,
+            prefix=prefix,
+            is_init=True,
+            default_reason=CONTAINER_CREATING if i == 0 else POD_INITIALIZING,
+        )
+        for i, c in enumerate(spec.init_containers)
+    )
+    statuses = tuple(
+        _container_status(
+            c,
+            view.app.get(c.name, ()),
+            sandbox_id=sandbox_id,
+            waiting=waiting.get(c.name),
+            probes=probes,
+            messages=messages,
+            prefix=prefix,
+            is_init=False,
+            default_reason=CONTAINER_CREATING,
+        )
+        for c in spec.containers
+    )
+
+    phase = _phase(spec.restart_policy, init_statuses, statuses, actions.terminal)
+    if actions.pod_failed:
+        phase = "Failed"
+    if previous is not None and previous.phase in _TERMINAL_PHASES:
+        phase = previous.phase
+
+    stamp = rfc3339(now)
+    before = {c.type: c for c in previous.conditions} if previous is not None else {}
+    incomplete = [st for st in init_statuses if not st.ready]
+    unready = [st for st in statuses if not st.ready]
+    if phase == "Succeeded":
+        init_reason = ready_reason = POD_COMPLETED
+        init_message = ready_message = ""
+    else:
+        init_reason = "ContainersNotInitialized" if incomplete else ""
+        init_message = (
+            f"containers with incomplete status: {_names(incomplete)}" if incomplete else ""
+        )
+        ready_reason = "ContainersNotReady" if unready else ""
+        ready_message = f"containers with unready status: {_names(unready)}" if unready else ""
+    initialized = not incomplete or phase == "Succeeded"
+    ready = not unready and phase not in _TERMINAL_PHASES
+    conditions = (
+        _condition("Initialized", initialized, init_reason, init_message, before, stamp),
+        _condition("Ready", ready, ready_reason, ready_message, before, stamp),
+        _condition("ContainersReady", ready, ready_reason, ready_message, before, stamp),
+        _condition("PodScheduled", True, "", "", before, stamp),
+    )
+
+    if spec.host_network and host_ip:
+        pod_ip = host_ip
+    elif sandbox is not None and sandbox.ip:
+        pod_ip = sandbox.ip
+    else:
+        pod_ip = previous.pod_ip if previous is not None else ""
+    if previous is not None and previous.start_time:
+        start_time = previous.start_time
+    elif observed.sandboxes:
+        start_time = rfc3339(min(s.created_at for s in observed.sandboxes))
+    else:
+        start_time = ""
+    return PodStatus(
+        phase=phase,
+        conditions=conditions,
+        message=previous.message if previous is not None else "",
+        reason=previous.reason if previous is not None else "",
+        host_ip=host_ip or (previous.host_ip if previous is not None else ""),
+        pod_ip=pod_ip,
+        start_time=start_time,
+        init_container_statuses=init_statuses,
+        container_statuses=statuses,
+    )
