@@ -137,6 +137,8 @@ def grace_of(pod: Pod | None, c: RuntimeContainer | None = None) -> float:
 
 
 def _kill_message(kill: ContainerToKill) -> str:
+    if kill.reason is KillReason.LIVENESS_FAILED and kill.message.startswith("Startup"):
+        return f"Container {kill.name} failed startup probe, will be restarted"
     if kill.reason is KillReason.LIVENESS_FAILED:
         return f"Container {kill.name} failed liveness probe, will be restarted"
     if kill.reason is KillReason.STARTUP_FAILED:

@@ -256,6 +256,7 @@ class Kubelet:
         self._pass_lock = threading.Lock()
         self._states: dict[str, _PodState] = {}
         self._rejected: dict[str, tuple[Pod, PodStatus]] = {}
+        self._terminating: dict[str, Pod] = {}
         self._seq = 0
         self._first_seen: dict[str, int] = {}
         self._config_generation = -1
@@ -343,9 +344,13 @@ class Kubelet:
                     st.dirty = True
                 st.has_probes = has_probes(pod)
                 states[pod.uid] = st
-            for uid in self._states:
+            for uid, old in self._states.items():
                 if uid not in states:
                     self.probes.forget(uid)
+                    # Kept until its containers are gone: preStop hooks and grace periods.
+                    self._terminating[uid] = old.pod
+            for uid in states:
+                self._terminating.pop(uid, None)
             self._states = states
 
     def _reject(self, pod: Pod, rejection: Rejection, now: float) -> None:
@@ -442,6 +447,9 @@ class Kubelet:
                 removed.append(uid)
                 self.workers.dispatch(uid, _Work(None, _observed(entry), generation), inline=inline)
 
+        with self._lock:
+            for uid in [u for u in self._terminating if u not in grouped]:
+                del self._terminating[uid]
         collected = self._housekeeping(snapshot, now, mono)
         self._update_gauges(snapshot)
 
@@ -639,9 +647,13 @@ class Kubelet:
         pod_name = label_source.get(POD_NAME_LABEL) or (sandbox.name if sandbox else "")
         name = f"{namespace}/{pod_name}"
         error = ""
+        with self._lock:
+            spec = self._terminating.get(uid)
         try:
-            self.executor.kill_pod(None, observed)
+            self.executor.kill_pod(spec, observed)
             self.executor.remove_pod(observed)
+            with self._lock:
+                self._terminating.pop(uid, None)
         except ContainerRuntimeError as exc:
             error = f"removing pod no longer desired: {exc}"
             logger.warning("pod %s (%s): %s", name, uid, error, extra={"pod": name})

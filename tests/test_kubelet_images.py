@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from kubecore._clock import ManualClock
@@ -69,7 +70,7 @@ def test_image_pull_backoff_doubles_and_recovers(tmp_path: Path) -> None:
             attempts.append(node.clock.monotonic())
         node.clock.advance(1)
     # 10 s, then 20 s, then 40 s between attempts
-    gaps = [round(b - a) for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [round(b - a) for a, b in itertools.pairwise(attempts)]
     assert gaps[:3] == [10, 20, 40]
     assert node.running() == []
     reasons = node.reasons("web")
