@@ -515,3 +515,214 @@ def test_live_display_draws_the_table_pulls_and_problems() -> None:
     assert "kubecore on node n" in screen and "NAME" in screen and "web" in screen
     assert "pulling nginx:1.25" in screen
     assert "/etc/pods/bad.yaml: spec.containers[0].image: required" in screen
+
+
+# --- run ------------------------------------------------------------------------------------------
+
+
+JOB = """apiVersion: v1
+kind: Pod
+metadata:
+  name: job
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - name: work
+    image: busybox:1.35
+    command: ["sh", "-c", "echo done"]
+"""
+
+
+@pytest.fixture
+def good_dir(tmp_path: Path) -> Path:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    good_pod(pods, "server")
+    (pods / "job.yaml").write_text(JOB)
+    return pods
+
+
+def run_args(tmp_path: Path, *extra: str) -> list[str]:
+    return ["run", *extra, "--root-dir", str(tmp_path / "root"), "--log-level", "error"]
+
+
+def test_run_once_on_good_pods_converges_and_exits_0(tmp_path: Path, good_dir: Path) -> None:
+    code, out, err = run_cli(*run_args(tmp_path, str(good_dir), "--once"))
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["server"][1:4] == ["1/1", "Running", "0"]
+    assert rows["job"][1:3] == ["0/1", "Completed"]
+
+
+def test_run_once_on_the_examples_reports_the_crash_loop(tmp_path: Path) -> None:
+    code, out, err = run_cli(*run_args(tmp_path, str(EXAMPLES), "--runtime", "fake", "--once"))
+    assert code == 1, out + err
+    names = {
+        line.split()[0] for line in out.splitlines()[1:] if line and not line.startswith("pod ")
+    }
+    assert {"web", "shared-volume", "job", "crashloop"} <= names
+    assert "CrashLoopBackOff" in out
+    failures = [line for line in out.splitlines() if line.startswith("pod ")]
+    assert len(failures) == 1 and failures[0].startswith("pod default/crashloop failed:")
+
+
+def test_run_once_with_a_bad_file_runs_the_rest_and_fails(tmp_path: Path, good_dir: Path) -> None:
+    (good_dir / "bad.yaml").write_text(THREE_MISTAKES)
+    code, out, _ = run_cli(*run_args(tmp_path, str(good_dir), "--once"))
+    assert code == 1
+    assert "server" in out and "Running" in out
+    assert f"{good_dir / 'bad.yaml'}: spec.containers[0].image: " in out
+
+
+def test_run_once_image_pull_backoff_fails_with_a_reason(tmp_path: Path, good_dir: Path) -> None:
+    (good_dir / "missing.yaml").write_text(
+        GOOD.format(name="missing", policy="Always", command='["sleep", "1"]').replace(
+            "busybox:1.35", "registry.invalid/none:1"
+        )
+    )
+    code, out, _ = run_cli(
+        *run_args(tmp_path, str(good_dir), "--once", "--runtime-option", "images=busybox:1.35")
+    )
+    assert code == 1
+    assert "pod default/missing failed: container main: ImagePullBackOff" in out
+
+
+def test_run_once_from_env_and_deadline(tmp_path: Path) -> None:
+    pods = tmp_path / "slow"
+    pods.mkdir()
+    # readiness never passes: the pod never converges, so the deadline ends the run
+    (pods / "never.yaml").write_text(
+        GOOD.format(name="never", policy="Always", command='["sleep", "3600"]')
+        + '    readinessProbe:\n      exec:\n        command: ["false"]\n'
+    )
+    code, out, _ = run_cli(
+        *run_args(tmp_path, str(pods)),
+        env={"KUBECORE_ONCE": "true", "KUBECORE_DEADLINE": "30"},
+    )
+    assert code == 1
+    assert "pod default/never did not converge in 30s" in out
+
+
+def test_run_once_from_a_manifest_url(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    body = JOB.encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/pods"
+        code, out, err = run_cli(*run_args(tmp_path, "--manifest-url", url, "--once"))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert code == 0, out + err
+    assert "job" in out and "Completed" in out
+
+
+def test_run_unknown_runtime(tmp_path: Path) -> None:
+    code, out, _ = run_cli(*run_args(tmp_path, "--runtime", "nonesuch", "--once"))
+    assert code == 1 and "unknown runtime 'nonesuch'" in out and "fake" in out
+
+
+def test_run_bad_manifest_url_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = run_cli(*run_args(tmp_path, "--manifest-url", "ftp://x/pods", "--once"))
+    assert code == 2 and "--manifest-url" in err
+
+
+def _command() -> list[str]:
+    script = Path(sys.executable).parent / "kubecore"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kubecore"]
+
+
+def test_run_once_as_a_subprocess(tmp_path: Path, good_dir: Path) -> None:
+    result = subprocess.run(
+        [*_command(), *run_args(tmp_path, str(good_dir), "--once")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "server" in result.stdout and "Completed" in result.stdout
+
+
+def _read_until(stream: Any, marker: str, timeout: float) -> str:
+    """Read lines from a pipe until one contains ``marker`` (bounded in time)."""
+    import selectors
+    import time
+
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(deadline - time.monotonic()):
+                break
+            line = stream.readline()
+            if not line:
+                break
+            seen.append(line)
+            if marker in line:
+                return "".join(seen)
+    raise AssertionError(f"{marker!r} not seen in:\n{''.join(seen)}")
+
+
+def test_run_serves_the_api_and_stops_cleanly_on_sigterm(tmp_path: Path, good_dir: Path) -> None:
+    import signal
+    import socket
+
+    import requests
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [
+            *_command(),
+            "run",
+            str(good_dir),
+            "--root-dir",
+            str(tmp_path / "root"),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        _read_until(process.stderr, "kubelet API listening on", 60)
+        _read_until(process.stderr, "pod default/server: 1/1 Running", 60)
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).text == "ok\n"
+        names = [
+            p["metadata"]["name"]
+            for p in requests.get(f"http://127.0.0.1:{port}/pods", timeout=10).json()["items"]
+        ]
+        assert sorted(names) == ["job", "server"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        rest = process.stderr.read()
+        assert "stopping" in rest and "Traceback" not in rest
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
