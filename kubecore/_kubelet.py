@@ -257,6 +257,7 @@ class Kubelet:
         self._states: dict[str, _PodState] = {}
         self._rejected: dict[str, tuple[Pod, PodStatus]] = {}
         self._terminating: dict[str, Pod] = {}
+        self._runtime_name_cache = ""
         self._seq = 0
         self._first_seen: dict[str, int] = {}
         self._config_generation = -1
@@ -588,6 +589,14 @@ class Kubelet:
                     when = min(when, entry.until)
         return when
 
+    def _runtime_name(self) -> str:
+        if not self._runtime_name_cache:
+            try:
+                self._runtime_name_cache = self.runtime.version().runtime_name or "kubecore"
+            except ContainerRuntimeError:
+                return "kubecore"
+        return self._runtime_name_cache
+
     def _dns(self, pod: Pod) -> DNSConfig | None:
         return dns_config(
             pod,
@@ -624,9 +633,9 @@ class Kubelet:
             now,
             previous=st.status,
             termination_messages=self._termination_messages(st, observed),
+            runtime_name=self._runtime_name(),
+            host_ip=self.config.host_ip,
         )
-        if self.config.host_ip and not status.host_ip:
-            status = attrs.evolve(status, host_ip=self.config.host_ip)
         st.status = status
         if (
             not st.start_reported

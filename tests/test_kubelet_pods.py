@@ -164,6 +164,7 @@ def test_init_containers_run_in_order_before_the_app(node: Node) -> None:
     node.kubelet.sync()
     assert [c.name for c in node.all("web")] == ["one"]
     node.run_until(lambda: bool(node.running("web", "app")))
+    node.converge()
     names = [c.name for c in node.all("web")]
     assert names == ["one", "two", "app"]
     assert node.running_names() == [("web", "app")]
