@@ -2,9 +2,9 @@
 
 It is not a shell: it recognises a handful of statements (``true``, ``false``, ``exit N``,
 ``echo X``, ``sleep N``, ``touch F``, ``rm F``, ``cat F``, ``trap ... TERM``, ``nc -l -p P``,
-``nc -z H P``, ``httpd -p P``, ``wait``) so that a container or an exec behaves realistically
-without a script. Anything else is "unknown": a container whose last statement is unknown runs
-until stopped; an unknown exec statement succeeds.
+``httpd -p P``, ``nc H P``, ``wget URL``, ``wait``) so that a container or an exec behaves
+realistically without a script. Anything else is "unknown": a container whose last statement
+is unknown runs until stopped; an unknown exec statement succeeds.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 import os.path
 import re
 import shlex
+import urllib.parse
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -149,14 +150,37 @@ def listen_port(argv: Sequence[str]) -> int | None:
     return None
 
 
-def _connect_port(argv: Sequence[str]) -> int | None:
-    """The port of ``nc -z[v] HOST PORT``."""
-    if len(argv) < 3 or os.path.basename(argv[0]) != "nc":
+_OPTIONS_WITH_VALUES = frozenset({"-w", "-i", "-p", "-s", "-q", "-O", "-o", "-T", "-U", "-H"})
+
+
+def connect_port(argv: Sequence[str]) -> int | None:
+    """The port a client command connects to: ``nc [-z] HOST PORT``, ``wget URL``, ``curl URL``."""
+    if not argv:
         return None
-    if not any(a.startswith("-") and "z" in a for a in argv[1:]):
-        return None
-    last = argv[-1]
-    return int(last) if last.isdigit() else None
+    name = os.path.basename(argv[0])
+    if name == "nc":
+        if any(a.startswith("-") and "l" in a for a in argv[1:]):
+            return None
+        positional: list[str] = []
+        skip = False
+        for arg in argv[1:]:
+            if skip:
+                skip = False
+            elif arg in _OPTIONS_WITH_VALUES:
+                skip = True
+            elif not arg.startswith("-"):
+                positional.append(arg)
+        return int(positional[1]) if len(positional) == 2 and positional[1].isdigit() else None
+    if name in ("wget", "curl"):
+        for arg in argv[1:]:
+            if "://" in arg:
+                parts = urllib.parse.urlsplit(arg)
+                try:
+                    port = parts.port
+                except ValueError:
+                    return None
+                return port or (443 if parts.scheme == "https" else 80)
+    return None
 
 
 def _traps_term(argv: Sequence[str]) -> bool:
@@ -324,8 +348,12 @@ def read_exec(
         elif name == "exit":
             status = _exit_code(args)
             break
-        elif (port := _connect_port(st.argv)) is not None:
-            status = 0 if port in listening else 1
+        elif (port := connect_port(st.argv)) is not None:
+            if port in listening:
+                status = 0
+            else:
+                stderr.append(f"{name}: can't connect to remote host: Connection refused\n")
+                status = 1
         elif name in ("test", "[") and len(args) >= 2 and args[0] in ("-e", "-f"):
             status = 0 if args[1] in written else 1
         else:

@@ -1,0 +1,764 @@
+"""A conformance suite for runtime plugins (in the spirit of the CRI's critest).
+
+Any ``ContainerRuntime`` / ``Puller`` pair can prove it honours kubecore's contract by running
+these checks against itself. In the plugin's own test suite, write one module::
+
+    import pytest
+    import kubecore
+    from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
+
+    class TestMyRuntime(RuntimeConformance):
+        @pytest.fixture
+        def bundle(self):
+            bundle = kubecore.load_runtime("mine")
+            yield bundle                      # the suite removes what it created itself
+            bundle.runtime.close()
+
+        @pytest.fixture
+        def workloads(self):
+            return busybox_workloads("busybox:1.36")
+
+That is all: every ``test_*`` method below is collected for ``TestMyRuntime``. Fixtures a plugin
+may also override:
+
+* ``clock``: the ``Clock`` the suite waits on. The default is the system clock (real time passes
+  while it polls). A runtime that runs in virtual time returns its ``ManualClock`` here, so
+  every wait advances it instead of sleeping.
+* ``unmanaged_container``: a callable that creates a container outside kubecore (say with the
+  engine's own client) and returns its id, proving ``snapshot`` and ``list_*`` never show it.
+  The default (None) skips that check.
+
+Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
+event stream, a health checker) are skipped when it is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
+
+import attrs
+import pytest
+
+from kubecore._clock import Clock, SystemClock
+from kubecore._errors import (
+    Conflict,
+    ContainerNotFound,
+    ContainerRuntimeError,
+    ImageNotFound,
+    ImagePullError,
+    RuntimeTimeout,
+    SandboxNotFound,
+)
+from kubecore._model import ExecAction, Probe
+from kubecore._plugins import RuntimeBundle
+from kubecore._runtime import (
+    CONTAINER_NAME_LABEL,
+    HASH_ANNOTATION,
+    MANAGED_LABEL,
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
+    POD_UID_LABEL,
+    RESTART_COUNT_ANNOTATION,
+    ContainerConfig,
+    ContainerRuntime,
+    ProbeOutcome,
+    ProbeTarget,
+    Puller,
+    RuntimeContainer,
+    RuntimeEvent,
+    RuntimeEventType,
+    RuntimeSandbox,
+    RuntimeState,
+    SandboxConfig,
+    SandboxState,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Command = tuple[str, ...]
+MiB = 1024 * 1024
+MISSING_ID = "0" * 64
+RFC3339_PREFIX = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d) ")
+
+
+def _echo(text: str) -> Command:
+    return ("echo", text)
+
+
+def _sleep(seconds: float) -> Command:
+    return ("sleep", f"{seconds:g}")
+
+
+@attrs.frozen
+class Workloads:
+    """Commands for the runtime's test image, so the suite knows how to make it behave."""
+
+    image: str
+    """The test image. The suite pulls it only if ``image_status`` does not find it."""
+    run_forever: Command
+    """Runs until stopped, and exits 0 promptly on TERM."""
+    print_and_run: Callable[[str], Command]
+    """Prints the text (one line) then runs like ``run_forever``."""
+    exit_with: Callable[[int], Command]
+    """Exits at once with the code (also used as an exec command)."""
+    serve_tcp: Callable[[int], Command] | None = None
+    """Listens on the TCP port until stopped (exits promptly on TERM); None if unsupported."""
+    check_tcp: Callable[[int], Command] | None = None
+    """An exec command that exits 0 only if something listens on 127.0.0.1:PORT."""
+    consume_memory: Command | None = None
+    """Allocates memory until the kernel kills it under ``memory_limit``; None if unsupported."""
+    memory_limit: int = 32 * MiB
+    echo: Callable[[str], Command] = _echo
+    """An exec command that prints the text."""
+    sleep: Callable[[float], Command] = _sleep
+    """An exec command that takes that many seconds."""
+    pullable_image: str | None = None
+    """An image the suite may pull, use and remove (nothing else may use it); None skips that."""
+    absent_image: str = "localhost:1/kubecore-conformance/absent:never"
+    """A reference whose pull must fail (the default points at a closed loopback port)."""
+    sandbox_image: str = ""
+    tcp_port: int = 8080
+    timeout: float = 30.0
+    """Upper bound of every wait, in (the clock's) seconds."""
+
+
+def busybox_workloads(image: str = "busybox:1.36", **overrides: object) -> Workloads:
+    """Workloads for a busybox image (``sh``, ``sleep``, ``httpd``, ``wget``, ``tail``)."""
+
+    def forever(prefix: str = "") -> Command:
+        return ("sh", "-c", f"{prefix}trap 'exit 0' TERM; while true; do sleep 1; done")
+
+    def serve(port: int) -> Command:
+        return (
+            "sh",
+            "-c",
+            "trap 'exit 0' TERM; mkdir -p /tmp/www; echo ok > /tmp/www/index.html; "
+            f"httpd -f -p {port} -h /tmp/www & wait",
+        )
+
+    workloads = Workloads(
+        image=image,
+        run_forever=forever(),
+        print_and_run=lambda text: forever(f"echo {shlex.quote(text)}; "),
+        exit_with=lambda code: ("sh", "-c", f"exit {code}"),
+        serve_tcp=serve,
+        check_tcp=lambda port: ("wget", "-q", "-O-", f"http://127.0.0.1:{port}/"),
+        consume_memory=("sh", "-c", "tail /dev/zero"),
+    )
+    return attrs.evolve(workloads, **overrides)  # type: ignore[arg-type]
+
+
+def wait_for(
+    clock: Clock,
+    condition: Callable[[], T | None],
+    what: str,
+    timeout: float,
+    step: float = 0.1,
+) -> T:
+    """Poll ``condition`` until it returns something truthy, sleeping ``step`` on ``clock``
+    between polls (a ``ManualClock`` advances). Bounded in polls and in real time."""
+    deadline = clock.monotonic() + timeout
+    real_deadline = time.monotonic() + 2 * timeout + 5
+    for _ in range(int(timeout / step) + 2):
+        value = condition()
+        if value:
+            return value
+        if clock.monotonic() >= deadline or time.monotonic() >= real_deadline:
+            break
+        clock.sleep(step)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class Harness:
+    """Creates sandboxes and containers with kubecore's labels, waits, and cleans up."""
+
+    def __init__(self, bundle: RuntimeBundle, workloads: Workloads, clock: Clock) -> None:
+        self.bundle = bundle
+        self.runtime: ContainerRuntime = bundle.runtime
+        self.puller: Puller = bundle.puller
+        self.workloads = workloads
+        self.clock = clock
+        self.prefix = f"kcconf-{uuid.uuid4().hex[:8]}"
+        self._serial = 0
+        self.sandboxes: list[str] = []
+        self.containers: list[str] = []
+
+    def _next(self) -> int:
+        self._serial += 1
+        return self._serial
+
+    def ensure_image(self, image: str) -> None:
+        if self.puller.image_status(image) is None:
+            self.puller.pull(image)
+
+    def sandbox_config(self, name: str = "", attempt: int = 0) -> SandboxConfig:
+        pod = name or f"{self.prefix}-pod{self._next()}"
+        uid = str(uuid.uuid4())
+        return SandboxConfig(
+            name=pod,
+            namespace="conformance",
+            uid=uid,
+            attempt=attempt,
+            hostname=pod[:63],
+            labels={
+                MANAGED_LABEL: "true",
+                POD_NAME_LABEL: pod,
+                POD_NAMESPACE_LABEL: "conformance",
+                POD_UID_LABEL: uid,
+                CONTAINER_NAME_LABEL: "POD",
+                "conformance.kubecore.io/kind": "sandbox",
+            },
+            annotations={"conformance.kubecore.io/note": "spaces, = and / survive"},
+            image=self.workloads.sandbox_image,
+        )
+
+    def run_sandbox(self, config: SandboxConfig | None = None) -> tuple[str, SandboxConfig]:
+        config = config or self.sandbox_config()
+        sandbox_id = self.runtime.run_sandbox(config)
+        self.sandboxes.append(sandbox_id)
+        return sandbox_id, config
+
+    def container_config(
+        self,
+        sandbox: SandboxConfig,
+        command: Command,
+        name: str = "",
+        image: str = "",
+        memory_limit: int | None = None,
+    ) -> ContainerConfig:
+        container = name or f"c{self._next()}"
+        return ContainerConfig(
+            name=container,
+            image=image or self.workloads.image,
+            command=command,
+            labels={
+                MANAGED_LABEL: "true",
+                POD_NAME_LABEL: sandbox.name,
+                POD_NAMESPACE_LABEL: sandbox.namespace,
+                POD_UID_LABEL: sandbox.uid,
+                CONTAINER_NAME_LABEL: container,
+                "conformance.kubecore.io/kind": "container",
+            },
+            annotations={
+                HASH_ANNOTATION: "1a2b3c4d",
+                RESTART_COUNT_ANNOTATION: "0",
+                "conformance.kubecore.io/note": "spaces, = and / survive",
+            },
+            memory_limit=memory_limit,
+        )
+
+    def create(
+        self,
+        sandbox: tuple[str, SandboxConfig],
+        command: Command,
+        name: str = "",
+        image: str = "",
+        memory_limit: int | None = None,
+    ) -> str:
+        config = self.container_config(sandbox[1], command, name, image, memory_limit)
+        container_id = self.runtime.create_container(sandbox[0], config, sandbox[1])
+        self.containers.append(container_id)
+        return container_id
+
+    def start(
+        self,
+        sandbox: tuple[str, SandboxConfig],
+        command: Command,
+        name: str = "",
+        memory_limit: int | None = None,
+    ) -> str:
+        container_id = self.create(sandbox, command, name, memory_limit=memory_limit)
+        self.runtime.start_container(container_id)
+        return container_id
+
+    def wait(self, condition: Callable[[], T | None], what: str) -> T:
+        return wait_for(self.clock, condition, what, self.workloads.timeout)
+
+    def wait_state(self, container_id: str, state: RuntimeState) -> RuntimeContainer:
+        def reached() -> RuntimeContainer | None:
+            status = self.runtime.container_status(container_id)
+            return status if status.state is state else None
+
+        return self.wait(reached, f"container {container_id} to be {state.value}")
+
+    def wait_logs(self, container_id: str, text: str) -> list[bytes]:
+        def found() -> list[bytes] | None:
+            lines = list(self.runtime.logs(container_id))
+            return lines if any(text.encode() in line for line in lines) else None
+
+        return self.wait(found, f"{text!r} in the logs of {container_id}")
+
+    def cleanup(self) -> None:
+        problems: list[str] = []
+        for container_id in reversed(self.containers):
+            try:
+                self.runtime.remove_container(container_id)
+            except Exception as exc:  # every object gets its chance to be removed
+                problems.append(f"remove_container({container_id}): {exc!r}")
+        for sandbox_id in reversed(self.sandboxes):
+            try:
+                self.runtime.stop_sandbox(sandbox_id)
+                self.runtime.remove_sandbox(sandbox_id)
+            except Exception as exc:
+                problems.append(f"stop/remove_sandbox({sandbox_id}): {exc!r}")
+        if problems:
+            raise AssertionError("cleanup failed: " + "; ".join(problems))
+
+
+def _assert_kept(given: Mapping[str, str], returned: Mapping[str, str], what: str) -> None:
+    """Every given key comes back with its value (an adapter may add keys of its own)."""
+    for key, value in given.items():
+        got = returned.get(key)
+        assert got == value, f"{what}: {key}={value!r} came back as {got!r}"
+
+
+def _assert_sandbox_matches(sandbox: RuntimeSandbox, config: SandboxConfig) -> None:
+    assert (sandbox.name, sandbox.namespace, sandbox.uid, sandbox.attempt) == (
+        config.name,
+        config.namespace,
+        config.uid,
+        config.attempt,
+    )
+    _assert_kept(config.labels, sandbox.labels, "sandbox labels")
+    _assert_kept(config.annotations, sandbox.annotations, "sandbox annotations")
+
+
+def _assert_container_matches(
+    container: RuntimeContainer, config: ContainerConfig, sandbox_id: str
+) -> None:
+    assert (container.name, container.attempt, container.sandbox_id) == (
+        config.name,
+        config.attempt,
+        sandbox_id,
+    )
+    assert config.image.split(":")[0].rsplit("/", 1)[-1] in container.image
+    _assert_kept(config.labels, container.labels, "container labels")
+    _assert_kept(config.annotations, container.annotations, "container annotations")
+
+
+class RuntimeConformance:
+    """Subclass as ``TestSomething`` and provide the ``bundle`` and ``workloads`` fixtures."""
+
+    STOP_TIMEOUT = 10.0
+
+    # -- fixtures a plugin provides or may override -----------------------------------------
+
+    @pytest.fixture
+    def bundle(self) -> RuntimeBundle:
+        pytest.fail(
+            "RuntimeConformance needs a `bundle` fixture returning the RuntimeBundle under test",
+            pytrace=False,
+        )
+
+    @pytest.fixture
+    def workloads(self) -> Workloads:
+        pytest.fail(
+            "RuntimeConformance needs a `workloads` fixture (see busybox_workloads)",
+            pytrace=False,
+        )
+
+    @pytest.fixture
+    def clock(self) -> Clock:
+        return SystemClock()
+
+    @pytest.fixture
+    def unmanaged_container(self) -> Callable[[], str] | None:
+        return None
+
+    @pytest.fixture
+    def harness(
+        self, bundle: RuntimeBundle, workloads: Workloads, clock: Clock
+    ) -> Iterator[Harness]:
+        harness = Harness(bundle, workloads, clock)
+        harness.ensure_image(workloads.image)
+        yield harness
+        harness.cleanup()
+
+    # -- version --------------------------------------------------------------------------------
+
+    def test_version(self, harness: Harness) -> None:
+        version = harness.runtime.version()
+        assert version.runtime_name and version.runtime_version
+
+    # -- sandboxes -----------------------------------------------------------------------------
+
+    def test_sandbox_lifecycle(self, harness: Harness) -> None:
+        rt = harness.runtime
+        sandbox_id, config = harness.run_sandbox()
+        status = rt.sandbox_status(sandbox_id)
+        assert status.id == sandbox_id
+        assert status.state is SandboxState.READY
+        assert status.ip, "a sandbox without host networking has an IP"
+        assert status.created_at > 0
+        _assert_sandbox_matches(status, config)
+        listed = {s.id: s for s in rt.list_sandboxes()}
+        assert sandbox_id in listed
+        _assert_sandbox_matches(listed[sandbox_id], config)
+
+        rt.stop_sandbox(sandbox_id)
+        assert rt.sandbox_status(sandbox_id).state is SandboxState.NOTREADY
+        rt.stop_sandbox(sandbox_id)
+        _assert_sandbox_matches(rt.sandbox_status(sandbox_id), config)
+
+        rt.remove_sandbox(sandbox_id)
+        assert sandbox_id not in {s.id for s in rt.list_sandboxes()}
+        with pytest.raises(SandboxNotFound):
+            rt.sandbox_status(sandbox_id)
+        rt.remove_sandbox(sandbox_id)
+        rt.stop_sandbox(sandbox_id)
+
+    def test_remove_a_ready_sandbox(self, harness: Harness) -> None:
+        sandbox_id, _ = harness.run_sandbox()
+        harness.runtime.remove_sandbox(sandbox_id)
+        with pytest.raises(SandboxNotFound):
+            harness.runtime.sandbox_status(sandbox_id)
+
+    def test_sandbox_attempts_are_kept(self, harness: Harness) -> None:
+        config = harness.sandbox_config(attempt=3)
+        sandbox_id, _ = harness.run_sandbox(config)
+        assert harness.runtime.sandbox_status(sandbox_id).attempt == 3
+
+    def test_missing_sandbox(self, harness: Harness) -> None:
+        rt = harness.runtime
+        rt.stop_sandbox(MISSING_ID)
+        rt.remove_sandbox(MISSING_ID)
+        with pytest.raises(SandboxNotFound):
+            rt.sandbox_status(MISSING_ID)
+        config = harness.sandbox_config()
+        with pytest.raises(SandboxNotFound):
+            rt.create_container(
+                MISSING_ID,
+                harness.container_config(config, harness.workloads.run_forever),
+                config,
+            )
+
+    # -- containers ----------------------------------------------------------------------------
+
+    def test_container_lifecycle(self, harness: Harness) -> None:
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        config = harness.container_config(sandbox[1], harness.workloads.run_forever)
+        container_id = rt.create_container(sandbox[0], config, sandbox[1])
+        harness.containers.append(container_id)
+
+        created = rt.container_status(container_id)
+        assert created.id == container_id
+        assert created.state is RuntimeState.CREATED
+        assert created.created_at > 0
+        assert created.exit_code is None or created.exit_code == 0
+        _assert_container_matches(created, config, sandbox[0])
+
+        rt.start_container(container_id)
+        running = harness.wait_state(container_id, RuntimeState.RUNNING)
+        assert running.started_at is not None
+        listed = {c.id: c for c in rt.list_containers()}
+        assert listed[container_id].state is RuntimeState.RUNNING
+        _assert_container_matches(listed[container_id], config, sandbox[0])
+
+        rt.stop_container(container_id, self.STOP_TIMEOUT)
+        stopped = rt.container_status(container_id)
+        assert stopped.state is RuntimeState.EXITED
+        assert stopped.exit_code == 0, "run_forever exits 0 on TERM"
+        assert stopped.finished_at is not None
+        _assert_container_matches(stopped, config, sandbox[0])
+        rt.stop_container(container_id, self.STOP_TIMEOUT)
+
+        rt.remove_container(container_id)
+        assert container_id not in {c.id for c in rt.list_containers()}
+        with pytest.raises(ContainerNotFound):
+            rt.container_status(container_id)
+        rt.remove_container(container_id)
+        rt.stop_container(container_id, self.STOP_TIMEOUT)
+
+    def test_stop_a_created_container(self, harness: Harness) -> None:
+        sandbox = harness.run_sandbox()
+        container_id = harness.create(sandbox, harness.workloads.run_forever)
+        harness.runtime.stop_container(container_id, self.STOP_TIMEOUT)
+        state = harness.runtime.container_status(container_id).state
+        assert state in (RuntimeState.CREATED, RuntimeState.EXITED)
+
+    @pytest.mark.parametrize("state", ["created", "running", "exited"])
+    def test_remove_in_every_state(self, harness: Harness, state: str) -> None:
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        container_id = harness.create(sandbox, harness.workloads.run_forever)
+        if state != "created":
+            rt.start_container(container_id)
+            harness.wait_state(container_id, RuntimeState.RUNNING)
+        if state == "exited":
+            rt.stop_container(container_id, self.STOP_TIMEOUT)
+        rt.remove_container(container_id)
+        with pytest.raises(ContainerNotFound):
+            rt.container_status(container_id)
+        assert container_id not in {c.id for c in rt.snapshot().containers}
+
+    def test_missing_container(self, harness: Harness) -> None:
+        rt = harness.runtime
+        rt.stop_container(MISSING_ID, 1)
+        rt.remove_container(MISSING_ID)
+        with pytest.raises(ContainerNotFound):
+            rt.container_status(MISSING_ID)
+        with pytest.raises(ContainerNotFound):
+            rt.start_container(MISSING_ID)
+        with pytest.raises(ContainerNotFound):
+            rt.exec_sync(MISSING_ID, list(harness.workloads.exit_with(0)), 5)
+        with pytest.raises(ContainerNotFound):
+            list(rt.logs(MISSING_ID))
+
+    def test_create_with_a_missing_image(self, harness: Harness) -> None:
+        sandbox = harness.run_sandbox()
+        with pytest.raises(ImageNotFound):
+            harness.create(
+                sandbox, harness.workloads.run_forever, image=harness.workloads.absent_image
+            )
+
+    def test_start_in_a_stopped_sandbox_is_a_conflict(self, harness: Harness) -> None:
+        sandbox = harness.run_sandbox()
+        container_id = harness.create(sandbox, harness.workloads.run_forever)
+        harness.runtime.stop_sandbox(sandbox[0])
+        with pytest.raises(Conflict):
+            harness.runtime.start_container(container_id)
+
+    @pytest.mark.parametrize("code", [0, 1, 3])
+    def test_exit_codes(self, harness: Harness, code: int) -> None:
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.exit_with(code))
+        exited = harness.wait_state(container_id, RuntimeState.EXITED)
+        assert exited.exit_code == code
+        assert exited.finished_at is not None and exited.started_at is not None
+        assert exited.finished_at >= exited.started_at
+
+    def test_oom(self, harness: Harness) -> None:
+        command = harness.workloads.consume_memory
+        if command is None:
+            pytest.skip("the workloads have no consume_memory command")
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, command, memory_limit=harness.workloads.memory_limit)
+        exited = harness.wait_state(container_id, RuntimeState.EXITED)
+        assert exited.reason == "OOMKilled"
+        assert exited.exit_code == 137
+
+    def test_several_containers_share_a_sandbox(self, harness: Harness) -> None:
+        rt = harness.runtime
+        w = harness.workloads
+        sandbox = harness.run_sandbox()
+        first = harness.start(sandbox, w.run_forever, name="first")
+        second = harness.start(sandbox, w.run_forever, name="second")
+        for container_id in (first, second):
+            harness.wait_state(container_id, RuntimeState.RUNNING)
+        mine = [c for c in rt.list_containers() if c.sandbox_id == sandbox[0]]
+        assert sorted(c.name for c in mine) == ["first", "second"]
+        if w.serve_tcp is None or w.check_tcp is None:
+            return
+        check_tcp = w.check_tcp
+        server = harness.start(sandbox, w.serve_tcp(w.tcp_port), name="server")
+        harness.wait_state(server, RuntimeState.RUNNING)
+        harness.wait(
+            lambda: rt.exec_sync(first, list(check_tcp(w.tcp_port)), 5).exit_code == 0,
+            f"a sibling container to reach 127.0.0.1:{w.tcp_port} inside the sandbox",
+        )
+        closed = rt.exec_sync(first, list(check_tcp(w.tcp_port + 1)), 5)
+        assert closed.exit_code != 0
+        rt.stop_container(server, self.STOP_TIMEOUT)
+        assert rt.container_status(server).exit_code == 0
+
+    # -- labels and snapshots ------------------------------------------------------------------
+
+    def test_snapshot_agrees_with_the_lists(self, harness: Harness) -> None:
+        rt = harness.runtime
+        ready = harness.run_sandbox()
+        stopped = harness.run_sandbox()
+        running = harness.start(ready, harness.workloads.run_forever)
+        created = harness.create(ready, harness.workloads.run_forever)
+        harness.wait_state(running, RuntimeState.RUNNING)
+        rt.stop_sandbox(stopped[0])
+        snapshot = rt.snapshot()
+        sandboxes = {s.id: s for s in snapshot.sandboxes}
+        containers = {c.id: c for c in snapshot.containers}
+        assert sandboxes[ready[0]].state is SandboxState.READY
+        assert sandboxes[stopped[0]].state is SandboxState.NOTREADY
+        _assert_sandbox_matches(sandboxes[ready[0]], ready[1])
+        assert containers[running].state is RuntimeState.RUNNING
+        assert containers[created].state is RuntimeState.CREATED
+        listed = {c.id: c for c in rt.list_containers()}
+        for container_id in (running, created):
+            assert listed[container_id].state is containers[container_id].state
+            assert dict(listed[container_id].labels) == dict(containers[container_id].labels)
+            assert dict(listed[container_id].annotations) == dict(
+                containers[container_id].annotations
+            )
+        assert {s.id for s in rt.list_sandboxes()} >= {ready[0], stopped[0]}
+
+    def test_snapshot_shows_only_managed_objects(
+        self, harness: Harness, unmanaged_container: Callable[[], str] | None
+    ) -> None:
+        if unmanaged_container is None:
+            pytest.skip("no unmanaged_container fixture")
+        foreign = unmanaged_container()
+        sandbox = harness.run_sandbox()
+        ours = harness.start(sandbox, harness.workloads.run_forever)
+        snapshot = harness.runtime.snapshot()
+        ids = {c.id for c in snapshot.containers} | {s.id for s in snapshot.sandboxes}
+        assert ours in ids
+        assert foreign not in ids
+        assert foreign not in {c.id for c in harness.runtime.list_containers()}
+        assert foreign not in {s.id for s in harness.runtime.list_sandboxes()}
+
+    # -- exec and logs -------------------------------------------------------------------------
+
+    def test_exec_sync(self, harness: Harness) -> None:
+        rt = harness.runtime
+        w = harness.workloads
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, w.run_forever)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        result = rt.exec_sync(container_id, list(w.echo("hello-exec")), 10)
+        assert result.exit_code == 0
+        assert b"hello-exec" in result.stdout
+        assert rt.exec_sync(container_id, list(w.exit_with(0)), 10).exit_code == 0
+        assert rt.exec_sync(container_id, list(w.exit_with(3)), 10).exit_code == 3
+
+    def test_exec_sync_timeout(self, harness: Harness) -> None:
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.run_forever)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        started = harness.clock.monotonic()
+        with pytest.raises(RuntimeTimeout):
+            harness.runtime.exec_sync(container_id, list(harness.workloads.sleep(30)), 1)
+        assert harness.clock.monotonic() - started < 20
+
+    def test_exec_in_a_stopped_container_fails(self, harness: Harness) -> None:
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.run_forever)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        harness.runtime.stop_container(container_id, self.STOP_TIMEOUT)
+        with pytest.raises(ContainerRuntimeError):
+            harness.runtime.exec_sync(container_id, list(harness.workloads.exit_with(0)), 5)
+
+    def test_logs(self, harness: Harness) -> None:
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.print_and_run("hello-logs"))
+        lines = harness.wait_logs(container_id, "hello-logs")
+        assert all(line.endswith(b"\n") for line in lines)
+        assert list(rt.logs(container_id, tail=1)) == lines[-1:]
+        stamped = list(rt.logs(container_id, timestamps=True))
+        assert len(stamped) == len(lines)
+        for line in stamped:
+            assert RFC3339_PREFIX.match(line), line
+        assert [RFC3339_PREFIX.sub(b"", line) for line in stamped] == lines
+
+    def test_logs_follow_ends_with_the_container(self, harness: Harness) -> None:
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.print_and_run("hello-follow"))
+        harness.wait_logs(container_id, "hello-follow")
+        rt.stop_container(container_id, self.STOP_TIMEOUT)
+        followed = list(rt.logs(container_id, follow=True))
+        assert any(b"hello-follow" in line for line in followed)
+
+    # -- images --------------------------------------------------------------------------------
+
+    def test_image_status_and_list(self, harness: Harness) -> None:
+        image = harness.puller.image_status(harness.workloads.image)
+        assert image is not None and image.id
+        assert image.id in {i.id for i in harness.puller.list_images()}
+        usage = harness.puller.image_fs_usage()
+        if usage is not None:
+            assert usage.used_bytes >= 0
+            assert usage.capacity_bytes == 0 or usage.used_bytes <= usage.capacity_bytes
+        assert harness.puller.image_status(harness.workloads.absent_image) is None
+
+    def test_pull_of_a_missing_image_fails(self, harness: Harness) -> None:
+        with pytest.raises(ImagePullError):
+            harness.puller.pull(harness.workloads.absent_image)
+
+    def test_pull_use_and_remove_an_image(self, harness: Harness) -> None:
+        reference = harness.workloads.pullable_image
+        if reference is None:
+            pytest.skip("the workloads have no pullable_image")
+        puller = harness.puller
+        image_id = puller.pull(reference)
+        assert image_id
+        status = puller.image_status(reference)
+        assert status is not None and status.id == image_id
+        assert image_id in {i.id for i in puller.list_images()}
+
+        sandbox = harness.run_sandbox()
+        container_id = harness.create(sandbox, harness.workloads.run_forever, image=reference)
+        with pytest.raises(Conflict):
+            puller.remove_image(reference)
+        harness.runtime.remove_container(container_id)
+
+        puller.remove_image(reference)
+        assert puller.image_status(reference) is None
+        puller.remove_image(reference)
+
+    # -- events and stats ----------------------------------------------------------------------
+
+    def test_events_for_start_and_death(self, harness: Harness) -> None:
+        rt = harness.runtime
+        events: list[RuntimeEvent] = []
+        lock = threading.Lock()
+
+        def record(event: RuntimeEvent) -> None:
+            with lock:
+                events.append(event)
+
+        subscription = rt.watch_events(record)
+        if subscription is None:
+            pytest.skip("the runtime has no event stream")
+        try:
+            sandbox = harness.run_sandbox()
+            running = harness.start(sandbox, harness.workloads.run_forever, name="events")
+            harness.wait_state(running, RuntimeState.RUNNING)
+
+            def seen(kind: RuntimeEventType) -> RuntimeEvent | None:
+                with lock:
+                    return next(
+                        (e for e in events if e.type is kind and e.container_id == running), None
+                    )
+
+            started = harness.wait(lambda: seen(RuntimeEventType.STARTED), "a started event")
+            assert started.pod_uid == sandbox[1].uid
+            assert started.container_name == "events"
+            harness.runtime.stop_container(running, self.STOP_TIMEOUT)
+            died = harness.wait(lambda: seen(RuntimeEventType.DIED), "a died event")
+            assert died.exit_code == 0
+            assert died.pod_uid == sandbox[1].uid
+        finally:
+            subscription.close()
+
+    def test_container_stats(self, harness: Harness) -> None:
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.run_forever)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        running = {
+            c.id for c in harness.runtime.list_containers() if c.state is RuntimeState.RUNNING
+        }
+        for stats in harness.runtime.container_stats():
+            assert stats.container_id in running
+            assert stats.memory_working_set_bytes is None or stats.memory_working_set_bytes >= 0
+
+    # -- the plugin's own health checker --------------------------------------------------------
+
+    def test_exec_probes(self, harness: Harness) -> None:
+        checker = harness.bundle.health_checker
+        if checker is None:
+            pytest.skip("the bundle uses the core's health checker")
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, harness.workloads.run_forever)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        target = ProbeTarget(container_id, harness.runtime.sandbox_status(sandbox[0]).ip)
+        success = Probe(exec=ExecAction(harness.workloads.exit_with(0)), timeout_seconds=10)
+        failure = Probe(exec=ExecAction(harness.workloads.exit_with(1)), timeout_seconds=10)
+        assert checker.check(success, target).outcome is ProbeOutcome.SUCCESS
+        assert checker.check(failure, target).outcome is ProbeOutcome.FAILURE
