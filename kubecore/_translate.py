@@ -133,7 +133,25 @@ _hash_cache = _IdentityCache()
 
 
 def _canonical(value: Any) -> Any:
-    return attrs.asdict(value, recurse=True) if attrs.has(type(value)) else value
+    """JSON-able form of a spec value. Fields still at their default are left out, so adding an
+    optional field to the model does not change existing hashes (and restart every container)."""
+    if attrs.has(type(value)):
+        out: dict[str, Any] = {}
+        for field in attrs.fields(type(value)):
+            item = getattr(value, field.name)
+            default = field.default
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                if not default.takes_self and item == default.factory():
+                    continue
+            elif default is not attrs.NOTHING and item == default:
+                continue
+            out[field.name] = _canonical(item)
+        return out
+    if isinstance(value, (tuple, list)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    return value
 
 
 def _digest(value: Any) -> str:
