@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import attrs
 import yaml
@@ -40,6 +40,9 @@ from kubecore._sources import (
     list_manifest_files,
     parse_manifest,
 )
+
+if TYPE_CHECKING:
+    from kubecore._kubelet import Kubelet
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +194,7 @@ RUN_SETTINGS: tuple[Setting, ...] = (
         "bool",
         lambda: False,
         "sync until every pod converges or --deadline passes, print the pod table and exit: "
-        "non-zero if a pod failed or did not converge",
+        "non-zero if a pod failed or did not converge (no API server is started)",
     ),
     Setting(
         "deadline",
@@ -260,7 +263,7 @@ def parse_options(value: Any) -> dict[str, Any]:
     """Runtime options from ``["k=v", ...]``, ``"k=v,k2=v2"`` or a mapping."""
     if isinstance(value, Mapping):
         return {str(k): v for k, v in value.items()}
-    items = value.split(",") if isinstance(value, str) else value
+    items = _split_options(value) if isinstance(value, str) else value
     if not isinstance(items, list):
         raise ValueError(value)
     options: dict[str, Any] = {}
@@ -273,6 +276,17 @@ def parse_options(value: Any) -> dict[str, Any]:
         except yaml.YAMLError:
             options[key.strip().replace("-", "_")] = raw
     return options
+
+
+def _split_options(text: str) -> list[str]:
+    """``a=1,b=x,y`` -> ``["a=1", "b=x,y"]``: a piece without ``=`` continues the value before."""
+    items: list[str] = []
+    for piece in text.split(","):
+        if items and "=" not in piece:
+            items[-1] += "," + piece
+        elif piece.strip():
+            items.append(piece)
+    return items
 
 
 def load_config_file(path: str) -> dict[str, Any]:
@@ -828,7 +842,7 @@ def cmd_run(
 
 
 def run_once(
-    kubelet: Any, poller: SourcePoller, clock: Clock, deadline: float, out: IO[str]
+    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float, out: IO[str]
 ) -> int:
     """Sync until every pod converged or failed, or the deadline passed; print the table."""
     step = 1.0
@@ -875,7 +889,7 @@ def _install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
 
 
 def run_forever(
-    kubelet: Any,
+    kubelet: Kubelet,
     poller: SourcePoller,
     close_runtime: Callable[[], None],
     settings: Mapping[str, Any],
@@ -1070,5 +1084,6 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     except UsageError as error:
         sys.stderr.write(f"kubecore: {error}\n")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_OK
+    except KeyboardInterrupt:  # only outside `run`'s own signal handling (e.g. during --once)
+        sys.stderr.write("kubecore: interrupted\n")
+        return 130

@@ -377,14 +377,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, first: bytes, rest: Iterator[bytes], content_type: str) -> None:
         """Send a chunked body; stop when the iterator ends or the client goes away."""
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        if self.command == "HEAD":
-            return
         try:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
             chunk = first
             while True:
                 if chunk:

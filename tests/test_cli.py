@@ -726,3 +726,10 @@ def test_run_serves_the_api_and_stops_cleanly_on_sigterm(tmp_path: Path, good_di
             process.wait(10)
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_runtime_options_from_env_keep_commas_in_values() -> None:
+    settings = resolve_settings(
+        {}, {"KUBECORE_RUNTIME_OPTION": "images=busybox:1.35,nginx:1.25,pulled=x"}, None
+    )
+    assert settings["runtime_option"] == {"images": "busybox:1.35,nginx:1.25", "pulled": "x"}
