@@ -19,9 +19,27 @@ DEFAULT_BASE_URL = "unix:///var/run/docker.sock"
 DEFAULT_SANDBOX_IMAGE = "registry.k8s.io/pause:3.9"
 
 
-def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if value <= 0:
-        raise InvalidConfig(f"docker runtime option {attribute.name} must be positive: {value!r}")
+def _number(kind: type[float] | type[int], name: str, value: Any) -> Any:
+    """Numbers and numeric strings (from a command line); a bad value names its option."""
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise InvalidConfig(f"docker runtime option {name} must be a number: {value!r}") from None
+    if number <= 0:
+        raise InvalidConfig(f"docker runtime option {name} must be positive: {value!r}")
+    return number
+
+
+def _timeout(value: Any) -> float:
+    return float(_number(float, "timeout", value))
+
+
+def _pool_size(value: Any) -> int:
+    return int(_number(int, "max_pool_size", value))
+
+
+def _stop_timeout(value: Any) -> float:
+    return float(_number(float, "sandbox_stop_timeout", value))
 
 
 @attrs.frozen
@@ -30,14 +48,14 @@ class DockerOptions:
 
     base_url: str = ""
     """The engine's address; empty means ``$DOCKER_HOST`` or the default unix socket."""
-    timeout: float = attrs.field(default=60.0, converter=float, validator=_positive)
+    timeout: float = attrs.field(default=60.0, converter=_timeout)
     """Seconds every engine call may take (streams excepted)."""
-    max_pool_size: int = attrs.field(default=16, converter=int, validator=_positive)
+    max_pool_size: int = attrs.field(default=16, converter=_pool_size)
     """Connections kept to the engine: size it to the agent's worker pool."""
     api_version: str = "auto"
     """The API version to speak; ``auto`` asks the engine once, on first use."""
     sandbox_image: str = DEFAULT_SANDBOX_IMAGE
-    sandbox_stop_timeout: float = attrs.field(default=10.0, converter=float)
+    sandbox_stop_timeout: float = attrs.field(default=10.0, converter=_stop_timeout)
     """Seconds a sandbox (pause) container gets to exit on TERM before it is killed."""
 
     def resolved_base_url(self) -> str:
