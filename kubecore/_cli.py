@@ -102,7 +102,7 @@ RUN_SETTINGS: tuple[Setting, ...] = (
         "runtime",
         "str",
         lambda: "fake",
-        "the container runtime plugin: fake (in memory, the default), docker, or any installed "
+        "the container runtime plugin: fake (in memory), docker, or any installed "
         "plugin (see `kubecore runtimes`)",
         metavar="NAME",
     ),
@@ -980,6 +980,15 @@ def _route_logs_to(handler: logging.Handler) -> None:
 # --- the parser ---------------------------------------------------------------------------
 
 
+def _default_text(setting: Setting) -> str:
+    if setting.kind in ("bool", "list", "options") or setting.dest == "node_name":
+        return ""
+    value = setting.default()
+    return (
+        f" (default: {value:g})" if isinstance(value, float) else f" (default: {value or 'none'})"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubecore",
@@ -997,10 +1006,9 @@ def build_parser() -> argparse.ArgumentParser:
             "config file (--config, keys named like the flags); flags win over the environment, "
             "the environment over the file."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     for setting in RUN_SETTINGS:
-        text = f"{setting.help} [env {setting.env}]"
+        text = f"{setting.help}{_default_text(setting)} [env {setting.env}]"
         if setting.dest == "manifests":
             run.add_argument(
                 "manifests",
