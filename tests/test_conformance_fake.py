@@ -12,6 +12,8 @@ from kubecore import ManualClock, RuntimeBundle
 from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
 from kubecore_fake import Behaviour, FakeRuntime
 
+pytest_plugins = ("pytester",)
+
 IMAGE = "busybox:1.36"
 REMOVABLE = "kubecore-test/removable:1"
 
@@ -52,3 +54,52 @@ def test_waits_advance_a_manual_clock() -> None:
     assert wait_for(clock, lambda: clock.monotonic() - start >= 2 or None, "2 s", 10) is True
     with pytest.raises(AssertionError, match="timed out after 1"):
         wait_for(clock, lambda: None, "never", 1)
+
+
+BROKEN_RUNTIME_TESTS = '''
+import pytest
+import kubecore
+from kubecore import ContainerNotFound, ManualClock, RuntimeBundle
+from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
+from kubecore_fake import FakeRuntime
+
+
+class ForgetfulRuntime(FakeRuntime):
+    """Drops annotations and refuses to stop what is gone: two contract violations."""
+
+    def list_containers(self):
+        return [attrs_evolve(c) for c in super().list_containers()]
+
+    def stop_container(self, container_id, timeout):
+        self.container_status(container_id)
+        super().stop_container(container_id, timeout)
+
+
+def attrs_evolve(container):
+    import attrs
+    return attrs.evolve(container, annotations={})
+
+
+class TestForgetful(RuntimeConformance):
+    @pytest.fixture
+    def clock(self):
+        return ManualClock()
+
+    @pytest.fixture
+    def bundle(self, clock):
+        runtime = ForgetfulRuntime(clock, images=["busybox:1.36"])
+        return RuntimeBundle(runtime=runtime, puller=runtime)
+
+    @pytest.fixture
+    def workloads(self):
+        return busybox_workloads("busybox:1.36")
+'''
+
+
+def test_the_suite_catches_a_broken_runtime(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_forgetful=BROKEN_RUNTIME_TESTS)
+    result = pytester.runpytest_inprocess(
+        "-q", "-p", "no:cacheprovider", "-k", "lifecycle or missing_container or snapshot_agrees"
+    )
+    result.assert_outcomes(failed=3, passed=1)
+    result.stdout.fnmatch_lines(["*container annotations*", "*ContainerNotFound*"])
