@@ -22,6 +22,8 @@ AUTH_REGISTRY="localhost:5001"
 AUTH_USER="kubecore"
 AUTH_PASSWORD="kubecore-test-password"
 REGISTRY_IMAGE="kubecore/busybox:1.35"
+# A distinct image (its own id, same layer) that only the pull-use-remove tests touch.
+PULLABLE_IMAGE="kubecore/pullable:1"
 PACKAGES=(docker.io busybox-static docker-registry apache2-utils)
 APPLETS=(sh ash sleep httpd wget cat echo true false ls mkdir rm test env kill nc dd head tail
          seq printf grep sed touch date id hostname ps sync yes wc tr cut expr uname mount
@@ -169,17 +171,33 @@ manifest_present() {  # manifest_present URL [user:password]
         --header 'Accept: application/vnd.docker.distribution.manifest.v2+json' "$url" 2>/dev/null
 }
 
-push_image() {  # push_image HOST:PORT [auth]
-    local registry="$1" port="${1##*:}" creds="" config="$STATE/docker-config"
-    local ref="$registry/$REGISTRY_IMAGE" image_id marker="$STATE/registry-$port/pushed"
-    image_id="$("$DOCKER" image inspect -f '{{.Id}}' "$TEST_IMAGE")"
-    [[ "${2:-}" == auth ]] && creds="$AUTH_USER:$AUTH_PASSWORD"
-    if [[ -f "$marker" && "$(cat "$marker")" == "$image_id" ]] &&
-        manifest_present "http://127.0.0.1:$port/v2/kubecore/busybox/manifests/1.35" "$creds"; then
-        return 0
-    fi
+pushed() {  # pushed IMAGE-ID|"" HOST:PORT REPOSITORY:TAG [user:password]: already in the registry
+    local port="${2##*:}" path="$3" marker
+    marker="$STATE/registry-$port/pushed-${path//[\/:]/-}"
+    [[ -f "$marker" ]] && { [[ -z "$1" ]] || [[ "$(cat "$marker")" == "$1" ]]; } &&
+        manifest_present "http://127.0.0.1:$port/v2/${path%:*}/manifests/${path##*:}" "${4:-}"
+}
+
+publish_pullable() {
+    # Its own image id (same layer, another config), kept only in the registry: the tests pull,
+    # use and remove it.
+    pushed "" "$REGISTRY" "$PULLABLE_IMAGE" && return 0
+    "$DOCKER" import --change 'CMD ["/pause"]' --change 'ENV PATH=/bin KUBECORE_IMAGE=pullable' \
+        "$STATE/rootfs.tar" "$PULLABLE_IMAGE" >/dev/null
+    push_image "$PULLABLE_IMAGE" "$REGISTRY" "$PULLABLE_IMAGE"
+    "$DOCKER" rmi "$PULLABLE_IMAGE" >/dev/null
+}
+
+push_image() {  # push_image LOCAL-IMAGE HOST:PORT REPOSITORY:TAG [auth]
+    local local_image="$1" registry="$2" path="$3" creds="" config="$STATE/docker-config"
+    local port="${2##*:}" ref="$2/$3" image_id marker
+    marker="$STATE/registry-$port/pushed-${path//[\/:]/-}"
+    image_id="$("$DOCKER" image inspect -f '{{.Id}}' "$local_image" 2>/dev/null || true)"
+    [[ "${4:-}" == auth ]] && creds="$AUTH_USER:$AUTH_PASSWORD"
+    pushed "$image_id" "$registry" "$path" "$creds" && return 0
+    [[ -n "$image_id" ]] || die "$local_image is missing; remove $STATE and run up again"
     mkdir -p "$config"
-    "$DOCKER" tag "$TEST_IMAGE" "$ref"
+    "$DOCKER" tag "$local_image" "$ref"
     # A private client config: the credentials never land in ~/.docker/config.json, so the engine
     # has no credentials for the auth registry unless a pull passes them.
     if [[ -n "$creds" ]]; then
@@ -202,6 +220,7 @@ export KUBECORE_TEST_IMAGE=$TEST_IMAGE
 export KUBECORE_TEST_PAUSE_IMAGE=$PAUSE_IMAGE
 export KUBECORE_TEST_REGISTRY=$REGISTRY
 export KUBECORE_TEST_REGISTRY_IMAGE=$REGISTRY/$REGISTRY_IMAGE
+export KUBECORE_TEST_PULLABLE_IMAGE=$REGISTRY/$PULLABLE_IMAGE
 export KUBECORE_TEST_AUTH_REGISTRY=$AUTH_REGISTRY
 export KUBECORE_TEST_AUTH_REGISTRY_IMAGE=$AUTH_REGISTRY/$REGISTRY_IMAGE
 export KUBECORE_TEST_AUTH_USER=$AUTH_USER
@@ -232,8 +251,9 @@ cmd_up() {
     build_image
     start_registry 5000
     start_registry 5001 auth
-    push_image "$REGISTRY"
-    push_image "$AUTH_REGISTRY" auth
+    push_image "$TEST_IMAGE" "$REGISTRY" "$REGISTRY_IMAGE"
+    publish_pullable
+    push_image "$TEST_IMAGE" "$AUTH_REGISTRY" "$REGISTRY_IMAGE" auth
     print_env >"$STATE/env"
     log "ready; environment in $STATE/env"
 }
@@ -241,7 +261,7 @@ cmd_up() {
 cmd_down() {
     stop_pidfile "$STATE/registry-5000/pid" docker-registry
     stop_pidfile "$STATE/registry-5001/pid" docker-registry
-    rm -f "$STATE"/registry-*/pushed
+    rm -f "$STATE"/registry-*/pushed-*
     if [[ -f "$STATE/stopped-system-registry" ]]; then
         systemctl start docker-registry || true
         rm -f "$STATE/stopped-system-registry"

@@ -48,6 +48,7 @@ class TestEngine:
     image: str
     pause_image: str
     registry_image: str
+    pullable_image: str
     auth_registry_image: str
     auth_user: str
     auth_password: str
@@ -79,6 +80,9 @@ def engine() -> TestEngine:
         pause_image=_setting(values, "KUBECORE_TEST_PAUSE_IMAGE", "registry.k8s.io/pause:3.9"),
         registry_image=_setting(
             values, "KUBECORE_TEST_REGISTRY_IMAGE", "localhost:5000/kubecore/busybox:1.35"
+        ),
+        pullable_image=_setting(
+            values, "KUBECORE_TEST_PULLABLE_IMAGE", "localhost:5000/kubecore/pullable:1"
         ),
         auth_registry_image=_setting(
             values, "KUBECORE_TEST_AUTH_REGISTRY_IMAGE", "localhost:5001/kubecore/busybox:1.35"

@@ -1,0 +1,53 @@
+"""The shipped runtime conformance suite (kubecore.testing.conformance) on the real engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+import kubecore
+from kubecore._plugins import RuntimeBundle
+from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
+from tests.docker.conftest import TestEngine, remove_labelled
+from tests.docker.test_docker_runtime import OOM_HOG
+
+pytestmark = pytest.mark.docker
+
+
+class TestDockerRuntime(RuntimeConformance):
+    STOP_TIMEOUT = 5.0
+
+    @pytest.fixture
+    def bundle(self, engine: TestEngine, raw: Any) -> Iterator[RuntimeBundle]:
+        bundle = kubecore.load_runtime(
+            "docker",
+            base_url=engine.base_url,
+            timeout=30,
+            sandbox_image=engine.pause_image,
+            sandbox_stop_timeout=2,
+        )
+        yield bundle
+        bundle.runtime.close()
+        # The suite removes what it made; this only catches what a failed check left behind.
+        remove_labelled(raw, "io.kubernetes.pod.namespace=conformance")
+
+    @pytest.fixture
+    def workloads(self, engine: TestEngine) -> Workloads:
+        # The OOM hog is not PID 1, so the engine's oom event surely precedes the exit.
+        return attrs.evolve(
+            busybox_workloads(engine.image, pullable_image=engine.pullable_image),
+            consume_memory=OOM_HOG,
+            timeout=20.0,
+        )
+
+    @pytest.fixture
+    def unmanaged_container(self, raw: Any, engine: TestEngine, cleanup: str) -> Callable[[], str]:
+        key, _, value = cleanup.partition("=")
+
+        def create() -> str:
+            return str(raw.create_container(engine.image, labels={key: value})["Id"])
+
+        return create
