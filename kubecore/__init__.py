@@ -114,6 +114,11 @@ from kubecore._plugins import (
 
 # -- planning, status, translation --
 # -- agent --
+from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
+from kubecore._health import DefaultHealthChecker
+from kubecore._kubelet import Kubelet, KubeletConfig, SyncReport
+from kubecore._metrics import Metrics
+from kubecore._podconfig import PodConfig
 # -- sources, server, metrics --
 from kubecore._server import KubeletServer, ServerConfig, serve
 from kubecore._sources import (

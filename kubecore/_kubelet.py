@@ -157,32 +157,57 @@ class _PodState:
     actions: PodActions | None = None
     start_reported: bool = False
     has_probes: bool = False
+    probe_states: Mapping[str, object] = attrs.field(factory=dict)
     messages: dict[str, str] = attrs.field(factory=dict)
     """Termination messages by container id (read once: a dead container's file is final)."""
 
 
-def _group(
-    snapshot: RuntimeSnapshot,
-) -> dict[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]]:
-    grouped: dict[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]] = {}
+class _Entry:
+    """One pod's part of a snapshot, and a cheap key that changes when anything that matters
+    does (an object appears or goes, changes state, or a sandbox gets an IP)."""
+
+    __slots__ = ("containers", "key", "sandboxes")
+
+    def __init__(self) -> None:
+        self.sandboxes: list[RuntimeSandbox] = []
+        self.containers: list[RuntimeContainer] = []
+        self.key: list[object] = []
+
+    def observed(self) -> ObservedPod:
+        return ObservedPod(tuple(self.sandboxes), tuple(self.containers))
+
+
+def _group(snapshot: RuntimeSnapshot) -> tuple[dict[str, _Entry], int, int]:
+    """The snapshot by pod UID, with the number of ready sandboxes and running containers."""
+    grouped: dict[str, _Entry] = {}
+    get = grouped.get
+    ready = running = 0
+    READY = SandboxState.READY
+    RUNNING = RuntimeState.RUNNING
     for s in snapshot.sandboxes:
-        entry = grouped.get(s.uid)
+        entry = get(s.uid)
         if entry is None:
-            grouped[s.uid] = entry = ([], [])
-        entry[0].append(s)
+            grouped[s.uid] = entry = _Entry()
+        entry.sandboxes.append(s)
+        state = s.state
+        entry.key.append((s.id, state, s.ip))
+        if state is READY:
+            ready += 1
     for c in snapshot.containers:
         uid = c.labels.get(POD_UID_LABEL, "")
-        entry = grouped.get(uid)
+        entry = get(uid)
         if entry is None:
-            grouped[uid] = entry = ([], [])
-        entry[1].append(c)
-    return grouped
+            grouped[uid] = entry = _Entry()
+        entry.containers.append(c)
+        cstate = c.state
+        entry.key.append((c.id, cstate, c.exit_code))
+        if cstate is RUNNING:
+            running += 1
+    return grouped, ready, running
 
 
-def _observed(entry: tuple[list[RuntimeSandbox], list[RuntimeContainer]] | None) -> ObservedPod:
-    if entry is None:
-        return _EMPTY
-    return ObservedPod(tuple(entry[0]), tuple(entry[1]))
+def _observed(entry: _Entry | None) -> ObservedPod:
+    return _EMPTY if entry is None else entry.observed()
 
 
 def _read_resolv_conf(path: str) -> ResolvConf:
@@ -252,6 +277,12 @@ class Kubelet:
             max_workers=self.config.workers,
             on_replaced=lambda _uid: self.metrics.work_evictions.inc(),
         )
+        self._worker_duration = {
+            op: self.metrics.pod_worker_duration.labels(op) for op in ("create", "sync", "kill")
+        }
+        self._container_gauges = {
+            state: self.metrics.running_containers.labels(state.value) for state in RuntimeState
+        }
         self._lock = threading.RLock()
         self._pass_lock = threading.Lock()
         self._states: dict[str, _PodState] = {}
@@ -263,7 +294,7 @@ class Kubelet:
         self._config_generation = -1
         self._generation = 0
         self._snapshot = RuntimeSnapshot()
-        self._grouped: dict[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]] = {}
+        self._grouped: dict[str, _Entry] = {}
         self._results: list[tuple[str, str, SyncResult | None, str]] = []
         self._results_lock = threading.Lock()
         start = self.clock.monotonic()
@@ -408,7 +439,7 @@ class Kubelet:
         except ContainerRuntimeError as exc:
             logger.warning("runtime snapshot failed: %s", exc)
             return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
-        grouped = _group(snapshot)
+        grouped, ready_sandboxes, running_containers = _group(snapshot)
         now = self.clock.now()
         mono = self.clock.monotonic()
         self._snapshot = snapshot
@@ -428,14 +459,21 @@ class Kubelet:
                 not resync
                 and not st.dirty
                 and st.synced_pod is st.pod
-                and st.observed_key == entry
+                and st.observed_key == (entry.key if entry is not None else None)
                 and now < st.replan_at
                 and uid not in probed
             ):
                 continue
             synced += 1
             self.workers.dispatch(
-                uid, _Work(st.pod, _observed(entry), generation, entry), inline=inline
+                uid,
+                _Work(
+                    st.pod,
+                    _observed(entry),
+                    generation,
+                    entry.key if entry is not None else None,
+                ),
+                inline=inline,
             )
 
         removed: list[str] = []
@@ -452,7 +490,7 @@ class Kubelet:
             for uid in [u for u in self._terminating if u not in grouped]:
                 del self._terminating[uid]
         collected = self._housekeeping(snapshot, now, mono)
-        self._update_gauges(snapshot)
+        self._update_gauges(snapshot, ready_sandboxes, running_containers)
 
         actions: dict[str, str] = {}
         errors: dict[str, str] = {}
@@ -479,7 +517,7 @@ class Kubelet:
     def _run_probes(
         self,
         states: list[_PodState],
-        grouped: Mapping[str, tuple[list[RuntimeSandbox], list[RuntimeContainer]]],
+        grouped: Mapping[str, _Entry],
         now: float,
         *,
         inline: bool,
@@ -492,7 +530,7 @@ class Kubelet:
             if entry is None:
                 self.probes.forget(st.pod.uid)
                 continue
-            sandboxes, containers = entry
+            sandboxes, containers = entry.sandboxes, entry.containers
             running = [c for c in containers if c.state is RuntimeState.RUNNING]
             ready = [s for s in sandboxes if s.state is SandboxState.READY]
             pod_ip = newest_sandbox(ObservedPod(tuple(ready))).ip if ready else ""  # type: ignore[union-attr]
@@ -519,9 +557,7 @@ class Kubelet:
         started = self.clock.monotonic()
         if work.pod is None:
             self._remove_orphan(uid, work)
-            self.metrics.pod_worker_duration.labels("kill").observe(
-                max(0.0, self.clock.monotonic() - started)
-            )
+            self._worker_duration["kill"].observe(max(0.0, self.clock.monotonic() - started))
             return
         with self._lock:
             st = self._states.get(uid)
@@ -531,13 +567,13 @@ class Kubelet:
             st.dirty = True  # the snapshot predates our own last actions; plan on a newer one
             return
         pod = work.pod
-        name = f"{pod.metadata.namespace}/{pod.metadata.name}"
         now = self.clock.now()
         record = st.record
+        probes = self.probes.states(uid) if st.has_probes else {}
         history = PodHistory(
-            crash_backoff=dict(record.crash_backoff),
-            image_backoff=dict(record.image_backoff),
-            probes=self.probes.states(uid),
+            crash_backoff=dict(record.crash_backoff) if record.crash_backoff else {},
+            image_backoff=dict(record.image_backoff) if record.image_backoff else {},
+            probes=probes,
             post_start_failed=frozenset(record.post_start_failed),
         )
         result: SyncResult | None = None
@@ -547,35 +583,64 @@ class Kubelet:
             actions = compute_pod_actions(pod, work.observed, history, now)
             if not actions.is_noop or actions.waiting:
                 if not actions.is_noop:
-                    logger.info("pod %s: %s", name, actions.summary(), extra={"pod": name})
+                    logger.info(
+                        "pod %s/%s: %s",
+                        pod.metadata.namespace,
+                        pod.metadata.name,
+                        actions.summary(),
+                        extra={"pod": pod.full_name},
+                    )
                 result = self.executor.execute(pod, actions, work.observed, record, self._dns(pod))
                 error = result.error
         except Exception as exc:
-            logger.exception("sync of pod %s failed", name, extra={"pod": name})
+            logger.exception(
+                "sync of pod %s/%s failed",
+                pod.metadata.namespace,
+                pod.metadata.name,
+                extra={"pod": pod.full_name},
+            )
             error = f"unexpected error: {exc!r}"
         acted = actions is not None and not actions.is_noop
+        # Status is recomputed only when something it depends on may have changed.
+        unchanged = (
+            not acted
+            and not error
+            and st.status is not None
+            and st.synced_pod is pod
+            and st.observed_key == work.key
+            and st.probe_states == probes
+            and actions is not None
+            and st.actions is not None
+            and actions.waiting == st.actions.waiting
+        )
         if acted:
             st.needs_generation = self._generation + 1
         st.synced_pod = pod
         st.observed_key = work.key
+        st.probe_states = probes
         st.dirty = acted or bool(error)
         st.actions = actions
-        st.replan_at = self._replan_at(st, actions, now)
+        st.replan_at = (
+            self._replan_at(st, actions, now) if actions and actions.waiting else math.inf
+        )
         if error:
             self.metrics.sync_errors.inc()
-        try:
-            self._update_status(st, work.observed, actions, now)
-        except Exception:
-            logger.exception("status of pod %s could not be computed", name, extra={"pod": name})
-        summary = ""
-        if acted and actions is not None:
-            summary = actions.summary()
-        with self._results_lock:
-            self._results.append((name, summary, result, error))
+        if not unchanged:
+            try:
+                self._update_status(st, work.observed, actions, now)
+            except Exception:
+                logger.exception(
+                    "status of pod %s could not be computed",
+                    pod.full_name,
+                    extra={"pod": pod.full_name},
+                )
+        if acted or error:
+            summary = actions.summary() if acted and actions is not None else ""
+            name = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            with self._results_lock:
+                self._results.append((name, summary, result, error))
         op = "create" if st.status is None or st.status.phase == "Pending" else "sync"
-        self.metrics.pod_worker_duration.labels(op).observe(
-            max(0.0, self.clock.monotonic() - started)
-        )
+        self._worker_duration[op].observe(max(0.0, self.clock.monotonic() - started))
 
     @staticmethod
     def _replan_at(st: _PodState, actions: PodActions | None, now: float) -> float:
@@ -706,15 +771,20 @@ class Kubelet:
                 logger.warning("image GC failed: %s", exc)
         return collected
 
-    def _update_gauges(self, snapshot: RuntimeSnapshot) -> None:
-        self.metrics.running_pods.set(
-            sum(1 for s in snapshot.sandboxes if s.state is SandboxState.READY)
-        )
-        counts: dict[str, int] = {state.value: 0 for state in RuntimeState}
+    def _update_gauges(self, snapshot: RuntimeSnapshot, ready: int, running: int) -> None:
+        self.metrics.running_pods.set(ready)
+        gauges = self._container_gauges
+        gauges[RuntimeState.RUNNING].set(running)
+        if running == len(snapshot.containers):
+            for state, gauge in gauges.items():
+                if state is not RuntimeState.RUNNING:
+                    gauge.set(0)
+            return
+        counts: dict[RuntimeState, int] = dict.fromkeys(RuntimeState, 0)
         for c in snapshot.containers:
-            counts[c.state.value] += 1
+            counts[c.state] += 1
         for state, count in counts.items():
-            self.metrics.running_containers.labels(state).set(count)
+            gauges[state].set(count)
 
     # --- background loop --------------------------------------------------------------------
 
