@@ -24,7 +24,7 @@ def create_process_runtime(
 ) -> RuntimeBundle:
     """Build the process runtime.
 
-    Options (strings are accepted, as from ``--runtime-opt``): ``root_dir``, where sandbox
+    Options (strings are accepted, as from ``--runtime-option``): ``root_dir``, where sandbox
     directories and container logs live (default: a fresh temporary directory, removed by
     ``close()``); ``images``, the image names a pull accepts, comma separated (default ``host``).
     """

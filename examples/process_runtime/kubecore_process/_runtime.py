@@ -66,6 +66,8 @@ POD_IP = "127.0.0.1"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _KILL_WAIT = 10.0
 """Seconds to wait for a SIGKILLed process group to be reaped before giving up."""
+_SETTLE = 0.5
+"""Seconds a start waits at most for the new process to settle (see ``_await_settled``)."""
 _DRAIN_AFTER_EXIT = 1.0
 """Seconds to keep reading output after the main process ended (a child may have escaped)."""
 
@@ -127,7 +129,8 @@ class ImageStore:
         """The reference for a reference or an image id, if present."""
         with self._lock:
             refs = list(self._present)
-        return next((r for r in refs if image in (r, image_id(r), normalise_image(image))), None)
+        wanted = normalise_image(image)
+        return next((r for r in refs if r == wanted or image_id(r) == image), None)
 
     def all(self) -> list[Image]:
         with self._lock:
@@ -370,6 +373,7 @@ class ProcessRuntime:
             target=self._supervise, args=(container, process), daemon=True,
             name=f"kubecore-process-{container_id[:12]}",
         ).start()  # fmt: skip
+        _await_settled(process.pid)
         self._emit(container, RuntimeEventType.STARTED)
 
     def stop_container(self, container_id: str, timeout: float) -> None:
@@ -530,6 +534,23 @@ class ProcessRuntime:
 def _kill_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+
+
+def _await_settled(pid: int) -> None:
+    """Return once a new process first blocks (sleeps, waits, reads), at most ``_SETTLE`` s.
+
+    A stop right after a start then finds the program's own TERM handling in place (a shell's
+    ``trap`` runs before its first wait): a program's startup is not the agent's to interrupt.
+    Without Linux ``/proc`` it returns at once."""
+    deadline = time.monotonic() + _SETTLE
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state not in ("R", "D"):
+            return
+        time.sleep(0.001)
 
 
 def _pump(process: subprocess.Popen[bytes], log: IO[bytes]) -> None:

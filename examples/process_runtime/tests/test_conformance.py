@@ -1,0 +1,81 @@
+"""The process runtime against kubecore's runtime conformance suite.
+
+The runtime is loaded through its entry point, as any user would load it, so the package must be
+installed (``pip install -e examples/process_runtime``). Workloads are host commands: ``/bin/sh``,
+``sleep``, ``echo`` and this Python interpreter (for a loopback TCP server). There is no memory
+limit to enforce, so the OOM check is skipped.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import kubecore
+from kubecore.testing.conformance import RuntimeConformance, Workloads
+
+PYTHON = shlex.quote(sys.executable)
+
+
+def forever(prefix: str = "") -> tuple[str, ...]:
+    return ("sh", "-c", f"{prefix}trap 'exit 0' TERM; while :; do sleep 0.2; done")
+
+
+def serve_tcp(port: int) -> tuple[str, ...]:
+    server = f"{PYTHON} -m http.server --bind 127.0.0.1 {port}"
+    return ("sh", "-c", f"trap 'exit 0' TERM; {server} & wait")
+
+
+def check_tcp(port: int) -> tuple[str, ...]:
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2).close()"
+    return (sys.executable, "-c", connect)
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class TestProcessRuntime(RuntimeConformance):
+    @pytest.fixture
+    def bundle(self, tmp_path: Path) -> Iterator[kubecore.RuntimeBundle]:
+        bundle = kubecore.load_runtime("process", root_dir=str(tmp_path), images="host,spare")
+        yield bundle
+        bundle.runtime.close()
+
+    @pytest.fixture
+    def unmanaged_container(self, bundle: kubecore.RuntimeBundle) -> Callable[[], str]:
+        """A container the runtime runs without kubecore's label: it must never be listed."""
+
+        def create() -> str:
+            runtime = bundle.runtime
+            bundle.puller.pull("host")
+            sandbox = kubecore.SandboxConfig(name="foreign", namespace="other", uid="foreign-1")
+            sandbox_id = runtime.run_sandbox(sandbox)
+            config = kubecore.ContainerConfig(name="foreign", image="host", command=forever())
+            container_id = runtime.create_container(sandbox_id, config, sandbox)
+            runtime.start_container(container_id)
+            return container_id
+
+        return create
+
+    @pytest.fixture
+    def workloads(self) -> Workloads:
+        return Workloads(
+            image="host",
+            run_forever=forever(),
+            print_and_run=lambda text: forever(f"echo {shlex.quote(text)}; "),
+            exit_with=lambda code: ("sh", "-c", f"exit {code}"),
+            serve_tcp=serve_tcp,
+            check_tcp=check_tcp,
+            consume_memory=None,
+            pullable_image="spare",
+            tcp_port=free_loopback_port(),
+            timeout=15.0,
+        )

@@ -1,0 +1,110 @@
+"""The examples run as a user runs them: each in its own process, bounded in time.
+
+* ``examples/embed/harness_test.py`` with pytest;
+* ``examples/embed/agent.py`` on the fake runtime (and on the process runtime);
+* ``examples/process_runtime``: installed into this interpreter's environment if it is not (with
+  ``pip install --no-deps -e``), listed by ``kubecore.runtimes()``, and its conformance suite run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EMBED = ROOT / "examples" / "embed"
+PLUGIN = ROOT / "examples" / "process_runtime"
+PLUGIN_DIST = "kubecore-process"
+
+
+def run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGS`` from the project root, the checkout first on the import path."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def explain(result: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+
+
+def pytest_args(path: Path) -> list[str]:
+    return ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "240", str(path)]
+
+
+def test_the_harness_example_passes() -> None:
+    result = run(pytest_args(EMBED / "harness_test.py"), timeout=300)
+    assert result.returncode == 0, explain(result)
+    assert " passed" in result.stdout and "failed" not in result.stdout, explain(result)
+
+
+def table_rows(output: str) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in output.splitlines() if line.strip()}
+
+
+def test_the_embedding_agent_settles_prints_its_pods_and_drains() -> None:
+    result = run([str(EMBED / "agent.py"), "--timeout", "30"], timeout=120)
+    assert result.returncode == 0, explain(result)
+    rows = table_rows(result.stdout)
+    assert rows["NAME"] == ["NAME", "PHASE", "READY", "RESTARTS", "STATE"]
+    assert rows["web"][1:4] == ["Running", "1/1", "0"], explain(result)
+    assert rows["report"][1] == "Succeeded", explain(result)
+    assert "settled" in rows and "drained" in rows, explain(result)
+
+
+@pytest.fixture(scope="module")
+def process_plugin() -> None:
+    """The example plugin installed (editable) in this environment: installed here if needed."""
+    try:
+        dist = importlib.metadata.distribution(PLUGIN_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        dist = None
+    if dist is None:
+        install = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(PLUGIN)],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert install.returncode == 0, f"pip install -e {PLUGIN} failed\n{install.stderr}"
+
+
+def test_the_process_plugin_is_found_through_its_entry_point(process_plugin: None) -> None:
+    code = (
+        "import kubecore, json; print(json.dumps("
+        "{r.name: r.distribution for r in kubecore.runtimes()}))"
+    )
+    result = run(["-c", code], timeout=60)
+    assert result.returncode == 0, explain(result)
+    assert '"process": "kubecore-process 0.1.0"' in result.stdout, explain(result)
+
+
+def test_the_process_plugin_passes_the_conformance_suite(process_plugin: None) -> None:
+    result = run(pytest_args(PLUGIN / "tests"), timeout=300)
+    assert result.returncode == 0, explain(result)
+    assert " passed" in result.stdout and "failed" not in result.stdout, explain(result)
+
+
+def test_the_embedding_agent_runs_on_the_process_plugin(process_plugin: None) -> None:
+    args = [str(EMBED / "agent.py"), "--runtime", "process", "--image", "host", "--timeout", "30"]
+    result = run(args, timeout=120)
+    assert result.returncode == 0, explain(result)
+    rows = table_rows(result.stdout)
+    assert rows["web"][1:3] == ["Running", "1/1"] and rows["report"][1] == "Succeeded"
+
+
+def test_the_embedding_agent_fails_when_its_pods_cannot_settle(process_plugin: None) -> None:
+    # busybox is not on the process runtime's allow-list: every pull fails, no pod starts.
+    args = [str(EMBED / "agent.py"), "--runtime", "process", "--image", "busybox", "--timeout", "2"]
+    result = run(args, timeout=120)
+    assert result.returncode == 1, explain(result)
+    assert "not settled after 2s" in result.stdout, explain(result)
+    assert table_rows(result.stdout)["web"][1] == "Pending", explain(result)
