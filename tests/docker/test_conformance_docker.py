@@ -8,8 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
-import kubecore
-from kubecore._plugins import RuntimeBundle
+from kubecore._plugins import RuntimeBundle, load_runtime
 from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
 from tests.docker.conftest import TestEngine, remove_labelled
 from tests.docker.test_docker_runtime import OOM_HOG
@@ -22,7 +21,7 @@ class TestDockerRuntime(RuntimeConformance):
 
     @pytest.fixture
     def bundle(self, engine: TestEngine, raw: Any) -> Iterator[RuntimeBundle]:
-        bundle = kubecore.load_runtime(
+        bundle = load_runtime(
             "docker",
             base_url=engine.base_url,
             timeout=30,
