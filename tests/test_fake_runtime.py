@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from kubecore import (
     Conflict,
@@ -620,7 +621,7 @@ def test_close_makes_calls_fail(clock: ManualClock) -> None:
 def test_real_clock_timers_fire_and_are_cancelled() -> None:
     fr = FakeRuntime()
     fr.pull(IMAGE)
-    fr.script(command="quick", behaviour=Behaviour(exit_code=0, after=0.05))
+    fr.script(command="quick", behaviour=Behaviour(exit_code=0, after=0.01))
     _, _cid = run(fr, ("quick",))
     done = threading.Event()
     fr.watch_events(lambda e: done.set() if e.type is RuntimeEventType.DIED else None)
@@ -755,3 +756,124 @@ def test_echo_then_exit_reads_back(code: int, words: list[str]) -> None:
 def test_the_reader_never_raises(script: str) -> None:
     read_program(sh(script), {})
     read_exec(sh(script), {}, {}, frozenset())
+
+
+# -- a model-based check of the lifecycle ----------------------------------------------------------
+
+
+class LifecycleMachine(RuleBasedStateMachine):
+    """Random sequences of runtime calls agree with a small model of the contract."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = ManualClock()
+        self.fr = FakeRuntime(self.clock)
+        self.fr.pull(IMAGE)
+        self.sandboxes: dict[str, SandboxState] = {}
+        # container id -> [sandbox id, state, exit code, virtual end time or None]
+        self.containers: dict[str, list[object]] = {}
+        self.removed: set[str] = set()
+        self.serial = 0
+
+    sandbox_ids = Bundle("sandbox_ids")
+    container_ids = Bundle("container_ids")
+
+    @rule(target=sandbox_ids)
+    def run_sandbox(self) -> str:
+        self.serial += 1
+        sid = self.fr.run_sandbox(sandbox_config(uid=f"u{self.serial}"))
+        self.sandboxes[sid] = SandboxState.READY
+        return sid
+
+    @rule(sid=sandbox_ids)
+    def stop_sandbox(self, sid: str) -> None:
+        self.fr.stop_sandbox(sid)
+        if sid in self.sandboxes:
+            self.sandboxes[sid] = SandboxState.NOTREADY
+            for entry in self.containers.values():
+                if entry[0] == sid and entry[1] is RuntimeState.RUNNING:
+                    entry[1:] = [RuntimeState.EXITED, 137, None]
+
+    @rule(sid=sandbox_ids)
+    def remove_sandbox(self, sid: str) -> None:
+        self.fr.remove_sandbox(sid)
+        self.sandboxes.pop(sid, None)
+        for cid in [c for c, entry in self.containers.items() if entry[0] == sid]:
+            del self.containers[cid]
+            self.removed.add(cid)
+
+    @rule(
+        target=container_ids,
+        sid=sandbox_ids,
+        sleep=st.one_of(st.none(), st.integers(0, 20)),
+    )
+    def create(self, sid: str, sleep: int | None) -> str:
+        self.serial += 1
+        script = "while true; do sleep 1; done" if sleep is None else f"sleep {sleep}"
+        config = container_config(f"c{self.serial}", sh(f"trap 'exit 0' TERM; {script}"))
+        if sid not in self.sandboxes:
+            with pytest.raises(SandboxNotFound):
+                self.fr.create_container(sid, config, sandbox_config())
+            return "missing-" + str(self.serial)
+        cid = self.fr.create_container(sid, config, sandbox_config())
+        self.containers[cid] = [sid, RuntimeState.CREATED, None, sleep]
+        return cid
+
+    @rule(cid=container_ids)
+    def start(self, cid: str) -> None:
+        entry = self.containers.get(cid)
+        if entry is None:
+            with pytest.raises(ContainerNotFound):
+                self.fr.start_container(cid)
+        elif entry[1] is RuntimeState.RUNNING:
+            self.fr.start_container(cid)  # idempotent
+        elif (
+            entry[1] is RuntimeState.EXITED
+            or self.sandboxes[str(entry[0])] is not SandboxState.READY
+        ):
+            with pytest.raises(Conflict):
+                self.fr.start_container(cid)
+        else:
+            self.fr.start_container(cid)
+            sleep = entry[3]
+            if sleep == 0:
+                entry[1:] = [RuntimeState.EXITED, 0, None]
+            else:
+                end = None if sleep is None else self.clock.monotonic() + float(str(sleep))
+                entry[1:] = [RuntimeState.RUNNING, None, end]
+
+    @rule(cid=container_ids)
+    def stop(self, cid: str) -> None:
+        self.fr.stop_container(cid, 5)
+        entry = self.containers.get(cid)
+        if entry is not None and entry[1] is RuntimeState.RUNNING:
+            entry[1:] = [RuntimeState.EXITED, 0, None]
+
+    @rule(cid=container_ids)
+    def remove(self, cid: str) -> None:
+        self.fr.remove_container(cid)
+        if self.containers.pop(cid, None) is not None:
+            self.removed.add(cid)
+
+    @rule(seconds=st.integers(1, 10))
+    def advance(self, seconds: int) -> None:
+        self.clock.advance(seconds)
+        now = self.clock.monotonic()
+        for entry in self.containers.values():
+            end = entry[3]
+            if entry[1] is RuntimeState.RUNNING and end is not None and float(str(end)) <= now:
+                entry[1:] = [RuntimeState.EXITED, 0, None]
+
+    @invariant()
+    def snapshot_matches_the_model(self) -> None:
+        snap = self.fr.snapshot()
+        assert {s.id: s.state for s in snap.sandboxes} == self.sandboxes
+        got = {c.id: (c.sandbox_id, c.state, c.exit_code) for c in snap.containers}
+        assert got == {cid: (e[0], e[1], e[2]) for cid, e in self.containers.items()}
+        assert not self.removed & set(got)
+
+
+LifecycleMachine.TestCase.settings = settings(
+    max_examples=20, stateful_step_count=20, deadline=None
+)
+test_lifecycle_against_a_model = LifecycleMachine.TestCase
