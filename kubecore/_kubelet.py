@@ -9,10 +9,12 @@ synced by the pod workers.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -124,6 +126,8 @@ class SyncReport:
     """Pod (or ``runtime``) -> the error that stopped its sync; retried at the next sync."""
     removed: tuple[str, ...] = ()
     """UIDs of undesired pods whose containers were killed and removed."""
+    removed_dispatched: int = 0
+    """Undesired pods handed to the workers for removal (background passes)."""
     garbage_collected: int = 0
     duration: float = 0.0
 
@@ -304,6 +308,9 @@ class Kubelet:
         self._last_image_gc = start
         self._last_pass = start
         self._wake = threading.Event()
+        self._pass_cond = threading.Condition()
+        self._passes = 0
+        self._quiet = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._subscription: Subscription | None = None
@@ -510,6 +517,7 @@ class Kubelet:
             actions=actions,
             errors=errors,
             removed=tuple(removed) if inline else (),
+            removed_dispatched=len(removed),
             garbage_collected=collected,
             duration=duration,
         )
@@ -615,6 +623,8 @@ class Kubelet:
         )
         if acted:
             st.needs_generation = self._generation + 1
+            if not error and self._thread is not None:
+                self._wake.set()  # look at the result soon, not at the next relist
         st.synced_pod = pod
         st.observed_key = work.key
         st.probe_states = probes
@@ -735,6 +745,8 @@ class Kubelet:
             error = f"unexpected error removing pod no longer desired: {exc!r}"
             logger.exception("removing pod %s (%s) failed", name, uid, extra={"pod": name})
         self.probes.forget(uid)
+        if not error and self._thread is not None:
+            self._wake.set()
         with self._results_lock:
             self._results.append(
                 (name, "" if error else "kill and remove (no longer desired)", None, error)
@@ -827,11 +839,17 @@ class Kubelet:
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._wake.clear()
+            quiet = False
             try:
                 with self._pass_lock:
-                    self._pass(inline=False)
+                    report = self._pass(inline=False)
+                quiet = report.synced == 0 and not report.removed_dispatched
             except Exception:
                 logger.exception("sync loop pass failed")
+            with self._pass_cond:
+                self._passes += 1
+                self._quiet = quiet and self.workers.busy_count == 0
+                self._pass_cond.notify_all()
             if self._stop.is_set():
                 break
             if isinstance(self.clock, ManualClock):
@@ -852,6 +870,32 @@ class Kubelet:
     def wake(self) -> None:
         """Ask the background loop for a pass now."""
         self._wake.set()
+
+    def _passed(self, target: int) -> bool:
+        return self._passes >= target
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """With the loop started: wait (real time, at most ``timeout``) for a pass that found
+        nothing to do with no pod worker busy. True if that happened in time."""
+        if not self.running:
+            raise RuntimeError("the sync loop is not running (call start() first)")
+        deadline = time.monotonic() + timeout
+        with self._pass_cond:
+            while True:
+                target = self._passes + 1
+                self._wake.set()
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._pass_cond.wait_for(
+                    functools.partial(self._passed, target), timeout=left
+                ):
+                    return False
+                if self._quiet and self.workers.busy_count == 0:
+                    return True
+                self._pass_cond.release()
+                try:
+                    self.workers.wait_idle(max(0.0, deadline - time.monotonic()))
+                finally:
+                    self._pass_cond.acquire()
 
     # --- reading --------------------------------------------------------------------------------
 

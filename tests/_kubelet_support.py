@@ -105,6 +105,7 @@ def make_node(
     clock = ManualClock()
     runtime = FakeRuntime(clock=clock, images=images, pulled=pulled)
     checker = FakeHealthChecker(runtime)
+    tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "resolv.conf").write_text("nameserver 192.0.2.53\nsearch example.org\n")
     kubelet = new_kubelet(runtime, clock, checker, tmp, **config)
     return Node(runtime, clock, kubelet, checker, tmp)
