@@ -501,6 +501,8 @@ def _plan_in_sandbox(
                     plan.kill(rec, KillReason.DUPLICATE)
                 elif group is view.app:
                     running[name] = rec
+                elif rec.c.state is _UNKNOWN:
+                    plan.kill(rec, KillReason.UNKNOWN_STATE)
                 else:
                     running_init.add(name)
     for stray in view.stray:
@@ -599,8 +601,7 @@ def _init_progress(
         if not here:
             continue
         newest = here[0]
-        if newest.c.state is _UNKNOWN:
-            plan.kill(newest, KillReason.UNKNOWN_STATE, "will be restarted")
+        if newest.c.state is _UNKNOWN:  # killed above
             return _start_init(plan, view, index, crash=True)
         if newest.live:
             return False, None, 0

@@ -618,6 +618,13 @@ CASES: list[tuple[str, Pod, ObservedPod, PodHistory, dict[str, Any]]] = [
             waiting=(("app", "PodInitializing"), ("sidecar", "PodInitializing")),
         ),
     ),
+    (
+        "init: an unknown init container is killed even once init is done",
+        INIT_POD,
+        swap(healthy(INIT_POD), ctr("setup", INIT_POD, state=RuntimeState.UNKNOWN)),
+        H,
+        expect(containers_to_kill=(("setup-0", K.UNKNOWN_STATE),)),
+    ),
     # terminal pods and new sandboxes
     (
         "Never, all exited: terminal and failed, the sandbox goes",
