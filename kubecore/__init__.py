@@ -113,6 +113,18 @@ from kubecore._plugins import (
 )
 
 # -- planning, status, translation --
+from kubecore._backoff import in_backoff, next_backoff
+from kubecore._planner import compute_pod_actions
+from kubecore._status import compute_pod_status
+from kubecore._translate import (
+    ResolvConf,
+    container_config,
+    container_hash,
+    dns_config,
+    milli_cpu_to_shares,
+    parse_resolv_conf,
+    sandbox_config,
+)
 # -- agent --
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._health import DefaultHealthChecker
