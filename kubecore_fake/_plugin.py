@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubecore._clock import Clock
+from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._errors import InvalidConfig
 from kubecore._plugins import RuntimeBundle, RuntimeRegistry, hookimpl
 
+_INT_OPTIONS = ("image_fs_capacity", "default_image_size")
+_KNOWN = frozenset({"clock", "images", "pulled", "node_ip", "events", *_INT_OPTIONS})
 
-def _image_option(value: object) -> Iterable[str] | Mapping[str, int] | None:
+
+def _image_option(name: str, value: object) -> Iterable[str] | Mapping[str, int] | None:
     """Images as given through the API, or ``a,b,c`` from the command line."""
     if value is None:
         return None
@@ -19,19 +23,75 @@ def _image_option(value: object) -> Iterable[str] | Mapping[str, int] | None:
         return {str(k): int(v) for k, v in value.items()}
     if isinstance(value, Iterable):
         return [str(v) for v in value]
-    raise TypeError(f"images: expected a list of references, got {type(value).__name__}")
+    raise InvalidConfig(f"fake runtime option {name}: expected image references, got {value!r}")
 
 
-def create_fake_runtime(
-    clock: Clock | None = None, images: object = None, **options: Any
-) -> RuntimeBundle:
-    """Build a ``FakeRuntime`` (``options`` go to its constructor) with its health checker."""
+def _clock_option(value: object) -> Clock | None:
+    if value is None or isinstance(value, Clock):
+        return value
+    if value == "system":
+        return SystemClock()
+    if value in ("manual", "virtual"):
+        return ManualClock()
+    raise InvalidConfig(
+        f"fake runtime option clock: expected a Clock, 'system' or 'manual', got {value!r}"
+    )
+
+
+def _bool_option(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in (
+        "1",
+        "true",
+        "yes",
+        "on",
+        "0",
+        "false",
+        "no",
+        "off",
+    ):
+        return value.lower() in ("1", "true", "yes", "on")
+    raise InvalidConfig(f"fake runtime option {name}: expected true or false, got {value!r}")
+
+
+def create_fake_runtime(**options: Any) -> RuntimeBundle:
+    """Build a ``FakeRuntime`` and its health checker.
+
+    Options (strings from the command line are accepted): ``clock`` (a ``Clock``, ``system``
+    or ``manual``), ``images`` (the only pullable images; default: any), ``pulled`` (present
+    from the start), ``image_fs_capacity`` and ``default_image_size`` (bytes), ``node_ip``,
+    ``events`` (false: no event stream).
+    """
     from kubecore_fake._health import FakeHealthChecker
     from kubecore_fake._runtime import FakeRuntime
 
+    unknown = sorted(set(options) - _KNOWN)
+    if unknown:
+        raise InvalidConfig(
+            f"unknown fake runtime option(s) {', '.join(unknown)};"
+            f" known: {', '.join(sorted(_KNOWN))}"
+        )
+    kwargs: dict[str, Any] = {}
+    for name in _INT_OPTIONS:
+        if name in options:
+            try:
+                kwargs[name] = int(options[name])
+            except (TypeError, ValueError):
+                raise InvalidConfig(
+                    f"fake runtime option {name}: expected a number of bytes, got {options[name]!r}"
+                ) from None
     if "pulled" in options:
-        options["pulled"] = _image_option(options["pulled"]) or ()
-    runtime = FakeRuntime(clock, _image_option(images), **options)
+        kwargs["pulled"] = _image_option("pulled", options["pulled"]) or ()
+    if "node_ip" in options:
+        kwargs["node_ip"] = str(options["node_ip"])
+    if "events" in options:
+        kwargs["events"] = _bool_option("events", options["events"])
+    runtime = FakeRuntime(
+        _clock_option(options.get("clock")),
+        _image_option("images", options.get("images")),
+        **kwargs,
+    )
     return RuntimeBundle(
         runtime=runtime, puller=runtime, health_checker=FakeHealthChecker(runtime), name="fake"
     )

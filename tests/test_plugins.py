@@ -244,3 +244,34 @@ def test_importing_kubecore_never_imports_docker(code: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_fake_options_from_the_command_line() -> None:
+    bundle = load_runtime(
+        "fake",
+        clock="manual",
+        pulled="busybox:1.36,nginx:1",
+        image_fs_capacity="1000000000",
+        events="false",
+        node_ip="10.88.0.9",
+    )
+    runtime = bundle.runtime
+    assert isinstance(runtime, FakeRuntime)
+    assert isinstance(runtime.clock, ManualClock)
+    assert len(runtime.list_images()) == 2
+    assert runtime.image_fs_usage().capacity_bytes == 1_000_000_000
+    assert runtime.watch_events(lambda event: None) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"colour": "blue"}, "unknown fake runtime option"),
+        ({"events": "perhaps"}, "expected true or false"),
+        ({"clock": "sundial"}, "expected a Clock"),
+        ({"image_fs_capacity": "lots"}, "number of bytes"),
+    ],
+)
+def test_bad_fake_options_name_the_runtime(options: dict[str, str], message: str) -> None:
+    with pytest.raises(PluginError, match=rf"runtime 'fake'.*{message}"):
+        load_runtime("fake", **options)
