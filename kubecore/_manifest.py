@@ -1324,18 +1324,32 @@ class _RawDocuments:
 
 
 def _parse_text(text: str) -> _RawDocuments:
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return _RawDocuments([json.loads(text)])
-        except json.JSONDecodeError as exc:
-            json_error = FieldError(
-                "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            )
+    if text.lstrip().startswith(("{", "[")):
+        raw = _parse_json_stream(text)
+        if raw.error is None:
+            return raw
         # A YAML flow mapping also starts with "{"; fall back, but report JSON's complaint.
-        raw = _parse_yaml(text)
-        return raw if raw.error is None else _RawDocuments(raw.documents, json_error)
+        as_yaml = _parse_yaml(text)
+        return as_yaml if as_yaml.error is None else raw
     return _parse_yaml(text)
+
+
+def _parse_json_stream(text: str) -> _RawDocuments:
+    """One JSON value, or several written one after another (as ``kubectl get -o json`` may)."""
+    decoder = json.JSONDecoder()
+    documents: list[object] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return _RawDocuments(documents)
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            return _RawDocuments(documents, FieldError("", message))
+        documents.append(value)
 
 
 def _parse_yaml(text: str) -> _RawDocuments:
