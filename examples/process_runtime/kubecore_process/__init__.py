@@ -15,8 +15,8 @@ Installed, it is found through its entry point (group ``kubecore``, name ``proce
 """
 
 from kubecore_process._plugin import create_process_runtime
-from kubecore_process._runtime import ImageStore, ProcessPuller, ProcessRuntime
+from kubecore_process._runtime import ProcessPuller, ProcessRuntime
 
 __version__ = "0.1.0"
 
-__all__ = ["ImageStore", "ProcessPuller", "ProcessRuntime", "create_process_runtime"]
+__all__ = ["ProcessPuller", "ProcessRuntime", "create_process_runtime"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kubecore import InvalidConfig, RuntimeBundle, RuntimeRegistry, hookimpl
-from kubecore_process._runtime import ImageStore, ProcessPuller, ProcessRuntime
+from kubecore_process._runtime import ProcessRuntime
 
 NAME = "process"
 DEFAULT_IMAGES = ("host",)
@@ -31,11 +31,9 @@ def create_process_runtime(
     if unknown:
         raise InvalidConfig(f"unknown option(s) for the process runtime: {', '.join(unknown)}")
     names = images.split(",") if isinstance(images, str) else list(images)
-    store = ImageStore(name for name in names if name.strip())
     if root_dir is None:
         root, own = Path(tempfile.mkdtemp(prefix="kubecore-process-")), True
     else:
         root, own = Path(root_dir), False
-    runtime = ProcessRuntime(root, store, own_root=own)
-    puller = ProcessPuller(store, root, runtime.image_in_use)
-    return RuntimeBundle(runtime=runtime, puller=puller, health_checker=None, name=NAME)
+    runtime = ProcessRuntime(root, [name for name in names if name.strip()], own_root=own)
+    return RuntimeBundle(runtime=runtime, puller=runtime.images, health_checker=None, name=NAME)

@@ -100,15 +100,23 @@ def parse_log_line(raw: bytes) -> tuple[float, bytes]:
     return datetime.fromisoformat(stamp.decode()).timestamp(), text
 
 
-class ImageStore:
-    """The images the runtime accepts (the allow-list) and those "pulled" so far."""
+class ProcessPuller:
+    """The image service: names on an allow-list. A pull of one marks it present and downloads
+    nothing; the image selects nothing (size 0)."""
 
-    def __init__(self, allowed: Iterable[str]) -> None:
+    def __init__(self, allowed: Iterable[str], root: Path, in_use: Callable[[str], bool]) -> None:
         self.allowed = frozenset(normalise_image(name) for name in allowed)
+        self._root = root
+        self._in_use = in_use
         self._present: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def pull(self, image: str) -> str:
+    def pull(
+        self,
+        image: str,
+        auth: RegistryAuth | None = None,
+        progress: Callable[[PullProgress], None] | None = None,
+    ) -> str:
         ref = normalise_image(image)
         if ref not in self.allowed:
             raise ImagePullError(
@@ -117,63 +125,31 @@ class ImageStore:
             )
         with self._lock:
             self._present.setdefault(ref, time.time())
+        if progress is not None:
+            progress(PullProgress(image, "Pull complete", current=0, total=0))
         return image_id(ref)
 
-    def get(self, image: str) -> Image | None:
+    def image_status(self, image: str) -> Image | None:
         ref = normalise_image(image)
         with self._lock:
             pulled = self._present.get(ref)
         return None if pulled is None else Image(image_id(ref), tags=(ref,), created_at=pulled)
 
-    def find(self, image: str) -> str | None:
-        """The reference for a reference or an image id, if present."""
-        with self._lock:
-            refs = list(self._present)
-        wanted = normalise_image(image)
-        return next((r for r in refs if r == wanted or image_id(r) == image), None)
-
-    def all(self) -> list[Image]:
+    def list_images(self) -> list[Image]:
         with self._lock:
             refs = sorted(self._present)
-        return [image for ref in refs if (image := self.get(ref)) is not None]
-
-    def drop(self, ref: str) -> None:
-        with self._lock:
-            self._present.pop(ref, None)
-
-
-class ProcessPuller:
-    """The image service: a pull succeeds for allow-listed names; nothing is downloaded."""
-
-    def __init__(self, store: ImageStore, root: Path, in_use: Callable[[str], bool]) -> None:
-        self._store = store
-        self._root = root
-        self._in_use = in_use
-
-    def pull(
-        self,
-        image: str,
-        auth: RegistryAuth | None = None,
-        progress: Callable[[PullProgress], None] | None = None,
-    ) -> str:
-        pulled = self._store.pull(image)
-        if progress is not None:
-            progress(PullProgress(image, "Pull complete", current=0, total=0))
-        return pulled
-
-    def image_status(self, image: str) -> Image | None:
-        return self._store.get(image)
-
-    def list_images(self) -> list[Image]:
-        return self._store.all()
+        return [image for ref in refs if (image := self.image_status(ref)) is not None]
 
     def remove_image(self, image: str) -> None:
-        ref = self._store.find(image)
+        wanted = normalise_image(image)
+        with self._lock:
+            ref = next((r for r in self._present if wanted == r or image == image_id(r)), None)
         if ref is None:
             return
         if self._in_use(ref):
             raise Conflict(f"image {image} is used by a container")
-        self._store.drop(ref)
+        with self._lock:
+            self._present.pop(ref, None)
 
     def image_fs_usage(self) -> ImageFsUsage | None:
         return ImageFsUsage(used_bytes=0, capacity_bytes=shutil.disk_usage(self._root).total)
@@ -242,10 +218,11 @@ class _Subscription:
 class ProcessRuntime:
     """A ``kubecore.ContainerRuntime`` whose containers are host processes (no isolation)."""
 
-    def __init__(self, root_dir: Path, images: ImageStore, *, own_root: bool = False) -> None:
+    def __init__(self, root_dir: Path, images: Iterable[str], *, own_root: bool = False) -> None:
         self._root = root_dir
         self._own_root = own_root
-        self._images = images
+        self.images = ProcessPuller(images, root_dir, self._image_in_use)
+        """The runtime's image service (the bundle's puller)."""
         self._lock = threading.RLock()
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
@@ -256,7 +233,7 @@ class ProcessRuntime:
     def version(self) -> RuntimeVersion:
         return RuntimeVersion("process", "0.1.0", api_version="kubecore-process/1")
 
-    def image_in_use(self, ref: str) -> bool:
+    def _image_in_use(self, ref: str) -> bool:
         with self._lock:
             return any(c.image_ref == ref for c in self._containers.values())
 
@@ -282,7 +259,8 @@ class ProcessRuntime:
             return
         for container_id in members:
             self.stop_container(container_id, 0)
-        sandbox.state = SandboxState.NOTREADY
+        with self._lock:
+            sandbox.state = SandboxState.NOTREADY
 
     def remove_sandbox(self, sandbox_id: str) -> None:
         with self._lock:
@@ -315,7 +293,7 @@ class ProcessRuntime:
         if not argv:
             raise InvalidConfig(f"{config.name}: the process runtime needs a command (no images)")
         ref = normalise_image(config.image)
-        if self._images.get(ref) is None:
+        if self.images.image_status(ref) is None:
             raise ImageNotFound(f"{config.image} is not present (pull it first)")
         with self._lock:
             sandbox = self._sandboxes.get(sandbox_id)
@@ -489,6 +467,8 @@ class ProcessRuntime:
         return _Subscription(self._handlers, handler)
 
     def _emit(self, c: _Container, kind: RuntimeEventType, exit_code: int | None = None) -> None:
+        if MANAGED_LABEL not in c.config.labels:
+            return
         event = RuntimeEvent(
             kind, c.id, time.time(), c.config.labels.get(POD_UID_LABEL, ""), c.config.name,
             exit_code,
@@ -597,15 +577,16 @@ def _read_log(
         return
     with log:
         existing = [line for raw in log.readlines() if (line := shown(raw)) is not None]
-        yield from existing[-tail:] if tail else ([] if tail == 0 else existing)
+        yield from existing[0 if tail is None else max(0, len(existing) - tail) :]
         partial = b""
         while follow:
+            finished = container.exited.is_set()  # once set, all output is in the file
             partial += log.readline()
             if partial.endswith(b"\n"):
                 if (line := shown(partial)) is not None:
                     yield line
                 partial = b""
-            elif container.exited.is_set():
+            elif finished:
                 return
             else:
                 container.exited.wait(0.1)

@@ -1,0 +1,125 @@
+"""What the process runtime does beyond the shared contract: real processes, honestly reported."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubecore_process import ProcessRuntime
+
+import kubecore
+from kubecore import ContainerConfig, RuntimeState, SandboxConfig
+
+MANAGED = {"io.kubecore.managed": "true", "io.kubernetes.pod.uid": "uid-1"}
+SANDBOX = SandboxConfig(name="pod", namespace="default", uid="uid-1", labels=MANAGED)
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Iterator[ProcessRuntime]:
+    bundle = kubecore.load_runtime("process", root_dir=str(tmp_path))
+    assert isinstance(bundle.runtime, ProcessRuntime)
+    bundle.puller.pull("host")
+    yield bundle.runtime
+    bundle.runtime.close()
+
+
+def start(rt: ProcessRuntime, script: str, **config: object) -> str:
+    sandbox_id = next((s.id for s in rt.list_sandboxes()), None) or rt.run_sandbox(SANDBOX)
+    name = f"c{len(rt.list_containers())}"
+    spec = ContainerConfig(name, "host", ("sh", "-c", script), labels=MANAGED, **config)  # type: ignore[arg-type]
+    container_id = rt.create_container(sandbox_id, spec, SANDBOX)
+    rt.start_container(container_id)
+    return container_id
+
+
+def wait_exited(rt: ProcessRuntime, container_id: str) -> kubecore.RuntimeContainer:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        status = rt.container_status(container_id)
+        if status.state is RuntimeState.EXITED:
+            return status
+        time.sleep(0.02)
+    raise AssertionError(f"{container_id} still runs")
+
+
+def test_env_working_dir_and_both_streams_reach_the_log(runtime: ProcessRuntime) -> None:
+    container_id = start(
+        runtime, 'echo "$GREETING from $(pwd)"; echo oops >&2', env=(("GREETING", "hi"),)
+    )
+    assert wait_exited(runtime, container_id).reason == "Completed"
+    sandbox_dir = runtime.sandbox_status(runtime.list_sandboxes()[0].id)
+    lines = list(runtime.logs(container_id))
+    assert lines[0].startswith(b"hi from /") and lines[0].rstrip().endswith(sandbox_dir.id.encode())
+    assert b"oops\n" in lines
+
+
+def test_a_signal_death_reads_as_128_plus_the_signal(runtime: ProcessRuntime) -> None:
+    container_id = start(runtime, "kill -KILL $$")
+    status = wait_exited(runtime, container_id)
+    assert (status.exit_code, status.reason) == (137, "Error")
+
+
+def dead(pid: int) -> bool:
+    """Gone, or a zombie waiting for init to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_what_the_main_process_leaves_behind_is_killed(runtime: ProcessRuntime) -> None:
+    container_id = start(runtime, "sleep 30 & echo $!")
+    wait_exited(runtime, container_id)
+    orphan = int(next(iter(runtime.logs(container_id))).strip())
+    deadline = time.monotonic() + 5
+    while not dead(orphan) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert dead(orphan), "the background sleep survived its container"
+
+
+def test_stop_escalates_to_sigkill_after_the_grace_period(runtime: ProcessRuntime) -> None:
+    container_id = start(runtime, "trap '' TERM; while :; do sleep 0.1; done")
+    started = time.monotonic()
+    runtime.stop_container(container_id, 0.5)
+    assert 0.4 < time.monotonic() - started < 5
+    assert runtime.container_status(container_id).exit_code == 137
+
+
+def test_a_missing_working_dir_cannot_run(runtime: ProcessRuntime, tmp_path: Path) -> None:
+    with pytest.raises(kubecore.ContainerRuntimeError):
+        start(runtime, "true", working_dir=str(tmp_path / "nowhere"))
+    status = runtime.list_containers()[0]
+    assert (status.state, status.reason, status.exit_code) == (
+        RuntimeState.EXITED,
+        "ContainerCannotRun",
+        127,
+    )
+
+
+def test_only_allowed_images_pull_and_options_are_checked(tmp_path: Path) -> None:
+    bundle = kubecore.load_runtime("process", root_dir=str(tmp_path), images="tools, host")
+    try:
+        assert bundle.puller.pull("tools:latest").startswith("sha256:")
+        with pytest.raises(kubecore.ImagePullError, match="not a local image"):
+            bundle.puller.pull("busybox")
+    finally:
+        bundle.runtime.close()
+    with pytest.raises(kubecore.PluginError, match="unknown option"):
+        kubecore.load_runtime("process", memory="1Gi")
+
+
+def test_close_kills_every_container_and_removes_its_own_root() -> None:
+    bundle = kubecore.load_runtime("process")
+    rt = bundle.runtime
+    assert isinstance(rt, ProcessRuntime)
+    bundle.puller.pull("host")
+    container_id = start(rt, "trap 'exit 0' TERM; while :; do sleep 0.1; done")
+    pid = rt._containers[container_id].process.pid  # type: ignore[union-attr]
+    root = rt._root
+    rt.close()
+    assert not root.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
