@@ -95,6 +95,23 @@ from kubecore._runtime import (
 )
 
 # -- manifest (loading, dumping, validation, quantities) --
+from kubecore._manifest import (
+    DocumentError,
+    assign_uid,
+    dump_pod_json,
+    dump_pod_yaml,
+    dump_pods_yaml,
+    load_pods_from_dict,
+    load_pods_from_file,
+    load_pods_from_string,
+    load_pods_lenient,
+    pod_from_dict,
+    pod_to_dict,
+    stamp_source,
+    validate_pod,
+)
+from kubecore._quantity import cpu_millis, memory_bytes, parse_quantity
+
 # -- plugins --
 from kubecore._plugins import (
     BrokenPlugin,
