@@ -9,6 +9,8 @@ follows the kubelet's ``getPhase``; a terminal phase in ``previous`` is never le
 from __future__ import annotations
 
 import datetime
+import functools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -38,7 +40,12 @@ _TERMINAL_PHASES = ("Succeeded", "Failed")
 
 def rfc3339(ts: float) -> str:
     """Seconds since the epoch as the v1 API writes times: ``2024-05-01T12:00:00Z`` (UTC)."""
-    moment = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC)
+    return _rfc3339_seconds(math.floor(ts))
+
+
+@functools.lru_cache(maxsize=8192)  # the same start/finish times come back on every sync
+def _rfc3339_seconds(seconds: int) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

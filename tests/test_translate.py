@@ -277,6 +277,8 @@ def test_sandbox_hash_tracks_ports_only_among_container_fields() -> None:
         ),
     )
     assert sandbox_hash(new_image) == sandbox_hash(POD)
+    # Golden: a change here recreates every sandbox (and restarts every pod) on upgrade.
+    assert sandbox_hash(POD) == "b1642d3baa80cd53"
 
 
 # --- containers -----------------------------------------------------------------------------
