@@ -98,12 +98,16 @@ def run_container_gc(runtime: ContainerRuntime, plan: GCPlan) -> int:
             done += 1
         except ContainerRuntimeError as exc:
             logger.warning("container GC could not remove %s: %s", cid, exc)
+        except Exception:
+            logger.exception("container GC could not remove %s", cid)
     for sid in plan.sandboxes:
         try:
             runtime.remove_sandbox(sid)
             done += 1
         except ContainerRuntimeError as exc:
             logger.warning("container GC could not remove sandbox %s: %s", sid, exc)
+        except Exception:
+            logger.exception("container GC could not remove sandbox %s", sid)
     return done
 
 

@@ -443,8 +443,11 @@ class Kubelet:
         generation = self._generation
         try:
             snapshot = self.runtime.snapshot()
-        except ContainerRuntimeError as exc:
-            logger.warning("runtime snapshot failed: %s", exc)
+        except Exception as exc:
+            if isinstance(exc, ContainerRuntimeError):
+                logger.warning("runtime snapshot failed: %s", exc)
+            else:
+                logger.exception("runtime snapshot failed unexpectedly")
             return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
         grouped, ready_sandboxes, running_containers = _group(snapshot)
         now = self.clock.now()
@@ -496,7 +499,11 @@ class Kubelet:
         with self._lock:
             for uid in [u for u in self._terminating if u not in grouped]:
                 del self._terminating[uid]
-        collected = self._housekeeping(snapshot, now, mono)
+        try:
+            collected = self._housekeeping(snapshot, now, mono)
+        except Exception:
+            logger.exception("housekeeping failed")
+            collected = 0
         self._update_gauges(snapshot, ready_sandboxes, running_containers)
 
         actions: dict[str, str] = {}
@@ -781,6 +788,8 @@ class Kubelet:
                 collected += len(self.image_gc.collect(snapshot, now))
             except ContainerRuntimeError as exc:
                 logger.warning("image GC failed: %s", exc)
+            except Exception:
+                logger.exception("image GC failed unexpectedly")
         return collected
 
     def _update_gauges(self, snapshot: RuntimeSnapshot, ready: int, running: int) -> None:
