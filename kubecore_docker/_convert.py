@@ -168,7 +168,12 @@ def _state_fields(detail: StateDetail) -> dict[str, Any]:
     """dockershim's reading of a Docker state: state, exit code, reason, message, times."""
     if detail.running or detail.status in ("running", "paused", "restarting"):
         return {"state": RuntimeState.RUNNING, "started_at": detail.started_at}
-    times = {"started_at": detail.started_at, "finished_at": detail.finished_at}
+    started = detail.started_at
+    if started is not None and detail.finished_at is not None:
+        # The engine stamps StartedAt after the start call returns and FinishedAt from the exit:
+        # a process that exits at once can "finish" before it "started".
+        started = min(started, detail.finished_at)
+    times = {"started_at": started, "finished_at": detail.finished_at}
     if detail.finished_at is not None:
         if detail.oom_killed:
             reason = "OOMKilled"

@@ -190,6 +190,14 @@ def test_container_state_mapping(
         assert container.finished_at is None
 
 
+def test_a_quick_exit_never_finishes_before_it_started() -> None:
+    detail = detail_from_inspect(
+        state(StartedAt="2024-01-02T03:04:05.5Z", FinishedAt="2024-01-02T03:04:05.25Z")
+    )
+    container = container_from(summary(), detail)
+    assert container.started_at == container.finished_at == parse_time("2024-01-02T03:04:05.25Z")
+
+
 def test_event_mapping() -> None:
     die = {
         "Type": "container",

@@ -33,6 +33,7 @@ from kubecore._runtime import (
     DNSConfig,
     Mount,
     PortMapping,
+    RuntimeContainer,
     RuntimeState,
     SandboxState,
 )
@@ -423,10 +424,15 @@ def test_failed_start_is_container_cannot_run(
     config = make_sandbox()
     sandbox_id = runtime.run_sandbox(config)
     cid = runtime.create_container(sandbox_id, make_container(command=("/no/such/binary",)), config)
-    assert runtime.snapshot().containers[0].state is RuntimeState.CREATED  # cached as created
+
+    def listed() -> RuntimeContainer:
+        (found,) = [c for c in runtime.snapshot().containers if c.id == cid]
+        return found
+
+    assert listed().state is RuntimeState.CREATED  # and cached so
     with pytest.raises(ContainerRuntimeError):
         runtime.start_container(cid)
-    for status in (runtime.container_status(cid), runtime.snapshot().containers[0]):
+    for status in (runtime.container_status(cid), listed()):
         assert status.id == cid
         assert status.state is RuntimeState.EXITED
         assert status.reason == "ContainerCannotRun"
