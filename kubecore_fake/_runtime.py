@@ -26,6 +26,8 @@ Semantics worth knowing:
 
 from __future__ import annotations
 
+import collections
+import copy
 import hashlib
 import itertools
 import logging
@@ -191,6 +193,7 @@ class _Container:
     behaviour: Behaviour
     created_at: float
     managed: bool = True
+    pod: tuple[str, str, str] = ("", "", "")
     state: RuntimeState = RuntimeState.CREATED
     started_at: float | None = None
     started_mono: float = 0.0
@@ -258,6 +261,7 @@ class FakeRuntime:
 
     ``images``: None lets every pull succeed; an iterable of references (or a mapping of
     reference to size in bytes) allows only those. ``pulled`` images are present from the start.
+    The call log keeps the last ``max_calls`` calls.
     """
 
     def __init__(
@@ -270,6 +274,7 @@ class FakeRuntime:
         default_image_size: int = 10 * MiB,
         node_ip: str = "10.88.0.1",
         events: bool = True,
+        max_calls: int = 100_000,
     ) -> None:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._lock = threading.RLock()
@@ -294,7 +299,10 @@ class FakeRuntime:
         self._exec_rules: list[_ExecRule] = []
         self._failures: dict[str, list[BaseException]] = {}
         self._latency: dict[str, float] = {}
-        self._calls: list[tuple[str, tuple[object, ...]]] = []
+        # Bounded, so that a long-running agent on the fake does not grow without end.
+        self._calls: collections.deque[tuple[str, tuple[object, ...]]] = collections.deque(
+            maxlen=max_calls
+        )
         self._unmanaged_calls: list[tuple[str, tuple[object, ...]]] = []
         self._timers: set[threading.Timer] = set()
         self._closed = False
@@ -472,7 +480,7 @@ class FakeRuntime:
 
     @property
     def calls(self) -> list[tuple[str, tuple[object, ...]]]:
-        """Every runtime call made so far: (operation, arguments)."""
+        """The runtime calls made so far (the last ``max_calls``): (operation, arguments)."""
         with self._lock:
             return list(self._calls)
 
@@ -613,15 +621,17 @@ class FakeRuntime:
             image = self._find_image_locked(config.image)
             if image is None:
                 raise ImageNotFound(f"No such image: {config.image}")
+            # Names are unique per pod, container and attempt (as dockershim's names are).
+            pod = (sandbox_config.name, sandbox_config.namespace, sandbox_config.uid)
             for other in self._containers.values():
-                if (other.sandbox_id, other.config.name, other.config.attempt) == (
-                    sandbox_id,
+                if (other.pod, other.config.name, other.config.attempt) == (
+                    pod,
                     config.name,
                     config.attempt,
                 ):
                     raise Conflict(
-                        f"container name {config.name!r} attempt {config.attempt} is already"
-                        f" in use in sandbox {sandbox_id} by {other.id}"
+                        f"container name {config.name!r} attempt {config.attempt} of pod"
+                        f" {pod[1]}/{pod[0]} is already in use by {other.id}"
                     )
             cid = f"container-{next(self._container_ids)}"
             rec = _Container(
@@ -631,6 +641,7 @@ class FakeRuntime:
                 image.id,
                 self._behaviour_locked(config),
                 self._clock.now(),
+                pod=pod,
             )
             self._containers[cid] = rec
             self._note(events, RuntimeEventType.CREATED, rec)
@@ -880,7 +891,7 @@ class FakeRuntime:
         if latency > 0:
             self._clock.sleep(latency)
         if failure is not None:
-            raise failure
+            raise _fresh(failure)
 
     def _pop_failure_locked(self, op: str) -> BaseException | None:
         queue = self._failures.get(op)
@@ -1224,6 +1235,16 @@ def _sized(images: Iterable[str] | Mapping[str, int]) -> list[tuple[str, int | N
     if isinstance(images, Mapping):
         return [(ref, int(size)) for ref, size in images.items()]
     return [(ref, None) for ref in images]
+
+
+def _fresh(error: BaseException) -> BaseException:
+    """A copy of an injected error, so that raising it again does not pile up tracebacks."""
+    try:
+        fresh = copy.copy(error)
+    except Exception:
+        return error
+    fresh.__traceback__ = None
+    return fresh
 
 
 def _check_op(op: str) -> None:

@@ -697,7 +697,9 @@ def test_concurrent_calls_keep_the_invariants(clock: ManualClock) -> None:
                 sb = sandbox_config(name=f"p{n}", uid=f"u{n}", attempt=i)
                 sid = fr.run_sandbox(sb)
                 cids = [
-                    fr.create_container(sid, container_config(f"c{k}", ("sleep", "2")), sb)
+                    fr.create_container(
+                        sid, container_config(f"c{k}", ("sleep", "2"), attempt=i), sb
+                    )
                     for k in range(3)
                 ]
                 for cid in cids:
@@ -877,3 +879,14 @@ LifecycleMachine.TestCase.settings = settings(
     max_examples=20, stateful_step_count=20, deadline=None
 )
 test_lifecycle_against_a_model = LifecycleMachine.TestCase
+
+
+def test_container_names_are_unique_per_pod_across_sandboxes(fr: FakeRuntime) -> None:
+    """As with dockershim's names: a new sandbox does not free the old attempt's name."""
+    first = fr.run_sandbox(sandbox_config(attempt=0))
+    fr.create_container(first, container_config(), sandbox_config(attempt=0))
+    fr.stop_sandbox(first)
+    second = fr.run_sandbox(sandbox_config(attempt=1))
+    with pytest.raises(Conflict, match="already in use"):
+        fr.create_container(second, container_config(), sandbox_config(attempt=1))
+    fr.create_container(second, container_config(attempt=1), sandbox_config(attempt=1))
