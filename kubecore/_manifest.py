@@ -1276,7 +1276,26 @@ _Dumper.add_representer(str, _represent_str)
 
 
 class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """Safe YAML without timestamps: ``2024-01-01`` stays a string, as in Kubernetes."""
+    """Safe YAML without timestamps (``2024-01-01`` stays a string, as in Kubernetes) that notes
+    duplicate mapping keys, which Kubernetes refuses and plain PyYAML silently resolves."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicate_keys: list[str] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+                if key_node.value in seen:
+                    mark = key_node.start_mark
+                    self.duplicate_keys.append(
+                        f"duplicate key {key_node.value!r} at line {mark.line + 1}, "
+                        f"column {mark.column + 1}"
+                    )
+                seen.add(key_node.value)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -1321,6 +1340,7 @@ class DocumentError(ValidationError):
 class _RawDocuments:
     documents: list[object]
     error: FieldError | None = None  # a syntax error after the documents that did parse
+    notes: dict[int, list[str]] = attrs.field(factory=dict)  # problems found while parsing
 
 
 def _parse_text(text: str) -> _RawDocuments:
@@ -1354,13 +1374,21 @@ def _parse_json_stream(text: str) -> _RawDocuments:
 
 def _parse_yaml(text: str) -> _RawDocuments:
     documents: list[object] = []
+    notes: dict[int, list[str]] = {}
+    loader = _Loader(text)
     try:
-        for document in yaml.load_all(text, Loader=_Loader):
+        while loader.check_data():
+            document = loader.get_data()
+            if loader.duplicate_keys:
+                notes[len(documents)] = loader.duplicate_keys
+                loader.duplicate_keys = []
             if document is not None:
                 documents.append(document)
     except yaml.YAMLError as exc:
-        return _RawDocuments(documents, FieldError("", _yaml_error_message(exc)))
-    return _RawDocuments(documents)
+        return _RawDocuments(documents, FieldError("", _yaml_error_message(exc)), notes)
+    finally:
+        loader.dispose()
+    return _RawDocuments(documents, None, notes)
 
 
 def _yaml_error_message(exc: yaml.YAMLError) -> str:
@@ -1388,7 +1416,7 @@ def _pod_name_of(data: object) -> str:
 
 
 def _load_documents(
-    documents: Sequence[object], source: str
+    documents: Sequence[object], source: str, notes: Mapping[int, Sequence[str]] | None = None
 ) -> tuple[list[m.Pod], list[ValidationError]]:
     multi = len(documents) > 1
     pods: list[m.Pod] = []
@@ -1398,6 +1426,8 @@ def _load_documents(
         prefix = f"documents[{index}]" if multi else ""
         for doc in _expand(document, prefix, index, source, errors):
             pod, problems = _decode_pod(doc.data, doc.path)
+            if notes and index in notes:
+                problems = [FieldError(prefix, note) for note in notes[index]] + problems
             if not problems:
                 key = (pod.metadata.namespace, pod.metadata.name)
                 where = doc.path or "the first pod"
@@ -1462,7 +1492,7 @@ def _expand(
 def _load_text(text: str, source: str) -> tuple[list[m.Pod], list[ValidationError]]:
     raw = _parse_text(text)
     documents = raw.documents
-    pods, errors = _load_documents(documents, source)
+    pods, errors = _load_documents(documents, source, raw.notes)
     if raw.error is not None:
         index = len(documents)
         prefix = f"documents[{index}]" if index else ""
