@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
+import hashlib
 import io
+import json
+import tarfile
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,3 +161,89 @@ def test_image_fs_usage(puller: DockerPuller) -> None:
     usage = puller.image_fs_usage()
     assert usage is not None
     assert 0 < usage.used_bytes <= usage.capacity_bytes
+
+
+MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+def _registry_put_blob(registry: str, repository: str, data: bytes) -> str:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    start = urllib.request.Request(
+        f"http://{registry}/v2/{repository}/blobs/uploads/", method="POST", data=b""
+    )
+    with urllib.request.urlopen(start, timeout=10) as response:
+        location = response.headers["Location"]
+    if location.startswith("/"):
+        location = f"http://{registry}{location}"
+    separator = "&" if "?" in location else "?"
+    upload = urllib.request.Request(
+        f"{location}{separator}digest={digest}",
+        method="PUT",
+        data=data,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    with urllib.request.urlopen(upload, timeout=10):
+        pass
+    return digest
+
+
+def _push_broken_image(registry: str, repository: str, tag: str) -> None:
+    """An image whose layer does not match its config: the registry serves it, the engine's pull
+    then fails inside the progress stream (HTTP 200 already sent)."""
+    layer_tar = io.BytesIO()
+    with tarfile.open(fileobj=layer_tar, mode="w") as archive:
+        payload = b"kubecore\n"
+        info = tarfile.TarInfo("hello.txt")
+        info.size = len(payload)
+        archive.addfile(info, io.BytesIO(payload))
+    layer = gzip.compress(layer_tar.getvalue())
+    config = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {},
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]},
+        }
+    ).encode()
+    layer_digest = _registry_put_blob(registry, repository, layer)
+    config_digest = _registry_put_blob(registry, repository, config)
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_V2,
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "size": len(config),
+            "digest": config_digest,
+        },
+        "layers": [
+            {
+                "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                "size": len(layer),
+                "digest": layer_digest,
+            }
+        ],
+    }
+    put = urllib.request.Request(
+        f"http://{registry}/v2/{repository}/manifests/{tag}",
+        method="PUT",
+        data=json.dumps(manifest).encode(),
+        headers={"Content-Type": MANIFEST_V2},
+    )
+    with urllib.request.urlopen(put, timeout=10):
+        pass
+
+
+def test_an_error_inside_the_pull_stream_is_an_image_pull_error(
+    puller: DockerPuller, engine: TestEngine, test_uid: str, forget: list[str]
+) -> None:
+    registry = engine.registry_image.split("/")[0].replace("localhost", "127.0.0.1")
+    _push_broken_image(registry, "kubecore/broken", test_uid)
+    image = f"{engine.registry_image.split('/')[0]}/kubecore/broken:{test_uid}"
+    forget.append(image)
+    seen: list[PullProgress] = []
+    with pytest.raises(ImagePullError) as raised:
+        puller.pull(image, progress=seen.append)
+    assert seen, "the stream had started: the error came inside it"
+    assert "pulling" in str(raised.value)
+    assert "match" in str(raised.value) or "diff" in str(raised.value).lower(), raised.value
+    assert puller.image_status(image) is None
