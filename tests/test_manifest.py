@@ -704,6 +704,27 @@ def test_dump_pods_yaml_is_a_stream() -> None:
     assert load_pods_from_string(dump_pods_yaml(pods)) == pods
 
 
+def test_every_model_field_is_in_the_manifest_tables() -> None:
+    """A field added to _model.py must be added to _manifest.py too, or dumps would drop it."""
+    from kubecore import _manifest
+
+    seen: set[type] = set()
+
+    def walk(spec: Any) -> None:
+        if spec.cls in seen:
+            return
+        seen.add(spec.cls)
+        assert {f.attr for f in spec.fields} == set(attrs.fields_dict(spec.cls)), spec.cls
+        for field in spec.fields:
+            nested = getattr(field.kind, "spec", None)
+            if nested is not None:
+                walk(nested)
+
+    walk(_manifest._POD)
+    model_classes = {obj for obj in vars(m).values() if isinstance(obj, type) and attrs.has(obj)}
+    assert model_classes == seen
+
+
 # --- validate_pod on pods built in code -----------------------------------------------------
 
 

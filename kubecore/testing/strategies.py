@@ -298,11 +298,12 @@ _STATES = st.one_of(
         _TIMES,
     ),
     st.builds(
-        lambda code, signal, reason, start, end, cid: m.ContainerState(
+        lambda code, signal, reason, start, end, cid, message: m.ContainerState(
             terminated=m.ContainerStateTerminated(
                 exit_code=code,
                 signal=signal,
                 reason=reason,
+                message=message,
                 started_at=start,
                 finished_at=end,
                 container_id=cid,
@@ -314,6 +315,7 @@ _STATES = st.one_of(
         _TIMES,
         _TIMES,
         st.sampled_from(("", "docker://0123abcd")),
+        st.sampled_from(("", "exit status 1\n")),
     ),
 )
 
