@@ -195,22 +195,20 @@ class DockerRuntime:
     def _create(self, args: dict[str, Any], subject: Subject) -> str:
         """Create a container; a name left over from an earlier try is removed and created again."""
         api = self._api()
-        for attempt in range(2):
-            call = dict(args)
-            call["host_config"] = api.create_host_config(**args["host_config"])
-            try:
-                with engine_errors(subject):
-                    return str(api.create_container(**call)["Id"])
-            except Conflict:
-                if attempt:
-                    raise
-                log.info(
-                    "removing a stale container named %s",
-                    args["name"],
-                    extra={"container_name": args["name"]},
-                )
-                self._remove(args["name"])
-        raise AssertionError("unreachable")
+        with engine_errors(subject):
+            call = {**args, "host_config": api.create_host_config(**args["host_config"])}
+        try:
+            with engine_errors(subject):
+                return str(api.create_container(**call)["Id"])
+        except Conflict:
+            log.info(
+                "removing a stale container named %s",
+                args["name"],
+                extra={"container_name": args["name"]},
+            )
+            self._remove(args["name"])
+        with engine_errors(subject):
+            return str(api.create_container(**call)["Id"])
 
     def _remove(self, container: str) -> None:
         self._forget(container)
