@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
-import logging
 import os
 import re
 import uuid
@@ -49,8 +48,6 @@ __all__ = [
     "stamp_source",
     "validate_pod",
 ]
-
-logger = logging.getLogger(__name__)
 
 _Problems = list[FieldError]
 
