@@ -222,14 +222,15 @@ def should_restart(record: Record, policy: str) -> bool:
 def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     """(terminal, failed): the pod will never start anything again (Succeeded or Failed).
 
-    Never under ``Always``. Under ``Never`` a failed init container fails the pod. Otherwise the
-    pod is terminal when every app container has run, none runs, and none is to be restarted.
+    Never under ``Always``. Under ``Never`` a failed init container fails the pod (unless app
+    containers ran: init was done then). Otherwise the pod is terminal when every app container
+    has run, none runs, and none is to be restarted.
     """
     spec = pod.spec
     policy = spec.restart_policy
     if policy == "Always":
         return False, False
-    if policy == "Never":
+    if policy == "Never" and not view.app:  # app containers only ever start after init
         for c in spec.init_containers:
             records = view.init.get(c.name)
             if records:

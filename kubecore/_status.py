@@ -171,7 +171,12 @@ def _phase(
                 waiting += 1
         else:
             unknown += 1
-    if failed_init and policy == "Never":
+    app_started = any(
+        st.state.running or st.state.terminated or st.last_state.terminated for st in statuses
+    )
+    # App containers only start once init is done: a failed init instance seen next to them
+    # (a contradictory snapshot) does not fail the pod, as the planner does not either.
+    if failed_init and policy == "Never" and not app_started:
         return "Failed"
     if pending_init or waiting:
         return "Pending"

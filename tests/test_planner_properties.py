@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import attrs
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,7 @@ from kubecore import (
     RuntimeSandbox,
     RuntimeState,
     SandboxState,
+    _planner,
 )
 from kubecore._planner import compute_pod_actions
 from kubecore._runtime import (
@@ -302,15 +304,27 @@ def check_converged(pod: Pod, observed: ObservedPod, actions: PodActions) -> Non
         assert _done_per_policy(newest, pod.spec.restart_policy), f"{name} should run"
 
 
+def full_plan(pod: Pod, observed: ObservedPod, now: float) -> PodActions:
+    """The plan without the steady-state shortcut."""
+    with mock.patch.object(_planner, "_steady", lambda *args: None):
+        return compute_pod_actions(pod, observed, H, now)
+
+
 def converge(pod: Pod, observed: ObservedPod) -> None:
     now = 100.0
+    init_names = {c.name for c in pod.spec.init_containers}
     for _ in range(MAX_ROUNDS):
         actions = compute_pod_actions(pod, observed, H, now)
-        if actions.is_noop:
+        init_runs = any(
+            c.state is RuntimeState.RUNNING and _name(c) in init_names for c in observed.containers
+        )
+        if actions.is_noop and not init_runs:
             break
         observed = apply_actions(pod, observed, actions, now)
         now += 1.0
-    check_converged(pod, observed, compute_pod_actions(pod, observed, H, now))
+    final = compute_pod_actions(pod, observed, H, now)
+    check_converged(pod, observed, final)
+    assert full_plan(pod, observed, now) == final, "the shortcut disagrees with the full plan"
 
 
 def shuffled(observed: ObservedPod, rnd: Any) -> ObservedPod:
@@ -331,6 +345,7 @@ def test_planning_is_deterministic(scenario: tuple[Pod, ObservedPod], rnd: Any) 
     first = compute_pod_actions(pod, observed, H, 100.0)
     assert compute_pod_actions(pod, observed, H, 100.0) == first
     assert compute_pod_actions(pod, shuffled(observed, rnd), H, 100.0) == first
+    assert full_plan(pod, observed, 100.0) == first
 
 
 @FAST
