@@ -8,6 +8,7 @@ limit to enforce, so the OOM check is skipped.
 
 from __future__ import annotations
 
+import random
 import shlex
 import socket
 import sys
@@ -37,9 +38,18 @@ def check_tcp(port: int) -> tuple[str, ...]:
 
 
 def free_loopback_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A free loopback port below the ephemeral range (others' port-0 sockets land there), with
+    the next port free too: the suite checks that nothing answers on it."""
+    for _ in range(100):
+        port = random.randrange(20000, 32000)
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free loopback port pair between 20000 and 32000")
 
 
 class TestProcessRuntime(RuntimeConformance):
