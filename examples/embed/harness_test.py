@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubecore import Kubelet, KubeletConfig, ManualClock, load_pods_from_string, load_runtime
-from kubecore_fake import Behaviour
+from kubecore import (
+    Kubelet,
+    KubeletConfig,
+    ManualClock,
+    PodStatus,
+    load_pods_from_string,
+    load_runtime,
+)
+from kubecore_fake import Behaviour, FakeRuntime
 
 CRASHING = "echo starting; exit 1"
 PODS = f"""
@@ -38,6 +45,12 @@ def run_for(node: Kubelet, clock: ManualClock, seconds: int) -> None:
         clock.advance(1.0)
 
 
+def status(node: Kubelet, name: str) -> PodStatus:
+    pod = node.get_pod("default", name)
+    assert pod is not None and pod.status is not None, f"no status for pod {name}"
+    return pod.status
+
+
 def test_a_crashing_container_backs_off_then_recovers(tmp_path: Path) -> None:
     clock = ManualClock()
     fake = load_runtime("fake", clock=clock)
@@ -45,14 +58,15 @@ def test_a_crashing_container_backs_off_then_recovers(tmp_path: Path) -> None:
     node.set_pods(load_pods_from_string(PODS))
 
     run_for(node, clock, 60)
-    app = node.get_pod("default", "flaky").status.container_statuses[0]  # type: ignore[union-attr]
-    assert app.state.waiting is not None and app.state.waiting.reason == "CrashLoopBackOff"
-    assert app.restart_count >= 2 and app.last_state.terminated.exit_code == 1  # type: ignore[union-attr]
-    assert node.get_pod("default", "job").status.phase == "Succeeded"  # type: ignore[union-attr]
+    app = status(node, "flaky").container_statuses[0]
+    waiting, last = app.state.waiting, app.last_state.terminated
+    assert waiting is not None and waiting.reason == "CrashLoopBackOff"
+    assert last is not None and last.exit_code == 1 and app.restart_count >= 2
+    assert status(node, "job").phase == "Succeeded"
 
+    assert isinstance(fake.runtime, FakeRuntime)
     fake.runtime.script(command=CRASHING, behaviour=Behaviour())  # from now on it stays up
     run_for(node, clock, 300)
-    pod = node.get_pod("default", "flaky")
-    assert pod is not None and pod.status is not None and pod.status.phase == "Running"
-    app = pod.status.container_statuses[0]
+    assert status(node, "flaky").phase == "Running"
+    app = status(node, "flaky").container_statuses[0]
     assert app.state.running is not None and app.ready and app.restart_count >= 3

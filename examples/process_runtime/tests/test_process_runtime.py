@@ -30,7 +30,7 @@ def start(rt: ProcessRuntime, script: str, **config: object) -> str:
     sandbox_id = next((s.id for s in rt.list_sandboxes()), None) or rt.run_sandbox(SANDBOX)
     name = f"c{len(rt.list_containers())}"
     spec = ContainerConfig(name, "host", ("sh", "-c", script), labels=MANAGED, **config)  # type: ignore[arg-type]
-    container_id = rt.create_container(sandbox_id, spec, SANDBOX)
+    container_id: str = rt.create_container(sandbox_id, spec, SANDBOX)
     rt.start_container(container_id)
     return container_id
 
@@ -38,7 +38,7 @@ def start(rt: ProcessRuntime, script: str, **config: object) -> str:
 def wait_exited(rt: ProcessRuntime, container_id: str) -> kubecore.RuntimeContainer:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        status = rt.container_status(container_id)
+        status: kubecore.RuntimeContainer = rt.container_status(container_id)
         if status.state is RuntimeState.EXITED:
             return status
         time.sleep(0.02)
