@@ -18,6 +18,7 @@ import attrs
 from kubecore._actions import BackoffEntry, ContainerToKill, KillReason, ObservedPod, PodActions
 from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
+from kubecore._credentials import Keyring, pod_registry_auth
 from kubecore._errors import ContainerRuntimeError, ImagePullError, KubecoreError
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
@@ -167,6 +168,7 @@ class Executor:
         sandbox_image: str = "",
         pull_limiter: TokenBucket | None = None,
         image_lock: threading.Lock | None = None,
+        pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
     ) -> None:
         self.runtime = runtime
         self.puller = puller
@@ -178,6 +180,7 @@ class Executor:
         self.sandbox_image = sandbox_image
         self.pull_limiter = pull_limiter
         self.image_lock = image_lock or threading.Lock()
+        self.pull_secrets = pull_secrets
 
     # --- events -----------------------------------------------------------------------------
 
@@ -341,7 +344,10 @@ class Executor:
                 self.pull_limiter.acquire()
             start = self.clock.monotonic()
             try:
-                self.puller.pull(image)
+                auth = (
+                    pod_registry_auth(pod, image, self.pull_secrets) if self.pull_secrets else None
+                )
+                self.puller.pull(image, auth)
             except ContainerRuntimeError as exc:
                 self.event(
                     pod,

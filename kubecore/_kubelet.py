@@ -25,6 +25,7 @@ from kubecore._actions import ObservedPod, PodActions, PodHistory
 from kubecore._admission import Admission, Rejection
 from kubecore._backoff import in_backoff
 from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._credentials import Keyring
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder, pod_reference
 from kubecore._executor import (
@@ -235,6 +236,7 @@ class Kubelet:
         clock: Clock | None = None,
         metrics: Metrics | None = None,
         sources: Iterable[str] = (),
+        pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
         self.clock: Clock = clock or SystemClock()
@@ -264,6 +266,7 @@ class Kubelet:
             sandbox_image=self.config.sandbox_image,
             pull_limiter=TokenBucket(self.config.pull_qps, self.config.pull_burst, self.clock),
             image_lock=self.image_lock,
+            pull_secrets=pull_secrets,
         )
         self.gc_policy = ContainerGCPolicy(
             self.config.gc_max_dead_per_container, self.config.gc_min_age

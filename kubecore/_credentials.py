@@ -1,0 +1,255 @@
+"""Registry credentials: a Docker config file as a keyring, and pulls that use it.
+
+``DockerKeyring`` reads the ``auths`` of a Docker client config (``$DOCKER_CONFIG/config.json``,
+``~/.docker/config.json``, a file given by path, or a Kubernetes ``.dockerconfigjson`` /
+legacy ``.dockercfg`` secret's data) and answers ``lookup(image)`` by the image's registry host,
+as the ``docker`` command does: ``busybox`` and ``library/busybox`` are on ``docker.io``;
+``localhost:5001`` and ``127.0.0.1:5001`` are different hosts. Credential stores and helpers
+(``credsStore``, ``credHelpers``) are external programs and are not consulted.
+
+``KeyringPuller`` wraps any ``Puller``: a pull without credentials gets the keyring's, so an
+agent needs no change to pull from private registries. A pod's ``imagePullSecrets`` are resolved
+by ``pod_registry_auth`` against a mapping ``(namespace, secret name) -> keyring`` given to the
+agent (``Kubelet(..., pull_secrets=...)``); the pod's secrets win over the node's keyring.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from kubecore._errors import KubecoreError
+from kubecore._model import Pod
+from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
+
+logger = logging.getLogger(__name__)
+
+DOCKER_HUB = "docker.io"
+_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+DOCKER_HUB_SERVER = "https://index.docker.io/v1/"
+"""The server address the ``docker`` command records Docker Hub logins under."""
+
+
+class RegistryConfigError(KubecoreError, ValueError):
+    """A Docker config file (or pull secret) cannot be read or has a malformed entry."""
+
+
+class Keyring(Protocol):
+    def lookup(self, image: str) -> RegistryAuth | None:
+        """Credentials for pulling ``image``, or None."""
+        ...
+
+
+def registry_host(image: str) -> str:
+    """The registry an image reference names, as Docker resolves it (lower-cased).
+
+    The first path component is a registry when it has a '.' or ':' or is ``localhost``;
+    otherwise (``busybox``, ``library/busybox``, ``user/app``) the image is on Docker Hub.
+    """
+    first, sep, _rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        host = first.lower()
+        return DOCKER_HUB if host in _HUB_ALIASES else host
+    return DOCKER_HUB
+
+
+def normalize_server(server: str) -> str:
+    """A config file key (``https://index.docker.io/v1/``, ``http://localhost:5001``,
+    ``quay.io``) as a registry host: scheme and path dropped, Docker Hub's aliases folded."""
+    text = server.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    host = text.split("/", 1)[0].lower()
+    return DOCKER_HUB if host in _HUB_ALIASES else host
+
+
+def _decode_auth(server: str, value: object) -> tuple[str, str]:
+    if not isinstance(value, str):
+        raise RegistryConfigError(f"auths[{server!r}].auth: expected a base64 string")
+    try:
+        decoded = base64.b64decode(value.strip() + "=" * (-len(value.strip()) % 4), validate=True)
+        text = decoded.decode("utf-8")
+    except (binascii.Error, ValueError) as exc:
+        raise RegistryConfigError(f"auths[{server!r}].auth: not base64 of 'user:password'") from exc
+    username, sep, password = text.partition(":")
+    if not sep:
+        raise RegistryConfigError(f"auths[{server!r}].auth: decodes to no 'user:password' pair")
+    return username, password
+
+
+def _string(server: str, entry: Mapping[str, Any], key: str) -> str:
+    value = entry.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RegistryConfigError(f"auths[{server!r}].{key}: expected a string")
+    return value
+
+
+def auth_from_entry(server: str, entry: Mapping[str, Any]) -> RegistryAuth | None:
+    """One ``auths`` entry as a ``RegistryAuth`` (None when it holds no credentials).
+
+    ``auth`` (base64 ``user:password``) wins over ``username`` / ``password``, as in Docker.
+    """
+    username = _string(server, entry, "username")
+    password = _string(server, entry, "password")
+    token = _string(server, entry, "identitytoken")
+    if entry.get("auth"):
+        username, password = _decode_auth(server, entry["auth"])
+    if not (username or password or token):
+        return None
+    return RegistryAuth(username=username, password=password, server=server, identity_token=token)
+
+
+def _entries(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "auths" in data:
+        auths = data["auths"]
+        if auths is None:
+            return {}
+        if not isinstance(auths, Mapping):
+            raise RegistryConfigError("auths: expected a mapping of registry -> credentials")
+        return auths
+    # The legacy ``.dockercfg`` form: registry -> entry at the top level.
+    return {k: v for k, v in data.items() if isinstance(v, Mapping)}
+
+
+@attrs.frozen
+class DockerKeyring:
+    """Registry host -> credentials, from Docker config files."""
+
+    auths: Mapping[str, RegistryAuth] = attrs.field(factory=dict)
+    """By normalized registry host (``docker.io``, ``localhost:5001``)."""
+    source: str = ""
+    """Where the entries came from (for messages)."""
+
+    @classmethod
+    def from_mapping(cls, data: object, source: str = "") -> DockerKeyring:
+        """From a parsed config (``{"auths": {...}}``) or a legacy ``.dockercfg`` mapping.
+
+        Raises ``RegistryConfigError`` on a malformed entry, naming it.
+        """
+        if not isinstance(data, Mapping):
+            raise RegistryConfigError(f"{source or 'docker config'}: expected a JSON object")
+        found: dict[str, RegistryAuth] = {}
+        for server, entry in _entries(data).items():
+            if not isinstance(entry, Mapping):
+                raise RegistryConfigError(f"auths[{server!r}]: expected an object")
+            try:
+                auth = auth_from_entry(str(server), entry)
+            except RegistryConfigError as exc:
+                raise RegistryConfigError(f"{source}: {exc}" if source else str(exc)) from None
+            if auth is not None:
+                found[normalize_server(str(server))] = auth
+        if isinstance(data.get("credsStore"), str) or data.get("credHelpers"):
+            logger.info(
+                "%s names credential helpers; kubecore reads only the credentials in the file",
+                source or "docker config",
+            )
+        return cls(found, source)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str = "") -> DockerKeyring:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise RegistryConfigError(f"{source or 'docker config'}: not JSON: {exc}") from None
+        return cls.from_mapping(data, source)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> DockerKeyring:
+        """Read a config file; raises ``RegistryConfigError`` if it is missing or malformed."""
+        try:
+            text = Path(path).read_bytes()
+        except OSError as exc:
+            raise RegistryConfigError(f"cannot read docker config {path}: {exc}") from None
+        return cls.from_json(text, str(path))
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> DockerKeyring:
+        """``$DOCKER_CONFIG/config.json``, else ``~/.docker/config.json``; empty if absent."""
+        env = os.environ if environ is None else environ
+        directory = env.get("DOCKER_CONFIG") or os.path.join(Path.home(), ".docker")
+        path = os.path.join(directory, "config.json")
+        if not os.path.isfile(path):
+            return cls(source=path)
+        return cls.from_file(path)
+
+    def lookup(self, image: str) -> RegistryAuth | None:
+        return self.auths.get(registry_host(image))
+
+
+@attrs.frozen
+class ChainKeyring:
+    """The first keyring with credentials for the image wins."""
+
+    keyrings: tuple[Keyring, ...] = ()
+
+    def lookup(self, image: str) -> RegistryAuth | None:
+        for keyring in self.keyrings:
+            found = keyring.lookup(image)
+            if found is not None:
+                return found
+        return None
+
+
+def pod_registry_auth(
+    pod: Pod, image: str, pull_secrets: Mapping[tuple[str, str], Keyring]
+) -> RegistryAuth | None:
+    """Credentials for ``image`` from the pod's ``imagePullSecrets`` (in their order).
+
+    A secret the mapping does not hold is skipped (Kubernetes pulls without it, and warns).
+    """
+    namespace = pod.metadata.namespace
+    for ref in pod.spec.image_pull_secrets:
+        keyring = pull_secrets.get((namespace, ref.name))
+        if keyring is None:
+            logger.info(
+                "pod %s/%s: pull secret %r is unknown to this node",
+                namespace,
+                pod.metadata.name,
+                ref.name,
+                extra={"pod": pod.full_name},
+            )
+            continue
+        found = keyring.lookup(image)
+        if found is not None:
+            return found
+    return None
+
+
+class KeyringPuller:
+    """A ``Puller`` that adds the keyring's credentials to each pull made without any."""
+
+    def __init__(self, inner: Puller, keyring: Keyring) -> None:
+        self.inner = inner
+        self.keyring = keyring
+
+    def pull(
+        self,
+        image: str,
+        auth: RegistryAuth | None = None,
+        progress: Callable[[PullProgress], None] | None = None,
+    ) -> str:
+        if auth is None:
+            auth = self.keyring.lookup(image)
+        return self.inner.pull(image, auth, progress)
+
+    def image_status(self, image: str) -> Image | None:
+        return self.inner.image_status(image)
+
+    def list_images(self) -> list[Image]:
+        return self.inner.list_images()
+
+    def remove_image(self, image: str) -> None:
+        self.inner.remove_image(image)
+
+    def image_fs_usage(self) -> ImageFsUsage | None:
+        return self.inner.image_fs_usage()
