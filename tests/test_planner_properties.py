@@ -36,6 +36,7 @@ from kubecore._runtime import (
     INIT_CONTAINER_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
 )
+from kubecore._status import compute_pod_status
 from kubecore._translate import (
     SANDBOX_HASH_ANNOTATION,
     container_config,
@@ -325,6 +326,11 @@ def converge(pod: Pod, observed: ObservedPod) -> None:
     final = compute_pod_actions(pod, observed, H, now)
     check_converged(pod, observed, final)
     assert full_plan(pod, observed, now) == final, "the shortcut disagrees with the full plan"
+    phase = compute_pod_status(pod, observed, H, final, now).phase
+    if final.terminal:
+        assert phase == ("Failed" if final.pod_failed else "Succeeded")
+    else:
+        assert phase in ("Pending", "Running")
 
 
 def shuffled(observed: ObservedPod, rnd: Any) -> ObservedPod:
