@@ -33,6 +33,8 @@ from typing import IO
 import attrs
 
 from kubecore import (
+    MANAGED_LABEL,
+    POD_UID_LABEL,
     Conflict,
     ContainerConfig,
     ContainerNotFound,
@@ -58,7 +60,6 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
 )
-from kubecore._runtime import MANAGED_LABEL, POD_UID_LABEL
 
 logger = logging.getLogger(__name__)
 
