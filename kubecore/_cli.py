@@ -42,6 +42,7 @@ from kubecore._sources import (
 )
 
 if TYPE_CHECKING:
+    from kubecore._credentials import DockerKeyring
     from kubecore._kubelet import Kubelet
 
 logger = logging.getLogger(__name__)
@@ -162,6 +163,14 @@ RUN_SETTINGS: tuple[Setting, ...] = (
         lambda: 20.0,
         "seconds between fetches of --manifest-url",
         metavar="SECONDS",
+    ),
+    Setting(
+        "registry_config",
+        "str",
+        lambda: "",
+        "a Docker config file (config.json with 'auths') whose credentials image pulls use "
+        "when the pod's pull secrets give none (default: none; the runtime may read its own)",
+        metavar="FILE",
     ),
     Setting(
         "allow_privileged",
@@ -337,21 +346,6 @@ def resolve_settings(
 
 # --- the pod table ------------------------------------------------------------------------
 
-FAILED_WAITING_REASONS = frozenset(
-    {
-        "CrashLoopBackOff",
-        "ImagePullBackOff",
-        "ErrImageNeverPull",
-        "InvalidImageName",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-        "PreStartHookError",
-        "PostStartHookError",
-    }
-)
-
-
 @attrs.frozen
 class PodRow:
     namespace: str
@@ -394,49 +388,6 @@ def short_duration(seconds: float) -> str:
     return f"{days // 365}y"
 
 
-def _terminated_reason(status: ContainerStatus) -> str:
-    terminated = status.state.terminated
-    if terminated is None:
-        return ""
-    if terminated.reason:
-        return terminated.reason
-    if terminated.signal:
-        return f"Signal:{terminated.signal}"
-    return f"ExitCode:{terminated.exit_code}"
-
-
-def pod_status_text(pod: Pod) -> str:
-    """The STATUS column as kubectl shows it: the waiting or terminated reason when there is
-    one (CrashLoopBackOff, Completed, Error, ImagePullBackOff), ``Init:i/n`` while init
-    containers run, else the phase."""
-    status = pod.status
-    if status is None:
-        return "Pending"
-    reason = status.reason or status.phase
-    init_total = len(pod.spec.init_containers)
-    for index, cs in enumerate(status.init_container_statuses):
-        terminated = cs.state.terminated
-        if terminated is not None and terminated.exit_code == 0:
-            continue
-        if terminated is not None:
-            return "Init:" + _terminated_reason(cs)
-        waiting = cs.state.waiting
-        if waiting is not None and waiting.reason and waiting.reason != "PodInitializing":
-            return "Init:" + waiting.reason
-        return f"Init:{index}/{init_total}"
-    has_running = False
-    for cs in reversed(status.container_statuses):
-        if cs.state.waiting is not None and cs.state.waiting.reason:
-            reason = cs.state.waiting.reason
-        elif cs.state.terminated is not None:
-            reason = _terminated_reason(cs)
-        elif cs.state.running is not None and cs.ready:
-            has_running = True
-    if reason == "Completed" and has_running:
-        reason = "Running" if status.phase == "Running" else reason
-    return reason
-
-
 def pod_row(pod: Pod, now: float) -> PodRow:
     statuses = pod.status.container_statuses if pod.status else ()
     ready = sum(1 for cs in statuses if cs.ready)
@@ -471,41 +422,6 @@ def format_table(pods: Sequence[Pod], now: float) -> str:
         for line in [header, *table]
     ]
     return "\n".join(lines) + "\n"
-
-
-Verdict = Literal["ok", "pending", "failed"]
-
-
-def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
-    """Has the pod converged (``ok``), failed (``failed``, with the reason) or neither yet?"""
-    status = pod.status
-    if status is None:
-        return "pending", "no status yet"
-    if status.phase == "Succeeded":
-        return "ok", ""
-    if status.phase == "Failed":
-        detail = status.reason or status.message or _first_failure(status.container_statuses)
-        return "failed", f"phase Failed{': ' + detail if detail else ''}"
-    for cs in status.init_container_statuses + status.container_statuses:
-        waiting = cs.state.waiting
-        if waiting is not None and waiting.reason in FAILED_WAITING_REASONS:
-            message = f" ({waiting.message})" if waiting.message else ""
-            return "failed", f"container {cs.name}: {waiting.reason}{message}"
-    if (
-        status.phase == "Running"
-        and len(status.container_statuses) == len(pod.spec.containers)
-        and all(cs.ready for cs in status.container_statuses)
-    ):
-        return "ok", ""
-    return "pending", f"{pod_status_text(pod)}"
-
-
-def _first_failure(statuses: Iterable[ContainerStatus]) -> str:
-    for cs in statuses:
-        terminated = cs.state.terminated
-        if terminated is not None and terminated.exit_code != 0:
-            return f"container {cs.name} exited with {terminated.exit_code}"
-    return ""
 
 
 # --- image pull progress ------------------------------------------------------------------
@@ -784,6 +700,18 @@ def read_token(path: str) -> str:
     return token
 
 
+def read_registry_config(path: str) -> DockerKeyring | None:
+    """The ``--registry-config`` keyring (None without the flag); a bad file is a usage error."""
+    if not path:
+        return None
+    from kubecore._credentials import DockerKeyring, RegistryConfigError
+
+    try:
+        return DockerKeyring.from_file(path)
+    except RegistryConfigError as error:
+        raise UsageError(f"--registry-config: {error}") from None
+
+
 def cmd_run(
     args: argparse.Namespace, out: IO[str], environ: Mapping[str, str] | None = None
 ) -> int:
@@ -798,6 +726,7 @@ def cmd_run(
             raise UsageError("--enable-exec needs --exec-token-file")
         exec_token = read_token(settings["exec_token_file"])
     sources = build_sources(settings)
+    keyring = read_registry_config(settings["registry_config"])
 
     from kubecore._kubelet import Kubelet, KubeletConfig
     from kubecore._plugins import plugin_manager
@@ -817,6 +746,11 @@ def cmd_run(
             out.write(f"kubecore: {error}\n")
             return EXIT_FAILED
     tracker = PullTracker()
+    puller: Puller = bundle.puller
+    if keyring is not None:
+        from kubecore._credentials import KeyringPuller
+
+        puller = KeyringPuller(puller, keyring)
     config = KubeletConfig(
         node_name=settings["node_name"],
         root_dir=settings["root_dir"],
@@ -825,7 +759,7 @@ def cmd_run(
     )
     kubelet = Kubelet(
         bundle.runtime,
-        TrackingPuller(bundle.puller, tracker),
+        TrackingPuller(puller, tracker),
         config=config,
         health_checker=bundle.health_checker,
         clock=clock,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -375,3 +376,35 @@ def test_wrong_node_credentials_fail_the_pull(tmp_path: Path) -> None:
     kubelet.sync_until_converged(max_syncs=3)
     assert waiting_reason(kubelet) in ("ErrImagePull", "ImagePullBackOff")
     assert "Failed" in kubelet.events.reasons()
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def test_cli_registry_config_reads_the_file(tmp_path: Path) -> None:
+    from kubecore._cli import read_registry_config
+
+    assert read_registry_config("") is None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config(**{"localhost:5001": {"auth": b64("u:p")}})))
+    keyring = read_registry_config(str(path))
+    assert keyring is not None and keyring.lookup("localhost:5001/x") is not None
+
+
+@pytest.mark.parametrize("content", [None, "{broken", '{"auths": {"r.io": {"auth": "%%"}}}'])
+def test_cli_bad_registry_config_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None
+) -> None:
+    from kubecore._cli import main
+
+    path = tmp_path / "config.json"
+    if content is not None:
+        path.write_text(content)
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    code = main(
+        ["run", str(manifests), "--once", "--port", "0", "--registry-config", str(path)],
+        out=io.StringIO(),
+    )
+    assert code == 2
+    assert "--registry-config" in capsys.readouterr().err
