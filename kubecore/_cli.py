@@ -28,7 +28,7 @@ import yaml
 import kubecore
 from kubecore._clock import Clock, ManualClock, SystemClock
 from kubecore._errors import KubecoreError
-from kubecore._model import ContainerStatus, Pod
+from kubecore._model import Pod
 from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT, KubeletServer, ServerConfig
 from kubecore._sources import (
@@ -40,6 +40,7 @@ from kubecore._sources import (
     list_manifest_files,
     parse_manifest,
 )
+from kubecore._status import Verdict, pod_status_text, pod_verdict
 
 if TYPE_CHECKING:
     from kubecore._credentials import DockerKeyring
@@ -345,6 +346,7 @@ def resolve_settings(
 
 
 # --- the pod table ------------------------------------------------------------------------
+
 
 @attrs.frozen
 class PodRow:

@@ -72,7 +72,7 @@ from kubecore._runtime import (
     SandboxState,
     Subscription,
 )
-from kubecore._status import compute_pod_status, rfc3339
+from kubecore._status import compute_pod_status, pod_verdict, rfc3339
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._updates import Operation, PodUpdate
 from kubecore._volumes import VolumeManager
@@ -426,10 +426,12 @@ class Kubelet:
             return self._pass(inline=True)
 
     def sync_until_converged(self, *, max_syncs: int = 50, step: float = 1.0) -> bool:
-        """Sync until a pass does nothing; between passes advance a ManualClock by ``step`` (or
-        wait ``step`` seconds on a real clock). True if it converged within ``max_syncs``."""
+        """Sync until a pass does nothing and no pod is still starting (every pod has left
+        phase Pending, or waits in a failure such as CrashLoopBackOff); between passes advance
+        a ManualClock by ``step`` (or wait ``step`` seconds on a real clock). True if that
+        happened within ``max_syncs``."""
         for _ in range(max_syncs):
-            if self.sync().converged:
+            if self.sync().converged and all(_settled(pod) for pod in self.pods()):
                 return True
             if isinstance(self.clock, ManualClock):
                 self.clock.advance(step)
@@ -1075,3 +1077,10 @@ class Kubelet:
     @property
     def root_dir(self) -> str:
         return os.path.abspath(self.config.root_dir)
+
+
+def _settled(pod: Pod) -> bool:
+    """Nothing more happens to this pod without a change from outside (or a back-off)."""
+    if pod.status is None:
+        return False
+    return pod.status.phase != "Pending" or pod_verdict(pod)[0] == "failed"

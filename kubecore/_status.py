@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from kubecore._actions import ObservedPod, PodActions, PodHistory, ProbeState, Waiting
@@ -330,3 +330,98 @@ def compute_pod_status(
         init_container_statuses=init_statuses,
         container_statuses=statuses,
     )
+
+
+# --- reading a status, as kubectl and `kubecore run --once` do ---------------------------
+
+FAILED_WAITING_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "PreStartHookError",
+        "PostStartHookError",
+    }
+)
+
+
+def _terminated_reason(status: ContainerStatus) -> str:
+    terminated = status.state.terminated
+    if terminated is None:
+        return ""
+    if terminated.reason:
+        return terminated.reason
+    if terminated.signal:
+        return f"Signal:{terminated.signal}"
+    return f"ExitCode:{terminated.exit_code}"
+
+
+def pod_status_text(pod: Pod) -> str:
+    """The STATUS column as kubectl shows it: the waiting or terminated reason when there is
+    one (CrashLoopBackOff, Completed, Error, ImagePullBackOff), ``Init:i/n`` while init
+    containers run, else the phase."""
+    status = pod.status
+    if status is None:
+        return "Pending"
+    reason = status.reason or status.phase
+    init_total = len(pod.spec.init_containers)
+    for index, cs in enumerate(status.init_container_statuses):
+        terminated = cs.state.terminated
+        if terminated is not None and terminated.exit_code == 0:
+            continue
+        if terminated is not None:
+            return "Init:" + _terminated_reason(cs)
+        waiting = cs.state.waiting
+        if waiting is not None and waiting.reason and waiting.reason != "PodInitializing":
+            return "Init:" + waiting.reason
+        return f"Init:{index}/{init_total}"
+    has_running = False
+    for cs in reversed(status.container_statuses):
+        if cs.state.waiting is not None and cs.state.waiting.reason:
+            reason = cs.state.waiting.reason
+        elif cs.state.terminated is not None:
+            reason = _terminated_reason(cs)
+        elif cs.state.running is not None and cs.ready:
+            has_running = True
+    if reason == "Completed" and has_running:
+        reason = "Running" if status.phase == "Running" else reason
+    return reason
+
+
+Verdict = Literal["ok", "pending", "failed"]
+
+
+def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
+    """Has the pod converged (``ok``), failed (``failed``, with the reason) or neither yet?"""
+    status = pod.status
+    if status is None:
+        return "pending", "no status yet"
+    if status.phase == "Succeeded":
+        return "ok", ""
+    if status.phase == "Failed":
+        detail = status.reason or status.message or _first_failure(status.container_statuses)
+        return "failed", f"phase Failed{': ' + detail if detail else ''}"
+    for cs in status.init_container_statuses + status.container_statuses:
+        waiting = cs.state.waiting
+        if waiting is not None and waiting.reason in FAILED_WAITING_REASONS:
+            message = f" ({waiting.message})" if waiting.message else ""
+            return "failed", f"container {cs.name}: {waiting.reason}{message}"
+    if (
+        status.phase == "Running"
+        and len(status.container_statuses) == len(pod.spec.containers)
+        and all(cs.ready for cs in status.container_statuses)
+    ):
+        return "ok", ""
+    return "pending", f"{pod_status_text(pod)}"
+
+
+def _first_failure(statuses: Iterable[ContainerStatus]) -> str:
+    for cs in statuses:
+        terminated = cs.state.terminated
+        if terminated is not None and terminated.exit_code != 0:
+            return f"container {cs.name} exited with {terminated.exit_code}"
+    return ""

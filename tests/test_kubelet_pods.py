@@ -323,3 +323,18 @@ def test_containers_that_exit_keep_running_state_out_of_running(node: Node) -> N
     node.converge()
     (app,) = node.running("web", "app")
     assert app.state is RuntimeState.RUNNING
+
+
+def test_sync_until_converged_waits_for_init_containers_to_finish(node: Node) -> None:
+    init = ctr("setup", command=("sleep", "30"))
+    node.kubelet.set_pods([make_pod("web", ctr("app"), init_containers=(init,))])
+    assert node.kubelet.sync_until_converged(max_syncs=100, step=1.0)
+    assert [name for _, name in node.running_names()] == ["app"]
+    assert node.status("web").phase == "Running"
+    assert node.clock.monotonic() >= 30
+
+
+def test_sync_until_converged_reports_a_pod_that_cannot_settle(node: Node) -> None:
+    init = ctr("setup", command=("sleep", "30"))
+    node.kubelet.set_pods([make_pod("web", ctr("app"), init_containers=(init,))])
+    assert not node.kubelet.sync_until_converged(max_syncs=5, step=1.0)
