@@ -26,7 +26,7 @@ BENCHMARKS: dict[str, tuple[float, float]] = {
     "sync_cost": (200.0, 20.0),
     "memory_per_pod": (120.0, 15.0),
     "many_nodes": (150.0, 15.0),
-    "reaction": (90.0, 15.0),
+    "reaction": (90.0, 30.0),
     "docker_requests": (150.0, 20.0),
     "docker_start": (240.0, 30.0),
 }

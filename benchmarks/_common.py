@@ -152,7 +152,7 @@ def fmt_value(value: float | None, unit: str) -> str:
             if abs(value) >= scale or scale == 1e-9:
                 return f"{_sig(value / scale)} {name}"
     if unit == "B":
-        for scale, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"), (1, "B")):
+        for scale, name in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")):
             if abs(value) >= scale or scale == 1:
                 return f"{_sig(value / scale)} {name}"
     if unit == "x":
@@ -164,7 +164,9 @@ def fmt_value(value: float | None, unit: str) -> str:
 def fmt_ratio(ratio: float | None) -> str:
     if ratio is None:
         return "—"
-    return f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.2f}x"
+    if ratio >= 100:
+        return f"{ratio:,.0f}x"
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
 
 
 def fmt_met(met: bool | None) -> str:

@@ -24,7 +24,7 @@ import requests
 import requests.adapters
 
 from benchmarks._common import BENCH_LABEL, TEST_IMAGE, Skip
-from benchmarks._timing import StartWatch
+from benchmarks._timing import WatchedRuntime
 from kubecore._clock import SystemClock
 from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._plugins import load_runtime
@@ -99,7 +99,7 @@ class RequestCounter:
         # /v1.41/containers/<id>/json -> /containers/{id}/json
         if len(parts) > 1 and parts[1].startswith("v1."):
             parts = ["", *parts[2:]]
-        if len(parts) > 3 and parts[1] == "containers" and parts[2] not in ("json", "create"):
+        if len(parts) > 2 and parts[1] == "containers" and parts[2] not in ("json", "create"):
             parts[2] = "{id}"
         key = f"{request.method} {'/'.join(parts)}"
         with self._lock:
@@ -121,7 +121,7 @@ class DockerNode:
     kubelet: Kubelet
     runtime: DockerRuntime
     counter: RequestCounter
-    starts: StartWatch
+    watch: WatchedRuntime
 
 
 @contextmanager
@@ -132,17 +132,17 @@ def docker_node(*, workers: int = 8, **config: object) -> Iterator[DockerNode]:
     runtime = cast(DockerRuntime, bundle.runtime)
     counter = RequestCounter()
     counter.mount_on(runtime.connection.api())
-    starts = StartWatch(runtime)
+    watch = WatchedRuntime(runtime)
     root = tempfile.mkdtemp(prefix="kubecore-bench-docker-")
     kubelet = Kubelet(
-        starts.proxy(),
+        watch.proxy(),
         bundle.puller,
         config=KubeletConfig(root_dir=root, workers=workers, **config),  # type: ignore[arg-type]
         clock=SystemClock(),
         sources=("bench", HOLD_SOURCE),
     )
     try:
-        yield DockerNode(kubelet, runtime, counter, starts)
+        yield DockerNode(kubelet, runtime, counter, watch)
     finally:
         kubelet.stop()
         kubelet.close()
