@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -642,7 +645,9 @@ def test_the_auth_registry_with_credentials(
     )
     kubelet = make_agent([pod], **kubelet_kwargs)
     wait_pod(kubelet, namespace, "private", all_running, timeout=30)
-    assert "Failed" not in reasons(kubelet, namespace, "private")
+    events = kubelet.events.events(namespace=namespace, name="private")
+    assert "Failed" not in [e.reason for e in events]
+    assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
     assert raw.images(name=image)
 
 
@@ -678,6 +683,7 @@ def test_the_auth_registry_without_credentials(
     assert failing.status is not None and failing.status.phase == "Pending"
     failed = kubelet.events.events(namespace=namespace, name="private", reason="Failed")
     assert failed and "Failed to pull image" in failed[0].message
+    assert "auth" in failed[0].message.lower(), failed[0].message  # refused, not unreachable
     assert engine_containers(raw, namespace, "app") == []
 
 
@@ -732,3 +738,59 @@ def test_a_new_agent_adopts_every_running_container(
     )
     status = status_of(restarted, "app")
     assert status is not None and status.restart_count == 1
+
+
+def test_cli_run_once_pulls_with_registry_config(
+    engine: TestEngine, namespace: str, raw: Any, own_images: list[str], tmp_path: Path
+) -> None:
+    """``kubecore run --runtime docker --once --registry-config FILE`` on the real engine."""
+    image = engine.auth_registry_image
+    own_images.append(image)
+    registry = image.split("/")[0]
+    config = tmp_path / "docker" / "config.json"
+    write_docker_config(config, {registry: (engine.auth_user, engine.auth_password)})
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    (manifests / "private.yaml").write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "cli-private", "namespace": namespace},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": image,
+                            "imagePullPolicy": "Always",
+                            "command": SERVER,
+                        }
+                    ],
+                },
+            }
+        )
+    )
+    base = [
+        sys.executable, "-m", "kubecore", "run", str(manifests), "--runtime", "docker",
+        "--runtime-option", f"base_url={engine.base_url}",
+        "--runtime-option", f"sandbox_image={engine.pause_image}",
+        "--root-dir", str(tmp_path / "root"), "--once", "--deadline", "30", "--port", "0",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    env = {**os.environ, "DOCKER_CONFIG": str(tmp_path / "empty-docker-config")}
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "cli-private" in refused.stdout
+    done = subprocess.run(
+        [*base, "--registry-config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    running = [c for c in engine_containers(raw, namespace, "app") if c["State"] == "running"]
+    assert len(running) == 1
+    assert running[0]["Names"][0].startswith(f"/k8s_app_cli-private_{namespace}_")
