@@ -192,3 +192,17 @@ def cleanup(client: Any, run_label: str | None = None) -> int:
     removed = remove_labelled(client, [MANAGED_LABEL, f"{POD_NAMESPACE_LABEL}={NAMESPACE}"])
     removed += remove_labelled(client, [f"{BENCH_LABEL}={run_label}" if run_label else BENCH_LABEL])
     return removed
+
+
+def foreign_agents_note(client: Any) -> str | None:
+    """A warning when kubecore-managed containers of other namespaces run on this engine: another
+    agent (tests?) shares it and may remove our pods (an agent removes every managed pod it does
+    not want once its sources are ready), which disturbs the figures."""
+    listed = client.containers(all=True, filters={"label": [MANAGED_LABEL]})
+    foreign = [c for c in listed if c.get("Labels", {}).get(POD_NAMESPACE_LABEL) != NAMESPACE]
+    if not foreign:
+        return None
+    return (
+        f"{len(foreign)} containers of another kubecore agent share this engine: it may remove"
+        " this benchmark's pods, so the Docker figures may be disturbed"
+    )

@@ -214,7 +214,7 @@ def top_lines(
         name = frame.filename
         for package in ("/kubecore_fake/", "/kubecore/", "/lib/python3"):
             if package in name:
-                name = package.strip("/") + name.split(package, 1)[1]
+                name = package.strip("/") + "/" + name.split(package, 1)[1]
                 break
         out.append((f"{name}:{frame.lineno}", diff.size_diff))
     return out

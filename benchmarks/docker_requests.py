@@ -24,6 +24,7 @@ from benchmarks._docker import (
     converge,
     docker_node,
     engine_client,
+    foreign_agents_note,
     running_app_containers,
 )
 from kubecore._kubelet import Kubelet
@@ -38,6 +39,9 @@ def run(ctx: Context) -> list[Row]:
     rows: list[Row] = []
     try:
         cleanup(client)
+        warning = foreign_agents_note(client)
+        if warning:
+            ctx.note(warning)
         pods = make_pods(max(sizes), containers=1, prefix="req", namespace=NAMESPACE)
         with docker_node(max_pods=max(sizes) + 10) as node:
             counts_by_size: dict[int, list[int]] = {}

@@ -36,7 +36,15 @@ from typing import Any
 import yaml
 
 from benchmarks._common import BENCH_LABEL, TERM_LOOP, TEST_IMAGE, Context, Row, make_pods
-from benchmarks._docker import NAMESPACE, PAUSE_IMAGE, base_url, cleanup, docker_node, engine_client
+from benchmarks._docker import (
+    NAMESPACE,
+    PAUSE_IMAGE,
+    base_url,
+    cleanup,
+    docker_node,
+    engine_client,
+    foreign_agents_note,
+)
 from kubecore._model import Pod
 
 NAME = "docker_start"
@@ -66,6 +74,9 @@ def run(ctx: Context) -> list[Row]:
     teardown: dict[str, Callable[[list[Pod]], None]] = {}
     try:
         cleanup(client)
+        warning = foreign_agents_note(client)
+        if warning:
+            ctx.note(warning)
         if peer_ready(ctx, "docker-compose", ("docker-compose",)):
             methods["Docker Compose v1"] = lambda p: start_compose(workdir, p)
             teardown["Docker Compose v1"] = lambda p: down_compose(workdir, p)

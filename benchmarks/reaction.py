@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from benchmarks._common import Context, Row, Skip, make_pods
-from benchmarks._docker import NAMESPACE, cleanup, docker_node, engine_client
+from benchmarks._docker import NAMESPACE, cleanup, docker_node, engine_client, foreign_agents_note
 from benchmarks._fake import SOURCE, fake_node, fake_pods
 from benchmarks._timing import WatchedRuntime
 from kubecore._clock import SystemClock
@@ -107,6 +107,9 @@ def docker_reaction(ctx: Context) -> Row:
     missed = 0
     try:
         cleanup(client)
+        warning = foreign_agents_note(client)
+        if warning:
+            ctx.note(warning)
         with docker_node(resync_interval=INTERVAL, relist_interval=INTERVAL) as node:
             node.kubelet.set_pods(pods, source="bench")
             node.kubelet.start()
