@@ -57,10 +57,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print cProfile's hottest functions for the in-process benchmarks (stderr)",
+    )
     return parser.parse_args(argv)
 
 
-def run_one(name: str, quick: bool) -> tuple[list[Row], Context, str | None, str | None]:
+def run_one(
+    name: str, quick: bool, profile: bool = False
+) -> tuple[list[Row], Context, str | None, str | None]:
     """Rows, context, skip reason, crash traceback."""
     full_budget, quick_budget = BENCHMARKS[name]
     ctx = Context(
@@ -69,6 +76,7 @@ def run_one(name: str, quick: bool) -> tuple[list[Row], Context, str | None, str
         budget=quick_budget if quick else full_budget,
         command=command_for(name, quick),
         install=not quick,
+        profile=profile,
     )
     ctx.log("start")
     try:
@@ -99,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     skipped: dict[str, str] = {}
     crashed: dict[str, str] = {}
     for name in names:
-        got, ctx, skip, trace = run_one(name, args.quick)
+        got, ctx, skip, trace = run_one(name, args.quick, args.profile)
         rows.extend(got)
         notes[name] = list(ctx.notes)
         if skip is not None:

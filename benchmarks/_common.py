@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import cProfile
 import gc
+import io
+import pstats
 import statistics
 import sys
 import time
@@ -62,6 +65,8 @@ class Context:
     command: str
     install: bool = False
     """Whether peers may be installed (full mode only)."""
+    profile: bool = False
+    """Print where the time goes (cProfile) for the in-process benchmarks."""
     started: float = attrs.field(factory=time.monotonic)
     notes: list[str] = attrs.field(factory=list)
 
@@ -75,6 +80,19 @@ class Context:
         """A line printed under the table (how a figure was taken, what was skipped and why)."""
         self.notes.append(message)
         self.log(message)
+
+
+def print_profile(title: str, fn: Callable[[], object], limit: int = 18) -> None:
+    """Run ``fn`` once under cProfile; print its hottest functions (own time) to stderr."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        fn()
+    finally:
+        profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(limit)
+    print(f"== profile: {title}\n{out.getvalue()}", file=sys.stderr)
 
 
 def median(values: Sequence[float]) -> float:
