@@ -6,11 +6,11 @@
 #   scripts/test-engine.sh env    print shell exports for the tests
 #
 # Nothing is ever pulled from the internet: the image is a `docker import` of /bin/busybox.
-# All state lives in .test-engine/ at the repository root.
+# The engine is machine-wide, and so is its state: $KUBECORE_TEST_ENGINE_STATE, by default
+# /var/tmp/kubecore-test-engine, shared by every checkout on the machine.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-STATE="$ROOT/.test-engine"
+STATE="${KUBECORE_TEST_ENGINE_STATE:-/var/tmp/kubecore-test-engine}"
 DOCKER=/usr/bin/docker
 SOCK=/var/run/docker.sock
 export DOCKER_HOST="unix://$SOCK"

@@ -21,8 +21,9 @@ from kubecore._runtime import ContainerConfig, SandboxConfig
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.helpers import SLEEPER, TEST_LABEL
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ENV_FILE = REPO_ROOT / ".test-engine" / "env"
+ENV_FILE = (
+    Path(os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine")) / "env"
+)
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 
 
