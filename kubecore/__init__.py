@@ -15,6 +15,15 @@ from kubecore._actions import (
 )
 from kubecore._backoff import in_backoff, next_backoff
 from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._credentials import (
+    ChainKeyring,
+    DockerKeyring,
+    Keyring,
+    KeyringPuller,
+    RegistryConfigError,
+    pod_registry_auth,
+    registry_host,
+)
 from kubecore._errors import (
     Conflict,
     ContainerNotFound,
@@ -181,6 +190,7 @@ __all__ = [
     "TERMINATION_MESSAGE_PATH_ANNOTATION",
     "BackoffEntry",
     "BrokenPlugin",
+    "ChainKeyring",
     "Clock",
     "Conflict",
     "Container",
@@ -198,6 +208,7 @@ __all__ = [
     "ContainerToKill",
     "DNSConfig",
     "DefaultHealthChecker",
+    "DockerKeyring",
     "DocumentError",
     "DuplicateRuntime",
     "EmptyDirVolumeSource",
@@ -221,6 +232,8 @@ __all__ = [
     "ImageNotFound",
     "ImagePullError",
     "InvalidConfig",
+    "Keyring",
+    "KeyringPuller",
     "KillReason",
     "KubecoreError",
     "KubecorePluginManager",
@@ -261,6 +274,7 @@ __all__ = [
     "PullProgress",
     "Puller",
     "RegistryAuth",
+    "RegistryConfigError",
     "ResolvConf",
     "ResourceRequirements",
     "RuntimeBundle",
@@ -319,7 +333,9 @@ __all__ = [
     "parse_resolv_conf",
     "plugin_manager",
     "pod_from_dict",
+    "pod_registry_auth",
     "pod_to_dict",
+    "registry_host",
     "runtimes",
     "sandbox_config",
     "serve",

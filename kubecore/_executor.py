@@ -15,7 +15,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubecore._actions import BackoffEntry, ContainerToKill, KillReason, ObservedPod, PodActions
+from kubecore._actions import (
+    BackoffEntry,
+    ContainerToKill,
+    KillReason,
+    ObservedPod,
+    PodActions,
+    Waiting,
+)
 from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
 from kubecore._credentials import Keyring, pod_registry_auth
@@ -81,6 +88,9 @@ class SyncResult:
     error: str = ""
     started: tuple[str, ...] = ()
     killed: tuple[str, ...] = ()
+    failure: Waiting | None = None
+    """The container whose start failed, with the reason its status shows until the next try
+    (``ErrImagePull``, ``ErrImageNeverPull``, ``CreateContainerConfigError``, ...)."""
 
     @property
     def ok(self) -> bool:
@@ -111,6 +121,17 @@ class TokenBucket:
         if wait > 0:
             self._clock.sleep(wait)
         return wait
+
+
+def _start_failure_reason(exc: Exception) -> str:
+    """The waiting reason Kubernetes shows for a container whose start failed this way."""
+    if isinstance(exc, ImageNeverPull):
+        return "ErrImageNeverPull"
+    if isinstance(exc, ImagePullError):
+        return "ErrImagePull"
+    if isinstance(exc, PrivilegedNotAllowed):
+        return "CreateContainerConfigError"
+    return "CreateContainerError"
 
 
 def container_name_of(c: RuntimeContainer) -> str:
@@ -169,6 +190,8 @@ class Executor:
         pull_limiter: TokenBucket | None = None,
         image_lock: threading.Lock | None = None,
         pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
+        backoff_initial: float = 10.0,
+        backoff_max: float = 300.0,
     ) -> None:
         self.runtime = runtime
         self.puller = puller
@@ -181,6 +204,11 @@ class Executor:
         self.pull_limiter = pull_limiter
         self.image_lock = image_lock or threading.Lock()
         self.pull_secrets = pull_secrets
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+
+    def _next_backoff(self, previous: BackoffEntry | None, now: float) -> BackoffEntry:
+        return next_backoff(previous, now, initial=self.backoff_initial, cap=self.backoff_max)
 
     # --- events -----------------------------------------------------------------------------
 
@@ -214,6 +242,7 @@ class Executor:
         started: list[str] = []
         killed: list[str] = []
         step = "start"
+        starting: str | None = None
         try:
             self._backoff_events(pod, actions, record)
             if actions.kill_pod:
@@ -248,6 +277,7 @@ class Executor:
             if actions.next_init_container is not None:
                 container = pod.spec.init_containers[actions.next_init_container]
                 step = f"start init container {container.name}"
+                starting = container.name
                 self.start_container(
                     pod, container, True, sandbox_id, sb_config, observed, record,
                     volume_paths, pod_ip, actions.init_restart_count,
@@ -257,6 +287,7 @@ class Executor:
             for position, index in enumerate(actions.containers_to_start):
                 container = pod.spec.containers[index]
                 step = f"start container {container.name}"
+                starting = container.name
                 count = counts[position] if position < len(counts) else None
                 self.start_container(
                     pod, container, False, sandbox_id, sb_config, observed, record,
@@ -272,7 +303,10 @@ class Executor:
                 exc,
                 extra={"pod": pod.full_name},
             )
-            return SyncResult(actions, f"{step}: {exc}", tuple(started), tuple(killed))
+            failure = None
+            if starting is not None:
+                failure = Waiting(starting, _start_failure_reason(exc), str(exc))
+            return SyncResult(actions, f"{step}: {exc}", tuple(started), tuple(killed), failure)
         return SyncResult(actions, "", tuple(started), tuple(killed))
 
     def _backoff_events(self, pod: Pod, actions: PodActions, record: PodRecord) -> None:
@@ -398,7 +432,7 @@ class Executor:
                     self._pull(pod, image, container.name, init=init)
         except ImagePullError:
             now = self.clock.now()
-            record.image_backoff[container.name] = next_backoff(
+            record.image_backoff[container.name] = self._next_backoff(
                 record.image_backoff.get(container.name), now
             )
             raise
@@ -440,7 +474,7 @@ class Executor:
             if newest.state is not RuntimeState.RUNNING:
                 # A restart after the container died: the crash-loop backoff grows.
                 now = self.clock.now()
-                record.crash_backoff[name] = next_backoff(record.crash_backoff.get(name), now)
+                record.crash_backoff[name] = self._next_backoff(record.crash_backoff.get(name), now)
 
         self.ensure_image(pod, container, record, init=is_init)
 

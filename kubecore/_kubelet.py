@@ -110,6 +110,10 @@ class KubeletConfig:
     image_gc_low: int = 80
     image_min_age: float = 120.0
     max_events: int = 1000
+    backoff_initial: float = 10.0
+    """First CrashLoopBackOff / ImagePullBackOff delay in seconds; it doubles at each failure."""
+    backoff_max: float = 300.0
+    """The cap of those delays."""
     host_ip: str = ""
 
 
@@ -267,6 +271,8 @@ class Kubelet:
             pull_limiter=TokenBucket(self.config.pull_qps, self.config.pull_burst, self.clock),
             image_lock=self.image_lock,
             pull_secrets=pull_secrets,
+            backoff_initial=self.config.backoff_initial,
+            backoff_max=self.config.backoff_max,
         )
         self.gc_policy = ContainerGCPolicy(
             self.config.gc_max_dead_per_container, self.config.gc_min_age
@@ -612,6 +618,8 @@ class Kubelet:
                     )
                 result = self.executor.execute(pod, actions, work.observed, record, self._dns(pod))
                 error = result.error
+                if result.failure is not None:
+                    actions = attrs.evolve(actions, waiting=(*actions.waiting, result.failure))
         except Exception as exc:
             logger.exception(
                 "sync of pod %s/%s failed",

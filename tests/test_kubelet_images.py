@@ -102,3 +102,31 @@ def test_token_bucket() -> None:
     assert bucket.acquire() == 0.2  # the 11th waits for a refill
     clock.advance(10)
     assert [bucket.acquire() for _ in range(10)] == [0.0] * 10
+
+
+def test_a_failed_pull_shows_err_image_pull_then_image_pull_backoff(tmp_path: Path) -> None:
+    node = make_node(tmp_path, images=["busybox:1.36"])
+    node.kubelet.set_pods([make_pod("web", ctr("app", image="nowhere/missing:1"))])
+
+    def reason() -> str:
+        (cs,) = node.status("web").container_statuses
+        assert cs.state.waiting is not None
+        return str(cs.state.waiting.reason)
+
+    node.kubelet.sync()
+    assert reason() == "ErrImagePull"
+    node.clock.advance(1)
+    node.kubelet.sync()
+    assert reason() == "ImagePullBackOff"
+
+
+def test_a_never_pull_policy_on_an_absent_image_shows_err_image_never_pull(
+    tmp_path: Path,
+) -> None:
+    node = make_node(tmp_path)
+    node.kubelet.set_pods(
+        [make_pod("web", ctr("app", image="absent:1", image_pull_policy="Never"))]
+    )
+    node.kubelet.sync()
+    (cs,) = node.status("web").container_statuses
+    assert cs.state.waiting is not None and cs.state.waiting.reason == "ErrImageNeverPull"

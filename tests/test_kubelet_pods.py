@@ -338,3 +338,17 @@ def test_sync_until_converged_reports_a_pod_that_cannot_settle(node: Node) -> No
     init = ctr("setup", command=("sleep", "30"))
     node.kubelet.set_pods([make_pod("web", ctr("app"), init_containers=(init,))])
     assert not node.kubelet.sync_until_converged(max_syncs=5, step=1.0)
+
+
+def test_crash_backoff_delays_follow_the_configured_initial_delay_and_cap(tmp_path: Path) -> None:
+    node = make_node(tmp_path, backoff_initial=1.0, backoff_max=4.0)
+    node.kubelet.set_pods([make_pod("web", ctr("app", command=("sh", "-c", "exit 1")))])
+    starts: list[float] = []
+    for _ in range(40):
+        before = node.runtime.call_count("start_container")
+        node.kubelet.sync()
+        if node.runtime.call_count("start_container") > before:
+            starts.append(node.clock.monotonic())
+        node.clock.advance(0.5)
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert gaps[1:5] == [1.0, 2.0, 4.0, 4.0]
