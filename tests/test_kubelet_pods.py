@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import attrs
@@ -350,5 +351,5 @@ def test_crash_backoff_delays_follow_the_configured_initial_delay_and_cap(tmp_pa
         if node.runtime.call_count("start_container") > before:
             starts.append(node.clock.monotonic())
         node.clock.advance(0.5)
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[1:5] == [1.0, 2.0, 4.0, 4.0]
