@@ -341,12 +341,12 @@ FAILED_WAITING_REASONS = frozenset(
         "ErrImageNeverPull",
         "InvalidImageName",
         "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
         "PreStartHookError",
         "PostStartHookError",
     }
 )
+"""Waiting reasons that need a change from outside (or a long back-off) to clear. The others
+(``ContainerCreating``, ``ErrImagePull``, ``CreateContainerError``, ...) clear at the next try."""
 
 
 def _terminated_reason(status: ContainerStatus) -> str:
