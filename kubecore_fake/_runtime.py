@@ -285,6 +285,9 @@ class FakeRuntime:
         self._ips = itertools.count(2)
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
+        # Name indexes, so the uniqueness checks stay O(1) with many thousands of pods.
+        self._sandbox_names: dict[tuple[str, str, str, int], str] = {}
+        self._container_names: dict[tuple[tuple[str, str, str], str, int], str] = {}
         self._images: dict[str, _Image] = {}
         self._sizes: dict[str, int] = {}
         self._pullable: set[str] | None = None
@@ -465,6 +468,7 @@ class FakeRuntime:
                 rec.started_mono = self._clock.monotonic()
                 rec.run = 1
             self._containers[cid] = rec
+            self._container_names.setdefault((rec.pod, name, 0), cid)
             return cid
 
     def add_unmanaged_sandbox(
@@ -555,21 +559,16 @@ class FakeRuntime:
     def run_sandbox(self, config: SandboxConfig) -> str:
         self._enter("run_sandbox", config)
         with self._lock:
-            for sb in self._sandboxes.values():
-                c = sb.config
-                if sb.managed and (c.name, c.namespace, c.uid, c.attempt) == (
-                    config.name,
-                    config.namespace,
-                    config.uid,
-                    config.attempt,
-                ):
-                    raise Conflict(
-                        f"sandbox name {config.namespace}/{config.name} attempt {config.attempt}"
-                        f" (uid {config.uid}) is already in use by {sb.id}"
-                    )
+            key = (config.name, config.namespace, config.uid, config.attempt)
+            if key in self._sandbox_names:
+                raise Conflict(
+                    f"sandbox name {config.namespace}/{config.name} attempt {config.attempt}"
+                    f" (uid {config.uid}) is already in use by {self._sandbox_names[key]}"
+                )
             sid = f"sandbox-{next(self._sandbox_ids)}"
             ip = self._node_ip if config.host_network else self._next_ip_locked()
             self._sandboxes[sid] = _Sandbox(sid, config, SandboxState.READY, self._clock.now(), ip)
+            self._sandbox_names[key] = sid
             logger.debug("sandbox %s created", sid, extra={"sandbox_id": sid, "pod": config.name})
             return sid
 
@@ -595,7 +594,10 @@ class FakeRuntime:
                 return
             for rec in [c for c in self._containers.values() if c.sandbox_id == sandbox_id]:
                 self._remove_container_locked(rec, events)
-            del self._sandboxes[sandbox_id]
+            c = self._sandboxes.pop(sandbox_id).config
+            key = (c.name, c.namespace, c.uid, c.attempt)
+            if self._sandbox_names.get(key) == sandbox_id:
+                del self._sandbox_names[key]
             self._cond.notify_all()
         self._emit(events)
 
@@ -623,16 +625,12 @@ class FakeRuntime:
                 raise ImageNotFound(f"No such image: {config.image}")
             # Names are unique per pod, container and attempt (as dockershim's names are).
             pod = (sandbox_config.name, sandbox_config.namespace, sandbox_config.uid)
-            for other in self._containers.values():
-                if (other.pod, other.config.name, other.config.attempt) == (
-                    pod,
-                    config.name,
-                    config.attempt,
-                ):
-                    raise Conflict(
-                        f"container name {config.name!r} attempt {config.attempt} of pod"
-                        f" {pod[1]}/{pod[0]} is already in use by {other.id}"
-                    )
+            other_id = self._container_names.get((pod, config.name, config.attempt))
+            if other_id is not None:
+                raise Conflict(
+                    f"container name {config.name!r} attempt {config.attempt} of pod"
+                    f" {pod[1]}/{pod[0]} is already in use by {other_id}"
+                )
             cid = f"container-{next(self._container_ids)}"
             rec = _Container(
                 cid,
@@ -644,6 +642,7 @@ class FakeRuntime:
                 pod=pod,
             )
             self._containers[cid] = rec
+            self._container_names[(pod, config.name, config.attempt)] = cid
             self._note(events, RuntimeEventType.CREATED, rec)
         self._emit(events)
         return cid
@@ -1077,6 +1076,9 @@ class FakeRuntime:
             self._exit_locked(rec, 137, "Error", "", events)
         self._note(events, RuntimeEventType.DELETED, rec)
         del self._containers[rec.id]
+        key = (rec.pod, rec.config.name, rec.config.attempt)
+        if self._container_names.get(key) == rec.id:
+            del self._container_names[key]
         self._cond.notify_all()
 
     def _listening_locked(self, sandbox_id: str, rec: _Container | None) -> frozenset[int]:
