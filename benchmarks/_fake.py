@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import os
 import shutil
 import tempfile
 import time
@@ -212,9 +213,11 @@ def top_lines(
     for diff in after.compare_to(before, "lineno")[:limit]:
         frame = diff.traceback[0]
         name = frame.filename
-        for package in ("/kubecore_fake/", "/kubecore/", "/lib/python3"):
+        for package in ("/kubecore_fake/", "/kubecore/"):
             if package in name:
                 name = package.strip("/") + "/" + name.split(package, 1)[1]
                 break
+        else:
+            name = os.path.basename(name)
         out.append((f"{name}:{frame.lineno}", diff.size_diff))
     return out
