@@ -178,7 +178,9 @@ def _phase(
     # (a contradictory snapshot) does not fail the pod, as the planner does not either.
     if failed_init and policy == "Never" and not app_started:
         return "Failed"
-    if pending_init or waiting:
+    # Once an app container has started, init containers without a status (garbage collected,
+    # or from an earlier sandbox) no longer hold the pod in Pending, as in the kubelet.
+    if (pending_init and not app_started) or waiting:
         return "Pending"
     if running and not unknown:
         return "Running"

@@ -305,3 +305,11 @@ def test_created_never_started_shows_container_creating() -> None:
     st = compute_pod_status(BASE_POD, observed, H, None, NOW)
     assert st.container_statuses[0].state.waiting == ContainerStateWaiting("ContainerCreating")
     assert st.phase == "Pending"
+
+
+def test_init_containers_gone_do_not_hold_a_pod_whose_app_containers_ran() -> None:
+    # The init containers were garbage collected; the app containers all completed.
+    pod = with_spec(INIT_POD, restart_policy="OnFailure")
+    app = [dead(c.name, 0, pod=pod) for c in pod.spec.containers]
+    st = status(pod, ObservedPod(sandboxes=(sandbox(pod),), containers=tuple(app)))
+    assert st.phase == "Succeeded"
