@@ -42,32 +42,14 @@ def test_the_example_pods_come_up_on_docker_with_dockershim_names(
             document["metadata"]["namespace"] = namespace
         (manifests / source.name).write_text(yaml.safe_dump_all(documents))
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubecore",
-            "run",
-            str(manifests),
-            "--runtime",
-            "docker",
-            "--runtime-option",
-            f"base_url={engine.base_url}",
-            "--runtime-option",
-            f"sandbox_image={engine.pause_image}",
-            "--root-dir",
-            str(tmp_path / "root"),
-            "--once",
-            "--deadline",
-            "60",
-            "--log-level",
-            "warning",
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    command = [
+        sys.executable, "-m", "kubecore", "run", str(manifests), "--runtime", "docker",
+        "--runtime-option", f"base_url={engine.base_url}",
+        "--runtime-option", f"sandbox_image={engine.pause_image}",
+        "--root-dir", str(tmp_path / "root"), "--once", "--deadline", "60",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
     table = {
         line.split()[0]: line.split()
         for line in done.stdout.splitlines()
