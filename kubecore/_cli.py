@@ -29,7 +29,7 @@ import kubecore
 from kubecore._clock import Clock, ManualClock, SystemClock
 from kubecore._errors import KubecoreError
 from kubecore._model import Pod
-from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
+from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT, KubeletServer, ServerConfig
 from kubecore._sources import (
     FileSource,
@@ -482,11 +482,11 @@ def progress_bar(done: int, total: int, width: int = 24) -> str:
     return "[" + "#" * filled + "-" * (width - filled) + f"] {100 * done // total:3d}%"
 
 
-class TrackingPuller:
+class TrackingPuller(PullerWrapper):
     """A ``Puller`` that also reports each pull's progress to a ``PullTracker``."""
 
     def __init__(self, inner: Puller, tracker: PullTracker) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._tracker = tracker
 
     def pull(
@@ -502,24 +502,12 @@ class TrackingPuller:
 
         self._tracker.begin(image)
         try:
-            image_id = self._inner.pull(image, auth, report)
+            image_id = self.inner.pull(image, auth, report)
         except BaseException as error:
             self._tracker.end(image, f"failed: {error}")
             raise
         self._tracker.end(image, "pulled")
         return image_id
-
-    def image_status(self, image: str) -> Image | None:
-        return self._inner.image_status(image)
-
-    def list_images(self) -> list[Image]:
-        return self._inner.list_images()
-
-    def remove_image(self, image: str) -> None:
-        self._inner.remove_image(image)
-
-    def image_fs_usage(self) -> ImageFsUsage | None:
-        return self._inner.image_fs_usage()
 
 
 # --- subcommands --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import attrs
 
 from kubecore._errors import KubecoreError
 from kubecore._model import Pod
-from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
+from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 
 logger = logging.getLogger(__name__)
 
@@ -225,11 +225,11 @@ def pod_registry_auth(
     return None
 
 
-class KeyringPuller:
+class KeyringPuller(PullerWrapper):
     """A ``Puller`` that adds the keyring's credentials to each pull made without any."""
 
     def __init__(self, inner: Puller, keyring: Keyring) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.keyring = keyring
 
     def pull(
@@ -241,15 +241,3 @@ class KeyringPuller:
         if auth is None:
             auth = self.keyring.lookup(image)
         return self.inner.pull(image, auth, progress)
-
-    def image_status(self, image: str) -> Image | None:
-        return self.inner.image_status(image)
-
-    def list_images(self) -> list[Image]:
-        return self.inner.list_images()
-
-    def remove_image(self, image: str) -> None:
-        self.inner.remove_image(image)
-
-    def image_fs_usage(self) -> ImageFsUsage | None:
-        return self.inner.image_fs_usage()

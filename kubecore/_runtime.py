@@ -360,6 +360,34 @@ class Puller(Protocol):
         ...
 
 
+class PullerWrapper:
+    """Base for a ``Puller`` that wraps another: every call goes to ``inner`` unless a subclass
+    overrides it (credentials, progress reporting, ...)."""
+
+    def __init__(self, inner: Puller) -> None:
+        self.inner = inner
+
+    def pull(
+        self,
+        image: str,
+        auth: RegistryAuth | None = None,
+        progress: Callable[[PullProgress], None] | None = None,
+    ) -> str:
+        return self.inner.pull(image, auth, progress)
+
+    def image_status(self, image: str) -> Image | None:
+        return self.inner.image_status(image)
+
+    def list_images(self) -> list[Image]:
+        return self.inner.list_images()
+
+    def remove_image(self, image: str) -> None:
+        self.inner.remove_image(image)
+
+    def image_fs_usage(self) -> ImageFsUsage | None:
+        return self.inner.image_fs_usage()
+
+
 class ProbeOutcome(enum.Enum):
     SUCCESS = "success"
     FAILURE = "failure"
