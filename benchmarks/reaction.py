@@ -57,7 +57,8 @@ def _sample(watch: WatchedRuntime, kill: Any, container_id: str, timeout: float)
 def _summary(ctx: Context, what: str, samples: list[float], missed: int) -> None:
     ms = ", ".join(f"{s * 1e3:.1f}" for s in samples)
     ctx.note(
-        f"{what}: {len(samples)} samples (ms): {ms}" + (f"; {missed} missed" if missed else "")
+        f"{what}: {len(samples)} samples (ms): {ms}"
+        + (f"; {missed} missed (no replacement within the wait)" if missed else "")
     )
 
 
