@@ -663,24 +663,32 @@ def test_run_once_as_a_subprocess(tmp_path: Path, good_dir: Path) -> None:
 
 
 def _read_until(stream: Any, marker: str, timeout: float) -> str:
-    """Read lines from a pipe until one contains ``marker`` (bounded in time)."""
-    import selectors
+    """Read lines from a pipe until one contains ``marker`` (bounded in time).
+
+    A thread does the reading: ``select`` on the pipe cannot see lines already pulled into the
+    text stream's buffer, so it would wait for output that has in fact arrived."""
+    import queue
+    import threading
     import time
 
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in iter(stream.readline, ""):
+            lines.put(line)
+            if marker in line:
+                return
+
+    threading.Thread(target=pump, daemon=True).start()
     seen: list[str] = []
     deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if not selector.select(deadline - time.monotonic()):
-                break
-            line = stream.readline()
-            if not line:
-                break
-            seen.append(line)
-            if marker in line:
+    try:
+        while True:
+            seen.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
+            if marker in seen[-1]:
                 return "".join(seen)
-    raise AssertionError(f"{marker!r} not seen in:\n{''.join(seen)}")
+    except queue.Empty:
+        raise AssertionError(f"{marker!r} not seen in:\n{''.join(seen)}") from None
 
 
 def test_run_serves_the_api_and_stops_cleanly_on_sigterm(tmp_path: Path, good_dir: Path) -> None:
