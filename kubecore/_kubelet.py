@@ -650,9 +650,10 @@ class Kubelet:
         st.probe_states = probes
         st.dirty = acted or bool(error)
         st.actions = actions
-        st.replan_at = (
-            self._replan_at(st, actions, now) if actions and actions.waiting else math.inf
-        )
+        replan_at = self._replan_at(st, actions, now) if actions and actions.waiting else math.inf
+        if replan_at < st.replan_at and self._thread is not None:
+            self._wake.set()  # the loop recomputes how long it may sleep
+        st.replan_at = replan_at
         if error:
             self.metrics.sync_errors.inc()
         if not unchanged:
@@ -878,7 +879,14 @@ class Kubelet:
                 # Virtual time moves only when a test advances it: wait for a wake-up in real time.
                 self._wake.wait(self.config.relist_interval)
             else:
-                self.clock.wait(self._wake, self.config.relist_interval)
+                self.clock.wait(self._wake, self._next_pass_in())
+
+    def _next_pass_in(self) -> float:
+        """Seconds until the next pass: the relist interval, or sooner when a back-off ends
+        (a container waiting in CrashLoopBackOff restarts on time even with long relists)."""
+        with self._lock:
+            replan_at = min((st.replan_at for st in self._states.values()), default=math.inf)
+        return max(0.0, min(self.config.relist_interval, replan_at - self.clock.now()))
 
     def _on_runtime_event(self, event: RuntimeEvent) -> None:
         if event.type not in (RuntimeEventType.DIED, RuntimeEventType.OOM):

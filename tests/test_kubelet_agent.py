@@ -165,3 +165,35 @@ def test_container_states_in_gauges(node: Node) -> None:
         == 1
     )
     assert [c.state for c in node.all("job")] == [RuntimeState.EXITED]
+
+
+def test_the_loop_restarts_a_crash_looping_container_when_its_back_off_ends(
+    tmp_path: Path,
+) -> None:
+    # Real time, a relist once an hour and short back-offs: only the end of each back-off can
+    # bring the restarts (the deaths' own events arrive while the back-off still holds).
+    from kubecore._clock import SystemClock
+    from kubecore_fake import FakeHealthChecker
+
+    clock = SystemClock()
+    runtime = FakeRuntime(clock=clock)
+    config = KubeletConfig(
+        root_dir=str(tmp_path),
+        relist_interval=3600,
+        resync_interval=7200,
+        backoff_initial=0.1,
+        backoff_max=0.1,
+        resolv_conf=str(tmp_path / "missing-resolv.conf"),
+    )
+    kubelet = Kubelet(
+        runtime, runtime, config=config, clock=clock, health_checker=FakeHealthChecker(runtime)
+    )
+    kubelet.set_pods([make_pod("web", ctr("app", command=("sh", "-c", "exit 1")))])
+    kubelet.start()
+    try:
+        deadline = clock.monotonic() + 10
+        while runtime.call_count("start_container") < 5 and clock.monotonic() < deadline:
+            clock.sleep(0.05)
+    finally:
+        kubelet.stop(5)
+    assert runtime.call_count("start_container") >= 5
