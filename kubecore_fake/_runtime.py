@@ -34,7 +34,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
@@ -174,14 +174,39 @@ class _ExecRule:
     container: str | None
 
 
+class _Changes:
+    """A change counter shared by the records of one kind: bumped whenever one is added,
+    removed, or changes a field its view shows, so that an unchanged listing is reused."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_V = TypeVar("_V")
+
+
+def _changed(record: _Sandbox | _Container, attribute: attrs.Attribute[Any], value: _V) -> _V:
+    """``on_setattr`` hook of the fields a view shows: the cached view is stale."""
+    record.stale = True
+    record.changes.count += 1
+    return value
+
+
 @attrs.define(eq=False)
 class _Sandbox:
     id: str
     config: SandboxConfig
-    state: SandboxState
+    state: SandboxState = attrs.field(on_setattr=_changed)
     created_at: float
     ip: str
     managed: bool = True
+    changes: _Changes = attrs.field(kw_only=True)
+    # The frozen view, built when first asked for and again only once a shown field changed
+    # (snapshot at 10,000 pods would otherwise build 30,000 values a call).
+    view: RuntimeSandbox | None = None
+    stale: bool = True
 
 
 @attrs.define(eq=False)
@@ -194,18 +219,23 @@ class _Container:
     created_at: float
     managed: bool = True
     pod: tuple[str, str, str] = ("", "", "")
-    state: RuntimeState = RuntimeState.CREATED
-    started_at: float | None = None
+    state: RuntimeState = attrs.field(default=RuntimeState.CREATED, on_setattr=_changed)
+    started_at: float | None = attrs.field(default=None, on_setattr=_changed)
     started_mono: float = 0.0
-    finished_at: float | None = None
-    exit_code: int | None = None
-    reason: str = ""
-    message: str = ""
+    finished_at: float | None = attrs.field(default=None, on_setattr=_changed)
+    exit_code: int | None = attrs.field(default=None, on_setattr=_changed)
+    reason: str = attrs.field(default="", on_setattr=_changed)
+    message: str = attrs.field(default="", on_setattr=_changed)
     logs: list[tuple[float, str]] = attrs.Factory(list)
     files: dict[str, str] = attrs.Factory(dict)
     signals: list[str] = attrs.Factory(list)
     run: int = 0
-    exited: threading.Event = attrs.Factory(threading.Event)
+    exited: threading.Event | None = None
+    """Set when the current run ends; made only once someone waits for that (an Event is
+    about 1.5 kB, too much to keep for every container of a large node)."""
+    changes: _Changes = attrs.field(kw_only=True)
+    view: RuntimeContainer | None = None
+    stale: bool = True
 
 
 @attrs.define(eq=False)
@@ -288,6 +318,11 @@ class FakeRuntime:
         # Name indexes, so the uniqueness checks stay O(1) with many thousands of pods.
         self._sandbox_names: dict[tuple[str, str, str, int], str] = {}
         self._container_names: dict[tuple[tuple[str, str, str], str, int], str] = {}
+        # Change counters of the listed records, and the listings built at those counts.
+        self._sandbox_changes = _Changes()
+        self._container_changes = _Changes()
+        self._sandboxes_listed: tuple[int, tuple[RuntimeSandbox, ...]] = (-1, ())
+        self._containers_listed: tuple[int, tuple[RuntimeContainer, ...]] = (-1, ())
         self._images: dict[str, _Image] = {}
         self._sizes: dict[str, int] = {}
         self._pullable: set[str] | None = None
@@ -461,6 +496,7 @@ class FakeRuntime:
                 Behaviour(),
                 now,
                 managed=False,
+                changes=self._container_changes,
             )
             if running:
                 rec.state = RuntimeState.RUNNING
@@ -468,6 +504,7 @@ class FakeRuntime:
                 rec.started_mono = self._clock.monotonic()
                 rec.run = 1
             self._containers[cid] = rec
+            self._container_changes.count += 1
             self._container_names.setdefault((rec.pod, name, 0), cid)
             return cid
 
@@ -478,8 +515,15 @@ class FakeRuntime:
             sid = f"unmanaged-{next(self._unmanaged_ids)}"
             config = SandboxConfig(name=name, namespace="", uid="", labels=dict(labels or {}))
             self._sandboxes[sid] = _Sandbox(
-                sid, config, SandboxState.READY, self._clock.now(), "", managed=False
+                sid,
+                config,
+                SandboxState.READY,
+                self._clock.now(),
+                "",
+                managed=False,
+                changes=self._sandbox_changes,
             )
+            self._sandbox_changes.count += 1
             return sid
 
     @property
@@ -530,7 +574,7 @@ class FakeRuntime:
                     continue
                 if state is not None and rec.state is not state:
                     continue
-                found.append(self._view(rec))
+                found.append(self._view_locked(rec))
             return found
 
     def sandbox_config(self, sandbox_id: str) -> SandboxConfig:
@@ -567,7 +611,15 @@ class FakeRuntime:
                 )
             sid = f"sandbox-{next(self._sandbox_ids)}"
             ip = self._node_ip if config.host_network else self._next_ip_locked()
-            self._sandboxes[sid] = _Sandbox(sid, config, SandboxState.READY, self._clock.now(), ip)
+            self._sandboxes[sid] = _Sandbox(
+                sid,
+                config,
+                SandboxState.READY,
+                self._clock.now(),
+                ip,
+                changes=self._sandbox_changes,
+            )
+            self._sandbox_changes.count += 1
             self._sandbox_names[key] = sid
             logger.debug("sandbox %s created", sid, extra={"sandbox_id": sid, "pod": config.name})
             return sid
@@ -595,6 +647,7 @@ class FakeRuntime:
             for rec in [c for c in self._containers.values() if c.sandbox_id == sandbox_id]:
                 self._remove_container_locked(rec, events)
             c = self._sandboxes.pop(sandbox_id).config
+            self._sandbox_changes.count += 1
             key = (c.name, c.namespace, c.uid, c.attempt)
             if self._sandbox_names.get(key) == sandbox_id:
                 del self._sandbox_names[key]
@@ -604,12 +657,12 @@ class FakeRuntime:
     def list_sandboxes(self) -> list[RuntimeSandbox]:
         self._enter("list_sandboxes")
         with self._lock:
-            return [self._sandbox_view(sb) for sb in self._sandboxes.values() if sb.managed]
+            return list(self._sandboxes_locked())
 
     def sandbox_status(self, sandbox_id: str) -> RuntimeSandbox:
         self._enter("sandbox_status", sandbox_id, target=sandbox_id)
         with self._lock:
-            return self._sandbox_view(self._get_sandbox_locked(sandbox_id))
+            return self._sandbox_view_locked(self._get_sandbox_locked(sandbox_id))
 
     def create_container(
         self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
@@ -640,8 +693,10 @@ class FakeRuntime:
                 self._behaviour_locked(config),
                 self._clock.now(),
                 pod=pod,
+                changes=self._container_changes,
             )
             self._containers[cid] = rec
+            self._container_changes.count += 1
             self._container_names[(pod, config.name, config.attempt)] = cid
             self._note(events, RuntimeEventType.CREATED, rec)
         self._emit(events)
@@ -679,6 +734,8 @@ class FakeRuntime:
             if rec is None or rec.state is not RuntimeState.RUNNING:
                 return
             rec.signals.append("TERM")
+            if rec.exited is None:
+                rec.exited = threading.Event()
             run, exited = rec.run, rec.exited
             if rec.behaviour.traps_term:
                 self._exit_locked(rec, 0, "", "", events)
@@ -706,23 +763,19 @@ class FakeRuntime:
     def list_containers(self) -> list[RuntimeContainer]:
         self._enter("list_containers")
         with self._lock:
-            return [self._view(rec) for rec in self._containers.values() if rec.managed]
+            return list(self._containers_locked())
 
     def container_status(self, container_id: str) -> RuntimeContainer:
         self._enter("container_status", container_id, target=container_id)
         with self._lock:
-            return self._view(self._get_container_locked(container_id))
+            return self._view_locked(self._get_container_locked(container_id))
 
     def snapshot(self) -> RuntimeSnapshot:
         self._enter("snapshot")
         with self._lock:
             return RuntimeSnapshot(
-                sandboxes=tuple(
-                    self._sandbox_view(sb) for sb in self._sandboxes.values() if sb.managed
-                ),
-                containers=tuple(
-                    self._view(rec) for rec in self._containers.values() if rec.managed
-                ),
+                sandboxes=self._sandboxes_locked(),
+                containers=self._containers_locked(),
                 taken_at=self._clock.now(),
             )
 
@@ -735,7 +788,7 @@ class FakeRuntime:
             rec = self._get_container_locked(container_id)
             if rec.state is not RuntimeState.RUNNING:
                 raise Conflict(f"container {container_id} is not running")
-            view = self._view(rec)
+            view = self._view_locked(rec)
             rule = self._exec_rule_locked(view, argv)
             files = dict(rec.files)
             listening = self._listening_locked(rec.sandbox_id, rec)
@@ -974,7 +1027,7 @@ class FakeRuntime:
         rec.started_mono = self._clock.monotonic()
         rec.exit_code, rec.reason, rec.message = None, "", ""
         rec.run += 1
-        rec.exited = threading.Event()
+        rec.exited = None
         self._note(events, RuntimeEventType.STARTED, rec)
         for line in behaviour.logs:
             self._log_locked(rec, line)
@@ -1064,7 +1117,8 @@ class FakeRuntime:
         rec.exit_code = code
         rec.reason = reason or ("Completed" if code == 0 else "Error")
         rec.message = message
-        rec.exited.set()
+        if rec.exited is not None:
+            rec.exited.set()
         if oom:
             self._note(events, RuntimeEventType.OOM, rec)
         self._note(events, RuntimeEventType.DIED, rec, exit_code=code)
@@ -1076,6 +1130,7 @@ class FakeRuntime:
             self._exit_locked(rec, 137, "Error", "", events)
         self._note(events, RuntimeEventType.DELETED, rec)
         del self._containers[rec.id]
+        self._container_changes.count += 1
         key = (rec.pod, rec.config.name, rec.config.attempt)
         if self._container_names.get(key) == rec.id:
             del self._container_names[key]
@@ -1173,39 +1228,78 @@ class FakeRuntime:
                 if since is None or entry[0] >= since:
                     yield _log_line(entry, timestamps)
 
-    def _view(self, rec: _Container) -> RuntimeContainer:
-        return RuntimeContainer(
-            id=rec.id,
-            sandbox_id=rec.sandbox_id,
-            name=rec.config.name,
-            image=rec.config.image,
-            state=rec.state,
-            created_at=rec.created_at,
-            attempt=rec.config.attempt,
-            image_id=rec.image_id,
-            started_at=rec.started_at,
-            finished_at=rec.finished_at,
-            exit_code=rec.exit_code,
-            reason=rec.reason,
-            message=rec.message,
-            labels=dict(rec.config.labels),
-            annotations=dict(rec.config.annotations),
-        )
+    def _sandboxes_locked(self) -> tuple[RuntimeSandbox, ...]:
+        """The managed sandboxes' views, rebuilt only after a sandbox changed."""
+        count, listed = self._sandboxes_listed
+        if count != self._sandbox_changes.count:
+            listed = tuple(
+                self._sandbox_view_locked(sb) for sb in self._sandboxes.values() if sb.managed
+            )
+            self._sandboxes_listed = (self._sandbox_changes.count, listed)
+        return listed
 
-    def _sandbox_view(self, sb: _Sandbox) -> RuntimeSandbox:
-        c = sb.config
-        return RuntimeSandbox(
-            id=sb.id,
-            name=c.name,
-            namespace=c.namespace,
-            uid=c.uid,
-            attempt=c.attempt,
-            state=sb.state,
-            created_at=sb.created_at,
-            ip=sb.ip,
-            labels=dict(c.labels),
-            annotations=dict(c.annotations),
-        )
+    def _containers_locked(self) -> tuple[RuntimeContainer, ...]:
+        """The managed containers' views, rebuilt only after a container changed."""
+        count, listed = self._containers_listed
+        if count != self._container_changes.count:
+            listed = tuple(
+                self._view_locked(rec) for rec in self._containers.values() if rec.managed
+            )
+            self._containers_listed = (self._container_changes.count, listed)
+        return listed
+
+    def _view_locked(self, rec: _Container) -> RuntimeContainer:
+        """The container's frozen view, shared by every call until a shown field changes (its
+        labels and annotations are one copy of the config's, made once)."""
+        view = rec.view
+        if view is None or rec.stale:
+            view = rec.view = _container_view(rec, view)
+            rec.stale = False
+        return view
+
+    def _sandbox_view_locked(self, sb: _Sandbox) -> RuntimeSandbox:
+        view = sb.view
+        if view is None or sb.stale:
+            view = sb.view = _sandbox_view(sb, view)
+            sb.stale = False
+        return view
+
+
+def _container_view(rec: _Container, old: RuntimeContainer | None) -> RuntimeContainer:
+    c = rec.config
+    return RuntimeContainer(
+        id=rec.id,
+        sandbox_id=rec.sandbox_id,
+        name=c.name,
+        image=c.image,
+        state=rec.state,
+        created_at=rec.created_at,
+        attempt=c.attempt,
+        image_id=rec.image_id,
+        started_at=rec.started_at,
+        finished_at=rec.finished_at,
+        exit_code=rec.exit_code,
+        reason=rec.reason,
+        message=rec.message,
+        labels=dict(c.labels) if old is None else old.labels,
+        annotations=dict(c.annotations) if old is None else old.annotations,
+    )
+
+
+def _sandbox_view(sb: _Sandbox, old: RuntimeSandbox | None) -> RuntimeSandbox:
+    c = sb.config
+    return RuntimeSandbox(
+        id=sb.id,
+        name=c.name,
+        namespace=c.namespace,
+        uid=c.uid,
+        attempt=c.attempt,
+        state=sb.state,
+        created_at=sb.created_at,
+        ip=sb.ip,
+        labels=dict(c.labels) if old is None else old.labels,
+        annotations=dict(c.annotations) if old is None else old.annotations,
+    )
 
 
 def _finisher(

@@ -42,6 +42,7 @@ from kubecore import (
 )
 from kubecore._runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
 from kubecore_fake import Behaviour, ExecRequest, FakeHealthChecker, FakeRuntime, TimedLog
+from kubecore_fake._runtime import _container_view, _sandbox_view
 from kubecore_fake._shell import read_exec, read_program
 
 IMAGE = "busybox:1.36"
@@ -874,6 +875,19 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert got == {cid: (e[0], e[1], e[2]) for cid, e in self.containers.items()}
         assert not self.removed & set(got)
 
+    @invariant()
+    def cached_views_match_fresh_ones(self) -> None:
+        """The views snapshot reuses equal views built afresh from the records."""
+        snap = self.fr.snapshot()
+        records = self.fr._containers.values()
+        assert list(snap.containers) == [_container_view(r, None) for r in records if r.managed]
+        sandboxes = self.fr._sandboxes.values()
+        assert list(snap.sandboxes) == [_sandbox_view(s, None) for s in sandboxes if s.managed]
+        assert self.fr.list_containers() == list(snap.containers)
+        assert self.fr.list_sandboxes() == list(snap.sandboxes)
+        for view in snap.containers:
+            assert self.fr.container_status(view.id) == view
+
 
 LifecycleMachine.TestCase.settings = settings(
     max_examples=20, stateful_step_count=20, deadline=None
@@ -890,3 +904,90 @@ def test_container_names_are_unique_per_pod_across_sandboxes(fr: FakeRuntime) ->
     with pytest.raises(Conflict, match="already in use"):
         fr.create_container(second, container_config(), sandbox_config(attempt=1))
     fr.create_container(second, container_config(attempt=1), sandbox_config(attempt=1))
+
+
+# -- snapshot reuses the views of unchanged objects ---------------------------------------------
+
+
+def test_snapshot_reuses_views_until_an_object_changes(fr: FakeRuntime, clock: ManualClock) -> None:
+    sid, short = run(fr, ["sleep", "5"], name="short")
+    long = fr.create_container(sid, container_config("long", ["sleep", "100"]), sandbox_config())
+    fr.start_container(long)
+    first = fr.snapshot()
+    clock.advance(1)
+    second = fr.snapshot()
+    assert second.containers is first.containers and second.sandboxes is first.sandboxes
+    assert second.taken_at == first.taken_at + 1
+    clock.advance(4)  # the timed exit happens in virtual time, before the next snapshot
+    third = {c.id: c for c in fr.snapshot().containers}
+    assert (third[short].state, third[short].exit_code) == (RuntimeState.EXITED, 0)
+    assert third[short].finished_at == clock.now()
+    before = {c.id: c for c in first.containers}
+    assert third[long] is before[long]
+    assert third[short] is not before[short]
+    assert third[short].labels is before[short].labels  # one copy of the labels per object
+
+
+def test_snapshot_sees_every_kind_of_change(fr: FakeRuntime) -> None:
+    fr.script(command="fails", behaviour=Behaviour(fail_start="no such binary"))
+    sid = fr.run_sandbox(sandbox_config())
+    cid = fr.create_container(sid, container_config("bad", ["fails"]), sandbox_config())
+    assert [c.state for c in fr.snapshot().containers] == [RuntimeState.CREATED]
+    with pytest.raises(ContainerRuntimeError):
+        fr.start_container(cid)
+    (bad,) = fr.snapshot().containers
+    assert (bad.exit_code, bad.reason, bad.message) == (128, "ContainerCannotRun", "no such binary")
+    assert fr.container_status(cid) is bad
+    fr.stop_sandbox(sid)
+    assert [s.state for s in fr.snapshot().sandboxes] == [SandboxState.NOTREADY]
+    assert fr.sandbox_status(sid).state is SandboxState.NOTREADY
+    fr.remove_container(cid)
+    assert fr.snapshot().containers == ()
+    fr.remove_sandbox(sid)
+    assert fr.snapshot().sandboxes == () and fr.list_sandboxes() == []
+
+
+def test_a_reused_snapshot_still_is_a_call_and_can_fail(fr: FakeRuntime) -> None:
+    run(fr)
+    fr.snapshot()
+    count = fr.call_count("snapshot")
+    fr.fail_next("snapshot", error=RuntimeUnavailable("down"))
+    with pytest.raises(RuntimeUnavailable, match="down"):
+        fr.snapshot()
+    assert len(fr.snapshot().containers) == 1
+    assert fr.call_count("snapshot") == count + 2
+
+
+def test_unmanaged_objects_stay_out_of_a_cached_snapshot(fr: FakeRuntime) -> None:
+    run(fr)
+    cached = fr.snapshot()
+    fr.add_unmanaged_container("foreign")
+    fr.add_unmanaged_sandbox("foreign")
+    again = fr.snapshot()
+    assert [c.id for c in again.containers] == [c.id for c in cached.containers]
+    assert [s.id for s in again.sandboxes] == [s.id for s in cached.sandboxes]
+
+
+def test_the_exit_event_is_made_only_for_a_waiter(clock: ManualClock) -> None:
+    fr = FakeRuntime(clock)
+    fr.pull(IMAGE)
+    _, cid = run(fr, ["sleep", "100"])
+    assert fr._containers[cid].exited is None
+    fr.stop_container(cid, 3)  # a bare sleep does not trap TERM: killed after the grace period
+    assert fr.signals(cid) == ("TERM", "KILL")
+    assert fr.container_status(cid).exit_code == 137
+    exited = fr._containers[cid].exited
+    assert exited is not None and exited.is_set()
+
+
+def test_an_exit_during_the_grace_period_ends_the_wait(clock: ManualClock) -> None:
+    fr = FakeRuntime(clock)
+    fr.pull(IMAGE)
+    fr.script(command="slow", behaviour=Behaviour(exit_code=0, after=2, traps_term=False))
+    _, cid = run(fr, ["slow"])
+    fr.stop_container(cid, 10)
+    assert fr.signals(cid) == ("TERM",)  # exited by itself at 2 s: never killed
+    status = fr.container_status(cid)
+    assert (status.exit_code, status.reason) == (0, "Completed")
+    exited = fr._containers[cid].exited
+    assert exited is not None and exited.is_set()
