@@ -84,6 +84,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _EMPTY = ObservedPod()
+_DEATH_CONFIRM_WINDOW = 5.0
+"""Seconds a reported death is re-checked: an engine may list a container as running for a
+moment after its death event (Docker does)."""
+_DEATH_RECHECK = 0.05
 
 
 @attrs.frozen
@@ -317,6 +321,8 @@ class Kubelet:
         self._last_image_gc = start
         self._last_pass = start
         self._wake = threading.Event()
+        self._unconfirmed_deaths: dict[str, float] = {}
+        """Container id -> when its death was reported, until a snapshot shows it dead."""
         self._pass_cond = threading.Condition()
         self._passes = 0
         self._quiet = False
@@ -463,6 +469,8 @@ class Kubelet:
         grouped, ready_sandboxes, running_containers = _group(snapshot)
         now = self.clock.now()
         mono = self.clock.monotonic()
+        if self._unconfirmed_deaths:
+            self._confirm_deaths(snapshot, mono)
         self._snapshot = snapshot
         self._grouped = grouped
         resync = mono - self._last_resync >= self.config.resync_interval
@@ -883,8 +891,11 @@ class Kubelet:
 
     def _next_pass_in(self) -> float:
         """Seconds until the next pass: the relist interval, or sooner when a back-off ends
-        (a container waiting in CrashLoopBackOff restarts on time even with long relists)."""
+        (a container waiting in CrashLoopBackOff restarts on time even with long relists) or
+        a reported death is not yet visible in the snapshot."""
         with self._lock:
+            if self._unconfirmed_deaths:
+                return _DEATH_RECHECK
             replan_at = min((st.replan_at for st in self._states.values()), default=math.inf)
         return max(0.0, min(self.config.relist_interval, replan_at - self.clock.now()))
 
@@ -893,9 +904,17 @@ class Kubelet:
             return
         with self._lock:
             st = self._states.get(event.pod_uid)
+            self._unconfirmed_deaths[event.container_id] = self.clock.monotonic()
         if st is not None:
             st.dirty = True
         self._wake.set()
+
+    def _confirm_deaths(self, snapshot: RuntimeSnapshot, mono: float) -> None:
+        running = {c.id for c in snapshot.containers if c.state is RuntimeState.RUNNING}
+        with self._lock:
+            for container_id, reported in list(self._unconfirmed_deaths.items()):
+                if container_id not in running or mono - reported > _DEATH_CONFIRM_WINDOW:
+                    del self._unconfirmed_deaths[container_id]
 
     def wake(self) -> None:
         """Ask the background loop for a pass now."""
