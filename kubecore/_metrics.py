@@ -116,22 +116,41 @@ class Metrics:
         return self.registry.get_sample_value(name, labels or {})
 
 
+class _OpMetrics:
+    """The labelled children of one operation (``labels()`` is a locked dict lookup per call)."""
+
+    __slots__ = ("calls", "errors", "latency")
+
+    def __init__(self, metrics: Metrics, op: str) -> None:
+        self.calls = metrics.runtime_operations.labels(op)
+        self.latency = metrics.runtime_latency.labels(op)
+        # Made on the first failure: an error series appears only once an operation failed.
+        self.errors: Counter | None = None
+
+
 class _Timed:
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self._metrics = metrics
         self._clock = clock
+        self._ops: dict[str, _OpMetrics] = {}
 
     def _call(self, op: str, fn: Callable[[], R]) -> R:
-        m = self._metrics
-        m.runtime_operations.labels(op).inc()
-        start = self._clock.monotonic()
+        children = self._ops.get(op)
+        if children is None:
+            children = self._ops[op] = _OpMetrics(self._metrics, op)
+        children.calls.inc()
+        monotonic = self._clock.monotonic
+        start = monotonic()
         try:
             return fn()
         except Exception:
-            m.runtime_errors.labels(op).inc()
+            errors = children.errors
+            if errors is None:
+                errors = children.errors = self._metrics.runtime_errors.labels(op)
+            errors.inc()
             raise
         finally:
-            m.runtime_latency.labels(op).observe(max(0.0, self._clock.monotonic() - start))
+            children.latency.observe(max(0.0, monotonic() - start))
 
 
 class InstrumentedRuntime(_Timed):

@@ -96,33 +96,47 @@ _T = TypeVar("_T")
 _K = TypeVar("_K")
 
 
+class _CachedRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that carries its cache key and the cached value (no closure, tuple or
+    bound method per entry: this is most of the cache's memory)."""
+
+    __slots__ = ("key", "value")
+
+    def __new__(cls, obj: Any, callback: Callable[[Any], None], key: int, value: Any) -> _CachedRef:
+        return super().__new__(cls, obj, callback)
+
+    def __init__(self, obj: Any, callback: Callable[[Any], None], key: int, value: Any) -> None:
+        # weakref.ref.__init__ only checks its arguments; __new__ made the reference.
+        self.key = key
+        self.value = value
+
+
 class _IdentityCache:
     """Memoise ``compute(obj)`` per live object (objects must accept weak references)."""
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Any], Any]] = {}
+        self._entries: dict[int, _CachedRef] = {}
+        self._callback = self._forget  # one bound method shared by every entry
+
+    def _forget(self, ref: _CachedRef) -> None:
+        # No lock: a weakref callback may run inside any allocation (a lock could deadlock); dict
+        # operations are atomic, and a lost race only costs a recomputation.
+        key = ref.key
+        if self._entries.get(key) is ref:
+            self._entries.pop(key, None)
 
     def get(self, obj: _K, compute: Callable[[_K], _T]) -> _T:
         key = id(obj)
         entry = self._entries.get(key)
-        if entry is not None and entry[0]() is obj:
-            value: _T = entry[1]
+        if entry is not None and entry() is obj:
+            value: _T = entry.value
             return value
         value = compute(obj)
-        entries = self._entries
-
-        # No lock: a weakref callback may run inside any allocation (a lock could deadlock); dict
-        # operations are atomic, and a lost race only costs a recomputation.
-        def forget(ref: weakref.ref[Any], key: int = key) -> None:
-            current = entries.get(key)
-            if current is not None and current[0] is ref:
-                entries.pop(key, None)
-
         try:
-            ref = weakref.ref(obj, forget)
+            ref = _CachedRef(obj, self._callback, key, value)
         except TypeError:  # not weak-referenceable: do not cache
             return value
-        entries[key] = (ref, value)
+        self._entries[key] = ref
         return value
 
     def __len__(self) -> int:
@@ -131,21 +145,42 @@ class _IdentityCache:
 
 _hash_cache = _IdentityCache()
 
+_NO_DEFAULT = object()
+_FieldPlan = tuple[tuple[str, Any], ...]
+_field_plans: dict[type, _FieldPlan] = {}
+
+
+def _field_plan(cls: type) -> _FieldPlan:
+    """(name, default value or ``_NO_DEFAULT``) of each field of an attrs class, made once."""
+    plan = _field_plans.get(cls)
+    if plan is None:
+        fields = []
+        for field in attrs.fields(cls):
+            default = field.default
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                value = _NO_DEFAULT if default.takes_self else default.factory()
+            elif default is attrs.NOTHING:
+                value = _NO_DEFAULT
+            else:
+                value = default
+            fields.append((field.name, value))
+        plan = _field_plans[cls] = tuple(fields)
+    return plan
+
 
 def _canonical(value: Any) -> Any:
     """JSON-able form of a spec value. Fields still at their default are left out, so adding an
     optional field to the model does not change existing hashes (and restart every container)."""
-    if attrs.has(type(value)):
+    cls = type(value)
+    if cls in (str, int, float, bool) or value is None:
+        return value
+    if attrs.has(cls):
         out: dict[str, Any] = {}
-        for field in attrs.fields(type(value)):
-            item = getattr(value, field.name)
-            default = field.default
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                if not default.takes_self and item == default.factory():
-                    continue
-            elif default is not attrs.NOTHING and item == default:
+        for name, default in _field_plan(cls):
+            item = getattr(value, name)
+            if default is not _NO_DEFAULT and item == default:
                 continue
-            out[field.name] = _canonical(item)
+            out[name] = _canonical(item)
         return out
     if isinstance(value, (tuple, list)):
         return [_canonical(item) for item in value]

@@ -21,6 +21,29 @@ EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
 _MAX_MESSAGE = 4096
 
 
+_CREATE_EMPTY = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+
+
+def _make_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)`` with the leaf tried first: one ``mkdir`` per directory
+    made and none of makedirs' ``stat`` of each parent (pod directories are made in bulk)."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        if not parent or parent == path:
+            raise
+        _make_dirs(parent)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise
+
+
 class VolumeManager:
     def __init__(self, root_dir: str) -> None:
         self.root_dir = os.path.abspath(root_dir)
@@ -52,16 +75,15 @@ class VolumeManager:
             else:
                 # emptyDir is also the default for a volume naming no source
                 path = self.empty_dir_path(pod.uid, volume.name)
-                os.makedirs(path, exist_ok=True)
+                _make_dirs(path)
                 paths[volume.name] = path
         return paths
 
     def prepare_termination_log(self, uid: str, container: str, restart_count: int) -> str:
         """Create an empty termination-message file for one run of a container; return its path."""
         path = self.termination_log_path(uid, container, restart_count)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb"):
-            pass
+        _make_dirs(os.path.dirname(path))
+        os.close(os.open(path, _CREATE_EMPTY, 0o666))
         return path
 
     def read_termination_message(self, uid: str, container: str, restart_count: int) -> str:
