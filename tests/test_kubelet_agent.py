@@ -197,3 +197,47 @@ def test_the_loop_restarts_a_crash_looping_container_when_its_back_off_ends(
     finally:
         kubelet.stop(5)
     assert runtime.call_count("start_container") >= 5
+
+
+def test_a_death_the_engine_has_not_listed_yet_is_checked_again(tmp_path: Path) -> None:
+    # Docker may list a container as running for a moment after its die event: the first pass
+    # after the event sees it alive, and only a prompt second look restarts it.
+    from kubecore._clock import SystemClock
+    from kubecore._runtime import RuntimeSnapshot
+    from kubecore_fake import FakeHealthChecker
+
+    class LaggingRuntime(FakeRuntime):
+        stale: RuntimeSnapshot | None = None
+
+        def snapshot(self) -> RuntimeSnapshot:
+            stale, self.stale = self.stale, None
+            return stale if stale is not None else super().snapshot()
+
+    clock = SystemClock()
+    runtime = LaggingRuntime(clock=clock)
+    config = KubeletConfig(
+        root_dir=str(tmp_path),
+        relist_interval=3600,
+        resync_interval=7200,
+        resolv_conf=str(tmp_path / "missing-resolv.conf"),
+    )
+    kubelet = Kubelet(
+        runtime, runtime, config=config, clock=clock, health_checker=FakeHealthChecker(runtime)
+    )
+    kubelet.set_pods([make_pod("web")])
+    kubelet.start()
+    try:
+        assert kubelet.wait_idle(10)
+        (first,) = runtime.find_containers("app", state=RuntimeState.RUNNING)
+        runtime.stale = runtime.snapshot()
+        runtime.crash(first.id)
+        deadline = clock.monotonic() + 5
+        while clock.monotonic() < deadline:
+            running = runtime.find_containers("app", state=RuntimeState.RUNNING)
+            if running and running[0].id != first.id:
+                break
+            clock.sleep(0.02)
+    finally:
+        kubelet.stop(5)
+    (second,) = runtime.find_containers("app", state=RuntimeState.RUNNING)
+    assert second.id != first.id
