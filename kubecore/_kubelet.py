@@ -84,6 +84,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _EMPTY = ObservedPod()
+_NO_HISTORY = PodHistory()
+_NO_PROBES: Mapping[str, Any] = _NO_HISTORY.probes
 _DEATH_CONFIRM_WINDOW = 5.0
 """Seconds a reported death is re-checked: an engine may list a container as running for a
 moment after its death event (Docker does)."""
@@ -179,15 +181,20 @@ class _Entry:
     """One pod's part of a snapshot, and a cheap key that changes when anything that matters
     does (an object appears or goes, changes state, or a sandbox gets an IP)."""
 
-    __slots__ = ("containers", "key", "sandboxes")
+    __slots__ = ("_observed", "containers", "key", "sandboxes")
 
     def __init__(self) -> None:
         self.sandboxes: list[RuntimeSandbox] = []
         self.containers: list[RuntimeContainer] = []
         self.key: list[object] = []
+        self._observed: ObservedPod | None = None
 
     def observed(self) -> ObservedPod:
-        return ObservedPod(tuple(self.sandboxes), tuple(self.containers))
+        # Made once: an entry outlives its pass when the next snapshot lists the same objects.
+        observed = self._observed
+        if observed is None:
+            observed = self._observed = ObservedPod(tuple(self.sandboxes), tuple(self.containers))
+        return observed
 
 
 def _group(snapshot: RuntimeSnapshot) -> tuple[dict[str, _Entry], int, int]:
@@ -217,6 +224,41 @@ def _group(snapshot: RuntimeSnapshot) -> tuple[dict[str, _Entry], int, int]:
         if cstate is RUNNING:
             running += 1
     return grouped, ready, running
+
+
+@attrs.frozen
+class _Grouped:
+    """``_group`` of one snapshot, kept for the next pass: a runtime that lists the very same
+    (immutable) tuples again changed nothing, and the grouping is reused as it is."""
+
+    sandboxes: tuple[RuntimeSandbox, ...]
+    containers: tuple[RuntimeContainer, ...]
+    entries: dict[str, _Entry]
+    ready: int
+    running: int
+
+
+def _group_again(snapshot: RuntimeSnapshot, last: _Grouped | None) -> _Grouped:
+    if (
+        last is not None
+        and snapshot.sandboxes is last.sandboxes
+        and snapshot.containers is last.containers
+    ):
+        return last
+    grouped, ready, running = _group(snapshot)
+    return _Grouped(snapshot.sandboxes, snapshot.containers, grouped, ready, running)
+
+
+def _history(record: PodRecord, probes: Mapping[str, Any]) -> PodHistory:
+    """What the planner and the status need to know of the past (shared when empty)."""
+    if not (probes or record.crash_backoff or record.image_backoff or record.post_start_failed):
+        return _NO_HISTORY
+    return PodHistory(
+        crash_backoff=dict(record.crash_backoff) if record.crash_backoff else {},
+        image_backoff=dict(record.image_backoff) if record.image_backoff else {},
+        probes=probes,
+        post_start_failed=frozenset(record.post_start_failed),
+    )
 
 
 def _observed(entry: _Entry | None) -> ObservedPod:
@@ -312,6 +354,7 @@ class Kubelet:
         self._generation = 0
         self._snapshot = RuntimeSnapshot()
         self._grouped: dict[str, _Entry] = {}
+        self._last_grouped: _Grouped | None = None
         self._results: list[tuple[str, str, SyncResult | None, str]] = []
         self._results_lock = threading.Lock()
         start = self.clock.monotonic()
@@ -466,7 +509,9 @@ class Kubelet:
             else:
                 logger.exception("runtime snapshot failed unexpectedly")
             return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
-        grouped, ready_sandboxes, running_containers = _group(snapshot)
+        regrouped = self._last_grouped = _group_again(snapshot, self._last_grouped)
+        grouped = regrouped.entries
+        ready_sandboxes, running_containers = regrouped.ready, regrouped.running
         now = self.clock.now()
         mono = self.clock.monotonic()
         if self._unconfirmed_deaths:
@@ -588,13 +633,13 @@ class Kubelet:
         return changed
 
     def _sync_pod(self, uid: str, work: _Work) -> None:
-        started = self.clock.monotonic()
+        monotonic = self.clock.monotonic
+        started = monotonic()
         if work.pod is None:
             self._remove_orphan(uid, work)
-            self._worker_duration["kill"].observe(max(0.0, self.clock.monotonic() - started))
+            self._worker_duration["kill"].observe(max(0.0, monotonic() - started))
             return
-        with self._lock:
-            st = self._states.get(uid)
+        st = self._states.get(uid)  # replaced whole, never changed in place: no lock needed
         if st is None:
             return
         if work.generation < st.needs_generation:
@@ -603,20 +648,17 @@ class Kubelet:
         pod = work.pod
         now = self.clock.now()
         record = st.record
-        probes = self.probes.states(uid) if st.has_probes else {}
-        history = PodHistory(
-            crash_backoff=dict(record.crash_backoff) if record.crash_backoff else {},
-            image_backoff=dict(record.image_backoff) if record.image_backoff else {},
-            probes=probes,
-            post_start_failed=frozenset(record.post_start_failed),
-        )
+        probes = self.probes.states(uid) if st.has_probes else _NO_PROBES
+        history = _history(record, probes)
         result: SyncResult | None = None
         error = ""
         actions: PodActions | None = None
+        acted = False
         try:
             actions = compute_pod_actions(pod, work.observed, history, now)
-            if not actions.is_noop or actions.waiting:
-                if not actions.is_noop:
+            acted = not actions.is_noop
+            if acted or actions.waiting:
+                if acted:
                     logger.info(
                         "pod %s/%s: %s",
                         pod.metadata.namespace,
@@ -636,18 +678,18 @@ class Kubelet:
                 extra={"pod": pod.full_name},
             )
             error = f"unexpected error: {exc!r}"
-        acted = actions is not None and not actions.is_noop
         # Status is recomputed only when something it depends on may have changed.
+        previous = st.actions
         unchanged = (
             not acted
             and not error
             and st.status is not None
             and st.synced_pod is pod
-            and st.observed_key == work.key
-            and st.probe_states == probes
             and actions is not None
-            and st.actions is not None
-            and actions.waiting == st.actions.waiting
+            and previous is not None
+            and (actions is previous or actions.waiting == previous.waiting)
+            and (st.probe_states is probes or st.probe_states == probes)
+            and st.observed_key == work.key
         )
         if acted:
             st.needs_generation = self._generation + 1
@@ -678,8 +720,9 @@ class Kubelet:
             name = f"{pod.metadata.namespace}/{pod.metadata.name}"
             with self._results_lock:
                 self._results.append((name, summary, result, error))
-        op = "create" if st.status is None or st.status.phase == "Pending" else "sync"
-        self._worker_duration[op].observe(max(0.0, self.clock.monotonic() - started))
+        status = st.status
+        op = "create" if status is None or status.phase == "Pending" else "sync"
+        self._worker_duration[op].observe(max(0.0, monotonic() - started))
 
     @staticmethod
     def _replan_at(st: _PodState, actions: PodActions | None, now: float) -> float:
@@ -723,12 +766,7 @@ class Kubelet:
     def _update_status(
         self, st: _PodState, observed: ObservedPod, actions: PodActions | None, now: float
     ) -> None:
-        history = PodHistory(
-            crash_backoff=dict(st.record.crash_backoff),
-            image_backoff=dict(st.record.image_backoff),
-            probes=self.probes.states(st.pod.uid),
-            post_start_failed=frozenset(st.record.post_start_failed),
-        )
+        history = _history(st.record, self.probes.states(st.pod.uid))
         status = compute_pod_status(
             st.pod,
             observed,
