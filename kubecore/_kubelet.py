@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
@@ -147,8 +147,9 @@ class SyncReport:
         return not (self.actions or self.errors or self.removed)
 
 
-@attrs.frozen
-class _Work:
+class _Work(NamedTuple):
+    """One sync request for a pod worker (a named tuple: one is made per pod per pass)."""
+
     pod: Pod | None
     """None: the pod is no longer desired; kill and remove what it has."""
     observed: ObservedPod
@@ -370,6 +371,8 @@ class Kubelet:
         self._passes = 0
         self._quiet = False
         self._stop = threading.Event()
+        self._workers_closed = False
+        """``workers.shutdown`` was called (by ``stop``) and not undone by ``start``."""
         self._thread: threading.Thread | None = None
         self._subscription: Subscription | None = None
         self._probe_pool: ThreadPoolExecutor | None = None
@@ -525,6 +528,14 @@ class Kubelet:
             states = list(self._states.values())
         probed = self._run_probes(states, grouped, now, inline=inline)
 
+        # With no loop and no worker busy, nothing else can sync a pod during this inline pass:
+        # the pod workers' bookkeeping (locks, busy set, wake-ups) is skipped.
+        direct = (
+            inline
+            and self._thread is None
+            and not self._workers_closed
+            and self.workers.busy_count == 0
+        )
         synced = 0
         for st in states:
             uid = st.pod.uid
@@ -539,16 +550,16 @@ class Kubelet:
             ):
                 continue
             synced += 1
-            self.workers.dispatch(
-                uid,
-                _Work(
-                    st.pod,
-                    _observed(entry),
-                    generation,
-                    entry.key if entry is not None else None,
-                ),
-                inline=inline,
+            work = _Work(
+                st.pod,
+                _observed(entry),
+                generation,
+                entry.key if entry is not None else None,
             )
+            if direct:
+                self._sync_direct(uid, work)
+            else:
+                self.workers.dispatch(uid, work, inline=inline)
 
         removed: list[str] = []
         if self.pod_config.sources_ready():
@@ -631,6 +642,13 @@ class Kubelet:
             if self.probes.record(st.pod, job, result, now):
                 changed.add(st.pod.uid)
         return changed
+
+    def _sync_direct(self, uid: str, work: _Work) -> None:
+        """``_sync_pod`` in this thread, failing as a pod worker would (logged, not raised)."""
+        try:
+            self._sync_pod(uid, work)
+        except Exception:
+            logger.exception("pod worker for %s failed", uid)
 
     def _sync_pod(self, uid: str, work: _Work) -> None:
         monotonic = self.clock.monotonic
@@ -875,6 +893,7 @@ class Kubelet:
             return
         self._stop.clear()
         self.workers.reopen()
+        self._workers_closed = False
         try:
             self._subscription = self.runtime.watch_events(self._on_runtime_event)
         except ContainerRuntimeError as exc:
@@ -896,6 +915,7 @@ class Kubelet:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
+        self._workers_closed = True
         self.workers.shutdown(timeout)
         if self._probe_pool is not None:
             self._probe_pool.shutdown(wait=False, cancel_futures=True)
