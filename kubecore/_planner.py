@@ -76,6 +76,7 @@ class PodInfo:
         "app_index",
         "desc",
         "init_index",
+        "never_restarts",
         "noop",
         "sandbox_hash",
         "steady",
@@ -85,6 +86,7 @@ class PodInfo:
         spec = pod.spec
         self.app_index = {c.name: i for i, c in enumerate(spec.containers)}
         self.init_index = {c.name: i for i, c in enumerate(spec.init_containers)}
+        self.never_restarts = spec.restart_policy == "Never"
         self.app_hashes = tuple(container_hash(c) for c in spec.containers)
         self.sandbox_hash = sandbox_hash(pod)
         meta = pod.metadata
@@ -152,6 +154,18 @@ def _name_of(c: RuntimeContainer) -> str:
     return c.labels.get(CONTAINER_NAME_LABEL) or c.name
 
 
+def _set_aside_unstarted(records: list[Record], stray: list[Record]) -> None:
+    """Under restartPolicy Never a container that has run is never started again: a newer
+    instance that was created but never started (an interrupted start) does not count, and the
+    pod is judged by the run it had."""
+    while (
+        len(records) > 1
+        and records[0].never_started
+        and any(not r.never_started and not r.live for r in records[1:])
+    ):
+        stray.append(records.pop(0))
+
+
 def _newest_first(records: list[Record]) -> None:
     if len(records) > 1:
         records.sort(key=lambda r: r.key, reverse=True)
@@ -197,6 +211,8 @@ class View:
                 stray.append(record)
         for records in app.values():
             _newest_first(records)
+            if info.never_restarts:
+                _set_aside_unstarted(records, stray)
         for records in init.values():
             _newest_first(records)
         self.app = app
@@ -234,7 +250,8 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     policy = spec.restart_policy
     if policy == "Always":
         return False, False
-    if policy == "Never" and not view.app:  # app containers only ever start after init
+    app_started = any(not r.never_started for records in view.app.values() for r in records)
+    if policy == "Never" and not app_started:  # app containers only ever start after init
         for c in spec.init_containers:
             records = view.init.get(c.name)
             if records:

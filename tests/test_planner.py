@@ -762,3 +762,18 @@ def test_planner_reads_no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "monotonic", forbidden)
     for _, pod, observed, history, _ in CASES:
         compute_pod_actions(pod, observed, history, NOW)
+
+
+def test_under_never_an_unstarted_newer_instance_does_not_run_the_container_again() -> None:
+    pod = with_spec(BASE_POD, restart_policy="Never")
+    observed = ObservedPod(
+        sandboxes=(sandbox(pod),),
+        containers=(
+            dead("app", 1, pod=pod, id="app-run", created=T0 + 1),
+            ctr("app", pod, id="app-unstarted", state=RuntimeState.CREATED, created=T0 + 2),
+            dead("sidecar", 0, pod=pod, id="sidecar-run", created=T0 + 1),
+        ),
+    )
+    actions = compute_pod_actions(pod, observed, PodHistory(), NOW)
+    assert actions.containers_to_start == ()
+    assert actions.terminal and actions.pod_failed

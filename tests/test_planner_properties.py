@@ -270,9 +270,13 @@ def _key(c: RuntimeContainer) -> tuple[float, int, str]:
     return (c.created_at, _restart_count(c), c.id)
 
 
+def _never_started(c: RuntimeContainer) -> bool:
+    return c.state is RuntimeState.CREATED and not c.exit_code and not c.reason
+
+
 def _done_per_policy(c: RuntimeContainer, policy: str) -> bool:
     """A dead container the restart policy does not start again."""
-    if c.state is RuntimeState.CREATED and not c.exit_code and not c.reason:
+    if _never_started(c):
         return False
     if policy == "Never":
         return True
@@ -301,8 +305,14 @@ def check_converged(pod: Pod, observed: ObservedPod, actions: PodActions) -> Non
             continue
         records = [c for c in observed.containers if _name(c) == name]
         assert records, f"{name} never ran"
+        policy = pod.spec.restart_policy
+        started = [c for c in records if not _never_started(c)]
+        if policy == "Never" and started:
+            # Under Never a container that has run never runs again: a newer instance that
+            # was never started does not count.
+            records = started
         newest = max(records, key=_key)
-        assert _done_per_policy(newest, pod.spec.restart_policy), f"{name} should run"
+        assert _done_per_policy(newest, policy), f"{name} should run"
 
 
 def full_plan(pod: Pod, observed: ObservedPod, now: float) -> PodActions:
