@@ -215,6 +215,8 @@ class View:
                 _set_aside_unstarted(records, stray)
         for records in init.values():
             _newest_first(records)
+            if info.never_restarts:
+                _set_aside_unstarted(records, stray)
         self.app = app
         self.init = init
         self.stray = stray
