@@ -32,6 +32,7 @@ from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
@@ -192,6 +193,7 @@ class Executor:
         pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
         backoff_initial: float = 10.0,
         backoff_max: float = 300.0,
+        node_name: str = "",
     ) -> None:
         self.runtime = runtime
         self.puller = puller
@@ -205,6 +207,7 @@ class Executor:
         self.image_lock = image_lock or threading.Lock()
         self.pull_secrets = pull_secrets
         self.backoff_initial = backoff_initial
+        self.node_labels = {NODE_LABEL: node_name} if node_name else {}
         self.backoff_max = backoff_max
 
     def _next_backoff(self, previous: BackoffEntry | None, now: float) -> BackoffEntry:
@@ -346,6 +349,8 @@ class Executor:
         self, pod: Pod, attempt: int, dns: DNSConfig | None
     ) -> tuple[str, SandboxConfig]:
         config = sandbox_config(pod, attempt, dns=dns, sandbox_image=self.sandbox_image)
+        if self.node_labels:
+            config = attrs.evolve(config, labels={**config.labels, **self.node_labels})
         try:
             if self.sandbox_image and self.puller.image_status(self.sandbox_image) is None:
                 self._pull(pod, self.sandbox_image, "")
@@ -489,6 +494,8 @@ class Executor:
             termination_message_host_path=term_path,
             is_init=is_init,
         )
+        if self.node_labels:
+            config = attrs.evolve(config, labels={**config.labels, **self.node_labels})
         try:
             container_id = self.runtime.create_container(sandbox_id, config, sb_config)
         except ContainerRuntimeError as exc:

@@ -51,6 +51,7 @@ from kubecore._planner import compute_pod_actions
 from kubecore._podconfig import PodConfig
 from kubecore._probes import ProbeJob, ProbeManager, has_probes
 from kubecore._runtime import (
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
@@ -320,6 +321,7 @@ class Kubelet:
             pull_secrets=pull_secrets,
             backoff_initial=self.config.backoff_initial,
             backoff_max=self.config.backoff_max,
+            node_name=self.config.node_name,
         )
         self.gc_policy = ContainerGCPolicy(
             self.config.gc_max_dead_per_container, self.config.gc_min_age
@@ -365,6 +367,9 @@ class Kubelet:
         self._last_image_gc = start
         self._last_pass = start
         self._wake = threading.Event()
+        self._own_cache: (
+            tuple[tuple[RuntimeSandbox, ...], tuple[RuntimeContainer, ...], RuntimeSnapshot] | None
+        ) = None
         self._unconfirmed_deaths: dict[str, float] = {}
         """Container id -> when its death was reported, until a snapshot shows it dead."""
         self._pass_cond = threading.Condition()
@@ -512,6 +517,8 @@ class Kubelet:
             else:
                 logger.exception("runtime snapshot failed unexpectedly")
             return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
+        engine_snapshot = snapshot
+        snapshot = self._own_objects(snapshot)
         regrouped = self._last_grouped = _group_again(snapshot, self._last_grouped)
         grouped = regrouped.entries
         ready_sandboxes, running_containers = regrouped.ready, regrouped.running
@@ -575,7 +582,7 @@ class Kubelet:
             for uid in [u for u in self._terminating if u not in grouped]:
                 del self._terminating[uid]
         try:
-            collected = self._housekeeping(snapshot, now, mono)
+            collected = self._housekeeping(snapshot, engine_snapshot, now, mono)
         except Exception:
             logger.exception("housekeeping failed")
             collected = 0
@@ -837,7 +844,34 @@ class Kubelet:
                 (name, "" if error else "kill and remove (no longer desired)", None, error)
             )
 
-    def _housekeeping(self, snapshot: RuntimeSnapshot, now: float, mono: float) -> int:
+    def _own_objects(self, snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
+        """The snapshot without the objects another node (agent) made on a shared engine.
+        Objects with no node label (made before kubecore labelled nodes) count as this node's.
+        The filtered tuples are reused while the runtime lists the very same ones."""
+        node = self.config.node_name
+        last = self._own_cache
+        if last is not None and last[0] is snapshot.sandboxes and last[1] is snapshot.containers:
+            return attrs.evolve(last[2], taken_at=snapshot.taken_at)
+        sandboxes = snapshot.sandboxes
+        containers = snapshot.containers
+        if any(s.labels.get(NODE_LABEL, node) != node for s in sandboxes) or any(
+            c.labels.get(NODE_LABEL, node) != node for c in containers
+        ):
+            own = RuntimeSnapshot(
+                tuple(s for s in sandboxes if s.labels.get(NODE_LABEL, node) == node),
+                tuple(c for c in containers if c.labels.get(NODE_LABEL, node) == node),
+                snapshot.taken_at,
+            )
+        else:
+            own = snapshot
+        self._own_cache = (sandboxes, containers, own)
+        return own
+
+    def _housekeeping(
+        self, snapshot: RuntimeSnapshot, engine_snapshot: RuntimeSnapshot, now: float, mono: float
+    ) -> int:
+        """``snapshot`` holds this node's objects; image GC looks at ``engine_snapshot``, since
+        an image another node's containers use is in use."""
         collected = 0
         cfg = self.config
         with self._lock:
@@ -863,7 +897,7 @@ class Kubelet:
         if mono - self._last_image_gc >= cfg.image_gc_interval:
             self._last_image_gc = mono
             try:
-                collected += len(self.image_gc.collect(snapshot, now))
+                collected += len(self.image_gc.collect(engine_snapshot, now))
             except ContainerRuntimeError as exc:
                 logger.warning("image GC failed: %s", exc)
             except Exception:

@@ -30,6 +30,8 @@ from kubecore._model import Probe
 
 # Labels the core puts on every object (dockershim's names, so existing tooling reads them).
 MANAGED_LABEL = "io.kubecore.managed"
+NODE_LABEL = "io.kubecore.node"
+"""The node (agent) that made the object: an agent leaves other nodes' objects alone."""
 POD_NAME_LABEL = "io.kubernetes.pod.name"
 POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 POD_UID_LABEL = "io.kubernetes.pod.uid"

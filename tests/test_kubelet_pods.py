@@ -13,6 +13,7 @@ from kubecore._model import ContainerPort, EnvVar
 from kubecore._runtime import (
     HASH_ANNOTATION,
     MANAGED_LABEL,
+    NODE_LABEL,
     POD_NAME_LABEL,
     RuntimeState,
     SandboxState,
@@ -353,3 +354,36 @@ def test_crash_backoff_delays_follow_the_configured_initial_delay_and_cap(tmp_pa
         node.clock.advance(0.5)
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[1:5] == [1.0, 2.0, 4.0, 4.0]
+
+
+def test_two_nodes_on_one_runtime_leave_each_other_alone(node: Node) -> None:
+    from tests._kubelet_support import new_kubelet
+
+    other = new_kubelet(node.runtime, node.clock, node.checker, node.tmp / "other", node_name="b")
+    node.kubelet.set_pods([make_pod("a-web")])
+    other.set_pods([make_pod("b-web")])
+    for _ in range(5):
+        node.kubelet.sync()
+        other.sync()
+        node.clock.advance(1)
+    assert node.running_names() == [("a-web", "app"), ("b-web", "app")]
+    assert {p.metadata.name for p in other.pods()} == {"b-web"}
+
+    other.set_pods([])  # b's pod goes; a's keeps running
+    for _ in range(5):
+        node.kubelet.sync()
+        other.sync()
+        node.clock.advance(1)
+    assert node.running_names() == [("a-web", "app")]
+
+
+def test_objects_without_a_node_label_are_adopted(tmp_path: Path) -> None:
+    unlabelled = make_node(tmp_path, node_name="")  # an agent that labels no node
+    unlabelled.kubelet.set_pods([make_pod("web")])
+    unlabelled.converge()
+    (first,) = unlabelled.running("web", "app")
+    assert NODE_LABEL not in first.labels
+    labelled = unlabelled.restart_kubelet(node_name="kubecore-node")
+    labelled.set_pods([make_pod("web")])
+    unlabelled.converge()
+    assert [c.id for c in unlabelled.all("web", "app")] == [first.id]
