@@ -32,7 +32,6 @@ from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
-    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
@@ -207,7 +206,7 @@ class Executor:
         self.image_lock = image_lock or threading.Lock()
         self.pull_secrets = pull_secrets
         self.backoff_initial = backoff_initial
-        self.node_labels = {NODE_LABEL: node_name} if node_name else {}
+        self.node_name = node_name
         self.backoff_max = backoff_max
 
     def _next_backoff(self, previous: BackoffEntry | None, now: float) -> BackoffEntry:
@@ -274,7 +273,13 @@ class Executor:
                 attempt = next(
                     (s.attempt for s in observed.sandboxes if s.id == sandbox_id), actions.attempt
                 )
-                sb_config = sandbox_config(pod, attempt, dns=dns, sandbox_image=self.sandbox_image)
+                sb_config = sandbox_config(
+                    pod,
+                    attempt,
+                    dns=dns,
+                    sandbox_image=self.sandbox_image,
+                    node_name=self.node_name,
+                )
             volume_paths = self.volumes.setup(pod)
             pod_ip = next((s.ip for s in observed.sandboxes if s.id == sandbox_id), "")
             if actions.next_init_container is not None:
@@ -348,9 +353,9 @@ class Executor:
     def create_sandbox(
         self, pod: Pod, attempt: int, dns: DNSConfig | None
     ) -> tuple[str, SandboxConfig]:
-        config = sandbox_config(pod, attempt, dns=dns, sandbox_image=self.sandbox_image)
-        if self.node_labels:
-            config = attrs.evolve(config, labels={**config.labels, **self.node_labels})
+        config = sandbox_config(
+            pod, attempt, dns=dns, sandbox_image=self.sandbox_image, node_name=self.node_name
+        )
         try:
             if self.sandbox_image and self.puller.image_status(self.sandbox_image) is None:
                 self._pull(pod, self.sandbox_image, "")
@@ -493,9 +498,8 @@ class Executor:
             volume_paths=volume_paths,
             termination_message_host_path=term_path,
             is_init=is_init,
+            node_name=self.node_name,
         )
-        if self.node_labels:
-            config = attrs.evolve(config, labels={**config.labels, **self.node_labels})
         try:
             container_id = self.runtime.create_container(sandbox_id, config, sb_config)
         except ContainerRuntimeError as exc:

@@ -22,6 +22,7 @@ from kubecore._runtime import (
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     MANAGED_LABEL,
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
@@ -243,15 +244,18 @@ def milli_cpu_to_quota(milli: int, period: int = CPU_PERIOD_US) -> int | None:
 # --- labels -------------------------------------------------------------------------------------
 
 
-def pod_labels(pod: Pod) -> dict[str, str]:
-    """The labels that mark an object as kubecore's and name its pod."""
+def pod_labels(pod: Pod, node_name: str = "") -> dict[str, str]:
+    """The labels that mark an object as kubecore's, name its pod and (if given) its node."""
     meta = pod.metadata
-    return {
+    labels = {
         MANAGED_LABEL: "true",
         POD_NAME_LABEL: meta.name,
         POD_NAMESPACE_LABEL: meta.namespace,
         POD_UID_LABEL: meta.uid,
     }
+    if node_name:
+        labels[NODE_LABEL] = node_name
+    return labels
 
 
 def _hostname(name: str) -> str:
@@ -265,7 +269,12 @@ def _protocol(value: str) -> str:
 
 
 def sandbox_config(
-    pod: Pod, attempt: int, *, dns: DNSConfig | None, sandbox_image: str = ""
+    pod: Pod,
+    attempt: int,
+    *,
+    dns: DNSConfig | None,
+    sandbox_image: str = "",
+    node_name: str = "",
 ) -> SandboxConfig:
     """The sandbox of a pod: hostname, every app container's ports (a port whose hostPort is 0 is
     listed but not bound by adapters), host network, DNS, labels and annotations.
@@ -283,7 +292,11 @@ def sandbox_config(
         for c in spec.containers
         for p in c.ports
     )
-    labels = {**meta.labels, **pod_labels(pod), CONTAINER_NAME_LABEL: SANDBOX_CONTAINER_NAME}
+    labels = {
+        **meta.labels,
+        **pod_labels(pod, node_name),
+        CONTAINER_NAME_LABEL: SANDBOX_CONTAINER_NAME,
+    }
     annotations = {
         **meta.annotations,
         GRACE_PERIOD_ANNOTATION: str(spec.termination_grace_period_seconds),
@@ -383,6 +396,7 @@ def container_config(
     volume_paths: Mapping[str, str],
     termination_message_host_path: str = "",
     is_init: bool = False,
+    node_name: str = "",
 ) -> ContainerConfig:
     """One run of a container: env in spec order, binds, resources, labels and annotations.
 
@@ -409,7 +423,7 @@ def container_config(
     quota = milli_cpu_to_quota(limit_milli)
     memory = limits.get("memory")
 
-    labels = pod_labels(pod)
+    labels = pod_labels(pod, node_name)
     labels[CONTAINER_NAME_LABEL] = container.name
     annotations = {
         HASH_ANNOTATION: container_hash(container),
