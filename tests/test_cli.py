@@ -18,8 +18,6 @@ from kubecore._cli import (
     format_table,
     main,
     parse_options,
-    pod_status_text,
-    pod_verdict,
     resolve_settings,
     short_duration,
 )
@@ -35,6 +33,7 @@ from kubecore._model import (
     PodSpec,
     PodStatus,
 )
+from kubecore._status import pod_status_text, pod_verdict
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "pods"
