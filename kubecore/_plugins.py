@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 import pluggy
 
+from kubecore._clock import Clock
 from kubecore._errors import PluginError, UnknownRuntime
 from kubecore._runtime import ContainerRuntime, HealthChecker, Puller
 
@@ -65,6 +66,13 @@ class RuntimeBundle:
     puller: Puller
     health_checker: HealthChecker | None = None
     name: str = ""
+    clock: Clock | None = None
+    """The clock the runtime keeps time on (the in-memory runtime's virtual clock). The agent
+    takes its clock from here; None: the system clock."""
+    adopts: bool = True
+    """A new instance of the runtime sees the sandboxes and containers an earlier instance
+    started, with the same ids and labels, so a restarted agent adopts them. False: the agent
+    warns at start-up that a restart starts every pod again."""
 
 
 RuntimeFactory = Callable[..., RuntimeBundle]
@@ -81,6 +89,8 @@ class RuntimeInfo:
     """The name the providing plugin is registered under (its entry-point name)."""
     distribution: str = ""
     """``project version`` of the distribution that ships the plugin ('' for in-process plugins)."""
+    virtual_time: bool = False
+    """The factory accepts a ``clock`` option and runs in that clock's (possibly virtual) time."""
 
 
 @attrs.frozen
@@ -106,8 +116,16 @@ class RuntimeRegistry:
         self._plugin = ""
         self._distribution = ""
 
-    def register(self, name: str, factory: RuntimeFactory, description: str = "") -> None:
-        """Offer a runtime under ``name``. A name already offered by another plugin is an error."""
+    def register(
+        self,
+        name: str,
+        factory: RuntimeFactory,
+        description: str = "",
+        *,
+        virtual_time: bool = False,
+    ) -> None:
+        """Offer a runtime under ``name``. A name already offered by another plugin is an error.
+        ``virtual_time``: the factory accepts a ``clock`` option and runs on it."""
         if not isinstance(name, str) or not _RUNTIME_NAME.match(name):
             raise PluginError(
                 f"plugin {self._plugin!r}: invalid runtime name {name!r} "
@@ -123,7 +141,8 @@ class RuntimeRegistry:
                 f"{_from_dist(self._distribution)}"
             )
         self._entries[name] = _Registration(
-            RuntimeInfo(name, description, self._plugin, self._distribution), factory
+            RuntimeInfo(name, description, self._plugin, self._distribution, virtual_time),
+            factory,
         )
 
     def _set_current(self, plugin: str, distribution: str) -> None:

@@ -93,7 +93,11 @@ def create_fake_runtime(**options: Any) -> RuntimeBundle:
         **kwargs,
     )
     return RuntimeBundle(
-        runtime=runtime, puller=runtime, health_checker=FakeHealthChecker(runtime), name="fake"
+        runtime=runtime,
+        puller=runtime,
+        health_checker=FakeHealthChecker(runtime),
+        name="fake",
+        clock=runtime.clock,
     )
 
 
@@ -103,4 +107,5 @@ def kubecore_register_runtimes(registry: RuntimeRegistry) -> None:
         "fake",
         create_fake_runtime,
         "in-memory runtime: deterministic, virtual time, fault injection (tests and demos)",
+        virtual_time=True,
     )
