@@ -419,7 +419,9 @@ class HealthChecker(Protocol):
         ...
 
 
-class EventType(enum.Enum):
+class EventType(enum.StrEnum):
+    """An event's type, equal to its Kubernetes string: ``event.type == "Warning"`` holds."""
+
     NORMAL = "Normal"
     WARNING = "Warning"
 
