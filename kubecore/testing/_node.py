@@ -27,7 +27,7 @@ from kubecore import (
 from kubecore_fake import FakeRuntime
 
 SYNCS_PER_INSTANT = 10
-"""At most this many syncs at one instant (a sync after each that saw a container die)."""
+"""At most this many syncs at one instant (another after each that acted or saw a death)."""
 
 HOST_RESOLV_CONF = "nameserver 192.0.2.53\nsearch example.org\n"
 """The host DNS a node sees unless its config names a resolv.conf: fixed, so every run is alike
@@ -82,8 +82,9 @@ class FakeNode:
 
     Nothing runs in the background and nothing sleeps: time moves only when the test moves it
     (``advance``, ``run_until``), and the node syncs after each ``step`` of virtual time on the
-    way, as its loop would; a container that dies makes it sync again at once, as the runtime's
-    event stream wakes a real node. The same test gives the same result every run::
+    way, as its loop would. At each of those instants it syncs until it has nothing left to do
+    (a container that dies wakes it at once, as the runtime's event stream wakes a real node).
+    The same test gives the same result every run::
 
         node = FakeNode(tmp_path)
         node.apply(MANIFEST)
@@ -155,11 +156,12 @@ class FakeNode:
     # --- time ---------------------------------------------------------------------------------
 
     def sync(self) -> None:
-        """Sync now, without moving time: again while a sync sees a container die."""
+        """Sync now, without moving time, until a sync does nothing and sees no container die:
+        in virtual time what the node does takes no time, so it settles at each instant."""
         for _ in range(SYNCS_PER_INSTANT):
             deaths = self._deaths
-            self.kubelet.sync()
-            if self._deaths == deaths:
+            report = self.kubelet.sync()
+            if self._deaths == deaths and not (report.actions or report.removed):
                 return
 
     def advance(self, seconds: float) -> None:
