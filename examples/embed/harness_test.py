@@ -1,23 +1,16 @@
 """A test harness: a whole node on the fake runtime, in virtual time (no engine, no sleeping).
 
-Run it with ``pytest examples/embed/harness_test.py``. Each test builds a node, hands it pods as a
-manifest, moves a ``ManualClock`` forward while the node syncs, and asserts on pod status exactly
-as ``kubectl get pod -o yaml`` would show it.
+Run it with ``pytest examples/embed/harness_test.py``. The ``kubecore_node`` fixture comes with
+kubecore (its pytest plugin): a ``kubecore.testing.FakeNode`` in the test's ``tmp_path``. Each
+test hands the node pods as a manifest, lets virtual time pass while the node syncs, and asserts
+on pod status exactly as ``kubectl get pod -o yaml`` would show it, and on the node's events.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from kubecore import (
-    Kubelet,
-    KubeletConfig,
-    ManualClock,
-    PodStatus,
-    load_pods_from_string,
-    load_runtime,
-)
-from kubecore_fake import Behaviour, FakeRuntime
+from kubecore import ContainerStatus
+from kubecore.testing import FakeNode
+from kubecore_fake import Behaviour
 
 CRASHING = "echo starting; exit 1"
 PODS = f"""
@@ -38,35 +31,35 @@ spec:
 """
 
 
-def run_for(node: Kubelet, clock: ManualClock, seconds: int) -> None:
-    """What the node's loop does in ``seconds`` of virtual time: a sync each second."""
-    for _ in range(seconds):
-        node.sync()
-        clock.advance(1.0)
+def app(node: FakeNode) -> ContainerStatus:
+    return node.status("flaky").container_statuses[0]
 
 
-def status(node: Kubelet, name: str) -> PodStatus:
-    pod = node.get_pod("default", name)
-    assert pod is not None and pod.status is not None, f"no status for pod {name}"
-    return pod.status
-
-
-def test_a_crashing_container_backs_off_then_recovers(tmp_path: Path) -> None:
-    clock = ManualClock()
-    fake = load_runtime("fake", clock=clock)
-    node = Kubelet.from_bundle(fake, clock=clock, config=KubeletConfig(root_dir=str(tmp_path)))
-    node.set_pods(load_pods_from_string(PODS))
-
-    run_for(node, clock, 60)
-    app = status(node, "flaky").container_statuses[0]
-    waiting, last = app.state.waiting, app.last_state.terminated
+def test_a_crashing_container_backs_off_then_recovers(kubecore_node: FakeNode) -> None:
+    node = kubecore_node
+    node.apply(PODS)
+    node.advance(60)
+    waiting, last = app(node).state.waiting, app(node).last_state.terminated
     assert waiting is not None and waiting.reason == "CrashLoopBackOff"
-    assert last is not None and last.exit_code == 1 and app.restart_count >= 2
-    assert status(node, "job").phase == "Succeeded"
+    assert last is not None and last.exit_code == 1 and app(node).restart_count >= 2
+    assert node.events(reason="BackOff", pod="flaky")[0].type == "Warning"
+    assert node.status("job").phase == "Succeeded"
 
-    assert isinstance(fake.runtime, FakeRuntime)
-    fake.runtime.script(command=CRASHING, behaviour=Behaviour())  # from now on it stays up
-    run_for(node, clock, 300)
-    assert status(node, "flaky").phase == "Running"
-    app = status(node, "flaky").container_statuses[0]
-    assert app.state.running is not None and app.ready and app.restart_count >= 3
+    node.runtime.script(command=CRASHING, behaviour=Behaviour())  # from now on it stays up
+    node.run_until(lambda: app(node).ready, timeout=300)
+    assert node.status("flaky").phase == "Running" and app(node).restart_count >= 3
+
+
+def test_a_restarted_agent_adopts_the_running_containers(kubecore_node: FakeNode) -> None:
+    node = kubecore_node
+    node.apply(PODS)
+    node.run_until(lambda: node.status("job").phase == "Succeeded")
+    node.runtime.script(command=CRASHING, behaviour=Behaviour())
+    node.run_until(lambda: app(node).ready, timeout=300)
+    running = [c.id for c in node.containers("flaky", running=True)]
+
+    node.restart_agent()  # a new Kubelet on the same runtime and root dir
+    node.advance(10)
+    assert [c.id for c in node.containers("flaky", running=True)] == running
+    assert node.events(reason="Started") == []  # the new agent started nothing
+    assert node.status("job").phase == "Succeeded"
