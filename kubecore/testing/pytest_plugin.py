@@ -5,7 +5,8 @@ runs pods.
 * ``kubecore_node``: a ``FakeNode`` on that clock in ``tmp_path``, closed when the test ends.
 
 pytest loads this module in every project where kubecore is installed, so it imports no runtime
-until a test asks for ``kubecore_node``.
+until a test asks for ``kubecore_node``. Where plugin autoloading is off
+(``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), load it with ``-p kubecore.testing.pytest_plugin``.
 """
 
 from __future__ import annotations
