@@ -27,7 +27,7 @@ import yaml
 
 import kubecore
 from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import KubecoreError
+from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT, KubeletServer, ServerConfig
@@ -156,6 +156,21 @@ RUN_SETTINGS: tuple[Setting, ...] = (
         "float",
         lambda: 20.0,
         "seconds between checks of the manifest files for changes",
+        metavar="SECONDS",
+    ),
+    Setting(
+        "manifest_may_be_missing",
+        "bool",
+        lambda: False,
+        "a MANIFEST path that does not exist yet is empty until it appears (by default a"
+        " missing path is an error: a mistyped path must not delete the pods it held)",
+    ),
+    Setting(
+        "manifest_settle",
+        "float",
+        lambda: 2.0,
+        "seconds a changed manifest file must stay unchanged before it is read (a file being"
+        " written is never acted on half-written)",
         metavar="SECONDS",
     ),
     Setting(
@@ -662,7 +677,17 @@ class Display:
 def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
     sources: list[PodSource] = []
     if settings["manifests"]:
-        sources.append(FileSource(settings["manifests"], interval=settings["file_check_interval"]))
+        try:
+            sources.append(
+                FileSource(
+                    settings["manifests"],
+                    interval=settings["file_check_interval"],
+                    may_be_missing=settings["manifest_may_be_missing"],
+                    settle=settings["manifest_settle"],
+                )
+            )
+        except SourceUnavailable as error:
+            raise UsageError(str(error)) from None
     if settings["manifest_url"]:
         try:
             sources.append(
@@ -755,6 +780,10 @@ def cmd_run(
         clock=clock,
         sources=tuple(source.name for source in sources),
     )
+    try:
+        kubelet.volumes.acquire()
+    except RootDirInUse as error:
+        raise UsageError(str(error)) from None
     poller = SourcePoller(sources, kubelet.update, clock=clock)
     if once:
         try:

@@ -86,3 +86,19 @@ class RuntimeTimeout(ContainerRuntimeError, TimeoutError):
 
 class InvalidConfig(ContainerRuntimeError, ValueError):
     """The engine refused a config (a bad image name, an option it does not support)."""
+
+
+class SourceUnavailable(KubecoreError, ValueError):
+    """A pod source cannot be used as given (a manifest path that does not exist at start-up)."""
+
+
+class RootDirInUse(KubecoreError):
+    """Another agent process holds the root directory's lock."""
+
+    def __init__(self, root_dir: str, holder: str) -> None:
+        super().__init__(
+            f"root directory {root_dir} is in use by another kubecore agent ({holder});"
+            " give each agent its own --root-dir"
+        )
+        self.root_dir = root_dir
+        self.holder = holder

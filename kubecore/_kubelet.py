@@ -303,7 +303,7 @@ class Kubelet:
         self.recorder = FanoutRecorder(recorders)
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
-        self.volumes = VolumeManager(self.config.root_dir)
+        self.volumes = VolumeManager(self.config.root_dir, self.config.node_name)
         self.admission = Admission(max_pods=self.config.max_pods)
         self.probes = ProbeManager(self.health_checker, self.recorder)
         self.image_lock = threading.Lock()
@@ -954,6 +954,7 @@ class Kubelet:
         if self._probe_pool is not None:
             self._probe_pool.shutdown(wait=False, cancel_futures=True)
             self._probe_pool = None
+        self.volumes.release()
 
     @property
     def running(self) -> bool:

@@ -3,8 +3,8 @@
 Each source owns its own pods (by UID). ``SET`` replaces everything the source said before; ``ADD``
 / ``UPDATE`` put pods in; ``REMOVE`` takes them out. The merged view lists each pod once: when two
 sources name the same ``namespace/name`` the source registered first wins. "Sources ready" means
-that every registered source has reported at least once, so the agent may trust that a pod missing
-from the merged view is really not wanted.
+that every registered source has reported and none has since said it cannot be read (``NOT_READY``),
+so the agent may trust that a pod missing from the merged view is really not wanted.
 """
 
 from __future__ import annotations
@@ -70,9 +70,15 @@ class PodConfig:
             return self._generation
 
     def sources_ready(self) -> bool:
-        """True once at least one source exists and every registered source has reported."""
+        """True once at least one source exists and every registered source has reported (and
+        has not said ``NOT_READY`` since)."""
         with self._lock:
             return bool(self._sources) and self._reported.issuperset(self._sources)
+
+    def not_ready(self) -> tuple[str, ...]:
+        """The registered sources that have not reported, or said ``NOT_READY`` since."""
+        with self._lock:
+            return tuple(s for s in self._sources if s not in self._reported)
 
     def apply(self, update: PodUpdate) -> bool:
         """Apply one update (registering its source); True if the desired state changed."""
@@ -81,8 +87,15 @@ class PodConfig:
             raise ValueError("a PodUpdate needs a source name")
         pods = [_stamp(p, source) for p in update.pods]
         with self._lock:
+            if update.op is Operation.NOT_READY:
+                was_ready = source in self._reported
+                self._sources.setdefault(source, {})
+                self._reported.discard(source)
+                if was_ready:
+                    logger.warning("source %s cannot be read: its pods are kept", source)
+                return was_ready
             state = self._sources.setdefault(source, {})
-            first_report = source not in self._reported
+            first_report = source not in self._reported  # or ready again
             self._reported.add(source)
             before = dict(state)
             if update.op is Operation.SET:

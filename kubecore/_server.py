@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ from kubecore._errors import KubecoreError, NotFound, RuntimeTimeout
 from kubecore._manifest import pod_to_dict
 from kubecore._model import Pod
 from kubecore._runtime import ExecResult
+from kubecore._serving import BoundedServer, Limits, PrefixedReader
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 10250
 MAX_BODY_BYTES = 1024 * 1024
 MAX_EXEC_TIMEOUT = 300.0
+MAX_TAIL_LINES = 100_000
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
 
@@ -98,11 +101,22 @@ class ServerConfig:
     """The directory ``/logs/`` serves; None answers 404."""
     max_body_bytes: int = MAX_BODY_BYTES
     request_timeout: float = 30.0
-    """Socket timeout for reading a request and writing a response."""
+    """Socket timeout for reading a request's body and writing a response; also the time a
+    client has to send a request's head, and an idle keep-alive connection its next request."""
+    workers: int = 16
+    """Requests answered at once (a client that sends nothing holds no worker)."""
+    max_connections: int = 1024
+    """Open connections; past it a new one is answered 503 at once."""
+    max_follow_streams: int = 8
+    """``follow=true`` log streams open at once, in all (each holds a worker)."""
+    max_follow_per_container: int = 2
+    """``follow=true`` log streams open at once on one container."""
 
     def __attrs_post_init__(self) -> None:
         if self.enable_exec and not self.exec_token:
             raise ValueError("exec needs a token: set exec_token when enable_exec is true")
+        if self.max_follow_streams >= self.workers:
+            raise ValueError("max_follow_streams must leave workers free for other requests")
 
 
 class HTTPError(Exception):
@@ -257,15 +271,46 @@ def list_directory(path: Path) -> str:
 Route = Callable[["_Handler", list[str], dict[str, list[str]]], None]
 
 
+class _SocketWriter(io.BufferedIOBase):
+    """Writes go out whole (``sendall``), unbuffered, as ``http.server`` expects."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sock.sendall(data)
+        with memoryview(data) as view:
+            return view.nbytes
+
+
 class _Handler(BaseHTTPRequestHandler):
+    """Answers exactly one request; the server hands a kept-alive connection back to its
+    selector until the next one arrives."""
+
     protocol_version = "HTTP/1.1"
     server_version = "kubecore"
-    server: _Server
+    server: _Server  # type: ignore[assignment]
+
+    def __init__(
+        self, sock: socket.socket, address: Any, server: _Server, reader: PrefixedReader
+    ) -> None:
+        self._reader = reader
+        super().__init__(sock, address, server)  # type: ignore[arg-type]
 
     def setup(self) -> None:
-        super().setup()
-        # A slow or silent client cannot hold a thread for longer than this per read or write.
+        self.connection = self.request
+        # A slow client cannot hold a worker for longer than this per read or write.
         self.connection.settimeout(self.server.config.request_timeout)
+        self.rfile = self._reader  # type: ignore[assignment]
+        self.wfile = _SocketWriter(self.connection)
+
+    def handle(self) -> None:
+        self.close_connection = True
+        self.handle_one_request()
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -478,8 +523,25 @@ class _Handler(BaseHTTPRequestHandler):
             rest, "/containerLogs/{namespace}/{pod}/{container}"
         )
         tail = query_int(query, "tailLines")
+        if tail is not None and tail > MAX_TAIL_LINES:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, f"tailLines: at most {MAX_TAIL_LINES}")
         follow = query_bool(query, "follow")
         timestamps = query_bool(query, "timestamps")
+        if follow:
+            with self.server.follow_slot((namespace, pod, container)):
+                self._send_logs(namespace, pod, container, tail, follow, timestamps)
+        else:
+            self._send_logs(namespace, pod, container, tail, follow, timestamps)
+
+    def _send_logs(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        tail: int | None,
+        follow: bool,
+        timestamps: bool,
+    ) -> None:
         try:
             lines = iter(
                 self.server.kubelet.container_logs(
@@ -551,13 +613,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(HTTPStatus.OK, list_directory(target).encode(), TEXT_TYPE)
             return
         try:
-            handle = target.open("rb")
+            # Non-blocking: opening a FIFO must not wait for a writer; it is refused below.
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as error:
             raise HTTPError(
                 HTTPStatus.FORBIDDEN, f"cannot read {relative[1:]!r}: {error.strerror}"
             ) from None
-        with handle:
-            size = os.fstat(handle.fileno()).st_size
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise HTTPError(HTTPStatus.FORBIDDEN, f"{relative[1:]!r} is not a regular file")
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as handle:
+            size = info.st_size
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", TEXT_TYPE)
             self.send_header("Content-Length", str(size))
@@ -591,21 +659,55 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(summary)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
+class _Server:
+    """What the handler sees as ``self.server``, on a ``BoundedServer``."""
 
     def __init__(self, kubelet: ServedKubelet, config: ServerConfig) -> None:
         self.kubelet = kubelet
         self.config = config
         self.stopping = threading.Event()
-        if ":" in config.address:
-            self.address_family = socket.AF_INET6
-        super().__init__((config.address, config.port), _Handler)
+        self._follows: dict[tuple[str, str, str], int] = {}
+        self._follows_lock = threading.Lock()
+        self.bounded = BoundedServer(
+            config.address,
+            config.port,
+            self._handle,
+            Limits(config.workers, config.max_connections, config.request_timeout),
+        )
+        self.server_address = self.bounded.server_address
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        logger.debug("connection from %s ended with an error", client_address, exc_info=True)
+    def _handle(self, sock: socket.socket, address: Any, reader: PrefixedReader) -> bool:
+        handler = _Handler(sock, address, self, reader)
+        return not handler.close_connection
+
+    @contextlib.contextmanager
+    def follow_slot(self, container: tuple[str, str, str]) -> Iterator[None]:
+        """Hold one of the few ``follow`` streams (each keeps a worker busy), or answer 429."""
+        config = self.config
+        with self._follows_lock:
+            total = sum(self._follows.values())
+            here = self._follows.get(container, 0)
+            if total >= config.max_follow_streams or here >= config.max_follow_per_container:
+                limit = (
+                    f"{config.max_follow_per_container} on one container"
+                    if here >= config.max_follow_per_container
+                    else f"{config.max_follow_streams} in all"
+                )
+                raise HTTPError(
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                    f"too many log streams being followed (at most {limit})",
+                    {"Retry-After": "5"},
+                )
+            self._follows[container] = here + 1
+        try:
+            yield
+        finally:
+            with self._follows_lock:
+                left = self._follows[container] - 1
+                if left:
+                    self._follows[container] = left
+                else:
+                    del self._follows[container]
 
 
 class KubeletServer:
@@ -640,10 +742,7 @@ class KubeletServer:
         if self._thread is not None:
             raise RuntimeError("the server is already running")
         self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="kubecore-http",
-            daemon=True,
+            target=self._server.bounded.serve_forever, name="kubecore-http", daemon=True
         )
         self._thread.start()
         logger.info("kubelet API listening on %s", self.url, extra={"url": self.url})
@@ -652,10 +751,10 @@ class KubeletServer:
     def stop(self, timeout: float = 5.0) -> None:
         self._server.stopping.set()
         if self._thread is not None:
-            self._server.shutdown()
+            self._server.bounded.shutdown(timeout)
             self._thread.join(timeout)
             self._thread = None
-        self._server.server_close()
+        self._server.bounded.server_close()
 
     def __enter__(self) -> KubeletServer:
         return self.start()

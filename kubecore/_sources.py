@@ -35,7 +35,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from kubecore._clock import Clock, SystemClock
-from kubecore._errors import FieldError, ValidationError
+from kubecore._errors import FieldError, SourceUnavailable, ValidationError
 from kubecore._manifest import assign_uid, load_pods_lenient, stamp_source
 from kubecore._model import Pod
 from kubecore._updates import Operation, PodUpdate
@@ -109,7 +109,16 @@ def parse_manifest(text: str, where: str) -> tuple[tuple[Pod, ...], tuple[FieldE
 class _Fingerprint:
     mtime_ns: int
     size: int
+    ctime_ns: int = 0
+    """A ``chmod`` changes only this."""
     sha256: str = ""
+
+    def same_stat(self, other: _Fingerprint) -> bool:
+        return (self.mtime_ns, self.size, self.ctime_ns) == (
+            other.mtime_ns,
+            other.size,
+            other.ctime_ns,
+        )
 
 
 @attrs.define
@@ -120,28 +129,64 @@ class _FileState:
     problem: SourceProblem | None = None
 
 
+@attrs.define
+class _Pending:
+    """A change seen but not acted on yet: the file must stay as it is for the settle time."""
+
+    seen: _Fingerprint | None
+    """None: the file is gone."""
+    since: float
+
+
+DEFAULT_SETTLE = 2.0
+"""Seconds a changed manifest file must stay unchanged before it is read (editors and ``cp``
+write in place: a half-written file must not restart pods)."""
+
+
 def list_manifest_files(path: Path) -> list[Path]:
     """The manifest files under ``path``: the file itself, or the regular files of a directory
-    (not recursive), sorted by name, skipping names that start with a dot."""
+    (not recursive), sorted by name, skipping names that start with a dot; [] if ``path`` does
+    not exist."""
+    try:
+        return _list_root(path)
+    except FileNotFoundError:
+        return []
+
+
+def _list_root(path: Path) -> list[Path]:
+    """``list_manifest_files``, raising ``OSError`` when ``path`` does not exist or cannot be
+    listed."""
     if path.is_dir():
         return sorted(
             child for child in path.iterdir() if not child.name.startswith(".") and child.is_file()
         )
-    return [path] if path.exists() else []
+    path.stat()  # FileNotFoundError / PermissionError
+    return [path]
+
+
+def _os_reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
 
 
 class FileSource:
     """Pods from manifest files (YAML or JSON, several documents per file) and directories.
 
-    Polled every ``interval`` seconds: a file whose mtime, size and content hash changed is
-    re-read; a removed file removes its pods. A bad file is reported (logged and listed in
-    ``problems``) with its path and every field error; the other files' pods are unaffected, a file
-    that was good and turned bad keeps its last good pods, and a new bad file contributes the valid
-    pods it has. A pod name used by two files is kept from the first file (by path order) and
-    reported as a problem of the second.
+    Polled every ``interval`` seconds. A path that does not exist when the source is made is an
+    error (``SourceUnavailable``) unless ``may_be_missing``: then it counts as empty until it
+    appears. A path that disappears or cannot be read later makes the source *not ready*
+    (``NOT_READY``): its pods stay as they were and the agent deletes nothing until it can be read
+    again.
 
-    Emits ``SET`` for source ``name`` (default ``"file"``) on its first poll and whenever the pods
-    change.
+    A file whose mtime, size, ctime and content hash changed is re-read once it has stayed
+    unchanged for ``settle`` seconds (a half-written file is never acted on); a removed file
+    removes its pods once it has been gone that long. The first scan reads everything at once. A
+    bad file is reported (logged and listed in ``problems``) with its path and every field error;
+    the other files' pods are unaffected, a file that was good and turned bad (or empty) keeps its
+    last good pods, and a new bad file contributes the valid pods it has. A pod name used by two
+    files is kept from the first file (by path order) and reported as a problem of the second.
+
+    Emits ``SET`` for source ``name`` (default ``"file"``) on its first good scan and whenever
+    the pods change.
     """
 
     def __init__(
@@ -150,14 +195,29 @@ class FileSource:
         *,
         interval: float = 20.0,
         name: str = FILE_SOURCE,
+        may_be_missing: bool = False,
+        settle: float = DEFAULT_SETTLE,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         self._roots = tuple(Path(p) for p in paths)
+        if not may_be_missing:
+            missing = [str(root) for root in self._roots if not os.path.lexists(root)]
+            if missing:
+                raise SourceUnavailable(
+                    f"manifest path {', '.join(missing)} does not exist"
+                    " (say that it may appear later with --manifest-may-be-missing)"
+                )
+        self._may_be_missing = may_be_missing
         self._interval = interval
+        self._settle = settle
         self._name = name
         self._files: dict[Path, _FileState] = {}
-        self._missing_roots: tuple[Path, ...] = ()
+        self._pending: dict[Path, _Pending] = {}
+        self._seen_roots: set[Path] = set()
+        self._unreadable: tuple[SourceProblem, ...] = ()
+        self._absent: tuple[SourceProblem, ...] = ()
+        self._not_ready = False
         self._duplicates: tuple[SourceProblem, ...] = ()
         self._sent: tuple[Pod, ...] | None = None
         self._next_due: float | None = None
@@ -187,66 +247,128 @@ class FileSource:
             if self._next_due is not None and now < self._next_due:
                 return None
             self._next_due = now + self._interval
-            return self._scan()
+            return self._scan(now)
 
     def refresh(self) -> PodUpdate | None:
-        """Scan now, whatever the interval says."""
+        """Scan now, whatever the interval says, and act on changed files at once (the caller
+        knows they are complete)."""
         with self._lock:
-            return self._scan()
+            return self._scan(None)
 
     def _current_problems(self) -> tuple[SourceProblem, ...]:
-        missing = tuple(
-            SourceProblem(str(root), (FieldError("", "no such file or directory"),))
-            for root in self._missing_roots
-        )
         bad_files = tuple(
             state.problem for state in self._files.values() if state.problem is not None
         )
-        return missing + bad_files + self._duplicates
+        return self._unreadable + bad_files + self._duplicates
 
-    def _scan(self) -> PodUpdate | None:
-        seen: list[Path] = []
-        missing: list[Path] = []
+    def _list(self) -> tuple[list[Path], list[SourceProblem]]:
+        listed: list[Path] = []
+        unreadable: list[SourceProblem] = []
+        absent: list[SourceProblem] = []
         for root in self._roots:
-            files = list_manifest_files(root)
-            if not files and not root.exists():
-                missing.append(root)
-            seen.extend(f for f in files if f not in seen)
-        if tuple(missing) != self._missing_roots:
-            for root in missing:
-                logger.warning("manifest path %s does not exist", root, extra={"path": str(root)})
-        self._missing_roots = tuple(missing)
-        for gone in set(self._files) - set(seen):
-            logger.info("manifest %s removed: its pods are removed", gone)
-            del self._files[gone]
-        for path in seen:
-            self._check_file(path)
-        pods = self._merge(seen)
-        if pods == self._sent:
+            try:
+                files = _list_root(root)
+            except FileNotFoundError:
+                if root in self._seen_roots or not self._may_be_missing:
+                    unreadable.append(_path_problem(root, "no such file or directory"))
+                else:  # may be missing and never seen: no pods from it yet
+                    absent.append(_path_problem(root, "does not exist yet"))
+                continue
+            except OSError as error:
+                unreadable.append(_path_problem(root, _os_reason(error)))
+                continue
+            self._seen_roots.add(root)
+            listed.extend(f for f in files if f not in listed)
+        if tuple(absent) != self._absent:
+            for problem in absent:
+                logger.info("manifest path %s does not exist yet: no pods from it", problem.where)
+        self._absent = tuple(absent)
+        return listed, unreadable
+
+    def _scan(self, now: float | None) -> PodUpdate | None:
+        initial = self._sent is None and not self._not_ready
+        listed, unreadable = self._list()
+        if unreadable:
+            if tuple(unreadable) != self._unreadable:
+                for problem in unreadable:
+                    logger.warning(
+                        "manifest path %s cannot be read (%s): source %s is not ready; its pods"
+                        " are kept and nothing is deleted until it can be read again",
+                        problem.where,
+                        problem.errors[0].message,
+                        self._name,
+                        extra={"path": problem.where},
+                    )
+            self._unreadable = tuple(unreadable)
+            if self._not_ready:
+                return None
+            self._not_ready = True
+            return PodUpdate(Operation.NOT_READY, (), self._name)
+        recovered = self._not_ready
+        if recovered:
+            logger.warning("manifest paths of source %s can be read again", self._name)
+        self._not_ready = False
+        self._unreadable = ()
+        settle = None if initial or now is None else now
+        for gone in [p for p in self._files if p not in listed]:
+            if self._settled(gone, None, settle):
+                logger.info("manifest %s removed: its pods are removed", gone)
+                del self._files[gone]
+        for path in listed:
+            self._check_file(path, settle)
+        for path in [p for p in self._pending if p not in listed and p not in self._files]:
+            del self._pending[path]
+        pods = self._merge(listed + [p for p in self._files if p not in listed])
+        if pods == self._sent and not recovered:
             return None
         self._sent = pods
         return PodUpdate(Operation.SET, pods, self._name)
 
-    def _check_file(self, path: Path) -> None:
+    def _settled(self, path: Path, seen: _Fingerprint | None, now: float | None) -> bool:
+        """True when a change of ``path`` (to ``seen``) may be acted on now."""
+        if now is None or self._settle <= 0:
+            self._pending.pop(path, None)
+            return True
+        pending = self._pending.get(path)
+        same = pending is not None and (
+            pending.seen is seen
+            or (pending.seen is not None and seen is not None and pending.seen.same_stat(seen))
+        )
+        if pending is None or not same:
+            pending = self._pending[path] = _Pending(seen, now)
+        if now - pending.since >= self._settle:
+            del self._pending[path]
+            return True
+        due = pending.since + self._settle
+        if self._next_due is None or due < self._next_due:
+            self._next_due = due
+        return False
+
+    def _check_file(self, path: Path, now: float | None) -> None:
         previous = self._files.get(path)
         try:
             stat = path.stat()
         except OSError:
-            self._files.pop(path, None)  # vanished between the listing and the stat
+            return  # vanished between the listing and the stat: seen as gone at the next scan
+        quick = _Fingerprint(stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+        if previous is not None and previous.fingerprint.same_stat(quick):
+            self._pending.pop(path, None)
             return
-        quick = _Fingerprint(stat.st_mtime_ns, stat.st_size)
-        if previous is not None and (
-            previous.fingerprint.mtime_ns,
-            previous.fingerprint.size,
-        ) == (quick.mtime_ns, quick.size):
+        if not self._settled(path, quick, now):
             return
         try:
             data = path.read_bytes()
         except OSError as error:
-            self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
+            problem = _path_problem(path, f"cannot be read: {_os_reason(error)}")
+            self._record_bad(path, previous, quick, problem)
             return
         fingerprint = attrs.evolve(quick, sha256=hashlib.sha256(data).hexdigest())
         if previous is not None and previous.fingerprint.sha256 == fingerprint.sha256:
+            if previous.problem is not None and previous.problem.errors[0].message.startswith(
+                "cannot be read"
+            ):
+                logger.info("manifest %s can be read again", path)
+                previous.problem = None
             previous.fingerprint = fingerprint  # touched, not changed
             return
         try:
@@ -257,6 +379,10 @@ class FileSource:
             return
         pods, errors = parse_manifest(text, str(path))
         prepared = prepare_pods(pods, self._name)
+        if not prepared and not errors and previous is not None and previous.pods:
+            errors = (
+                FieldError("", "the file holds no pods now (remove the file to remove its pods)"),
+            )
         if errors:
             self._record_bad(
                 path, previous, fingerprint, SourceProblem(str(path), errors), prepared
@@ -305,10 +431,23 @@ class FileSource:
                     continue
                 owner[key] = path
                 pods.append(pod)
-        self._duplicates = tuple(
+        found = tuple(
             SourceProblem(str(path), tuple(errors)) for path, errors in duplicates.items()
         )
+        if found != self._duplicates:
+            for problem in found:
+                logger.warning(
+                    "manifest %s: %s; the first definition is kept",
+                    problem.where,
+                    "; ".join(str(e) for e in problem.errors),
+                    extra={"path": problem.where},
+                )
+        self._duplicates = found
         return tuple(pods)
+
+
+def _path_problem(path: Path, message: str) -> SourceProblem:
+    return SourceProblem(str(path), (FieldError("", message),))
 
 
 # --- the HTTP manifest URL source ---------------------------------------------------------
@@ -355,7 +494,8 @@ class HTTPSource:
     when the server gave an ETag / Last-Modified); a 304 or a body with the same hash as the last
     one is skipped. A failed fetch or a body with problems is reported (logged and in
     ``problems``) and retried after a backoff (``backoff`` seconds doubling up to
-    ``max_backoff``); the last good pods are kept meanwhile. Emits ``SET`` for source ``name``
+    ``max_backoff``); the last good pods are kept meanwhile and the source says ``NOT_READY``, so
+    the agent deletes nothing until the URL answers well again. Emits ``SET`` for source ``name``
     (default ``"http"``) after the first good fetch and whenever the pods change.
     """
 
@@ -385,6 +525,7 @@ class HTTPSource:
         self._sent: tuple[Pod, ...] | None = None
         self._problem: SourceProblem | None = None
         self._failures = 0
+        self._not_ready = False
         self._next_due: float | None = None
         self._lock = threading.Lock()
 
@@ -419,16 +560,22 @@ class HTTPSource:
             try:
                 update = self._fetch_and_parse()
             except Exception as error:
-                self._fail(now, _problem_from_exception(self._url, error))
-                return None
+                update = _problem_from_exception(self._url, error)
             if isinstance(update, SourceProblem):
                 self._fail(now, update)
-                return None
+                if self._sent is None or self._not_ready:
+                    return None
+                # Its pods stay; the agent deletes nothing until the URL answers again.
+                self._not_ready = True
+                return PodUpdate(Operation.NOT_READY, (), self._name)
             if self._failures:
                 logger.info("manifest URL %s is good again", self._url)
             self._failures = 0
             self._problem = None
             self._next_due = now + self._interval
+            if update is None and self._not_ready and self._sent is not None:
+                update = PodUpdate(Operation.SET, self._sent, self._name)
+            self._not_ready = False
             return update
 
     def _fail(self, now: float, problem: SourceProblem) -> None:

@@ -18,6 +18,9 @@ class Operation(enum.Enum):
     ADD = "add"
     UPDATE = "update"
     REMOVE = "remove"
+    NOT_READY = "not-ready"
+    """The source cannot be read now (a directory gone, a URL down): its pods stay as they were,
+    and the agent deletes nothing until the source reports again."""
 
 
 @attrs.frozen

@@ -2,17 +2,26 @@
 
 Layout under the agent's root dir (as the kubelet's)::
 
+    <root>/.kubecore.lock                                   held by the agent using the root dir
+    <root>/pods/<uid>/.node                                 the node name that made the directory
     <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>
     <root>/pods/<uid>/containers/<container>/<restart>/termination-log
+
+One agent process uses a root dir at a time (an exclusive ``flock`` on the lock file, taken before
+the first change; agents in one process, such as a harness restarting its agent, share it), and an
+agent removes only the pod directories made for its own node name.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Iterable, Mapping
 
+from kubecore._errors import RootDirInUse
 from kubecore._model import Pod
 
 logger = logging.getLogger(__name__)
@@ -44,10 +53,105 @@ def _make_dirs(path: str) -> None:
                 raise
 
 
+LOCK_FILE = ".kubecore.lock"
+NODE_FILE = ".node"
+
+_held_lock = threading.Lock()
+_held: dict[str, tuple[int, int]] = {}
+"""Root dir -> (lock file descriptor, users in this process). A ``flock`` belongs to the process's
+open file, so agents of one process share the one taken."""
+
+
+def acquire_root_dir(root_dir: str, node_name: str) -> None:
+    """Take the root dir's lock for this process (shared by agents of this process); raises
+    ``RootDirInUse`` naming the holder when another process has it."""
+    path = os.path.join(root_dir, LOCK_FILE)
+    with _held_lock:
+        held = _held.get(root_dir)
+        if held is not None:
+            _held[root_dir] = (held[0], held[1] + 1)
+            return
+        _make_dirs(root_dir)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 256, 0).decode(errors="replace").strip() or "unknown pid"
+            finally:
+                os.close(fd)
+            raise RootDirInUse(root_dir, holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, node {node_name}\n".encode(), 0)
+        _held[root_dir] = (fd, 1)
+
+
+def release_root_dir(root_dir: str) -> None:
+    """Give back one use of the lock; the last user of this process unlocks it."""
+    with _held_lock:
+        held = _held.get(root_dir)
+        if held is None:
+            return
+        fd, users = held
+        if users > 1:
+            _held[root_dir] = (fd, users - 1)
+            return
+        del _held[root_dir]
+        os.close(fd)  # closing the only descriptor releases the flock
+
+
 class VolumeManager:
-    def __init__(self, root_dir: str) -> None:
+    def __init__(self, root_dir: str, node_name: str = "") -> None:
         self.root_dir = os.path.abspath(root_dir)
         self.pods_dir = os.path.join(self.root_dir, "pods")
+        self.node_name = node_name
+        self._locked = False
+        self._marked: set[str] = set()
+        """Pod directories this manager has marked with its node name (or found marked)."""
+
+    def acquire(self) -> None:
+        """Take the root dir for this agent (``RootDirInUse`` if another process has it).
+        Done before the first change; call it early to fail fast."""
+        if not self._locked:
+            acquire_root_dir(self.root_dir, self.node_name)
+            self._locked = True
+
+    def release(self) -> None:
+        if self._locked:
+            self._locked = False
+            release_root_dir(self.root_dir)
+
+    def _claim(self, uid: str) -> str:
+        """The pod's directory, made and marked with this node's name on first use."""
+        path = self.pod_dir(uid)
+        if uid in self._marked:
+            return path
+        self.acquire()
+        _make_dirs(path)
+        marker = os.path.join(path, NODE_FILE)
+        try:
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                os.write(fd, self.node_name.encode())
+            finally:
+                os.close(fd)
+        self._marked.add(uid)
+        return path
+
+    def _owner(self, uid: str) -> str | None:
+        """The node name that made the pod's directory (None: made before directories were
+        marked, taken as this node's)."""
+        try:
+            with open(os.path.join(self.pods_dir, uid, NODE_FILE), "rb") as f:
+                return f.read(256).decode(errors="replace")
+        except OSError:
+            return None
 
     def pod_dir(self, uid: str) -> str:
         if not uid or "/" in uid or uid in (".", ".."):
@@ -69,6 +173,8 @@ class VolumeManager:
         directory is left for the runtime to report, as Kubernetes' default type does).
         """
         paths: dict[str, str] = {}
+        if pod.spec.volumes:
+            self._claim(pod.uid)
         for volume in pod.spec.volumes:
             if volume.host_path is not None:
                 paths[volume.name] = volume.host_path.path
@@ -81,6 +187,7 @@ class VolumeManager:
 
     def prepare_termination_log(self, uid: str, container: str, restart_count: int) -> str:
         """Create an empty termination-message file for one run of a container; return its path."""
+        self._claim(uid)
         path = self.termination_log_path(uid, container, restart_count)
         _make_dirs(os.path.dirname(path))
         os.close(os.open(path, _CREATE_EMPTY, 0o666))
@@ -102,21 +209,25 @@ class VolumeManager:
             return []
 
     def cleanup_orphans(self, keep: Iterable[str] | Mapping[str, object]) -> list[str]:
-        """Remove the directories of pods not in ``keep`` (desired, or still with containers).
-
-        hostPath volumes are never under the pod directory, so they are never touched.
-        Returns the UIDs removed.
+        """Remove the directories of pods not in ``keep`` (desired, or still with containers)
+        that this node made. hostPath volumes are never under the pod directory, so they are
+        never touched. Returns the UIDs removed.
         """
         keep_set = set(keep)
         removed: list[str] = []
         for uid in self.pod_dirs():
             if uid in keep_set:
                 continue
+            owner = self._owner(uid)
+            if owner is not None and owner != self.node_name:
+                continue
+            self.acquire()
             try:
                 shutil.rmtree(os.path.join(self.pods_dir, uid))
             except OSError as exc:
                 logger.warning("could not remove orphaned pod directory %s: %s", uid, exc)
                 continue
             logger.info("removed orphaned volumes of pod %s", uid)
+            self._marked.discard(uid)
             removed.append(uid)
         return removed

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from kubecore._model import (
     PodStatus,
 )
 from kubecore._runtime import ExecResult
-from kubecore._server import KubeletServer, ServerConfig, serve
+from kubecore._server import MAX_TAIL_LINES, KubeletServer, ServerConfig, serve
 
 TOKEN = "s3cret-token"
 END = object()
@@ -664,3 +666,118 @@ def test_live_metrics_stats_and_health(live: tuple[Any, Any, KubeletServer]) -> 
     summary = get(server.url + "/stats/summary").json()
     assert summary["node"]["nodeName"] == "test-node"
     assert [p["podRef"]["name"] for p in summary["pods"]] == ["talker"]
+
+
+# --- under hostile use: bursts, slow clients, FIFOs, endless streams --------------------------
+
+
+def test_a_burst_of_200_concurrent_requests_is_all_answered(url: str) -> None:
+    def fetch(_: int) -> int:
+        with requests.get(url + "/pods", timeout=30) as response:
+            return response.status_code
+
+    with ThreadPoolExecutor(200) as clients:
+        codes = list(clients.map(fetch, range(200)))
+    assert codes == [200] * 200
+
+
+def _slow_clients(address: tuple[str, int], count: int) -> list[socket.socket]:
+    clients = []
+    for i in range(count):
+        sock = socket.create_connection(address, timeout=10)
+        if i % 2:
+            sock.sendall(b"GET /pods HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+        clients.append(sock)
+    return clients
+
+
+def test_slow_clients_hold_no_worker_and_healthz_still_answers(
+    start_server: ServerFactory,
+) -> None:
+    server = start_server(request_timeout=30.0)
+    threads_before = threading.active_count()
+    clients = _slow_clients((server.address, server.port), 500)
+    try:
+        response = requests.get(server.url + "/healthz", timeout=10)
+        assert response.status_code == 200 and response.text == "ok\n"
+        # one worker at most per request answered, none per waiting client
+        assert threading.active_count() <= threads_before + server.config.workers
+    finally:
+        for sock in clients:
+            sock.close()
+
+
+def test_connections_past_the_cap_get_a_503_at_once(start_server: ServerFactory) -> None:
+    server = start_server(max_connections=20)
+    clients = _slow_clients((server.address, server.port), 20)
+    try:
+        extra = socket.create_connection((server.address, server.port), timeout=10)
+        with extra:
+            answer = extra.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b'"reason":"ServiceUnavailable"' in answer
+    finally:
+        for sock in clients:
+            sock.close()
+
+
+def test_a_silent_client_is_dropped_after_the_head_timeout(start_server: ServerFactory) -> None:
+    server = start_server(request_timeout=0.5)
+    with socket.create_connection((server.address, server.port), timeout=10) as sock:
+        assert sock.recv(1) == b""  # closed by the server, well before this 10 s timeout
+
+
+def test_keep_alive_connections_serve_several_requests(url: str) -> None:
+    with requests.Session() as session:
+        for _ in range(5):
+            assert session.get(url + "/healthz", timeout=10).status_code == 200
+
+
+def test_pipelined_requests_are_both_answered(start_server: ServerFactory) -> None:
+    server = start_server()
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection((server.address, server.port), timeout=10) as sock:
+        sock.sendall(request * 2)
+        received = b""
+        while received.count(b"ok\n") < 2:
+            chunk = sock.recv(4096)
+            assert chunk, received
+            received += chunk
+    assert received.count(b"HTTP/1.1 200 OK") == 2
+
+
+def test_a_fifo_under_the_log_dir_is_refused_at_once(url: str, log_dir: Path) -> None:
+    os.mkfifo(log_dir / "pipe")
+    response = requests.get(url + "/logs/pipe", timeout=10)
+    assert response.status_code == 403 and "not a regular file" in response.json()["message"]
+
+
+def test_tail_lines_are_capped(url: str) -> None:
+    response = requests.get(
+        url + f"/containerLogs/default/web/httpd?tailLines={MAX_TAIL_LINES + 1}", timeout=10
+    )
+    assert response.status_code == 400 and str(MAX_TAIL_LINES) in response.json()["message"]
+
+
+@pytest.fixture
+def following(url: str, kubelet: StubKubelet) -> Iterator[list[requests.Response]]:
+    streams: list[requests.Response] = []
+    yield streams
+    for _ in streams:
+        kubelet.follow_queue.put(END)
+    for stream in streams:
+        stream.close()
+
+
+def test_follow_streams_are_capped_per_container(
+    url: str, following: list[requests.Response]
+) -> None:
+    path = url + "/containerLogs/default/web/httpd?follow=true"
+    for _ in range(2):
+        stream = requests.get(path, stream=True, timeout=10)
+        following.append(stream)
+        assert stream.status_code == 200
+        assert next(stream.iter_lines()) == b"line one"
+    third = requests.get(path, timeout=10)
+    assert third.status_code == 429 and "on one container" in third.json()["message"]
+    assert requests.get(url + "/healthz", timeout=10).status_code == 200

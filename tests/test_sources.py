@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubecore._clock import ManualClock, SystemClock
+from kubecore._errors import SourceUnavailable
 from kubecore._model import Container, ObjectMeta, Pod, PodSpec
 from kubecore._podconfig import PodConfig
 from kubecore._sources import (
@@ -118,11 +119,13 @@ def test_nothing_sent_when_nothing_changed_or_not_due(manifests: Path) -> None:
     assert source.poll(40.0) is None
 
 
-def test_changed_file_updates_its_pods(manifests: Path) -> None:
-    source = FileSource(manifests, interval=1.0)
+def test_changed_file_updates_its_pods_once_it_has_settled(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=2.0)
     source.poll(0.0)
     write(manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36"))
-    update = source.poll(1.0)
+    assert source.poll(1.0) is None  # changed just now: maybe still being written
+    assert source.poll(2.0) is None
+    update = source.poll(3.0)
     assert names(update) == ["alpha", "gamma"]
     assert update is not None
     alpha = next(p for p in update.pods if p.metadata.name == "alpha")
@@ -130,7 +133,7 @@ def test_changed_file_updates_its_pods(manifests: Path) -> None:
 
 
 def test_removed_file_removes_its_pods_and_new_file_adds(manifests: Path) -> None:
-    source = FileSource(manifests, interval=1.0)
+    source = FileSource(manifests, interval=1.0, settle=0)
     source.poll(0.0)
     (manifests / "b.json").unlink()
     assert names(source.poll(1.0)) == ["alpha", "beta"]
@@ -161,7 +164,7 @@ def test_yaml_syntax_error_is_a_problem_not_a_crash(manifests: Path) -> None:
 
 
 def test_good_file_turned_bad_keeps_last_good_pods_until_fixed(manifests: Path) -> None:
-    source = FileSource(manifests, interval=1.0)
+    source = FileSource(manifests, interval=1.0, settle=0)
     first = source.poll(0.0)
     assert first is not None
     write(manifests / "a.yaml", BAD_POD + "---\n" + pod_yaml("alpha", image="busybox:9"))
@@ -195,12 +198,17 @@ def test_same_pod_in_two_files_first_file_wins(manifests: Path) -> None:
     assert "a.yaml" in str(problem)
 
 
-def test_missing_path_reports_and_sends_empty_set_then_picks_up(tmp_path: Path) -> None:
+def test_missing_path_at_start_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(SourceUnavailable, match=r"later.*does not exist.*may-be-missing"):
+        FileSource(tmp_path / "later")
+
+
+def test_path_that_may_be_missing_sends_empty_set_then_picks_up(tmp_path: Path) -> None:
     path = tmp_path / "later"
-    source = FileSource(path, interval=1.0)
+    source = FileSource(path, interval=1.0, may_be_missing=True, settle=0)
     update = source.poll(0.0)
     assert update is not None and update.pods == ()  # the source has reported: empty
-    assert "no such file" in str(source.problems[0])
+    assert source.problems == ()  # the user said it may be missing
     path.mkdir()
     write(path / "p.yaml", pod_yaml("late"))
     assert names(source.poll(1.0)) == ["late"]
@@ -282,7 +290,8 @@ def test_http_errors_back_off_and_keep_last_good_state() -> None:
     )
     first = source.poll(0.0)
     assert first is not None
-    assert source.poll(10.0) is None  # fails: retry after 1 s
+    down = source.poll(10.0)  # fails: retry after 1 s; not ready, its pods kept
+    assert down == PodUpdate(Operation.NOT_READY, (), "http")
     assert source.failures == 1 and "connection refused" in str(source.problems[0])
     assert source.pods == first.pods
     assert source.poll(10.5) is None and len(fetch.calls) == 2  # backing off
@@ -302,9 +311,27 @@ def test_http_bad_body_is_reported_and_last_good_kept() -> None:
     source = HTTPSource("http://example.invalid/", interval=1.0, fetch=fetch)
     first = source.poll(0.0)
     assert first is not None
-    assert source.poll(1.0) is None
+    down = source.poll(1.0)
+    assert down is not None and down.op is Operation.NOT_READY
+    assert source.poll(3.0) is None  # said once
     assert source.pods == first.pods
     assert any(e.path == "spec.containers[0].image" for e in source.problems[0].errors)
+
+
+def test_http_source_ready_again_resends_its_pods_even_unchanged() -> None:
+    good = FetchResult(200, pod_yaml("web").encode())
+    fetch = ScriptedFetch(good, OSError("connection refused"), good)
+    source = HTTPSource("http://example.invalid/", interval=1.0, backoff=1.0, fetch=fetch)
+    first = source.poll(0.0)
+    config = PodConfig(["http"])
+    assert first is not None and config.apply(first)
+    down = source.poll(1.0)
+    assert down is not None and config.apply(down)
+    assert not config.sources_ready() and len(config.pods()) == 1
+    again = source.poll(2.0)
+    assert again is not None and again.op is Operation.SET and again.pods == first.pods
+    config.apply(again)
+    assert config.sources_ready()
 
 
 def test_http_non_2xx_status_is_an_error() -> None:
@@ -525,3 +552,99 @@ def test_poller_thread_starts_and_stops(manifests: Path) -> None:
             poller.start()
     finally:
         poller.stop(timeout=5.0)
+
+
+# --- an unreadable source is an outage, not an instruction -----------------------------------
+
+
+def test_directory_gone_while_running_is_not_ready_and_keeps_its_pods(
+    manifests: Path, tmp_path: Path
+) -> None:
+    source = FileSource(manifests, interval=1.0, settle=0)
+    config = PodConfig(["file"])
+    first = source.poll(0.0)
+    assert first is not None
+    config.apply(first)
+    moved = tmp_path / "moved-away"
+    manifests.rename(moved)
+    down = source.poll(1.0)
+    assert down == PodUpdate(Operation.NOT_READY, (), "file")
+    config.apply(down)
+    assert not config.sources_ready() and config.not_ready() == ("file",)
+    assert [p.metadata.name for p in config.pods()] == ["alpha", "beta", "gamma"]
+    assert source.poll(2.0) is None  # said once
+    assert "no such file" in str(source.problems[0])
+    moved.rename(manifests)
+    back = source.poll(3.0)
+    assert back is not None and back.op is Operation.SET and back.pods == first.pods
+    config.apply(back)
+    assert config.sources_ready() and source.problems == ()
+
+
+def test_unlistable_directory_is_one_warning_not_a_traceback_per_poll(
+    manifests: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = FileSource(manifests, interval=1.0)
+    assert source.poll(0.0) is not None
+
+    def denied(self: Path) -> Iterator[Path]:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", denied)
+    caplog.set_level("WARNING")
+    updates = [source.poll(float(t)) for t in range(1, 6)]
+    assert [u.op for u in updates if u is not None] == [Operation.NOT_READY]
+    warnings = [r for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert "Permission denied" in warnings[0].getMessage()
+
+
+def test_half_written_file_is_not_acted_on(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=2.0)
+    first = source.poll(0.0)
+    assert first is not None
+    original = (manifests / "a.yaml").read_text()
+    write(manifests / "a.yaml", original[: int(len(original) * 0.6)])  # cut mid-write
+    assert source.poll(1.0) is None
+    write(manifests / "a.yaml", original)  # the writer finishes: same content as before
+    for t in (2.0, 3.0, 4.0, 5.0, 6.0):
+        assert source.poll(t) is None
+    assert source.pods == first.pods and source.problems == ()
+
+
+def test_file_truncated_to_nothing_keeps_its_last_pods(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=0)
+    first = source.poll(0.0)
+    assert first is not None
+    write(manifests / "a.yaml", "")
+    assert source.poll(1.0) is None  # no change sent: the pods stay
+    assert source.pods == first.pods
+    (problem,) = source.problems
+    assert problem.where == str(manifests / "a.yaml") and "remove the file" in str(problem)
+    (manifests / "a.yaml").unlink()  # removing the file is how its pods go
+    assert names(source.poll(2.0)) == ["gamma"]
+
+
+def test_removed_file_waits_for_the_settle_time(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=2.0)
+    source.poll(0.0)
+    saved = (manifests / "b.json").read_bytes()
+    (manifests / "b.json").unlink()
+    assert source.poll(1.0) is None
+    (manifests / "b.json").write_bytes(saved)  # put back (an editor's save, a git checkout)
+    assert source.poll(2.0) is None and source.poll(4.0) is None
+    (manifests / "b.json").unlink()
+    assert source.poll(5.0) is None
+    assert names(source.poll(7.0)) == ["alpha", "beta"]
+
+
+def test_duplicate_pod_name_in_a_second_file_is_logged_once(
+    manifests: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(manifests / "z.yaml", pod_yaml("alpha", image="other:1"))
+    caplog.set_level("WARNING")
+    source = FileSource(manifests, interval=1.0)
+    source.poll(0.0)
+    source.poll(1.0)
+    logged = [r.getMessage() for r in caplog.records if "already defined" in r.getMessage()]
+    assert len(logged) == 1 and "z.yaml" in logged[0] and "a.yaml" in logged[0]

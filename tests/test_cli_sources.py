@@ -1,0 +1,84 @@
+"""What `kubecore run` does with a manifest path that is not there, and with a root directory
+another agent holds: a usage error (exit 2), and nothing of the node's data touched."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubecore._cli import main
+
+
+def run(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue() + capsys.readouterr().err
+
+
+def test_a_mistyped_manifest_path_is_a_usage_error_and_deletes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    data = root / "pods" / "some-uid" / "volumes" / "kubernetes.io~empty-dir" / "cache"
+    data.mkdir(parents=True)
+    (data / "precious").write_text("keep me")
+    typo = tmp_path / "manifets"
+    code, output = run(
+        "run", str(typo), "--once", "--root-dir", str(root), "--log-level", "error", capsys=capsys
+    )
+    assert code == 2
+    assert str(typo) in output and "--manifest-may-be-missing" in output
+    assert (data / "precious").read_text() == "keep me"
+
+
+def test_a_path_that_may_be_missing_runs_with_no_pods(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, output = run(
+        "run",
+        str(tmp_path / "later"),
+        "--manifest-may-be-missing",
+        "--once",
+        "--root-dir",
+        str(tmp_path / "root"),
+        "--log-level",
+        "error",
+        capsys=capsys,
+    )
+    assert code == 0, output
+
+
+HOLD = """
+import sys
+from kubecore._volumes import VolumeManager
+VolumeManager(sys.argv[1], "first").acquire()
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_second_agent_on_one_root_dir_exits_naming_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        code, output = run("run", str(manifests), "--once", "--root-dir", str(root), capsys=capsys)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert code == 2
+    assert f"pid {holder.pid}" in output and str(root) in output
