@@ -157,7 +157,7 @@ def test_the_suite_says_why_it_skips_adoption(pytester: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["*the fake runtime cannot adopt (RuntimeBundle.adopts=False)*"])
 
 
-NO_REOPEN_TESTS = '''
+NO_REOPEN_TESTS = """
 import pytest
 import kubecore
 from kubecore import ManualClock
@@ -178,7 +178,7 @@ class TestNoReopen(RuntimeConformance):
     @pytest.fixture
     def workloads(self):
         return busybox_workloads("busybox:1.36")
-'''
+"""
 
 
 def test_the_suite_catches_a_broken_runtime(pytester: pytest.Pytester) -> None:
