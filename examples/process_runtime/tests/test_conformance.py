@@ -12,8 +12,7 @@ import random
 import shlex
 import socket
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -52,42 +51,17 @@ def free_loopback_port() -> int:
     raise RuntimeError("no free loopback port pair between 20000 and 32000")
 
 
-def load(state_dir: Path) -> kubecore.RuntimeBundle:
-    return kubecore.load_runtime("process", state_dir=str(state_dir), images="host,spare")
-
-
-def remove_everything(state_dir: Path) -> None:
-    """What a check left, managed or not, is removed (containers outlive their runtime)."""
-    runtime = load(state_dir).runtime
-    try:
-        for container in (state_dir / "containers").iterdir():
-            runtime.remove_container(container.name)
-        for sandbox in (state_dir / "sandboxes").glob("*.json"):
-            runtime.remove_sandbox(sandbox.stem)
-    finally:
-        runtime.close()
-
-
 class TestProcessRuntime(RuntimeConformance):
     @pytest.fixture
-    def bundle(self, tmp_path: Path) -> Iterator[kubecore.RuntimeBundle]:
-        bundle = load(tmp_path)
-        yield bundle
-        bundle.runtime.close()
-        remove_everything(tmp_path)
+    def bundle(self, open_runtime: Callable[[], kubecore.RuntimeBundle]) -> kubecore.RuntimeBundle:
+        return open_runtime()
 
     @pytest.fixture
-    def reopen(self, tmp_path: Path) -> Iterator[Callable[[], kubecore.RuntimeBundle]]:
+    def reopen(
+        self, open_runtime: Callable[[], kubecore.RuntimeBundle]
+    ) -> Callable[[], kubecore.RuntimeBundle]:
         """A new instance on the same state directory, as a restarted agent loads it."""
-        opened: list[kubecore.RuntimeBundle] = []
-
-        def reload() -> kubecore.RuntimeBundle:
-            opened.append(load(tmp_path))
-            return opened[-1]
-
-        yield reload
-        for bundle in opened:
-            bundle.runtime.close()
+        return open_runtime
 
     @pytest.fixture
     def unmanaged_container(self, bundle: kubecore.RuntimeBundle) -> Callable[[], str]:
