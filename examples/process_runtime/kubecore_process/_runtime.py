@@ -181,7 +181,7 @@ class ProcessRuntime(RuntimeBase):
 
     def version(self) -> RuntimeVersion:
         self._check_open()
-        return RuntimeVersion("process", "0.2.0", api_version="kubecore-process/2")
+        return RuntimeVersion("process", "0.1.0", api_version="kubecore-process/1")
 
     def _check_open(self) -> None:
         if self._closed.is_set():
