@@ -405,6 +405,8 @@ class ProcessRuntime(RuntimeBase):
         if self._container(container_id).state is not RuntimeState.RUNNING:
             raise Conflict(f"container {container_id} is not running")
         spec = _read_json(self._containers / container_id / SPEC)
+        if spec is None:  # removed meanwhile
+            raise ContainerNotFound(container_id)
         try:
             process = subprocess.Popen(
                 command, cwd=spec["workdir"], env=spec["env"], stdin=subprocess.DEVNULL,
