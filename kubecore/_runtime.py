@@ -1,8 +1,9 @@
 """The seams between the core and a container engine, shaped like the Kubernetes CRI.
 
-A plugin implements ``ContainerRuntime`` and ``Puller`` (and may bring its own
-``HealthChecker``). The core builds every ``SandboxConfig`` / ``ContainerConfig`` from the pod spec,
-so an adapter only maps these neutral values onto its engine.
+A plugin implements ``ContainerRuntime`` (most simply by subclassing ``RuntimeBase``, which
+derives the listing, status, event and stats calls from ``snapshot``) and ``Puller`` (and may
+bring its own ``HealthChecker``). The core builds every ``SandboxConfig`` / ``ContainerConfig``
+from the pod spec, so an adapter only maps these neutral values onto its engine.
 
 Contract for every adapter:
 
@@ -16,16 +17,24 @@ Contract for every adapter:
   the agent must know after a restart lives there.
 * ``snapshot``/``list_*`` return only objects that carry ``MANAGED_LABEL``: kubecore never sees, and
   so never touches, containers it did not create.
+* ``start_container`` in a sandbox that is not ready raises ``Conflict``; ``exec_sync`` in a
+  container that is not running raises a ``ContainerRuntimeError``.
+* After ``close()`` every call raises a ``ContainerRuntimeError`` (promptly: no hang).
+* ``close()`` leaves containers running. Unless its bundle says ``adopts=False``, a new instance
+  of the runtime (the same factory and options, say in a restarted agent) sees the sandboxes and
+  containers an earlier one started, with the same ids, labels and states.
 """
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol, runtime_checkable
 
 import attrs
 
+from kubecore._errors import ContainerNotFound, SandboxNotFound
 from kubecore._model import Probe
 
 # Labels the core puts on every object (dockershim's names, so existing tooling reads them).
@@ -334,6 +343,104 @@ class ContainerRuntime(Protocol):
     def close(self) -> None:
         """Release connections and threads."""
         ...
+
+
+class RuntimeBase(abc.ABC):
+    """A base for a ``ContainerRuntime`` plugin: write 12 methods, inherit the other 6.
+
+    A plugin must write these 12 methods (abstract here, so a subclass that misses one cannot be
+    instantiated, and the error names it):
+
+    ``version``, ``run_sandbox``, ``stop_sandbox``, ``remove_sandbox``, ``create_container``,
+    ``start_container``, ``stop_container``, ``remove_container``, ``snapshot``, ``exec_sync``,
+    ``logs``, ``close``.
+
+    Derived, and overridden only where the engine answers faster or knows more:
+
+    * ``list_sandboxes``, ``list_containers``: the ``snapshot``'s objects;
+    * ``sandbox_status``, ``container_status``: the object with that id in the ``snapshot``, else
+      ``SandboxNotFound`` / ``ContainerNotFound`` (so an id that ``snapshot`` does not show, being
+      unmanaged, is not found either);
+    * ``watch_events``: None, "no event stream" (the agent then relies on its relists);
+    * ``container_stats``: empty (the runtime cannot tell).
+
+    The image service (``Puller``: ``pull``, ``image_status``, ``list_images``, ``remove_image``,
+    ``image_fs_usage``) is a separate object; a plugin writes its 5 methods too.
+    """
+
+    # -- what a plugin writes (see ``ContainerRuntime`` for each contract) ----------------
+
+    @abc.abstractmethod
+    def version(self) -> RuntimeVersion: ...
+
+    @abc.abstractmethod
+    def run_sandbox(self, config: SandboxConfig) -> str: ...
+
+    @abc.abstractmethod
+    def stop_sandbox(self, sandbox_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def remove_sandbox(self, sandbox_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def create_container(
+        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
+    ) -> str: ...
+
+    @abc.abstractmethod
+    def start_container(self, container_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def stop_container(self, container_id: str, timeout: float) -> None: ...
+
+    @abc.abstractmethod
+    def remove_container(self, container_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def snapshot(self) -> RuntimeSnapshot: ...
+
+    @abc.abstractmethod
+    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult: ...
+
+    @abc.abstractmethod
+    def logs(
+        self,
+        container_id: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    # -- derived ---------------------------------------------------------------------------
+
+    def list_sandboxes(self) -> list[RuntimeSandbox]:
+        return list(self.snapshot().sandboxes)
+
+    def list_containers(self) -> list[RuntimeContainer]:
+        return list(self.snapshot().containers)
+
+    def sandbox_status(self, sandbox_id: str) -> RuntimeSandbox:
+        found = next((s for s in self.snapshot().sandboxes if s.id == sandbox_id), None)
+        if found is None:
+            raise SandboxNotFound(sandbox_id)
+        return found
+
+    def container_status(self, container_id: str) -> RuntimeContainer:
+        found = next((c for c in self.snapshot().containers if c.id == container_id), None)
+        if found is None:
+            raise ContainerNotFound(container_id)
+        return found
+
+    def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
+        return None
+
+    def container_stats(self) -> list[ContainerStats]:
+        return []
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ from kubecore._errors import (
     InvalidConfig,
     NotFound,
     RuntimeTimeout,
+    RuntimeUnavailable,
     SandboxNotFound,
 )
 from kubecore._runtime import (
@@ -163,6 +164,7 @@ class DockerRuntime:
         self._details: dict[str, tuple[tuple[str, str, int | None], StateDetail]] = {}
         self._details_lock = threading.Lock()
         self._watchers: list[EventWatcher] = []
+        self._closed = False
 
     @property
     def connection(self) -> DockerConnection:
@@ -173,6 +175,8 @@ class DockerRuntime:
         return self._connection.options
 
     def _api(self) -> Any:
+        if self._closed:  # the connection would reopen itself: a closed runtime stays closed
+            raise RuntimeUnavailable("the docker runtime is closed")
         return self._connection.api()
 
     def _forget(self, container_id: str) -> None:
@@ -392,7 +396,8 @@ class DockerRuntime:
         since: float | None = None,
         timestamps: bool = False,
     ) -> Iterator[bytes]:
-        client = self._connection.stream_client(timeout=None) if follow else self._api()
+        api = self._api()
+        client = self._connection.stream_client(timeout=None) if follow else api
         kwargs: dict[str, Any] = {
             "stdout": True,
             "stderr": True,
@@ -413,6 +418,7 @@ class DockerRuntime:
         return _lines(stream, client if follow else None)
 
     def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
+        self._api()
         watcher = EventWatcher(self._connection, handler).start()
         self._watchers.append(watcher)
         return watcher
@@ -442,6 +448,7 @@ class DockerRuntime:
         return result
 
     def close(self) -> None:
+        self._closed = True
         watchers, self._watchers = self._watchers, []
         for watcher in watchers:
             watcher.close()

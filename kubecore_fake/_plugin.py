@@ -62,6 +62,10 @@ def create_fake_runtime(**options: Any) -> RuntimeBundle:
     or ``manual``), ``images`` (the only pullable images; default: any), ``pulled`` (present
     from the start), ``image_fs_capacity`` and ``default_image_size`` (bytes), ``node_ip``,
     ``events`` (false: no event stream).
+
+    The bundle says ``adopts=False``: sandboxes and containers live in the ``FakeRuntime``
+    object, so an agent that loads the runtime anew starts every pod again. A harness that
+    restarts its agent in the same process hands the new agent the same runtime object instead.
     """
     from kubecore_fake._health import FakeHealthChecker
     from kubecore_fake._runtime import FakeRuntime
@@ -98,6 +102,7 @@ def create_fake_runtime(**options: Any) -> RuntimeBundle:
         health_checker=FakeHealthChecker(runtime),
         name="fake",
         clock=runtime.clock,
+        adopts=False,  # its objects live in this process only: a fresh load starts empty
     )
 
 

@@ -41,6 +41,12 @@ class TestFakeRuntime(RuntimeConformance):
     def unmanaged_container(self, bundle: RuntimeBundle) -> Callable[[], str]:
         return cast(FakeRuntime, bundle.runtime).add_unmanaged_container
 
+    @pytest.fixture
+    def reopen(self, bundle: RuntimeBundle) -> Callable[[], RuntimeBundle]:
+        """The in-memory runtime cannot outlive its object (its bundle says ``adopts=False``);
+        what a restarted agent on it sees is the same object, handed over by the harness."""
+        return lambda: bundle
+
 
 def test_the_base_class_is_not_collected_on_its_own() -> None:
     assert not RuntimeConformance.__name__.startswith("Test")
@@ -94,6 +100,85 @@ class TestForgetful(RuntimeConformance):
     def workloads(self):
         return busybox_workloads("busybox:1.36")
 '''
+
+
+CARELESS_RUNTIME_TESTS = '''
+import pytest
+from kubecore import ManualClock, RuntimeBundle
+from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
+from kubecore_fake import FakeRuntime
+
+
+class CarelessRuntime(FakeRuntime):
+    """Ignores ``follow`` and ``since``, and goes on after ``close()``."""
+
+    def logs(self, container_id, *, tail=None, follow=False, since=None, timestamps=False):
+        return super().logs(container_id, tail=tail, timestamps=timestamps)
+
+    def close(self):
+        pass
+
+
+class TestCareless(RuntimeConformance):
+    @pytest.fixture
+    def clock(self):
+        return ManualClock()
+
+    @pytest.fixture
+    def bundle(self, clock):
+        runtime = CarelessRuntime(clock, images=["busybox:1.36"])
+        return RuntimeBundle(runtime=runtime, puller=runtime)
+
+    @pytest.fixture
+    def workloads(self):
+        return busybox_workloads("busybox:1.36")
+'''
+
+
+def test_the_suite_catches_careless_logs_and_close(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_careless=CARELESS_RUNTIME_TESTS)
+    result = pytester.runpytest_inprocess(
+        "-q", "-p", "no:cacheprovider", "-k", "follow_blocks or logs_since or after_close"
+    )
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        ["*logs(follow=True) ended while the container runs*", "*version after close()*"]
+    )
+
+
+def test_a_fresh_load_of_the_fake_says_it_cannot_adopt() -> None:
+    assert kubecore.load_runtime("fake").adopts is False
+
+
+def test_the_suite_says_why_it_skips_adoption(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_no_adoption=NO_REOPEN_TESTS)
+    result = pytester.runpytest_inprocess("-q", "-rs", "-p", "no:cacheprovider", "-k", "adopts")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*the fake runtime cannot adopt (RuntimeBundle.adopts=False)*"])
+
+
+NO_REOPEN_TESTS = """
+import pytest
+import kubecore
+from kubecore import ManualClock
+from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
+
+
+class TestNoReopen(RuntimeConformance):
+    @pytest.fixture
+    def clock(self):
+        return ManualClock()
+
+    @pytest.fixture
+    def bundle(self, clock):
+        bundle = kubecore.load_runtime("fake", clock=clock, images=["busybox:1.36"])
+        yield bundle
+        bundle.runtime.close()
+
+    @pytest.fixture
+    def workloads(self):
+        return busybox_workloads("busybox:1.36")
+"""
 
 
 def test_the_suite_catches_a_broken_runtime(pytester: pytest.Pytester) -> None:

@@ -12,6 +12,7 @@ import importlib.metadata
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,10 +25,12 @@ PLUGIN_DIST = "kubecore-process"
 
 
 def run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run ``python ARGS`` from the project root, the checkout first on the import path."""
+    """Run ``python ARGS`` from the project root, the checkout first on the import path, with a
+    state directory of its own (the process runtime keeps its records there, not in ``~``)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "XDG_STATE_HOME": tempfile.mkdtemp(prefix="kubecore-examples-state-"),
     }
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout

@@ -27,6 +27,21 @@ may also override:
 * ``unmanaged_container``: a callable that creates a container outside kubecore (say with the
   engine's own client) and returns its id, proving ``snapshot`` and ``list_*`` never show it.
   The default (None) skips that check.
+* ``reopen``: a callable returning a new instance of the runtime, loaded as a restarted agent
+  loads it (the same factory and options as ``bundle``; the fixture closes what it opened). The
+  adoption check makes objects with the first instance, calls ``reopen()``, closes the first
+  instance (closing must leave containers running) and checks that the new one shows the same
+  ids, labels, annotations and states, and can start, stop and read them. A runtime that cannot
+  adopt says ``adopts=False`` in its bundle and the check is skipped with that reason; the
+  default (None) skips it too. A runtime whose objects live in one object (the in-memory
+  ``fake``) may return the same bundle: the check is then what a new agent handed that object
+  sees, and nothing is closed.
+
+Every runtime must also pass the checks of what only docstrings used to say: a start in a
+stopped sandbox is a ``Conflict``; exec in a stopped container raises; ``logs(follow=True)``
+blocks and streams new lines; ``since`` is honoured; after ``close()`` every call raises a
+``ContainerRuntimeError`` promptly (the runtime's objects are then removed through ``reopen``
+if given, else left to the ``bundle`` fixture's teardown).
 
 Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
 event stream, a health checker) are skipped when it is missing.
@@ -41,6 +56,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from typing import TypeVar
 
 import attrs
@@ -75,6 +91,7 @@ from kubecore._runtime import (
     RuntimeEvent,
     RuntimeEventType,
     RuntimeSandbox,
+    RuntimeSnapshot,
     RuntimeState,
     SandboxConfig,
     SandboxState,
@@ -87,6 +104,7 @@ Command = tuple[str, ...]
 MiB = 1024 * 1024
 MISSING_ID = "0" * 64
 RFC3339_PREFIX = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d) ")
+RFC3339_STAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d) ")
 
 
 def _echo(text: str) -> Command:
@@ -95,6 +113,14 @@ def _echo(text: str) -> Command:
 
 def _sleep(seconds: float) -> Command:
     return ("sleep", f"{seconds:g}")
+
+
+def _print_twice(first: str, second: str, seconds: float) -> Command:
+    script = (
+        f"echo {shlex.quote(first)}; sleep {seconds:g}; echo {shlex.quote(second)}; "
+        "trap 'exit 0' TERM; while true; do sleep 1; done"
+    )
+    return ("sh", "-c", script)
 
 
 @attrs.frozen
@@ -116,6 +142,9 @@ class Workloads:
     consume_memory: Command | None = None
     """Allocates memory until the kernel kills it under ``memory_limit``; None if unsupported."""
     memory_limit: int = 32 * MiB
+    print_twice: Callable[[str, str, float], Command] = _print_twice
+    """Prints the first text, the second that many seconds later, then runs like
+    ``run_forever``."""
     echo: Callable[[str], Command] = _echo
     """An exec command that prints the text."""
     sleep: Callable[[float], Command] = _sleep
@@ -296,6 +325,17 @@ class Harness:
 
         return self.wait(found, f"{text!r} in the logs of {container_id}")
 
+    def use(self, bundle: RuntimeBundle) -> None:
+        """Go on (and clean up) with another instance of the runtime."""
+        self.bundle = bundle
+        self.runtime = bundle.runtime
+        self.puller = bundle.puller
+
+    def abandon(self) -> None:
+        """Forget what was made: it is left to the ``bundle`` fixture's teardown."""
+        self.containers.clear()
+        self.sandboxes.clear()
+
     def cleanup(self) -> None:
         problems: list[str] = []
         for container_id in reversed(self.containers):
@@ -344,6 +384,102 @@ def _assert_container_matches(
     _assert_kept(config.annotations, container.annotations, "container annotations")
 
 
+def _assert_adopted(
+    before: RuntimeSnapshot, after: RuntimeSnapshot, sandboxes: set[str], containers: set[str]
+) -> None:
+    """The objects a new instance shows are the earlier instance's: same ids, names, states,
+    labels and annotations."""
+    seen_sandboxes = {s.id: s for s in after.sandboxes}
+    for old in (s for s in before.sandboxes if s.id in sandboxes):
+        new = seen_sandboxes.get(old.id)
+        assert new is not None, f"sandbox {old.id} ({old.name}) is not seen by the new instance"
+        assert (new.name, new.namespace, new.uid, new.attempt, new.state) == (
+            old.name,
+            old.namespace,
+            old.uid,
+            old.attempt,
+            old.state,
+        )
+        _assert_kept(old.labels, new.labels, "adopted sandbox labels")
+        _assert_kept(old.annotations, new.annotations, "adopted sandbox annotations")
+    seen_containers = {c.id: c for c in after.containers}
+    for old_c in (c for c in before.containers if c.id in containers):
+        new_c = seen_containers.get(old_c.id)
+        assert new_c is not None, f"container {old_c.id} ({old_c.name}) is not seen anew"
+        assert (new_c.name, new_c.sandbox_id, new_c.attempt, new_c.state, new_c.exit_code) == (
+            old_c.name,
+            old_c.sandbox_id,
+            old_c.attempt,
+            old_c.state,
+            old_c.exit_code,
+        )
+        _assert_kept(old_c.labels, new_c.labels, "adopted container labels")
+        _assert_kept(old_c.annotations, new_c.annotations, "adopted container annotations")
+
+
+class _Follower:
+    """Reads a followed log in a thread of its own (a daemon: a hung stream cannot hang the
+    suite), so a check can watch it block and stream."""
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self._lines = lines
+        self._seen: list[bytes] = []
+        self._lock = threading.Condition()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, name="conformance-follow", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for line in self._lines:
+                with self._lock:
+                    self._seen.append(line)
+                    self._lock.notify_all()
+        except BaseException as error:  # reported by the check, with what it was
+            self.error = error
+
+    def saw(self, text: bytes, grace: float = 0.05) -> bool:
+        """Whether a line with ``text`` was read, waiting up to ``grace`` real seconds for it
+        (the reader thread needs real time to run, even while a ``ManualClock`` races ahead)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: any(text in line for line in self._seen), grace)
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        """Wait (in real time) for the stream to end; fail if it does not."""
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"logs(follow=True) still runs after {timeout} s"
+
+
+def _call_within(call: Callable[[], object], timeout: float, what: str) -> object:
+    """What ``call`` returns or raises, run in a daemon thread: fail if it takes longer than
+    ``timeout`` real seconds."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, name="conformance-call", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    assert outcome, f"{what} still runs after {timeout} s"
+    return outcome[0]
+
+
+def _stamp(line: bytes) -> float:
+    """The time of a ``timestamps=True`` log line (an RFC 3339 prefix, any fraction digits)."""
+    match = RFC3339_STAMP.match(line)
+    assert match, line
+    whole, fraction, zone = match.groups()
+    moment = datetime.fromisoformat(whole.decode() + zone.decode().replace("Z", "+00:00"))
+    return moment.timestamp() + float(b"0" + (fraction or b""))
+
+
 class RuntimeConformance:
     """Subclass as ``TestSomething`` and provide the ``bundle`` and ``workloads`` fixtures."""
 
@@ -374,9 +510,18 @@ class RuntimeConformance:
         return None
 
     @pytest.fixture
+    def reopen(self) -> Callable[[], RuntimeBundle] | None:
+        return None
+
+    @pytest.fixture
     def harness(
-        self, bundle: RuntimeBundle, workloads: Workloads, clock: Clock
+        self,
+        bundle: RuntimeBundle,
+        workloads: Workloads,
+        clock: Clock,
+        reopen: Callable[[], RuntimeBundle] | None,
     ) -> Iterator[Harness]:
+        # ``reopen`` is set up first so that what it opened is closed after the cleanup.
         harness = Harness(bundle, workloads, clock)
         harness.ensure_image(workloads.image)
         yield harness
@@ -666,6 +811,83 @@ class RuntimeConformance:
         followed = list(rt.logs(container_id, follow=True))
         assert any(b"hello-follow" in line for line in followed)
 
+    def test_logs_follow_blocks_and_streams_new_output(self, harness: Harness) -> None:
+        rt = harness.runtime
+        w = harness.workloads
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, w.print_twice("follow-one", "follow-two", 2))
+        harness.wait_logs(container_id, "follow-one")
+        follower = _Follower(rt.logs(container_id, follow=True))
+        harness.wait(lambda: follower.saw(b"follow-one"), "the first line, followed")
+        assert follower.running(), "logs(follow=True) ended while the container runs"
+        harness.wait(lambda: follower.saw(b"follow-two"), "a line printed later, followed")
+        assert follower.running(), "logs(follow=True) ended while the container runs"
+        rt.stop_container(container_id, self.STOP_TIMEOUT)
+        follower.join(w.timeout)
+        assert follower.error is None, f"logs(follow=True) raised {follower.error!r}"
+
+    def test_logs_since(self, harness: Harness) -> None:
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(
+            sandbox, harness.workloads.print_twice("since-one", "since-two", 2)
+        )
+        harness.wait_logs(container_id, "since-two")
+        stamped = list(rt.logs(container_id, timestamps=True))
+        first = next(_stamp(line) for line in stamped if b"since-one" in line)
+        second = next(_stamp(line) for line in stamped if b"since-two" in line)
+        assert second - first >= 1.0, "the second line is printed 2 s after the first"
+        later = list(rt.logs(container_id, since=(first + second) / 2))
+        assert any(b"since-two" in line for line in later), later
+        assert not any(b"since-one" in line for line in later), later
+        everything = list(rt.logs(container_id, since=first - 1))
+        assert [line for line in everything if b"since-" in line] == [
+            b"since-one\n",
+            b"since-two\n",
+        ]
+
+    def test_calls_after_close_fail_cleanly(
+        self, harness: Harness, reopen: Callable[[], RuntimeBundle] | None
+    ) -> None:
+        """Every call on a closed runtime raises a kubecore error, promptly."""
+        rt = harness.runtime
+        w = harness.workloads
+        sandbox = harness.run_sandbox()
+        container_id = harness.start(sandbox, w.print_and_run("before-close"))
+        harness.wait_logs(container_id, "before-close")
+        fresh = harness.sandbox_config()
+        container = harness.container_config(sandbox[1], w.run_forever)
+        rt.close()
+        calls: dict[str, Callable[[], object]] = {
+            "version": rt.version,
+            "snapshot": rt.snapshot,
+            "list_sandboxes": rt.list_sandboxes,
+            "list_containers": rt.list_containers,
+            "sandbox_status": lambda: rt.sandbox_status(sandbox[0]),
+            "container_status": lambda: rt.container_status(container_id),
+            "run_sandbox": lambda: rt.run_sandbox(fresh),
+            "create_container": lambda: rt.create_container(sandbox[0], container, sandbox[1]),
+            "start_container": lambda: rt.start_container(container_id),
+            "exec_sync": lambda: rt.exec_sync(container_id, list(w.exit_with(0)), 5),
+            "logs": lambda: list(rt.logs(container_id)),
+            "logs(follow=True)": lambda: next(iter(rt.logs(container_id, follow=True))),
+            "stop_container": lambda: rt.stop_container(container_id, 1),
+            "remove_container": lambda: rt.remove_container(container_id),
+            "stop_sandbox": lambda: rt.stop_sandbox(sandbox[0]),
+            "remove_sandbox": lambda: rt.remove_sandbox(sandbox[0]),
+        }
+        for name, call in calls.items():
+            outcome = _call_within(call, w.timeout, f"{name} after close()")
+            assert isinstance(outcome, ContainerRuntimeError), (
+                f"{name} after close() gave {outcome!r}, not a kubecore ContainerRuntimeError"
+            )
+        rt.close()  # closing twice is harmless
+        replacement = reopen() if reopen is not None else None
+        if replacement is not None and replacement.runtime is not rt:
+            harness.use(replacement)
+        else:
+            harness.abandon()
+
     # -- images --------------------------------------------------------------------------------
 
     def test_image_status_and_list(self, harness: Harness) -> None:
@@ -749,6 +971,47 @@ class RuntimeConformance:
         for stats in harness.runtime.container_stats():
             assert stats.container_id in running
             assert stats.memory_working_set_bytes is None or stats.memory_working_set_bytes >= 0
+
+    # -- adoption: a restarted agent finds what it started --------------------------------------
+
+    def test_a_new_instance_adopts_what_an_earlier_one_started(
+        self, harness: Harness, reopen: Callable[[], RuntimeBundle] | None
+    ) -> None:
+        if reopen is None:
+            if not harness.bundle.adopts:
+                pytest.skip(
+                    f"the {harness.bundle.name or 'runtime'} runtime cannot adopt"
+                    " (RuntimeBundle.adopts=False)"
+                )
+            pytest.skip("no `reopen` fixture: adoption is not checked")
+        w = harness.workloads
+        first = harness.bundle
+        ready = harness.run_sandbox()
+        stopped = harness.run_sandbox()
+        running = harness.start(ready, w.print_and_run("adopt-me"), name="running")
+        created = harness.create(ready, w.run_forever, name="created")
+        exited = harness.start(ready, w.exit_with(3), name="exited")
+        harness.wait_state(exited, RuntimeState.EXITED)
+        harness.wait_logs(running, "adopt-me")
+        first.runtime.stop_sandbox(stopped[0])
+        before = first.runtime.snapshot()
+
+        second = reopen()
+        if second.runtime is not first.runtime:
+            first.runtime.close()  # as a stopping agent does: its containers keep running
+        harness.use(second)
+        rt = second.runtime
+        after = rt.snapshot()
+        _assert_adopted(before, after, {ready[0], stopped[0]}, {running, created, exited})
+        assert rt.container_status(running).state is RuntimeState.RUNNING
+        assert rt.sandbox_status(ready[0]).state is SandboxState.READY
+        assert any(b"adopt-me" in line for line in rt.logs(running))
+        rt.start_container(created)
+        harness.wait_state(created, RuntimeState.RUNNING)
+        rt.stop_container(running, self.STOP_TIMEOUT)
+        stopped_now = rt.container_status(running)
+        assert stopped_now.state is RuntimeState.EXITED
+        assert stopped_now.exit_code == 0, "run_forever exits 0 on TERM, adopted or not"
 
     # -- the plugin's own health checker --------------------------------------------------------
 

@@ -16,22 +16,39 @@ from tests.docker.test_docker_runtime import OOM_HOG
 pytestmark = pytest.mark.docker
 
 
+def load_docker(engine: TestEngine) -> RuntimeBundle:
+    return load_runtime(
+        "docker",
+        base_url=engine.base_url,
+        timeout=30,
+        sandbox_image=engine.pause_image,
+        sandbox_stop_timeout=2,
+    )
+
+
 class TestDockerRuntime(RuntimeConformance):
     STOP_TIMEOUT = 5.0
 
     @pytest.fixture
     def bundle(self, engine: TestEngine, raw: Any) -> Iterator[RuntimeBundle]:
-        bundle = load_runtime(
-            "docker",
-            base_url=engine.base_url,
-            timeout=30,
-            sandbox_image=engine.pause_image,
-            sandbox_stop_timeout=2,
-        )
+        bundle = load_docker(engine)
         yield bundle
         bundle.runtime.close()
         # The suite removes what it made; this only catches what a failed check left behind.
         remove_labelled(raw, "io.kubernetes.pod.namespace=conformance")
+
+    @pytest.fixture
+    def reopen(self, engine: TestEngine) -> Iterator[Callable[[], RuntimeBundle]]:
+        """A second adapter on the same engine, as a restarted agent loads it."""
+        opened: list[RuntimeBundle] = []
+
+        def load() -> RuntimeBundle:
+            opened.append(load_docker(engine))
+            return opened[-1]
+
+        yield load
+        for bundle in opened:
+            bundle.runtime.close()
 
     @pytest.fixture
     def workloads(self, engine: TestEngine) -> Workloads:

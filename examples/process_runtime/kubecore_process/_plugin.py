@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,21 +19,27 @@ def kubecore_register_runtimes(registry: RuntimeRegistry) -> None:
     registry.register(NAME, create_process_runtime, "Local processes, NO isolation (an example)")
 
 
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/kubecore-process``, by default ``~/.local/state/kubecore-process``."""
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / "kubecore-process"
+
+
 def create_process_runtime(
-    root_dir: str | Path | None = None, images: str | Iterable[str] = DEFAULT_IMAGES, **unknown: Any
+    state_dir: str | Path | None = None,
+    images: str | Iterable[str] = DEFAULT_IMAGES,
+    **unknown: Any,
 ) -> RuntimeBundle:
     """Build the process runtime.
 
-    Options (strings are accepted, as from ``--runtime-option``): ``root_dir``, where sandbox
-    directories and container logs live (default: a fresh temporary directory, removed by
-    ``close()``); ``images``, the image names a pull accepts, comma separated (default ``host``).
+    Options (strings are accepted, as from ``--runtime-option``): ``state_dir``, where the
+    records of sandboxes and containers, their directories and logs live, so that a restarted
+    agent finds them (default: ``default_state_dir()``); ``images``, the image names a pull
+    accepts, comma separated (default ``host``).
     """
     if unknown:
         raise InvalidConfig(f"unknown option(s) for the process runtime: {', '.join(unknown)}")
     names = images.split(",") if isinstance(images, str) else list(images)
-    if root_dir is None:
-        root, own = Path(tempfile.mkdtemp(prefix="kubecore-process-")), True
-    else:
-        root, own = Path(root_dir), False
-    runtime = ProcessRuntime(root, [name for name in names if name.strip()], own_root=own)
+    root = Path(state_dir) if state_dir is not None else default_state_dir()
+    runtime = ProcessRuntime(root, [name for name in names if name.strip()])
     return RuntimeBundle(runtime=runtime, puller=runtime.images, health_checker=None, name=NAME)

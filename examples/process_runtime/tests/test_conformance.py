@@ -12,8 +12,7 @@ import random
 import shlex
 import socket
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -54,10 +53,15 @@ def free_loopback_port() -> int:
 
 class TestProcessRuntime(RuntimeConformance):
     @pytest.fixture
-    def bundle(self, tmp_path: Path) -> Iterator[kubecore.RuntimeBundle]:
-        bundle = kubecore.load_runtime("process", root_dir=str(tmp_path), images="host,spare")
-        yield bundle
-        bundle.runtime.close()
+    def bundle(self, open_runtime: Callable[[], kubecore.RuntimeBundle]) -> kubecore.RuntimeBundle:
+        return open_runtime()
+
+    @pytest.fixture
+    def reopen(
+        self, open_runtime: Callable[[], kubecore.RuntimeBundle]
+    ) -> Callable[[], kubecore.RuntimeBundle]:
+        """A new instance on the same state directory, as a restarted agent loads it."""
+        return open_runtime
 
     @pytest.fixture
     def unmanaged_container(self, bundle: kubecore.RuntimeBundle) -> Callable[[], str]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,12 +21,11 @@ SANDBOX = SandboxConfig(name="pod", namespace="default", uid="uid-1", labels=MAN
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[ProcessRuntime]:
-    bundle = kubecore.load_runtime("process", root_dir=str(tmp_path))
+def runtime(open_runtime: Callable[[], kubecore.RuntimeBundle]) -> ProcessRuntime:
+    bundle = open_runtime()
     assert isinstance(bundle.runtime, ProcessRuntime)
     bundle.puller.pull("host")
-    yield bundle.runtime
-    bundle.runtime.close()
+    return bundle.runtime
 
 
 def start(rt: ProcessRuntime, script: str, **config: object) -> str:
@@ -100,7 +102,7 @@ def test_a_missing_working_dir_cannot_run(runtime: ProcessRuntime, tmp_path: Pat
 
 
 def test_only_allowed_images_pull_and_options_are_checked(tmp_path: Path) -> None:
-    bundle = kubecore.load_runtime("process", root_dir=str(tmp_path), images="tools, host")
+    bundle = kubecore.load_runtime("process", state_dir=str(tmp_path), images="tools, host")
     try:
         assert bundle.puller.pull("tools:latest").startswith("sha256:")
         with pytest.raises(kubecore.ImagePullError, match="not a local image"):
@@ -111,15 +113,90 @@ def test_only_allowed_images_pull_and_options_are_checked(tmp_path: Path) -> Non
         kubecore.load_runtime("process", memory="1Gi")
 
 
-def test_close_kills_every_container_and_removes_its_own_root() -> None:
-    bundle = kubecore.load_runtime("process")
-    rt = bundle.runtime
-    assert isinstance(rt, ProcessRuntime)
+RUN_FOREVER = "echo $$; trap 'exit 0' TERM; while :; do sleep 0.1; done"
+"""Prints its pid, runs until TERM, then exits 0."""
+
+
+def pid_of(rt: kubecore.ContainerRuntime, container_id: str) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = list(rt.logs(container_id))
+        if lines:
+            return int(lines[0])
+        time.sleep(0.02)
+    raise AssertionError(f"{container_id} printed no pid")
+
+
+def alive(pid: int) -> bool:
+    return not dead(pid)
+
+
+def test_close_leaves_containers_running_for_the_next_instance(
+    open_runtime: Callable[[], kubecore.RuntimeBundle],
+) -> None:
+    bundle = open_runtime()
     bundle.puller.pull("host")
-    container_id = start(rt, "trap 'exit 0' TERM; while :; do sleep 0.1; done")
-    pid = rt._containers[container_id].process.pid  # type: ignore[union-attr]
-    root = rt._root
-    rt.close()
-    assert not root.exists()
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    first = bundle.runtime
+    assert isinstance(first, ProcessRuntime)
+    container_id = start(first, RUN_FOREVER)
+    pid = pid_of(first, container_id)
+    first.close()
+    assert alive(pid)
+    with pytest.raises(kubecore.RuntimeUnavailable):
+        first.snapshot()
+    second = open_runtime().runtime
+    assert second.container_status(container_id).state is RuntimeState.RUNNING
+    second.stop_container(container_id, 5)
+    assert second.container_status(container_id).exit_code == 0
+    assert dead(pid)
+
+
+AGENT_KILLED = """
+import os, signal, sys
+import kubecore
+bundle = kubecore.load_runtime("process", state_dir=sys.argv[1])
+bundle.puller.pull("host")
+managed = {"io.kubecore.managed": "true", "io.kubernetes.pod.uid": "uid-1"}
+sandbox = kubecore.SandboxConfig(name="pod", namespace="default", uid="uid-1", labels=managed)
+sandbox_id = bundle.runtime.run_sandbox(sandbox)
+command = ("sh", "-c", sys.argv[2])
+spec = kubecore.ContainerConfig("c", "host", command, labels=managed)
+container_id = bundle.runtime.create_container(sandbox_id, spec, sandbox)
+bundle.runtime.start_container(container_id)
+print(container_id, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_what_an_agent_killed_with_sigkill_started_runs_on_and_is_adopted(
+    state_dir: Path, open_runtime: Callable[[], kubecore.RuntimeBundle]
+) -> None:
+    agent = subprocess.run(
+        [sys.executable, "-c", AGENT_KILLED, str(state_dir), RUN_FOREVER],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert agent.returncode == -signal.SIGKILL, agent.stderr
+    container_id = agent.stdout.strip()
+    rt = open_runtime().runtime
+    pid = pid_of(rt, container_id)
+    assert alive(pid), "the container died with the agent"
+    (sandbox,) = rt.list_sandboxes()
+    assert rt.container_status(container_id).state is RuntimeState.RUNNING
+    with pytest.raises(kubecore.Conflict):  # the same pod again would be a duplicate
+        rt.run_sandbox(SANDBOX)
+    rt.stop_container(container_id, 5)
+    assert rt.container_status(container_id).exit_code == 0
+    assert dead(pid)
+    rt.remove_sandbox(sandbox.id)
+    assert rt.snapshot().containers == ()
+
+
+def test_a_container_whose_supervisor_was_killed_reads_as_exited(runtime: ProcessRuntime) -> None:
+    container_id = start(runtime, RUN_FOREVER)
+    pid = pid_of(runtime, container_id)
+    shim = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # ppid
+    os.kill(shim, signal.SIGKILL)
+    status = wait_exited(runtime, container_id)
+    assert (status.exit_code, status.reason) == (137, "Error")
+    assert "supervisor" in status.message
+    os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,119 @@
+"""RuntimeBase: a plugin writes 12 methods; listing, status, events and stats are derived."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+
+import pytest
+
+from kubecore._errors import ContainerNotFound, SandboxNotFound
+from kubecore._runtime import (
+    ContainerConfig,
+    ContainerRuntime,
+    ExecResult,
+    RuntimeBase,
+    RuntimeContainer,
+    RuntimeSandbox,
+    RuntimeSnapshot,
+    RuntimeState,
+    RuntimeVersion,
+    SandboxConfig,
+    SandboxState,
+)
+
+SANDBOX = RuntimeSandbox("s1", "web", "default", "uid-1", 0, SandboxState.READY, 1.0)
+CONTAINER = RuntimeContainer("c1", "s1", "app", "busybox", RuntimeState.RUNNING, 2.0)
+
+
+class SnapshotOnly(RuntimeBase):
+    """The least a runtime writes; only ``snapshot`` does anything here."""
+
+    def __init__(self) -> None:
+        self.snapshots = 0
+
+    def version(self) -> RuntimeVersion:
+        return RuntimeVersion("snapshot-only", "1")
+
+    def run_sandbox(self, config: SandboxConfig) -> str:
+        return "s1"
+
+    def stop_sandbox(self, sandbox_id: str) -> None:
+        pass
+
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        pass
+
+    def create_container(
+        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
+    ) -> str:
+        return "c1"
+
+    def start_container(self, container_id: str) -> None:
+        pass
+
+    def stop_container(self, container_id: str, timeout: float) -> None:
+        pass
+
+    def remove_container(self, container_id: str) -> None:
+        pass
+
+    def snapshot(self) -> RuntimeSnapshot:
+        self.snapshots += 1
+        return RuntimeSnapshot((SANDBOX,), (CONTAINER,))
+
+    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
+        return ExecResult(0)
+
+    def logs(
+        self,
+        container_id: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def test_listing_and_status_come_from_the_snapshot() -> None:
+    rt = SnapshotOnly()
+    assert rt.list_sandboxes() == [SANDBOX]
+    assert rt.list_containers() == [CONTAINER]
+    assert rt.sandbox_status("s1") == SANDBOX
+    assert rt.container_status("c1") == CONTAINER
+    assert rt.snapshots == 4
+    with pytest.raises(SandboxNotFound):
+        rt.sandbox_status("c1")
+    with pytest.raises(ContainerNotFound):
+        rt.container_status("s1")
+
+
+def test_no_event_stream_and_no_stats_by_default() -> None:
+    rt = SnapshotOnly()
+    assert rt.watch_events(lambda event: None) is None
+    assert rt.container_stats() == []
+
+
+def test_a_subclass_is_a_container_runtime() -> None:
+    assert isinstance(SnapshotOnly(), ContainerRuntime)
+
+
+def test_a_runtime_missing_a_method_cannot_be_made_and_is_told_which() -> None:
+    written = {n: getattr(SnapshotOnly, n) for n in RuntimeBase.__abstractmethods__ if n != "logs"}
+    forgetful = type("Forgetful", (RuntimeBase,), written)
+    with pytest.raises(TypeError, match="logs"):
+        forgetful()
+
+
+def test_the_docstring_counts_the_methods_a_plugin_writes() -> None:
+    required = sorted(RuntimeBase.__abstractmethods__)
+    assert len(required) == 12
+    doc = inspect.getdoc(RuntimeBase) or ""
+    assert "write 12 methods" in doc
+    for name in required:
+        assert f"``{name}``" in doc
