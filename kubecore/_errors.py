@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 
@@ -33,6 +35,35 @@ class ValidationError(KubecoreError, ValueError):
         super().__init__(f"{where}{len(self.problems)} problem(s)\n{lines}")
 
 
+class DocumentError(ValidationError):
+    """The problems of one document (or one ``List`` item) of a manifest stream.
+
+    ``source`` names the file; ``document`` is the document's index in the stream (counting
+    non-empty documents from 0), ``item`` its index in a ``kind: List`` (else ``None``), and
+    ``pod_name`` the pod's name when it could be read.
+    """
+
+    def __init__(
+        self,
+        problems: Sequence[FieldError],
+        source: str = "",
+        *,
+        document: int = 0,
+        item: int | None = None,
+        pod_name: str = "",
+    ) -> None:
+        super().__init__(list(problems), source)
+        self.document = document
+        self.item = item
+        self.pod_name = pod_name
+        where = f"document {document}" + (f", item {item}" if item is not None else "")
+        if pod_name:
+            where += f" (pod {pod_name!r})"
+        head = f"{source}: {where}" if source else where
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        self.args = (f"{head}: {len(self.problems)} problem(s)\n{lines}",)
+
+
 class PluginError(KubecoreError):
     """A runtime plugin is broken, duplicated or misconfigured."""
 
@@ -46,6 +77,22 @@ class UnknownRuntime(PluginError, LookupError):
         super().__init__(
             f"unknown runtime {name!r}; installed runtimes: {', '.join(installed) or '(none)'}"
         )
+
+
+class DuplicateRuntime(PluginError):
+    """Two plugins offer a runtime under the same name."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin could not be loaded; the other plugins still work."""
+
+
+class RegistryConfigError(KubecoreError, ValueError):
+    """A Docker config file (or pull secret) cannot be read or has a malformed entry."""
+
+
+class PrivilegedNotAllowed(KubecoreError):
+    """A container asks to run privileged and the agent does not allow it."""
 
 
 class ContainerRuntimeError(KubecoreError):
@@ -74,6 +121,10 @@ class Conflict(ContainerRuntimeError):
 
 class ImagePullError(ContainerRuntimeError):
     """An image could not be pulled (missing, unauthorized, registry down, error in the stream)."""
+
+
+class ImageNeverPull(ImagePullError):
+    """The image is absent and the pull policy is Never."""
 
 
 class RuntimeUnavailable(ContainerRuntimeError):
