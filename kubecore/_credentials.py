@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubecore._errors import RegistryConfigError
+from kubecore._errors import RegistryConfigError as RegistryConfigError
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 

@@ -26,13 +26,9 @@ from kubecore._actions import (
 from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
 from kubecore._credentials import Keyring, pod_registry_auth
-from kubecore._errors import (
-    ContainerRuntimeError,
-    ImageNeverPull,
-    ImagePullError,
-    KubecoreError,
-    PrivilegedNotAllowed,
-)
+from kubecore._errors import ContainerRuntimeError, ImagePullError, KubecoreError
+from kubecore._errors import ImageNeverPull as ImageNeverPull
+from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._runtime import (

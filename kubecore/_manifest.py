@@ -29,7 +29,8 @@ import attrs
 import yaml
 
 from kubecore import _model as m
-from kubecore._errors import DocumentError, FieldError, ValidationError
+from kubecore._errors import DocumentError as DocumentError
+from kubecore._errors import FieldError, ValidationError
 from kubecore._quantity import parse_quantity
 from kubecore._updates import SOURCE_ANNOTATION
 

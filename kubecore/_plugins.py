@@ -34,7 +34,9 @@ import attrs
 import pluggy
 
 from kubecore._clock import Clock
-from kubecore._errors import DuplicateRuntime, PluginError, PluginWarning, UnknownRuntime
+from kubecore._errors import DuplicateRuntime as DuplicateRuntime
+from kubecore._errors import PluginError, UnknownRuntime
+from kubecore._errors import PluginWarning as PluginWarning
 from kubecore._runtime import ContainerRuntime, HealthChecker, Puller
 
 logger = logging.getLogger(__name__)

@@ -33,8 +33,6 @@ from typing import IO
 import attrs
 
 from kubecore import (
-    MANAGED_LABEL,
-    POD_UID_LABEL,
     Conflict,
     ContainerConfig,
     ContainerNotFound,
@@ -60,6 +58,7 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
 )
+from kubecore.labels import MANAGED_LABEL, POD_UID_LABEL
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,23 @@
+"""Registry credentials: keyrings read from Docker config files and pull secrets, and a puller
+that looks them up for every pull."""
+
+from kubecore._credentials import (
+    ChainKeyring,
+    DockerKeyring,
+    Keyring,
+    KeyringPuller,
+    pod_registry_auth,
+    registry_host,
+)
+from kubecore._exports import publish as _publish
+
+__all__ = [
+    "ChainKeyring",
+    "DockerKeyring",
+    "Keyring",
+    "KeyringPuller",
+    "pod_registry_auth",
+    "registry_host",
+]
+
+_publish(__all__, globals(), __name__)
