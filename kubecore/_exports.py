@@ -25,9 +25,14 @@ def publish(names: Iterable[str], namespace: Mapping[str, object], module: str) 
 def _resolve_own_annotations(cls: type) -> None:
     """Evaluate the class's string annotations while ``__module__`` still names the module they
     were written in: ``typing.get_type_hints`` looks names up in ``sys.modules[cls.__module__]``,
-    which after publishing is a namespace that lacks private aliases such as ``PullPolicy``."""
+    which after publishing is a namespace that lacks private aliases such as ``PullPolicy``.
+    A name imported only for type checking cannot be evaluated: those annotations stay strings
+    (tests/test_public_api.py reports the class)."""
     own = inspect.get_annotations(cls)
     if not own:
         return
-    hints = typing.get_type_hints(cls, include_extras=True)
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except NameError:
+        return
     cls.__annotations__ = {name: hints[name] for name in own}

@@ -4,6 +4,7 @@ public home, and the in-tree adapters and examples use only public modules, as a
 import importlib
 import inspect
 import pickle
+import pkgutil
 import re
 import subprocess
 import sys
@@ -196,6 +197,28 @@ def test_every_error_is_defined_in_one_module() -> None:
     errors_module = vars(importlib.import_module("kubecore._errors"))
     for error in errors:
         assert errors_module.get(error.__name__) is error, error.__name__
+
+
+def all_subclasses(cls: type) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        found |= {sub, *all_subclasses(sub)}
+    return found
+
+
+def test_no_kubecore_module_defines_an_error_outside_errors() -> None:
+    for module in pkgutil.walk_packages(kubecore.__path__, "kubecore."):
+        if module.name != "kubecore.__main__":
+            importlib.import_module(module.name)
+    errors_module = vars(importlib.import_module("kubecore._errors"))
+    defined_in_kubecore = [
+        error
+        for error in all_subclasses(kubecore.KubecoreError)
+        if error.__module__ == "kubecore" or error.__module__.startswith("kubecore.")
+    ]
+    assert kubecore.ImageNeverPull in defined_in_kubecore
+    for error in defined_in_kubecore:
+        assert errors_module.get(error.__name__) is error, f"{error.__module__}.{error.__name__}"
 
 
 def test_top_level_objects_show_kubecore_as_their_module() -> None:
