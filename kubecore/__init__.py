@@ -21,6 +21,18 @@ registry and the clocks. Helpers live in small public namespaces:
 The modules whose names start with ``_`` are private.
 """
 
+from kubecore import credentials as credentials
+from kubecore import events as events
+from kubecore import health as health
+from kubecore import labels as labels
+from kubecore import manifest as manifest
+from kubecore import metrics as metrics
+from kubecore import planner as planner
+from kubecore import plugins as plugins
+from kubecore import quantity as quantity
+from kubecore import server as server
+from kubecore import sources as sources
+from kubecore import translate as translate
 from kubecore._clock import Clock, ManualClock, SystemClock
 from kubecore._errors import (
     Conflict,
@@ -217,19 +229,23 @@ __all__ = [
     "runtimes",
 ]
 
+# Published here rather than in each namespace module: importing ``kubecore.quantity`` runs this
+# file first, and a name exported both at the top level and in a namespace (``load_pods_from_file``)
+# keeps ``kubecore`` as its home because the top level is published first.
 _publish(__all__, globals(), __name__)
-
-# The namespaces are imported after the names above are published, so a name exported both here
-# and in a namespace (``load_pods_from_file``) shows ``kubecore`` as its home.
-from kubecore import credentials as credentials  # noqa: E402
-from kubecore import events as events  # noqa: E402
-from kubecore import health as health  # noqa: E402
-from kubecore import labels as labels  # noqa: E402
-from kubecore import manifest as manifest  # noqa: E402
-from kubecore import metrics as metrics  # noqa: E402
-from kubecore import planner as planner  # noqa: E402
-from kubecore import plugins as plugins  # noqa: E402
-from kubecore import quantity as quantity  # noqa: E402
-from kubecore import server as server  # noqa: E402
-from kubecore import sources as sources  # noqa: E402
-from kubecore import translate as translate  # noqa: E402
+for _namespace in (
+    credentials,
+    events,
+    health,
+    labels,
+    manifest,
+    metrics,
+    planner,
+    plugins,
+    quantity,
+    server,
+    sources,
+    translate,
+):
+    _publish(_namespace.__all__, vars(_namespace), _namespace.__name__)
+del _namespace

@@ -7,9 +7,7 @@ from kubecore._credentials import (
     Keyring,
     KeyringPuller,
     pod_registry_auth,
-    registry_host,
 )
-from kubecore._exports import publish as _publish
 
 __all__ = [
     "ChainKeyring",
@@ -17,7 +15,4 @@ __all__ = [
     "Keyring",
     "KeyringPuller",
     "pod_registry_auth",
-    "registry_host",
 ]
-
-_publish(__all__, globals(), __name__)

@@ -1,6 +1,5 @@
 """Pod manifests (YAML or JSON, v1 ``Pod`` or ``List``): load, validate, dump."""
 
-from kubecore._exports import publish as _publish
 from kubecore._manifest import (
     assign_uid,
     dump_pod_json,
@@ -32,5 +31,3 @@ __all__ = [
     "stamp_source",
     "validate_pod",
 ]
-
-_publish(__all__, globals(), __name__)

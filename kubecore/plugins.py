@@ -1,7 +1,6 @@
 """The plugin machinery behind ``load_runtime``: the pluggy manager, the hook specification and
 the plugins that failed to load."""
 
-from kubecore._exports import publish as _publish
 from kubecore._plugins import (
     BrokenPlugin,
     KubecorePluginManager,
@@ -17,5 +16,3 @@ __all__ = [
     "hookspec",
     "plugin_manager",
 ]
-
-_publish(__all__, globals(), __name__)
