@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -34,6 +35,10 @@ class ValidationError(KubecoreError, ValueError):
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{where}{len(self.problems)} problem(s)\n{lines}")
 
+    def __reduce__(self) -> tuple[Callable[..., ValidationError], tuple[object, ...]]:
+        # The default rebuilds an exception from its message; these are built from problems.
+        return type(self), (self.problems, self.source)
+
 
 class DocumentError(ValidationError):
     """The problems of one document (or one ``List`` item) of a manifest stream.
@@ -63,6 +68,12 @@ class DocumentError(ValidationError):
         lines = "\n".join(f"  {p}" for p in self.problems)
         self.args = (f"{head}: {len(self.problems)} problem(s)\n{lines}",)
 
+    def __reduce__(self) -> tuple[Callable[..., ValidationError], tuple[object, ...]]:
+        rebuild = functools.partial(
+            type(self), document=self.document, item=self.item, pod_name=self.pod_name
+        )
+        return rebuild, (self.problems, self.source)
+
 
 class PluginError(KubecoreError):
     """A runtime plugin is broken, duplicated or misconfigured."""
@@ -77,6 +88,9 @@ class UnknownRuntime(PluginError, LookupError):
         super().__init__(
             f"unknown runtime {name!r}; installed runtimes: {', '.join(installed) or '(none)'}"
         )
+
+    def __reduce__(self) -> tuple[type[UnknownRuntime], tuple[str, list[str]]]:
+        return type(self), (self.name, self.installed)
 
 
 class DuplicateRuntime(PluginError):

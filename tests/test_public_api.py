@@ -266,6 +266,29 @@ def test_public_objects_pickle_and_repr_under_their_public_home() -> None:
     assert repr(kubecore.Pod) == "<class 'kubecore.Pod'>"
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        kubecore.ValidationError([kubecore.FieldError("spec.containers", "required")], "a.yaml"),
+        kubecore.DocumentError(
+            [kubecore.FieldError("metadata.name", "required")],
+            "a.yaml",
+            document=2,
+            item=1,
+            pod_name="web",
+        ),
+        kubecore.UnknownRuntime("podman", ["docker", "fake"]),
+        kubecore.Conflict("name in use"),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_errors_survive_pickling(error: Exception) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert vars(copy) == vars(error)
+
+
 def test_type_hints_of_public_classes_still_resolve() -> None:
     hints = typing.get_type_hints(kubecore.Container)
     assert hints["image_pull_policy"] == typing.Literal["Always", "IfNotPresent", "Never"]
