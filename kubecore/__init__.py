@@ -1,66 +1,67 @@
 """kubecore: the core of a container node agent (the Kubernetes kubelet) as a pluggable library.
 
-Public names are re-exported here; the modules behind them are private.
+The names here are what embedding the agent or writing a runtime plugin needs: the agent and its
+sources, the pod model, the runtime protocols and their value types, the errors, the runtime
+registry and the clocks. Helpers live in small public namespaces:
+
+* ``kubecore.credentials``: registry keyrings and the puller that uses them
+* ``kubecore.events``: the events the agent records, and recorders
+* ``kubecore.health``: the default probe checker
+* ``kubecore.labels``: the labels and annotations on runtime objects
+* ``kubecore.manifest``: load, validate and dump pod manifests
+* ``kubecore.metrics``: the agent's Prometheus metrics
+* ``kubecore.planner``: the pure planner, pod status and back-off
+* ``kubecore.plugins``: the plugin manager behind ``load_runtime``
+* ``kubecore.quantity``: resource quantities
+* ``kubecore.server``: the HTTP API
+* ``kubecore.sources``: merging and polling pod sources
+* ``kubecore.translate``: pods to runtime configs, DNS
+* ``kubecore.testing``: strategies and the runtime conformance suite
+
+The modules whose names start with ``_`` are private.
 """
 
-from kubecore._actions import (
-    BackoffEntry,
-    ContainerToKill,
-    KillReason,
-    ObservedPod,
-    PodActions,
-    PodHistory,
-    ProbeState,
-    Waiting,
-)
-from kubecore._backoff import in_backoff, next_backoff
+from kubecore import credentials as credentials
+from kubecore import events as events
+from kubecore import health as health
+from kubecore import labels as labels
+from kubecore import manifest as manifest
+from kubecore import metrics as metrics
+from kubecore import planner as planner
+from kubecore import plugins as plugins
+from kubecore import quantity as quantity
+from kubecore import server as server
+from kubecore import sources as sources
+from kubecore import translate as translate
 from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._credentials import (
-    ChainKeyring,
-    DockerKeyring,
-    Keyring,
-    KeyringPuller,
-    RegistryConfigError,
-    pod_registry_auth,
-    registry_host,
-)
 from kubecore._errors import (
     Conflict,
     ContainerNotFound,
     ContainerRuntimeError,
+    DocumentError,
+    DuplicateRuntime,
     FieldError,
+    ImageNeverPull,
     ImageNotFound,
     ImagePullError,
     InvalidConfig,
     KubecoreError,
     NotFound,
     PluginError,
+    PluginWarning,
+    PrivilegedNotAllowed,
+    RegistryConfigError,
+    RootDirInUse,
     RuntimeTimeout,
     RuntimeUnavailable,
     SandboxNotFound,
+    SourceUnavailable,
     UnknownRuntime,
     ValidationError,
 )
-from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
-from kubecore._executor import ImageNeverPull, PrivilegedNotAllowed
-from kubecore._health import DefaultHealthChecker
+from kubecore._exports import publish as _publish
 from kubecore._kubelet import Kubelet, KubeletConfig, SyncReport
-from kubecore._manifest import (
-    DocumentError,
-    assign_uid,
-    dump_pod_json,
-    dump_pod_yaml,
-    dump_pods_yaml,
-    load_pods_from_dict,
-    load_pods_from_file,
-    load_pods_from_string,
-    load_pods_lenient,
-    pod_from_dict,
-    pod_to_dict,
-    stamp_source,
-    validate_pod,
-)
-from kubecore._metrics import Metrics
+from kubecore._manifest import load_pods_from_file, load_pods_from_string
 from kubecore._model import (
     Container,
     ContainerPort,
@@ -89,52 +90,25 @@ from kubecore._model import (
     TCPSocketAction,
     Volume,
     VolumeMount,
-    default_pull_policy,
 )
-from kubecore._planner import compute_pod_actions
 from kubecore._plugins import (
-    BrokenPlugin,
-    DuplicateRuntime,
-    KubecorePluginManager,
-    PluginWarning,
     RuntimeBundle,
     RuntimeInfo,
     RuntimeRegistry,
-    broken_plugins,
     hookimpl,
-    hookspec,
     load_runtime,
-    plugin_manager,
     runtimes,
 )
-from kubecore._podconfig import PodConfig
-from kubecore._quantity import cpu_millis, memory_bytes, parse_quantity
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
-    GRACE_PERIOD_ANNOTATION,
-    HASH_ANNOTATION,
-    INIT_CONTAINER_ANNOTATION,
-    MANAGED_LABEL,
-    NODE_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
-    RESTART_COUNT_ANNOTATION,
-    SANDBOX_CONTAINER_NAME,
-    TERMINATION_MESSAGE_PATH_ANNOTATION,
     ContainerConfig,
     ContainerRuntime,
     ContainerStats,
     DNSConfig,
-    Event,
-    EventRecorder,
-    EventType,
     ExecResult,
     HealthChecker,
     Image,
     ImageFsUsage,
     Mount,
-    ObjectReference,
     PortMapping,
     ProbeOutcome,
     ProbeResult,
@@ -143,6 +117,7 @@ from kubecore._runtime import (
     PullerWrapper,
     PullProgress,
     RegistryAuth,
+    RuntimeBase,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeEventType,
@@ -154,46 +129,12 @@ from kubecore._runtime import (
     SandboxState,
     Subscription,
 )
-from kubecore._server import KubeletServer, ServerConfig, serve
-from kubecore._sources import (
-    FileSource,
-    HTTPSource,
-    PodSource,
-    SourcePoller,
-    SourceProblem,
-    StaticSource,
-)
-from kubecore._status import compute_pod_status
-from kubecore._translate import (
-    ResolvConf,
-    container_config,
-    container_hash,
-    dns_config,
-    milli_cpu_to_shares,
-    parse_resolv_conf,
-    sandbox_config,
-)
-from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
+from kubecore._updates import Operation, PodUpdate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CONTAINER_NAME_LABEL",
-    "GRACE_PERIOD_ANNOTATION",
-    "HASH_ANNOTATION",
-    "INIT_CONTAINER_ANNOTATION",
-    "MANAGED_LABEL",
-    "NODE_LABEL",
-    "POD_NAMESPACE_LABEL",
-    "POD_NAME_LABEL",
-    "POD_UID_LABEL",
-    "RESTART_COUNT_ANNOTATION",
-    "SANDBOX_CONTAINER_NAME",
-    "SOURCE_ANNOTATION",
-    "TERMINATION_MESSAGE_PATH_ANNOTATION",
-    "BackoffEntry",
-    "BrokenPlugin",
-    "ChainKeyring",
     "Clock",
     "Conflict",
     "Container",
@@ -208,20 +149,13 @@ __all__ = [
     "ContainerStateWaiting",
     "ContainerStats",
     "ContainerStatus",
-    "ContainerToKill",
     "DNSConfig",
-    "DefaultHealthChecker",
-    "DockerKeyring",
     "DocumentError",
     "DuplicateRuntime",
     "EmptyDirVolumeSource",
     "EnvVar",
-    "Event",
-    "EventRecorder",
-    "EventType",
     "ExecAction",
     "ExecResult",
-    "FanoutRecorder",
     "FieldError",
     "FileSource",
     "HTTPGetAction",
@@ -235,34 +169,21 @@ __all__ = [
     "ImageNotFound",
     "ImagePullError",
     "InvalidConfig",
-    "Keyring",
-    "KeyringPuller",
-    "KillReason",
     "KubecoreError",
-    "KubecorePluginManager",
     "Kubelet",
     "KubeletConfig",
-    "KubeletServer",
     "Lifecycle",
     "LifecycleHandler",
     "LocalObjectReference",
-    "LoggingRecorder",
     "ManualClock",
-    "MemoryRecorder",
-    "Metrics",
     "Mount",
     "NotFound",
     "ObjectMeta",
-    "ObjectReference",
-    "ObservedPod",
     "Operation",
     "PluginError",
     "PluginWarning",
     "Pod",
-    "PodActions",
     "PodCondition",
-    "PodConfig",
-    "PodHistory",
     "PodSource",
     "PodSpec",
     "PodStatus",
@@ -272,15 +193,15 @@ __all__ = [
     "Probe",
     "ProbeOutcome",
     "ProbeResult",
-    "ProbeState",
     "ProbeTarget",
     "PullProgress",
     "Puller",
     "PullerWrapper",
     "RegistryAuth",
     "RegistryConfigError",
-    "ResolvConf",
     "ResourceRequirements",
+    "RootDirInUse",
+    "RuntimeBase",
     "RuntimeBundle",
     "RuntimeContainer",
     "RuntimeEvent",
@@ -297,9 +218,7 @@ __all__ = [
     "SandboxNotFound",
     "SandboxState",
     "SecurityContext",
-    "ServerConfig",
-    "SourcePoller",
-    "SourceProblem",
+    "SourceUnavailable",
     "StaticSource",
     "Subscription",
     "SyncReport",
@@ -309,40 +228,30 @@ __all__ = [
     "ValidationError",
     "Volume",
     "VolumeMount",
-    "Waiting",
-    "assign_uid",
-    "broken_plugins",
-    "compute_pod_actions",
-    "compute_pod_status",
-    "container_config",
-    "container_hash",
-    "cpu_millis",
-    "default_pull_policy",
-    "dns_config",
-    "dump_pod_json",
-    "dump_pod_yaml",
-    "dump_pods_yaml",
     "hookimpl",
-    "hookspec",
-    "in_backoff",
-    "load_pods_from_dict",
     "load_pods_from_file",
     "load_pods_from_string",
-    "load_pods_lenient",
     "load_runtime",
-    "memory_bytes",
-    "milli_cpu_to_shares",
-    "next_backoff",
-    "parse_quantity",
-    "parse_resolv_conf",
-    "plugin_manager",
-    "pod_from_dict",
-    "pod_registry_auth",
-    "pod_to_dict",
-    "registry_host",
     "runtimes",
-    "sandbox_config",
-    "serve",
-    "stamp_source",
-    "validate_pod",
 ]
+
+# Published here rather than in each namespace module: importing ``kubecore.quantity`` runs this
+# file first, and a name exported both at the top level and in a namespace (``load_pods_from_file``)
+# keeps ``kubecore`` as its home because the top level is published first.
+_publish(__all__, globals(), __name__)
+for _namespace in (
+    credentials,
+    events,
+    health,
+    labels,
+    manifest,
+    metrics,
+    planner,
+    plugins,
+    quantity,
+    server,
+    sources,
+    translate,
+):
+    _publish(_namespace.__all__, vars(_namespace), _namespace.__name__)
+del _namespace

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubecore._errors import KubecoreError
+from kubecore._errors import RegistryConfigError as RegistryConfigError
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 
@@ -36,10 +36,6 @@ DOCKER_HUB = "docker.io"
 _HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 DOCKER_HUB_SERVER = "https://index.docker.io/v1/"
 """The server address the ``docker`` command records Docker Hub logins under."""
-
-
-class RegistryConfigError(KubecoreError, ValueError):
-    """A Docker config file (or pull secret) cannot be read or has a malformed entry."""
 
 
 class Keyring(Protocol):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
+
 import attrs
 
 
@@ -32,6 +35,45 @@ class ValidationError(KubecoreError, ValueError):
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{where}{len(self.problems)} problem(s)\n{lines}")
 
+    def __reduce__(self) -> tuple[Callable[..., ValidationError], tuple[object, ...]]:
+        # The default rebuilds an exception from its message; these are built from problems.
+        return type(self), (self.problems, self.source)
+
+
+class DocumentError(ValidationError):
+    """The problems of one document (or one ``List`` item) of a manifest stream.
+
+    ``source`` names the file; ``document`` is the document's index in the stream (counting
+    non-empty documents from 0), ``item`` its index in a ``kind: List`` (else ``None``), and
+    ``pod_name`` the pod's name when it could be read.
+    """
+
+    def __init__(
+        self,
+        problems: Sequence[FieldError],
+        source: str = "",
+        *,
+        document: int = 0,
+        item: int | None = None,
+        pod_name: str = "",
+    ) -> None:
+        super().__init__(list(problems), source)
+        self.document = document
+        self.item = item
+        self.pod_name = pod_name
+        where = f"document {document}" + (f", item {item}" if item is not None else "")
+        if pod_name:
+            where += f" (pod {pod_name!r})"
+        head = f"{source}: {where}" if source else where
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        self.args = (f"{head}: {len(self.problems)} problem(s)\n{lines}",)
+
+    def __reduce__(self) -> tuple[Callable[..., ValidationError], tuple[object, ...]]:
+        rebuild = functools.partial(
+            type(self), document=self.document, item=self.item, pod_name=self.pod_name
+        )
+        return rebuild, (self.problems, self.source)
+
 
 class PluginError(KubecoreError):
     """A runtime plugin is broken, duplicated or misconfigured."""
@@ -46,6 +88,25 @@ class UnknownRuntime(PluginError, LookupError):
         super().__init__(
             f"unknown runtime {name!r}; installed runtimes: {', '.join(installed) or '(none)'}"
         )
+
+    def __reduce__(self) -> tuple[type[UnknownRuntime], tuple[str, list[str]]]:
+        return type(self), (self.name, self.installed)
+
+
+class DuplicateRuntime(PluginError):
+    """Two plugins offer a runtime under the same name."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin could not be loaded; the other plugins still work."""
+
+
+class RegistryConfigError(KubecoreError, ValueError):
+    """A Docker config file (or pull secret) cannot be read or has a malformed entry."""
+
+
+class PrivilegedNotAllowed(KubecoreError):
+    """A container asks to run privileged and the agent does not allow it."""
 
 
 class ContainerRuntimeError(KubecoreError):
@@ -74,6 +135,10 @@ class Conflict(ContainerRuntimeError):
 
 class ImagePullError(ContainerRuntimeError):
     """An image could not be pulled (missing, unauthorized, registry down, error in the stream)."""
+
+
+class ImageNeverPull(ImagePullError):
+    """The image is absent and the pull policy is Never."""
 
 
 class RuntimeUnavailable(ContainerRuntimeError):

@@ -27,6 +27,8 @@ from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
 from kubecore._credentials import Keyring, pod_registry_auth
 from kubecore._errors import ContainerRuntimeError, ImagePullError, KubecoreError
+from kubecore._errors import ImageNeverPull as ImageNeverPull
+from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._runtime import (
@@ -59,14 +61,6 @@ logger = logging.getLogger(__name__)
 MIN_GRACE_PERIOD = 2.0
 DEFAULT_GRACE_PERIOD = 30.0
 HOOK_TIMEOUT = 30.0
-
-
-class PrivilegedNotAllowed(KubecoreError):
-    """A container asks to run privileged and the agent does not allow it."""
-
-
-class ImageNeverPull(ImagePullError):
-    """The image is absent and the pull policy is Never."""
 
 
 @attrs.define

@@ -29,6 +29,7 @@ import attrs
 import yaml
 
 from kubecore import _model as m
+from kubecore._errors import DocumentError as DocumentError
 from kubecore._errors import FieldError, ValidationError
 from kubecore._quantity import parse_quantity
 from kubecore._updates import SOURCE_ANNOTATION
@@ -1302,35 +1303,6 @@ _Loader.yaml_implicit_resolvers = {
 
 
 # --- streams of documents -------------------------------------------------------------------
-
-
-class DocumentError(ValidationError):
-    """The problems of one document (or one ``List`` item) of a manifest stream.
-
-    ``source`` names the file; ``document`` is the document's index in the stream (counting
-    non-empty documents from 0), ``item`` its index in a ``kind: List`` (else ``None``), and
-    ``pod_name`` the pod's name when it could be read.
-    """
-
-    def __init__(
-        self,
-        problems: Sequence[FieldError],
-        source: str = "",
-        *,
-        document: int = 0,
-        item: int | None = None,
-        pod_name: str = "",
-    ) -> None:
-        super().__init__(list(problems), source)
-        self.document = document
-        self.item = item
-        self.pod_name = pod_name
-        where = f"document {document}" + (f", item {item}" if item is not None else "")
-        if pod_name:
-            where += f" (pod {pod_name!r})"
-        head = f"{source}: {where}" if source else where
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        self.args = (f"{head}: {len(self.problems)} problem(s)\n{lines}",)
 
 
 @attrs.frozen

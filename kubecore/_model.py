@@ -72,7 +72,8 @@ class VolumeMount:
 
 @attrs.frozen
 class ResourceRequirements:
-    """Quantities kept as written (``250m``, ``128Mi``); ``kubecore.parse_quantity`` reads them."""
+    """Quantities kept as written (``250m``, ``128Mi``); ``kubecore.quantity.parse_quantity``
+    reads them."""
 
     requests: dict[str, str] = attrs.field(factory=dict)
     limits: dict[str, str] = attrs.field(factory=dict)

@@ -34,7 +34,9 @@ import attrs
 import pluggy
 
 from kubecore._clock import Clock
+from kubecore._errors import DuplicateRuntime as DuplicateRuntime
 from kubecore._errors import PluginError, UnknownRuntime
+from kubecore._errors import PluginWarning as PluginWarning
 from kubecore._runtime import ContainerRuntime, HealthChecker, Puller
 
 logger = logging.getLogger(__name__)
@@ -47,14 +49,6 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
-
-
-class PluginWarning(UserWarning):
-    """A plugin could not be loaded; the other plugins still work."""
-
-
-class DuplicateRuntime(PluginError):
-    """Two plugins offer a runtime under the same name."""
 
 
 @attrs.frozen

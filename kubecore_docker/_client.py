@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from kubecore._errors import InvalidConfig
+from kubecore import InvalidConfig
 from kubecore_docker._errors import Subject, engine_errors
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,7 @@ from typing import Any
 
 import attrs
 
-from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
+from kubecore import (
     ContainerStats,
     Image,
     PullProgress,
@@ -24,6 +20,7 @@ from kubecore._runtime import (
     RuntimeState,
     SandboxState,
 )
+from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
 from kubecore_docker._names import SANDBOX_ID_LABEL, attempt_from_name, split_labels
 
 Json = Mapping[str, Any]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
-from kubecore._errors import (
+from kubecore import (
     Conflict,
     ContainerNotFound,
     ContainerRuntimeError,

@@ -7,7 +7,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubecore._runtime import MANAGED_LABEL, RuntimeEvent
+from kubecore import RuntimeEvent
+from kubecore.labels import MANAGED_LABEL
 from kubecore_docker._client import DockerConnection
 from kubecore_docker._convert import event_from
 

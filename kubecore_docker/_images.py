@@ -7,8 +7,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kubecore._errors import ImageNotFound, ImagePullError, NotFound
-from kubecore._runtime import Image, ImageFsUsage, PullProgress, RegistryAuth
+from kubecore import (
+    Image,
+    ImageFsUsage,
+    ImageNotFound,
+    ImagePullError,
+    NotFound,
+    PullProgress,
+    RegistryAuth,
+)
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import image_from, image_matches, progress_from, pull_error
 from kubecore_docker._errors import Subject, engine_errors

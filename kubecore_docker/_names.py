@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubecore._runtime import (
+from kubecore import ContainerConfig, SandboxConfig
+from kubecore.labels import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     SANDBOX_CONTAINER_NAME,
-    ContainerConfig,
-    SandboxConfig,
 )
 
 NAME_PREFIX = "k8s"

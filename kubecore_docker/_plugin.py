@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecore._plugins import RuntimeBundle, hookimpl
+from kubecore import RuntimeBundle, hookimpl
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._images import DockerPuller
 from kubecore_docker._runtime import DockerRuntime

@@ -8,30 +8,29 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kubecore._clock import Clock, SystemClock
-from kubecore._errors import (
+from kubecore import (
+    Clock,
     Conflict,
+    ContainerConfig,
     ContainerNotFound,
     ContainerRuntimeError,
-    InvalidConfig,
-    NotFound,
-    RuntimeTimeout,
-    RuntimeUnavailable,
-    SandboxNotFound,
-)
-from kubecore._runtime import (
-    MANAGED_LABEL,
-    ContainerConfig,
     ContainerStats,
     ExecResult,
+    InvalidConfig,
+    NotFound,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeSandbox,
     RuntimeSnapshot,
+    RuntimeTimeout,
+    RuntimeUnavailable,
     RuntimeVersion,
     SandboxConfig,
+    SandboxNotFound,
     Subscription,
+    SystemClock,
 )
+from kubecore.labels import MANAGED_LABEL
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
     StateDetail,

@@ -8,16 +8,19 @@ import threading
 from collections.abc import Iterable
 from typing import Literal
 
-from kubecore._errors import Conflict, ContainerRuntimeError, NotFound, RuntimeTimeout
-from kubecore._model import Probe
-from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
+from kubecore import (
+    Conflict,
+    ContainerRuntimeError,
+    NotFound,
+    Probe,
     ProbeOutcome,
     ProbeResult,
     ProbeTarget,
     RuntimeContainer,
     RuntimeState,
+    RuntimeTimeout,
 )
+from kubecore.labels import CONTAINER_NAME_LABEL
 from kubecore_fake._runtime import FakeRuntime
 
 logger = logging.getLogger(__name__)

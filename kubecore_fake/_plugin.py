@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import InvalidConfig
-from kubecore._plugins import RuntimeBundle, RuntimeRegistry, hookimpl
+from kubecore import (
+    Clock,
+    InvalidConfig,
+    ManualClock,
+    RuntimeBundle,
+    RuntimeRegistry,
+    SystemClock,
+    hookimpl,
+)
 
 _INT_OPTIONS = ("image_fs_capacity", "default_image_size")
 _KNOWN = frozenset({"clock", "images", "pulled", "node_ip", "events", *_INT_OPTIONS})

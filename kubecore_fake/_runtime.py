@@ -38,27 +38,19 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from kubecore._clock import Clock, SystemClock
-from kubecore._errors import (
+from kubecore import (
+    Clock,
     Conflict,
+    ContainerConfig,
     ContainerNotFound,
     ContainerRuntimeError,
-    ImageNotFound,
-    ImagePullError,
-    InvalidConfig,
-    RuntimeTimeout,
-    RuntimeUnavailable,
-    SandboxNotFound,
-)
-from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
-    POD_NAME_LABEL,
-    POD_UID_LABEL,
-    ContainerConfig,
     ContainerStats,
     ExecResult,
     Image,
     ImageFsUsage,
+    ImageNotFound,
+    ImagePullError,
+    InvalidConfig,
     PullProgress,
     RegistryAuth,
     RuntimeContainer,
@@ -67,10 +59,15 @@ from kubecore._runtime import (
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeState,
+    RuntimeTimeout,
+    RuntimeUnavailable,
     RuntimeVersion,
     SandboxConfig,
+    SandboxNotFound,
     SandboxState,
+    SystemClock,
 )
+from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubecore import BackoffEntry
 from kubecore._backoff import format_delay, in_backoff, next_backoff
+from kubecore.planner import BackoffEntry
 
 
 def test_doubles_from_ten_seconds_to_the_cap() -> None:

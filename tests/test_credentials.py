@@ -18,11 +18,11 @@ from kubecore._credentials import (
     ChainKeyring,
     DockerKeyring,
     KeyringPuller,
-    RegistryConfigError,
     normalize_server,
     pod_registry_auth,
     registry_host,
 )
+from kubecore._errors import RegistryConfigError
 from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._model import Container, LocalObjectReference, ObjectMeta, Pod, PodSpec
 from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kubecore import EventType, KubeletConfig, ManualClock, RuntimeState
+from kubecore import KubeletConfig, ManualClock, RuntimeState
+from kubecore.events import EventType
 from kubecore.testing import FakeNode, NotReached
 from kubecore.testing._node import steps
 from kubecore_fake import Behaviour

@@ -8,9 +8,8 @@ import pytest
 import yaml
 
 from kubecore import _model as m
-from kubecore._errors import FieldError, ValidationError
+from kubecore._errors import DocumentError, FieldError, ValidationError
 from kubecore._manifest import (
-    DocumentError,
     assign_uid,
     dump_pod_json,
     dump_pod_yaml,

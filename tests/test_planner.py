@@ -8,16 +8,10 @@ import attrs
 import pytest
 
 from kubecore import (
-    BackoffEntry,
     Container,
-    KillReason,
     ObjectMeta,
-    ObservedPod,
     Pod,
-    PodActions,
-    PodHistory,
     PodSpec,
-    ProbeState,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
@@ -26,6 +20,14 @@ from kubecore import (
 from kubecore._planner import compute_pod_actions
 from kubecore._runtime import CONTAINER_NAME_LABEL, HASH_ANNOTATION, RESTART_COUNT_ANNOTATION
 from kubecore._translate import SANDBOX_HASH_ANNOTATION, container_config, sandbox_config
+from kubecore.planner import (
+    BackoffEntry,
+    KillReason,
+    ObservedPod,
+    PodActions,
+    PodHistory,
+    ProbeState,
+)
 
 # --- builders (also used by test_status.py and test_planner_properties.py) ------------------------
 

@@ -18,10 +18,7 @@ from hypothesis import strategies as st
 from kubecore import (
     Container,
     ObjectMeta,
-    ObservedPod,
     Pod,
-    PodActions,
-    PodHistory,
     PodSpec,
     RuntimeContainer,
     RuntimeSandbox,
@@ -43,6 +40,7 @@ from kubecore._translate import (
     container_hash,
     sandbox_config,
 )
+from kubecore.planner import ObservedPod, PodActions, PodHistory
 from kubecore.testing.strategies import pods
 
 H = PodHistory()

@@ -20,10 +20,10 @@ from kubecore import (
     UnknownRuntime,
     hookimpl,
     load_runtime,
-    plugin_manager,
     runtimes,
 )
 from kubecore import _plugins as plugins_module
+from kubecore.plugins import plugin_manager
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 
@@ -218,15 +218,15 @@ def test_invalid_runtime_names_are_refused() -> None:
 def test_public_names_are_exported() -> None:
     for name in (
         "hookimpl",
-        "hookspec",
         "RuntimeBundle",
         "RuntimeRegistry",
         "RuntimeInfo",
         "runtimes",
         "load_runtime",
-        "plugin_manager",
     ):
         assert name in kubecore.__all__
+    for name in ("hookspec", "plugin_manager", "broken_plugins"):
+        assert name in kubecore.plugins.__all__
 
 
 @pytest.mark.parametrize(

@@ -9,16 +9,14 @@ from kubecore import (
     ContainerState,
     ContainerStateTerminated,
     ContainerStateWaiting,
-    ObservedPod,
     Pod,
     PodCondition,
-    PodHistory,
     PodStatus,
     Probe,
-    ProbeState,
     RuntimeState,
 )
 from kubecore._status import compute_pod_status, rfc3339
+from kubecore.planner import ObservedPod, PodHistory, ProbeState
 from tests.test_planner import (
     BASE_POD,
     INIT_POD,
@@ -292,7 +290,7 @@ def test_unknown_state_is_reported_as_no_state() -> None:
 
 
 def test_actions_given_are_used_for_waiting_reasons() -> None:
-    from kubecore import PodActions, Waiting
+    from kubecore.planner import PodActions, Waiting
 
     actions = PodActions(sandbox_id=SB, waiting=(Waiting("app", "ErrImagePull", "nope"),))
     observed = ObservedPod(sandboxes=(sandbox(),), containers=(ctr("sidecar"),))

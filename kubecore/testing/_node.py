@@ -10,7 +10,6 @@ from typing import Any
 import attrs
 
 from kubecore import (
-    Event,
     Kubelet,
     KubeletConfig,
     ManualClock,
@@ -24,6 +23,7 @@ from kubecore import (
     load_pods_from_string,
     load_runtime,
 )
+from kubecore.events import Event
 from kubecore_fake import FakeRuntime
 
 SYNCS_PER_INSTANT = 10

@@ -2,7 +2,7 @@
 
 ``pods()`` draws pods of many shapes (1-3 containers, init containers, volumes with mounts that
 name them, ports with unique host ports, probes on real ports, resources whose limits are not
-below their requests, and an optional status); every one passes ``kubecore.validate_pod``.
+below their requests, and an optional status); every one passes ``kubecore.manifest.validate_pod``.
 ``containers()`` and ``quantities()`` are the building blocks, usable on their own.
 
 Needs the ``hypothesis`` package (``pip install kubecore[test]``).

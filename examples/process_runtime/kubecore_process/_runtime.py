@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from kubecore import (
-    MANAGED_LABEL,
     Conflict,
     ContainerConfig,
     ContainerNotFound,
@@ -52,6 +51,7 @@ from kubecore import (
     InvalidConfig,
     PullProgress,
     RegistryAuth,
+    RuntimeBase,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,
@@ -63,7 +63,7 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
 )
-from kubecore._runtime import RuntimeBase
+from kubecore.labels import MANAGED_LABEL
 from kubecore_process import _shim
 from kubecore_process._shim import EXIT, LOCK, LOG, SPEC, STARTED, kill_group, rfc3339, write_json
 

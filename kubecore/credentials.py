@@ -1,0 +1,18 @@
+"""Registry credentials: keyrings read from Docker config files and pull secrets, and a puller
+that looks them up for every pull."""
+
+from kubecore._credentials import (
+    ChainKeyring,
+    DockerKeyring,
+    Keyring,
+    KeyringPuller,
+    pod_registry_auth,
+)
+
+__all__ = [
+    "ChainKeyring",
+    "DockerKeyring",
+    "Keyring",
+    "KeyringPuller",
+    "pod_registry_auth",
+]

@@ -1,0 +1,15 @@
+"""Kubernetes events the agent records (``Scheduled``, ``Pulled``, ``BackOff``, ...) and the
+recorders that keep, log or fan them out."""
+
+from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
+from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
+
+__all__ = [
+    "Event",
+    "EventRecorder",
+    "EventType",
+    "FanoutRecorder",
+    "LoggingRecorder",
+    "MemoryRecorder",
+    "ObjectReference",
+]

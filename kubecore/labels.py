@@ -1,0 +1,37 @@
+"""The labels and annotations kubecore puts on sandboxes and containers.
+
+State lives only in these, so a runtime must store them as given and return them unchanged; a
+runtime selects its own objects by ``MANAGED_LABEL``.
+"""
+
+from kubecore._runtime import (
+    CONTAINER_NAME_LABEL,
+    GRACE_PERIOD_ANNOTATION,
+    HASH_ANNOTATION,
+    INIT_CONTAINER_ANNOTATION,
+    MANAGED_LABEL,
+    NODE_LABEL,
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
+    POD_UID_LABEL,
+    RESTART_COUNT_ANNOTATION,
+    SANDBOX_CONTAINER_NAME,
+    TERMINATION_MESSAGE_PATH_ANNOTATION,
+)
+from kubecore._updates import SOURCE_ANNOTATION
+
+__all__ = [
+    "CONTAINER_NAME_LABEL",
+    "GRACE_PERIOD_ANNOTATION",
+    "HASH_ANNOTATION",
+    "INIT_CONTAINER_ANNOTATION",
+    "MANAGED_LABEL",
+    "NODE_LABEL",
+    "POD_NAMESPACE_LABEL",
+    "POD_NAME_LABEL",
+    "POD_UID_LABEL",
+    "RESTART_COUNT_ANNOTATION",
+    "SANDBOX_CONTAINER_NAME",
+    "SOURCE_ANNOTATION",
+    "TERMINATION_MESSAGE_PATH_ANNOTATION",
+]

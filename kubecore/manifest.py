@@ -1,0 +1,33 @@
+"""Pod manifests (YAML or JSON, v1 ``Pod`` or ``List``): load, validate, dump."""
+
+from kubecore._manifest import (
+    assign_uid,
+    dump_pod_json,
+    dump_pod_yaml,
+    dump_pods_yaml,
+    load_pods_from_dict,
+    load_pods_from_file,
+    load_pods_from_string,
+    load_pods_lenient,
+    pod_from_dict,
+    pod_to_dict,
+    stamp_source,
+    validate_pod,
+)
+from kubecore._model import default_pull_policy
+
+__all__ = [
+    "assign_uid",
+    "default_pull_policy",
+    "dump_pod_json",
+    "dump_pod_yaml",
+    "dump_pods_yaml",
+    "load_pods_from_dict",
+    "load_pods_from_file",
+    "load_pods_from_string",
+    "load_pods_lenient",
+    "pod_from_dict",
+    "pod_to_dict",
+    "stamp_source",
+    "validate_pod",
+]

@@ -1,0 +1,31 @@
+"""The pure planner: what one sync does to a pod (``compute_pod_actions``), the status it reports
+(``compute_pod_status``) and the crash and image-pull back-off they follow."""
+
+from kubecore._actions import (
+    BackoffEntry,
+    ContainerToKill,
+    KillReason,
+    ObservedPod,
+    PodActions,
+    PodHistory,
+    ProbeState,
+    Waiting,
+)
+from kubecore._backoff import in_backoff, next_backoff
+from kubecore._planner import compute_pod_actions
+from kubecore._status import compute_pod_status
+
+__all__ = [
+    "BackoffEntry",
+    "ContainerToKill",
+    "KillReason",
+    "ObservedPod",
+    "PodActions",
+    "PodHistory",
+    "ProbeState",
+    "Waiting",
+    "compute_pod_actions",
+    "compute_pod_status",
+    "in_backoff",
+    "next_backoff",
+]

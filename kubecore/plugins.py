@@ -1,0 +1,18 @@
+"""The plugin machinery behind ``load_runtime``: the pluggy manager, the hook specification and
+the plugins that failed to load."""
+
+from kubecore._plugins import (
+    BrokenPlugin,
+    KubecorePluginManager,
+    broken_plugins,
+    hookspec,
+    plugin_manager,
+)
+
+__all__ = [
+    "BrokenPlugin",
+    "KubecorePluginManager",
+    "broken_plugins",
+    "hookspec",
+    "plugin_manager",
+]

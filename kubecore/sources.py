@@ -1,0 +1,7 @@
+"""Merging pod sources: ``PodConfig`` joins the updates of every source and knows when all have
+reported; ``SourcePoller`` polls file and HTTP sources and reports their problems."""
+
+from kubecore._podconfig import PodConfig
+from kubecore._sources import SourcePoller, SourceProblem
+
+__all__ = ["PodConfig", "SourcePoller", "SourceProblem"]
