@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
-from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._clock import Clock, ManualClock, SystemClock, missing_clock_members
 from kubecore._errors import InvalidConfig
 from kubecore._plugins import RuntimeBundle, RuntimeRegistry, hookimpl
 
@@ -26,16 +26,27 @@ def _image_option(name: str, value: object) -> Iterable[str] | Mapping[str, int]
     raise InvalidConfig(f"fake runtime option {name}: expected image references, got {value!r}")
 
 
+_CLOCKS_BY_NAME: Mapping[str, Callable[[], Clock]] = {
+    "system": SystemClock,
+    "manual": ManualClock,
+    "virtual": ManualClock,
+}
+
+
 def _clock_option(value: object) -> Clock | None:
-    if value is None or isinstance(value, Clock):
-        return value
-    if value == "system":
-        return SystemClock()
-    if value in ("manual", "virtual"):
-        return ManualClock()
-    raise InvalidConfig(
-        f"fake runtime option clock: expected a Clock, 'system' or 'manual', got {value!r}"
-    )
+    """A clock object as given through the API, or its name from the command line."""
+    if value is None:
+        return None
+    expected = "fake runtime option clock: expected a Clock, 'system' or 'manual'"
+    if isinstance(value, str):
+        make = _CLOCKS_BY_NAME.get(value)
+        if make is None:
+            raise InvalidConfig(f"{expected}, got {value!r}")
+        return make()
+    missing = missing_clock_members(value)
+    if missing:
+        raise InvalidConfig(f"{expected}, got {value!r}, which lacks {', '.join(missing)}")
+    return cast(Clock, value)
 
 
 def _bool_option(name: str, value: object) -> bool:

@@ -116,14 +116,30 @@ def test_nothing_is_loaded_before_it_is_asked_for() -> None:
     assert {"fake", "docker"} <= {name for name, _ in pm.list_name_plugin()}
 
 
-def test_a_duplicate_runtime_name_is_an_error_naming_both_plugins() -> None:
-    pm = plugin_manager(extra_plugins=[InTestPlugin(name="fake")])
+def test_a_duplicate_runtime_name_is_an_error_naming_both_plugins_when_asked_for() -> None:
+    pm = plugin_manager(extra_plugins=[InTestPlugin(name="fake"), InTestPlugin()])
+    listed = [(info.name, info.plugin) for info in pm.runtimes()]
+    assert listed.count(("fake", "fake")) == 1
+    assert ("fake", "tests.test_plugins.InTestPlugin") in listed
+    assert ("intest", "tests.test_plugins.InTestPlugin#2") in listed
+    assert pm.broken_plugins() == []
     with pytest.raises(DuplicateRuntime) as info:
-        pm.runtimes()
+        pm.load_runtime("fake")
     message = str(info.value)
-    assert "by plugin 'fake'" in message and "InTestPlugin'" in message
-    assert "registered twice" in message
+    assert "by plugin 'fake' (from kubecore " in message and "InTestPlugin'" in message
+    assert "registered twice" in message and "KUBECORE_DISABLE_PLUGINS" in message
     assert isinstance(info.value, PluginError)
+    assert pm.load_runtime("intest").name == "intest"  # the others keep working
+
+
+def test_each_provider_of_a_duplicate_name_is_listed_with_a_note_naming_the_other() -> None:
+    pm = plugin_manager(extra_plugins=[InTestPlugin(name="fake")])
+    notes = {info.plugin: info.unavailable for info in pm.runtimes() if info.name == "fake"}
+    assert notes["fake"].startswith("also offered by plugin 'tests.test_plugins.InTestPlugin'")
+    assert notes["tests.test_plugins.InTestPlugin"].startswith(
+        "also offered by plugin 'fake' (from kubecore "
+    )
+    assert all(info.unavailable == "" for info in pm.runtimes() if info.name != "fake")
 
 
 def test_duplicate_between_two_in_test_plugins_names_both() -> None:
@@ -131,19 +147,75 @@ def test_duplicate_between_two_in_test_plugins_names_both() -> None:
     pm = plugin_manager(entry_points=False)
     pm.register(first, name="first")
     pm.register(second, name="second")
+    assert [info.plugin for info in pm.runtimes()] == ["first", "second"]
     with pytest.raises(DuplicateRuntime, match=r"'first'.*'second'|'second'.*'first'"):
-        pm.runtimes()
+        pm.load_runtime("same")
 
 
-def test_unknown_hooks_are_reported() -> None:
+def test_one_plugin_registering_a_name_twice_is_broken() -> None:
+    class Twice:
+        @hookimpl
+        def kubecore_register_runtimes(self, registry: RuntimeRegistry) -> None:
+            registry.register("twice", fake_bundle)
+            registry.register("twice", fake_bundle)
+
+    pm = plugin_manager(extra_plugins=[Twice(), InTestPlugin()], entry_points=False)
+    with pytest.warns(PluginWarning, match="registers runtime 'twice' twice"):
+        assert [info.name for info in pm.runtimes()] == ["intest"]
+
+
+def test_a_misspelled_hook_is_reported_by_name_and_the_others_work() -> None:
     class Typo:
         @hookimpl
         def kubecore_register_runtime(self, registry: RuntimeRegistry) -> None:
             """Missing the final s."""
 
-    pm = plugin_manager(extra_plugins=[Typo()], entry_points=False)
-    with pytest.raises(PluginError, match="kubecore_register_runtime"):
-        pm.runtimes()
+    pm = plugin_manager(extra_plugins=[Typo(), InTestPlugin()], entry_points=False)
+    with pytest.warns(PluginWarning, match="kubecore_register_runtime"):
+        assert [info.name for info in pm.runtimes()] == ["intest"]
+    [broken] = pm.broken_plugins()
+    assert broken.name.endswith("Typo")
+    assert broken.error == (
+        "implements kubecore_register_runtime, which is not a kubecore hook;"
+        " did you mean kubecore_register_runtimes?"
+    )
+    assert pm.load_runtime("intest").name == "intest"
+
+
+def test_registering_a_plugin_with_an_unknown_hook_directly_is_refused() -> None:
+    class Typo:
+        @hookimpl
+        def kubecore_register_runtime(self, registry: RuntimeRegistry) -> None:
+            """Missing the final s."""
+
+    pm = plugin_manager(entry_points=False)
+    plugin = Typo()
+    with pytest.raises(PluginError, match=r"plugin 'typo' implements kubecore_register_runtime"):
+        pm.register(plugin, name="typo")
+    assert not pm.is_registered(plugin)
+
+
+def test_a_plugin_without_any_hook_is_reported() -> None:
+    class Unmarked:
+        def kubecore_register_runtimes(self, registry: RuntimeRegistry) -> None:
+            """No @hookimpl: pluggy would ignore it silently."""
+
+    pm = plugin_manager(extra_plugins=[Unmarked()], entry_points=False)
+    with pytest.warns(PluginWarning, match="implements no kubecore hook"):
+        assert pm.runtimes() == []
+    [broken] = pm.broken_plugins()
+    assert "kubecore_register_runtimes with @hookimpl" in broken.error
+
+
+def test_a_hook_with_unexpected_arguments_is_reported() -> None:
+    class WrongArguments:
+        @hookimpl
+        def kubecore_register_runtimes(self, runtimes: RuntimeRegistry) -> None:
+            """The argument must be called ``registry``."""
+
+    pm = plugin_manager(extra_plugins=[WrongArguments(), InTestPlugin()], entry_points=False)
+    with pytest.warns(PluginWarning, match="runtimes"):
+        assert [info.name for info in pm.runtimes()] == ["intest"]
 
 
 def test_a_factory_that_raises_is_wrapped_with_the_runtime_name() -> None:
