@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import configparser
 import importlib.metadata
+import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -347,3 +351,203 @@ def test_fake_options_from_the_command_line() -> None:
 def test_bad_fake_options_name_the_runtime(options: dict[str, str], message: str) -> None:
     with pytest.raises(PluginError, match=rf"runtime 'fake'.*{message}"):
         load_runtime("fake", **options)
+
+
+# -- installed plugins that are broken: a throw-away distribution on sys.path ------------------
+
+THROWAWAY_MODULES = {
+    "kubecore_test_typo_plugin": '''
+from kubecore import hookimpl
+
+@hookimpl
+def kubecore_register_runtime(registry):
+    """Missing the final s."""
+''',
+    "kubecore_test_impostor_plugin": """
+from kubecore import hookimpl
+from kubecore_fake._plugin import create_fake_runtime
+
+@hookimpl
+def kubecore_register_runtimes(registry):
+    registry.register("fake", create_fake_runtime, "another fake")
+    registry.register("impostor-extra", create_fake_runtime, "works on its own")
+""",
+    "kubecore_test_fine_plugin": """
+from kubecore import hookimpl
+from kubecore_fake._plugin import create_fake_runtime
+
+@hookimpl
+def kubecore_register_runtimes(registry):
+    registry.register("fine", create_fake_runtime, "a well-behaved plugin")
+""",
+}
+THROWAWAY_ENTRY_POINTS = """\
+[kubecore]
+typo = kubecore_test_typo_plugin
+impostor = kubecore_test_impostor_plugin
+fine = kubecore_test_fine_plugin
+"""
+
+
+@pytest.fixture
+def throwaway_site(tmp_path: Path) -> Path:
+    """A directory holding a distribution ``throwaway-plugins 1.0`` with three entry points."""
+    site = tmp_path / "site"
+    dist_info = site / "throwaway_plugins-1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: throwaway-plugins\nVersion: 1.0\n"
+    )
+    (dist_info / "entry_points.txt").write_text(THROWAWAY_ENTRY_POINTS)
+    for module, source in THROWAWAY_MODULES.items():
+        (site / f"{module}.py").write_text(textwrap.dedent(source))
+    return site
+
+
+@pytest.fixture
+def installed_throwaway(throwaway_site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(throwaway_site))
+    for module in THROWAWAY_MODULES:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+@pytest.mark.usefixtures("installed_throwaway")
+def test_installed_broken_plugins_are_reported_and_the_others_keep_working() -> None:
+    pm = plugin_manager()
+    with pytest.warns(PluginWarning, match="'typo' .*throwaway-plugins 1.0.* is broken"):
+        infos = pm.runtimes()
+    names = [info.name for info in infos]
+    assert names.count("fake") == 2
+    assert {"docker", "fine", "impostor-extra"} <= set(names)
+    [typo] = pm.broken_plugins()
+    assert (typo.name, typo.distribution) == ("typo", "throwaway-plugins 1.0")
+    assert "kubecore_register_runtime, which is not a kubecore hook" in typo.error
+    assert isinstance(pm.load_runtime("fine").runtime, FakeRuntime)
+    assert isinstance(pm.load_runtime("impostor-extra").runtime, FakeRuntime)
+
+
+@pytest.mark.usefixtures("installed_throwaway")
+def test_an_installed_duplicate_is_an_error_naming_both_distributions_when_asked_for() -> None:
+    with pytest.warns(PluginWarning), pytest.raises(DuplicateRuntime) as info:
+        load_runtime("fake")
+    message = str(info.value)
+    assert "plugin 'fake' (from kubecore " in message
+    assert "plugin 'impostor' (from throwaway-plugins 1.0)" in message
+
+
+def test_installed_broken_plugins_never_make_the_command_print_a_traceback(
+    throwaway_site: Path, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(throwaway_site), *sys.path])}
+    env.pop("KUBECORE_DISABLE_PLUGINS", None)
+
+    def kubecore_command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kubecore", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+        )
+
+    listing = kubecore_command("runtimes")
+    assert listing.returncode == 0, listing.stderr
+    assert "Traceback" not in listing.stdout + listing.stderr
+    assert "broken plugin typo (throwaway-plugins 1.0): implements kubecore_register_runtime" in (
+        listing.stdout
+    )
+    assert "also offered by plugin 'impostor' (from throwaway-plugins 1.0)" in listing.stdout
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    run = kubecore_command(
+        "run", str(pods), "--runtime", "fake", "--once", "--root-dir", str(tmp_path / "root")
+    )
+    assert run.returncode != 0
+    assert "Traceback" not in run.stdout + run.stderr
+    assert "runtime 'fake' is registered twice" in run.stdout + run.stderr
+    fine = kubecore_command(
+        "run", str(pods), "--runtime", "fine", "--once", "--root-dir", str(tmp_path / "root")
+    )
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+
+
+# -- docker is an extra -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def without_docker_py(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if docker-py were not installed: ``import docker`` fails, ``find_spec`` finds nothing."""
+    monkeypatch.setitem(sys.modules, "docker", None)
+
+
+@pytest.mark.usefixtures("without_docker_py")
+def test_without_docker_py_the_docker_runtime_is_listed_with_how_to_install_it() -> None:
+    infos = {info.name: info for info in runtimes()}
+    assert infos["docker"].unavailable == (
+        "docker-py is not installed: pip install 'kubecore[docker]'"
+    )
+    assert infos["fake"].unavailable == ""
+
+
+@pytest.mark.usefixtures("without_docker_py")
+def test_without_docker_py_loading_the_docker_runtime_names_the_extra() -> None:
+    with pytest.raises(PluginError, match=r"runtime 'docker'.*pip install 'kubecore\[docker\]'"):
+        load_runtime("docker")
+    assert load_runtime("fake").name == "fake"
+
+
+@pytest.mark.usefixtures("without_docker_py")
+def test_without_docker_py_the_factory_itself_names_the_extra() -> None:
+    from kubecore_docker._plugin import create_docker_runtime
+
+    with pytest.raises(PluginError, match=r"pip install 'kubecore\[docker\]'") as info:
+        create_docker_runtime()
+    assert info.value.__cause__ is None
+
+
+def test_with_docker_py_the_docker_runtime_is_available() -> None:
+    infos = {info.name: info for info in runtimes()}
+    assert infos["docker"].unavailable == ""
+
+
+def test_without_docker_py_the_command_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["docker"] = None
+        from kubecore._cli import main
+        sys.exit(main(sys.argv[1:]))
+        """
+    )
+
+    def kubecore_command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    listing = kubecore_command("runtimes")
+    assert listing.returncode == 0, listing.stderr
+    assert "pip install 'kubecore[docker]'" in listing.stdout
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    run = kubecore_command(
+        "run", str(pods), "--runtime", "docker", "--once", "--root-dir", str(tmp_path / "root")
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "Traceback" not in output and "pip install 'kubecore[docker]'" in output
+
+
+def test_docker_py_is_an_extra_and_the_tests_still_bring_it() -> None:
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).parent.parent / "setup.cfg")
+    requirements = setup["options"]["install_requires"].split()
+    extras = {name: value.split() for name, value in setup["options.extras_require"].items()}
+    assert not any(requirement.startswith("docker") for requirement in requirements)
+    assert "docker>=7.1" in extras["docker"]
+    assert "docker>=7.1" in extras["test"]
