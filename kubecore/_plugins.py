@@ -15,9 +15,12 @@ and an entry point in its distribution's metadata::
         mine = my_package._plugin
 
 ``create_my_runtime(**options)`` returns a ``RuntimeBundle``. Nothing is imported until
-``runtimes()``, ``load_runtime()`` or ``KubecorePluginManager.load()`` is called; a plugin that
-fails to import is reported (a ``PluginWarning`` and ``broken_plugins()``) without hiding the
-others; ``KUBECORE_DISABLE_PLUGINS=a,b`` skips entry points by name.
+``runtimes()``, ``load_runtime()`` or ``KubecorePluginManager.load()`` is called. A plugin that
+fails to import, implements a hook kubecore does not define (``kubecore_register_runtime``) or
+none, or whose hook raises is reported by name with the reason (a ``PluginWarning`` and
+``broken_plugins()``) and skipped; the others keep working. A runtime name two plugins offer is
+listed for both, and loading it is a ``DuplicateRuntime`` naming both.
+``KUBECORE_DISABLE_PLUGINS=a,b`` skips entry points by name.
 """
 
 from __future__ import annotations
@@ -118,7 +121,8 @@ class RuntimeInfo:
 
 @attrs.frozen
 class BrokenPlugin:
-    """A plugin that failed to import or to register its runtimes."""
+    """A plugin that failed to import, was refused (an unknown hook, no hook) or failed to
+    register its runtimes; it is skipped."""
 
     name: str
     error: str
