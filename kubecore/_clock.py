@@ -25,6 +25,9 @@ class TimerHandle(Protocol):
 
 
 class Clock(Protocol):
+    """Where time comes from. Implement every member: the agent and the runtimes ask the clock
+    what it can do, never check its type."""
+
     @property
     def virtual(self) -> bool:
         """True if time moves only when someone advances it (``sleep`` and ``wait`` return at
@@ -60,8 +63,10 @@ def missing_clock_members(candidate: object) -> list[str]:
     return [name for name in members if not hasattr(candidate, name)]
 
 
+@attrs.frozen
 class SystemClock:
-    """Real time. ``call_at`` runs each callback on a daemon timer thread."""
+    """Real time. ``call_at`` runs each callback on a daemon timer thread. Stateless: every
+    ``SystemClock()`` equals every other."""
 
     virtual = False
 
@@ -118,6 +123,9 @@ class ManualClock:
         self._lock = threading.RLock()
         self._timers: list[_ManualTimer] = []
         self._seq = itertools.count()
+
+    def __repr__(self) -> str:
+        return f"ManualClock(start={self._start!r}) at {id(self):#x}, {self.monotonic()} s in"
 
     def now(self) -> float:
         with self._lock:

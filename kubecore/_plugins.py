@@ -80,13 +80,14 @@ class RuntimeBundle:
 
     def agent_clock(self, clock: Clock | None = None) -> Clock | None:
         """The clock an agent on this runtime keeps time on: the bundle's, so that a harness
-        passes its clock once. ``clock`` is accepted when it is that same clock, or when the
+        passes its clock once. ``clock`` is accepted when it is (or equals) that clock, or when the
         bundle has none; any other clock would split time in two, and is a ``ValueError``."""
-        if self.clock is None or clock is None or clock is self.clock:
+        if self.clock is None or clock is None or clock is self.clock or clock == self.clock:
             return self.clock if self.clock is not None else clock
         raise ValueError(
             f"runtime {self.name or '(unnamed)'!r} keeps time on {self.clock!r}, but the agent "
-            f"was given clock={clock!r}: pass the bundle's clock, or no clock at all"
+            f"was given clock={clock!r}: give the clock to the runtime (load_runtime(name, "
+            "clock=...)) and let the agent take it from the bundle"
         )
 
     def restart_warning(self) -> str:

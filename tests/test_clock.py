@@ -311,6 +311,14 @@ def test_from_bundle_accepts_the_same_clock_twice(tmp_path: Path) -> None:
     assert kubelet.clock is clock
 
 
+def test_from_bundle_accepts_another_system_clock_for_a_bundle_on_real_time(
+    tmp_path: Path,
+) -> None:
+    bundle = load_runtime("fake", clock=SystemClock())
+    kubelet = Kubelet.from_bundle(bundle, clock=SystemClock(), config=agent_config(tmp_path))
+    assert kubelet.clock == SystemClock()
+
+
 def test_from_bundle_refuses_a_different_clock_naming_both(tmp_path: Path) -> None:
     theirs, mine = ManualClock(), SystemClock()
     bundle = load_runtime("fake", clock=theirs)
