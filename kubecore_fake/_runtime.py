@@ -16,8 +16,9 @@ Semantics worth knowing:
   ``crashing`` and exits 1; ``sleep 5`` exits 0 five (virtual) seconds after it starts; anything
   unknown runs until stopped.
 * ``stop_container`` sends TERM (recorded in ``signals(id)``). A behaviour with ``traps_term``
-  exits 0 at once; otherwise the call waits the grace period on the clock (a ``ManualClock``
-  advances) and the container is killed with exit code 137. Unknown programs trap TERM; shell
+  exits 0 at once; otherwise the call waits the grace period on the clock (a virtual clock
+  advances, stopping early if the container exits on its own) and the container is killed
+  with exit code 137. Unknown programs trap TERM; shell
   scripts without a ``trap ... TERM`` and a bare ``sleep`` do not (as PID 1 in a real engine).
 * Events are delivered synchronously, in the thread that caused the change, after the runtime's
   lock is released. Only managed containers produce events.

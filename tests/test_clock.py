@@ -376,3 +376,12 @@ def phase(kubelet: Kubelet, name: str) -> str:
     pod = kubelet.get_pod("default", name)
     assert pod is not None and pod.status is not None
     return pod.status.phase
+
+
+def test_stopping_a_container_that_exits_during_its_grace_period_takes_only_that_long() -> None:
+    clock = ManualClock()
+    runtime = FakeRuntime(clock)
+    cid = start_container(runtime, ("sleep", "5"))
+    runtime.stop_container(cid, 30)
+    status = runtime.container_status(cid)
+    assert (status.exit_code, clock.monotonic()) == (0, 5.0)

@@ -333,7 +333,7 @@ def test_fake_options_from_the_command_line() -> None:
     )
     runtime = bundle.runtime
     assert isinstance(runtime, FakeRuntime)
-    assert isinstance(runtime.clock, ManualClock)
+    assert runtime.clock.virtual
     assert len(runtime.list_images()) == 2
     assert runtime.image_fs_usage().capacity_bytes == 1_000_000_000
     assert runtime.watch_events(lambda event: None) is None
