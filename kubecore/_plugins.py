@@ -215,8 +215,9 @@ def _provider(info: RuntimeInfo) -> str:
 
 def _duplicate_message(name: str, offered: list[_Registration]) -> str:
     providers = [_provider(entry.info) for entry in offered]
+    times = "twice" if len(offered) == 2 else f"{len(offered)} times"
     return (
-        f"runtime {name!r} is registered twice: by {' and by '.join(providers)}; "
+        f"runtime {name!r} is registered {times}: by {' and by '.join(providers)}; "
         f"keep one: {DISABLE_ENV_VAR} lists the entry points not to load"
     )
 

@@ -551,3 +551,10 @@ def test_docker_py_is_an_extra_and_the_tests_still_bring_it() -> None:
     assert not any(requirement.startswith("docker") for requirement in requirements)
     assert "docker>=7.1" in extras["docker"]
     assert "docker>=7.1" in extras["test"]
+
+
+def test_a_name_three_plugins_offer_names_all_three() -> None:
+    pm = plugin_manager(extra_plugins=[InTestPlugin("same") for _ in range(3)], entry_points=False)
+    with pytest.raises(DuplicateRuntime, match="registered 3 times") as info:
+        pm.load_runtime("same")
+    assert str(info.value).count("by plugin 'tests.test_plugins.InTestPlugin") == 3
