@@ -52,8 +52,9 @@ class Clock(Protocol):
         ...
 
     def call_at(self, monotonic_deadline: float, callback: Callable[[], None]) -> TimerHandle:
-        """Run ``callback()`` once, when ``monotonic()`` reaches the deadline (at once if it has
-        passed), in a thread of the clock's choosing; ``cancel()`` on the handle prevents it."""
+        """Run ``callback()`` once, when ``monotonic()`` reaches the deadline (as soon as time
+        moves, if it has passed), in a thread of the clock's choosing; ``cancel()`` on the
+        handle prevents it."""
         ...
 
 
@@ -107,8 +108,9 @@ class _ManualTimer:
 class ManualClock:
     """Virtual time for tests: it moves only when ``advance`` is called.
 
-    ``sleep`` and ``wait`` return at once after advancing the clock by the time asked for, so
-    code that sleeps runs instantly and deterministically in a single thread. Timers scheduled
+    ``sleep`` returns at once after advancing the clock by the time asked for, ``wait`` after
+    advancing it until the event is set or the timeout has passed, so code that sleeps runs
+    instantly and deterministically in a single thread. Timers scheduled
     with ``call_at`` fire in the advancing thread, each at its own deadline: the clock reads
     the timer's deadline while its callback runs.
     """
@@ -192,5 +194,7 @@ class ManualClock:
         """End an advance at ``reached``; time it did not use is given back to the horizon."""
         with self._lock:
             self._elapsed = max(self._elapsed, reached)
-            self._horizon -= target - reached
-            self._horizon = max(self._horizon, self._elapsed)
+            if self._horizon == target:  # no other advance in progress: exactly where time is
+                self._horizon = self._elapsed
+            else:
+                self._horizon = max(self._horizon - (target - reached), self._elapsed)
