@@ -33,7 +33,7 @@ from kubecore import quantity as quantity
 from kubecore import server as server
 from kubecore import sources as sources
 from kubecore import translate as translate
-from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._clock import Clock, ManualClock, SystemClock, TimerHandle
 from kubecore._errors import (
     Conflict,
     ContainerNotFound,
@@ -224,6 +224,7 @@ __all__ = [
     "SyncReport",
     "SystemClock",
     "TCPSocketAction",
+    "TimerHandle",
     "UnknownRuntime",
     "ValidationError",
     "Volume",

@@ -546,7 +546,8 @@ def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
     rows = [["NAME", "DESCRIPTION", "PLUGIN"]]
     for info in infos:
         plugin = info.plugin + (f" ({info.distribution})" if info.distribution else "")
-        rows.append([info.name, info.description, plugin])
+        note = f" (unavailable: {info.unavailable})" if info.unavailable else ""
+        rows.append([info.name, info.description + note, plugin])
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         out.write("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")

@@ -24,7 +24,7 @@ import attrs
 from kubecore._actions import ObservedPod, PodActions, PodHistory
 from kubecore._admission import Admission, Rejection
 from kubecore._backoff import in_backoff
-from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._clock import Clock, SystemClock
 from kubecore._credentials import Keyring
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder, pod_reference
@@ -384,9 +384,13 @@ class Kubelet:
 
     @classmethod
     def from_bundle(cls, bundle: RuntimeBundle, **kwargs: Any) -> Kubelet:
-        """A Kubelet on a loaded runtime plugin (``kubecore.load_runtime``)."""
+        """A Kubelet on a loaded runtime plugin (``kubecore.load_runtime``), on the bundle's
+        clock (passing a different ``clock`` is a ``ValueError``)."""
         if bundle.health_checker is not None:
             kwargs.setdefault("health_checker", bundle.health_checker)
+        kwargs["clock"] = bundle.agent_clock(kwargs.get("clock"))
+        if not bundle.adopts:
+            logger.warning("%s", bundle.restart_warning())
         return cls(bundle.runtime, bundle.puller, **kwargs)
 
     # --- desired state ----------------------------------------------------------------------
@@ -496,10 +500,7 @@ class Kubelet:
         for _ in range(max_syncs):
             if self.sync().converged and all(_settled(pod) for pod in self.pods()):
                 return True
-            if isinstance(self.clock, ManualClock):
-                self.clock.advance(step)
-            else:
-                self.clock.sleep(step)
+            self.clock.sleep(step)
         return False
 
     def _pass(self, *, inline: bool) -> SyncReport:
@@ -976,7 +977,7 @@ class Kubelet:
                 self._pass_cond.notify_all()
             if self._stop.is_set():
                 break
-            if isinstance(self.clock, ManualClock):
+            if self.clock.virtual:
                 # Virtual time moves only when a test advances it: wait for a wake-up in real time.
                 self._wake.wait(self.config.relist_interval)
             else:

@@ -15,13 +15,17 @@ and an entry point in its distribution's metadata::
         mine = my_package._plugin
 
 ``create_my_runtime(**options)`` returns a ``RuntimeBundle``. Nothing is imported until
-``runtimes()``, ``load_runtime()`` or ``KubecorePluginManager.load()`` is called; a plugin that
-fails to import is reported (a ``PluginWarning`` and ``broken_plugins()``) without hiding the
-others; ``KUBECORE_DISABLE_PLUGINS=a,b`` skips entry points by name.
+``runtimes()``, ``load_runtime()`` or ``KubecorePluginManager.load()`` is called. A plugin that
+fails to import, implements a hook kubecore does not define (``kubecore_register_runtime``) or
+none, or whose hook raises is reported by name with the reason (a ``PluginWarning`` and
+``broken_plugins()``) and skipped; the others keep working. A runtime name two plugins offer is
+listed for both, and loading it is a ``DuplicateRuntime`` naming both.
+``KUBECORE_DISABLE_PLUGINS=a,b`` skips entry points by name.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import logging
 import os
@@ -68,6 +72,26 @@ class RuntimeBundle:
     started, with the same ids and labels, so a restarted agent adopts them. False: the agent
     warns at start-up that a restart starts every pod again."""
 
+    def agent_clock(self, clock: Clock | None = None) -> Clock | None:
+        """The clock an agent on this runtime keeps time on: the bundle's, so that a harness
+        passes its clock once. ``clock`` is accepted when it is (or equals) that clock, or when the
+        bundle has none; any other clock would split time in two, and is a ``ValueError``."""
+        if self.clock is None or clock is None or clock is self.clock or clock == self.clock:
+            return self.clock if self.clock is not None else clock
+        raise ValueError(
+            f"runtime {self.name or '(unnamed)'!r} keeps time on {self.clock!r}, but the agent "
+            f"was given clock={clock!r}: give the clock to the runtime (load_runtime(name, "
+            "clock=...)) and let the agent take it from the bundle"
+        )
+
+    def restart_warning(self) -> str:
+        """What an agent on a runtime that cannot adopt says at start-up."""
+        return (
+            f"runtime {self.name or '(unnamed)'!r} cannot adopt what an earlier instance started:"
+            " if the agent restarts, every pod is started again and the containers the earlier"
+            " agent left running are not managed any more"
+        )
+
 
 RuntimeFactory = Callable[..., RuntimeBundle]
 """Called with the user's ``**options`` (from the API, or ``--runtime-opt`` on the command line)."""
@@ -85,11 +109,15 @@ class RuntimeInfo:
     """``project version`` of the distribution that ships the plugin ('' for in-process plugins)."""
     virtual_time: bool = False
     """The factory accepts a ``clock`` option and runs in that clock's (possibly virtual) time."""
+    unavailable: str = ""
+    """Why ``load_runtime(name)`` fails here ('' when it can be loaded): a missing optional
+    dependency, or another plugin offering the same name."""
 
 
 @attrs.frozen
 class BrokenPlugin:
-    """A plugin that failed to import or to register its runtimes."""
+    """A plugin that failed to import, was refused (an unknown hook, no hook) or failed to
+    register its runtimes; it is skipped."""
 
     name: str
     error: str
@@ -106,7 +134,7 @@ class RuntimeRegistry:
     """Handed to each plugin's ``kubecore_register_runtimes`` hook; collects named factories."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, _Registration] = {}
+        self._entries: dict[str, list[_Registration]] = {}
         self._plugin = ""
         self._distribution = ""
 
@@ -117,9 +145,14 @@ class RuntimeRegistry:
         description: str = "",
         *,
         virtual_time: bool = False,
+        unavailable: str = "",
     ) -> None:
-        """Offer a runtime under ``name``. A name already offered by another plugin is an error.
-        ``virtual_time``: the factory accepts a ``clock`` option and runs on it."""
+        """Offer a runtime under ``name``. ``virtual_time``: the factory accepts a ``clock``
+        option and runs on it. ``unavailable``: why the runtime cannot be loaded here (say, a
+        missing optional dependency and how to install it); it is still listed, with that note.
+
+        A name another plugin also offers is listed for both, and loading it is a
+        ``DuplicateRuntime`` error naming both plugins."""
         if not isinstance(name, str) or not _RUNTIME_NAME.match(name):
             raise PluginError(
                 f"plugin {self._plugin!r}: invalid runtime name {name!r} "
@@ -127,32 +160,68 @@ class RuntimeRegistry:
             )
         if not callable(factory):
             raise PluginError(f"plugin {self._plugin!r}: the factory for {name!r} is not callable")
-        existing = self._entries.get(name)
-        if existing is not None:
-            raise DuplicateRuntime(
-                f"runtime {name!r} is registered twice: by plugin {existing.info.plugin!r}"
-                f"{_from_dist(existing.info.distribution)} and by plugin {self._plugin!r}"
-                f"{_from_dist(self._distribution)}"
-            )
-        self._entries[name] = _Registration(
-            RuntimeInfo(name, description, self._plugin, self._distribution, virtual_time),
-            factory,
+        offered = self._entries.setdefault(name, [])
+        if any(entry.info.plugin == self._plugin for entry in offered):
+            raise PluginError(f"plugin {self._plugin!r} registers runtime {name!r} twice")
+        info = RuntimeInfo(
+            name, description, self._plugin, self._distribution, virtual_time, unavailable
         )
+        offered.append(_Registration(info, factory))
 
     def _set_current(self, plugin: str, distribution: str) -> None:
         self._plugin = plugin
         self._distribution = distribution
 
     def _drop_plugin(self, plugin: str) -> None:
-        for name in [n for n, r in self._entries.items() if r.info.plugin == plugin]:
-            del self._entries[name]
+        for name, offered in list(self._entries.items()):
+            kept = [entry for entry in offered if entry.info.plugin != plugin]
+            if kept:
+                self._entries[name] = kept
+            else:
+                del self._entries[name]
 
     @property
     def infos(self) -> list[RuntimeInfo]:
-        return sorted((r.info for r in self._entries.values()), key=lambda i: i.name)
+        """Every registration, sorted by name then plugin; a duplicate name is listed once per
+        plugin, each noting the others."""
+        listed = [
+            _noting_rivals(entry.info, offered)
+            for offered in self._entries.values()
+            for entry in offered
+        ]
+        return sorted(listed, key=lambda info: (info.name, info.plugin))
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._entries)
 
     def get(self, name: str) -> _Registration | None:
-        return self._entries.get(name)
+        """The one registration of ``name``; ``DuplicateRuntime`` if several plugins offer it."""
+        offered = self._entries.get(name, [])
+        if len(offered) > 1:
+            raise DuplicateRuntime(_duplicate_message(name, offered))
+        return offered[0] if offered else None
+
+
+def _provider(info: RuntimeInfo) -> str:
+    return f"plugin {info.plugin!r}{_from_dist(info.distribution)}"
+
+
+def _duplicate_message(name: str, offered: list[_Registration]) -> str:
+    providers = [_provider(entry.info) for entry in offered]
+    times = "twice" if len(offered) == 2 else f"{len(offered)} times"
+    return (
+        f"runtime {name!r} is registered {times}: by {' and by '.join(providers)}; "
+        f"keep one: {DISABLE_ENV_VAR} lists the entry points not to load"
+    )
+
+
+def _noting_rivals(info: RuntimeInfo, offered: list[_Registration]) -> RuntimeInfo:
+    rivals = [_provider(entry.info) for entry in offered if entry.info is not info]
+    if not rivals:
+        return info
+    note = f"also offered by {', '.join(rivals)}: loading it is an error until one is disabled"
+    return attrs.evolve(info, unavailable="; ".join(filter(None, [info.unavailable, note])))
 
 
 def _from_dist(distribution: str) -> str:
@@ -224,10 +293,49 @@ class KubecorePluginManager(pluggy.PluginManager):
         self._loaded = True
         for plugin in self._extra_plugins:
             if not self.is_registered(plugin):
-                self.register(plugin, name=self._free_name(_object_name(plugin)))
+                self._register_or_report(plugin, self._free_name(_object_name(plugin)), "")
         if self._use_entry_points:
             self._load_entry_points()
-        self.check_pending()
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        """Register ``plugin`` (pluggy's ``register``), refusing one that implements a hook
+        kubecore does not define (a misspelling) or none at all: ``PluginError``."""
+        registered = super().register(plugin, name)
+        if registered is None:  # blocked
+            return None
+        problem = self._hook_problem(plugin)
+        if problem:
+            self.unregister(plugin)
+            raise PluginError(f"plugin {registered!r} {problem}")
+        return registered
+
+    def _hook_problem(self, plugin: object) -> str:
+        callers = self.get_hookcallers(plugin) or []
+        unknown = sorted(
+            caller.name
+            for caller in callers
+            if not caller.has_spec()
+            and any(
+                impl.plugin is plugin and not impl.optionalhook for impl in caller.get_hookimpls()
+            )
+        )
+        if unknown:
+            return "implements " + ", ".join(_did_you_mean(name) for name in unknown)
+        if not callers:
+            return f"implements no kubecore hook (expected {_hook_names()[0]} with @hookimpl)"
+        return ""
+
+    def _register_or_report(self, plugin: object, name: str, distribution: str) -> bool:
+        """Register ``plugin``; a plugin pluggy or kubecore refuses is reported as broken."""
+        try:
+            self.register(plugin, name=name)
+        except PluginError as exc:
+            self._mark_broken(name, str(exc).removeprefix(f"plugin {name!r} "), distribution)
+            return False
+        except Exception as exc:
+            self._mark_broken(name, f"{type(exc).__name__}: {exc}", distribution)
+            return False
+        return True
 
     def _load_entry_points(self) -> None:
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -248,12 +356,8 @@ class KubecorePluginManager(pluggy.PluginManager):
             except Exception as exc:  # any import failure is reported, not raised
                 self._mark_broken(ep.name, f"{type(exc).__name__}: {exc}", dist)
                 continue
-            try:
-                self.register(plugin, name=ep.name)
-            except Exception as exc:
-                self._mark_broken(ep.name, f"{type(exc).__name__}: {exc}", dist)
-                continue
-            self._dists[ep.name] = dist
+            if self._register_or_report(plugin, ep.name, dist):
+                self._dists[ep.name] = dist
 
     def _free_name(self, base: str) -> str:
         name, n = base, 1
@@ -267,13 +371,6 @@ class KubecorePluginManager(pluggy.PluginManager):
         message = f"kubecore plugin {name!r}{_from_dist(distribution)} is broken: {error}"
         logger.info(message, extra={"plugin": name})
         warnings.warn(message, PluginWarning, stacklevel=2)
-
-    def check_pending(self) -> None:
-        """Raise ``PluginError`` if a plugin implements a hook kubecore does not define."""
-        try:
-            super().check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plugin {exc.plugin!r}: {exc}") from exc
 
     def broken_plugins(self) -> list[BrokenPlugin]:
         self.load()
@@ -298,8 +395,6 @@ class KubecorePluginManager(pluggy.PluginManager):
             args = [{"registry": registry}[name] for name in impl.argnames]
             try:
                 impl.function(*args)
-            except DuplicateRuntime:
-                raise
             except PluginError as exc:
                 registry._drop_plugin(impl.plugin_name)
                 self._mark_broken(impl.plugin_name, str(exc), self._dists.get(impl.plugin_name, ""))
@@ -320,14 +415,17 @@ class KubecorePluginManager(pluggy.PluginManager):
     def load_runtime(self, name: str, /, **options: Any) -> RuntimeBundle:
         """Build the runtime called ``name`` with ``options``.
 
-        Raises ``UnknownRuntime`` (listing the installed ones) or ``PluginError`` when the
-        factory fails or returns something that is not a usable ``RuntimeBundle``.
+        Raises ``UnknownRuntime`` (listing the installed ones), ``DuplicateRuntime`` when
+        several plugins offer ``name``, or ``PluginError`` when the runtime is unavailable here,
+        its factory fails or returns something that is not a usable ``RuntimeBundle``.
         """
         registry = self._collect()
         entry = registry.get(name)
         if entry is None:
-            raise UnknownRuntime(name, [info.name for info in registry.infos])
+            raise UnknownRuntime(name, registry.names)
         origin = f"runtime {name!r} (plugin {entry.info.plugin!r})"
+        if entry.info.unavailable:
+            raise PluginError(f"{origin} cannot be loaded: {entry.info.unavailable}")
         try:
             bundle = entry.factory(**options)
         except PluginError:
@@ -335,6 +433,16 @@ class KubecorePluginManager(pluggy.PluginManager):
         except Exception as exc:
             raise PluginError(f"{origin} failed to start: {type(exc).__name__}: {exc}") from exc
         return _checked_bundle(bundle, name, origin)
+
+
+def _hook_names() -> list[str]:
+    return sorted(name for name in vars(KubecoreHookspecs) if name.startswith("kubecore_"))
+
+
+def _did_you_mean(hook: str) -> str:
+    close = difflib.get_close_matches(hook, _hook_names(), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"{hook}, which is not a kubecore hook{hint}"
 
 
 def _object_name(plugin: object) -> str:

@@ -1,6 +1,7 @@
 """The plugin machinery behind ``load_runtime``: the pluggy manager, the hook specification and
 the plugins that failed to load."""
 
+from kubecore._clock import missing_clock_members
 from kubecore._plugins import (
     BrokenPlugin,
     KubecorePluginManager,
@@ -14,5 +15,6 @@ __all__ = [
     "KubecorePluginManager",
     "broken_plugins",
     "hookspec",
+    "missing_clock_members",
     "plugin_manager",
 ]

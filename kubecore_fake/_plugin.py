@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 from kubecore import (
     Clock,
@@ -14,6 +14,7 @@ from kubecore import (
     SystemClock,
     hookimpl,
 )
+from kubecore.plugins import missing_clock_members
 
 _INT_OPTIONS = ("image_fs_capacity", "default_image_size")
 _KNOWN = frozenset({"clock", "images", "pulled", "node_ip", "events", *_INT_OPTIONS})
@@ -32,16 +33,27 @@ def _image_option(name: str, value: object) -> Iterable[str] | Mapping[str, int]
     raise InvalidConfig(f"fake runtime option {name}: expected image references, got {value!r}")
 
 
+_CLOCKS_BY_NAME: Mapping[str, Callable[[], Clock]] = {
+    "system": SystemClock,
+    "manual": ManualClock,
+    "virtual": ManualClock,
+}
+
+
 def _clock_option(value: object) -> Clock | None:
-    if value is None or isinstance(value, Clock):
-        return value
-    if value == "system":
-        return SystemClock()
-    if value in ("manual", "virtual"):
-        return ManualClock()
-    raise InvalidConfig(
-        f"fake runtime option clock: expected a Clock, 'system' or 'manual', got {value!r}"
-    )
+    """A clock object as given through the API, or its name from the command line."""
+    if value is None:
+        return None
+    expected = "fake runtime option clock: expected a Clock, 'system' or 'manual'"
+    if isinstance(value, str):
+        make = _CLOCKS_BY_NAME.get(value)
+        if make is None:
+            raise InvalidConfig(f"{expected}, got {value!r}")
+        return make()
+    missing = missing_clock_members(value)
+    if missing:
+        raise InvalidConfig(f"{expected}, got {value!r}, which lacks {', '.join(missing)}")
+    return cast(Clock, value)
 
 
 def _bool_option(name: str, value: object) -> bool:

@@ -16,8 +16,9 @@ Semantics worth knowing:
   ``crashing`` and exits 1; ``sleep 5`` exits 0 five (virtual) seconds after it starts; anything
   unknown runs until stopped.
 * ``stop_container`` sends TERM (recorded in ``signals(id)``). A behaviour with ``traps_term``
-  exits 0 at once; otherwise the call waits the grace period on the clock (a ``ManualClock``
-  advances) and the container is killed with exit code 137. Unknown programs trap TERM; shell
+  exits 0 at once; otherwise the call waits the grace period on the clock (a virtual clock
+  advances, stopping early if the container exits on its own) and the container is killed
+  with exit code 137. Unknown programs trap TERM; shell
   scripts without a ``trap ... TERM`` and a bare ``sleep`` do not (as PID 1 in a real engine).
 * Events are delivered synchronously, in the thread that caused the change, after the runtime's
   lock is released. Only managed containers produce events.
@@ -34,7 +35,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 import attrs
 
@@ -66,6 +67,7 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
     SystemClock,
+    TimerHandle,
 )
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
 from kubecore_fake import _shell
@@ -243,13 +245,6 @@ class _Image:
     created_at: float
 
 
-@runtime_checkable
-class _SchedulingClock(Protocol):
-    def monotonic(self) -> float: ...
-
-    def call_at(self, monotonic_deadline: float, callback: object) -> None: ...
-
-
 class _Subscription:
     def __init__(self, runtime: FakeRuntime, handler: Callable[[RuntimeEvent], None]) -> None:
         self._runtime = runtime
@@ -339,7 +334,7 @@ class FakeRuntime:
             maxlen=max_calls
         )
         self._unmanaged_calls: list[tuple[str, tuple[object, ...]]] = []
-        self._timers: set[threading.Timer] = set()
+        self._timers: set[TimerHandle] = set()
         self._closed = False
         if images is not None:
             self._pullable = set()
@@ -1065,9 +1060,11 @@ class FakeRuntime:
         def fire() -> None:
             events: _Events = []
             with self._lock:
+                self._timers.discard(handle)
                 current = self._containers.get(cid)
                 if (
-                    current is None
+                    self._closed
+                    or current is None
                     or current.run != run
                     or current.state is not RuntimeState.RUNNING
                 ):
@@ -1075,23 +1072,10 @@ class FakeRuntime:
                 action(self, current, events)
             self._emit(events)
 
-        clock = self._clock
-        if isinstance(clock, _SchedulingClock):
-            clock.call_at(clock.monotonic() + delay, fire)
-            return
-        timer = threading.Timer(delay, self._fire_timer, args=(fire,))
-        timer.daemon = True
-        self._timers.add(timer)
-        timer.start()
-
-    def _fire_timer(self, fire: Callable[[], None]) -> None:
+        # Under the lock, so that a timer firing at once finds its handle already recorded.
         with self._lock:
-            current = threading.current_thread()
-            if isinstance(current, threading.Timer):
-                self._timers.discard(current)
-            if self._closed:
-                return
-        fire()
+            handle = self._clock.call_at(self._clock.monotonic() + delay, fire)
+            self._timers.add(handle)
 
     def _log_locked(self, rec: _Container, text: str) -> None:
         now = self._clock.now()

@@ -106,6 +106,7 @@ EXPECTED_ALL = [
     "SyncReport",
     "SystemClock",
     "TCPSocketAction",
+    "TimerHandle",
     "UnknownRuntime",
     "ValidationError",
     "Volume",

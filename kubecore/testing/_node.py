@@ -122,9 +122,9 @@ class FakeNode:
         self.kubelet = self._new_kubelet(self.config)
 
     def _new_kubelet(self, config: KubeletConfig) -> Kubelet:
-        # The one place the clock reaches the agent. Once Kubelet.from_bundle takes the
-        # bundle's clock, drop ``clock=self.clock`` here.
-        return Kubelet.from_bundle(self.bundle, clock=self.clock, config=config)
+        # A restarted agent gets the very same runtime object, which still holds what the
+        # earlier agent started: it adopts it (the fake alone cannot outlive its process).
+        return Kubelet.from_bundle(attrs.evolve(self.bundle, adopts=True), config=config)
 
     # --- desired state ------------------------------------------------------------------------
 
