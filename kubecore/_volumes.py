@@ -84,8 +84,11 @@ def acquire_root_dir(root_dir: str, node_name: str) -> None:
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, node {node_name}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}, node {node_name}\n".encode(), 0)
+        except OSError as error:  # a full disk: the lock holds, only the holder's name is lost
+            logger.warning("could not write the holder into %s: %s", path, error)
         _held[root_dir] = (fd, 1)
 
 
