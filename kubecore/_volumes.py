@@ -204,6 +204,32 @@ class VolumeManager:
         except (OSError, ValueError):
             return ""
 
+    def prune_container_dirs(self, uid: str, keep: Iterable[tuple[str, int]]) -> int:
+        """Remove the pod's ``containers/<name>/<restart>`` directories (termination messages)
+        of container instances no longer on the node (``keep``: the (name, restart count) of
+        those that are). Returns how many were removed."""
+        base = os.path.join(self.pod_dir(uid), "containers")
+        wanted = {(name, str(restart)) for name, restart in keep}
+        removed = 0
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            container_dir = os.path.join(base, name)
+            try:
+                runs = os.listdir(container_dir)
+            except (NotADirectoryError, FileNotFoundError):
+                continue
+            for run in runs:
+                if (name, run) in wanted:
+                    continue
+                shutil.rmtree(os.path.join(container_dir, run), ignore_errors=True)
+                removed += 1
+            if not os.listdir(container_dir):
+                os.rmdir(container_dir)
+        return removed
+
     def pod_dirs(self) -> list[str]:
         """UIDs that have a directory under ``<root>/pods``."""
         try:

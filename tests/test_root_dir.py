@@ -67,3 +67,16 @@ def test_orphan_cleanup_removes_only_this_nodes_directories(tmp_path: Path) -> N
     assert theirs.cleanup_orphans(()) == ["uid-theirs"]
     mine.release()
     theirs.release()
+
+
+def test_termination_message_dirs_of_gone_instances_are_pruned(tmp_path: Path) -> None:
+    manager = VolumeManager(str(tmp_path), "node")
+    for restart in range(3):
+        manager.prepare_termination_log("uid-1", "app", restart)
+    manager.prepare_termination_log("uid-1", "old", 0)
+    assert manager.prune_container_dirs("uid-1", {("app", 2)}) == 3
+    containers = tmp_path / "pods" / "uid-1" / "containers"
+    assert sorted(str(p.relative_to(containers)) for p in containers.iterdir()) == ["app"]
+    assert os.listdir(containers / "app") == ["2"]
+    assert manager.prune_container_dirs("uid-2", ()) == 0  # no such pod: nothing to do
+    manager.release()
