@@ -205,7 +205,7 @@ def read_registry_config(path: str) -> DockerKeyring | None:
         raise UsageError(f"--registry-config: {error}") from None
 
 
-def kubelet_config(settings: Mapping[str, Any]) -> Any:
+def kubelet_config(settings: Mapping[str, Any]) -> kubecore.KubeletConfig:
     """The agent's ``KubeletConfig`` from the resolved settings."""
     try:
         return kubecore.KubeletConfig(**kubelet_config_values(settings))
@@ -241,7 +241,7 @@ def cmd_run(
         return EXIT_FAILED
     # after loading the plugins: a broken one is reported once, by the warning above
     _setup_logging(level)
-    clock: Clock = bundle.clock or SystemClock()
+    clock: Clock = bundle.clock if bundle.clock is not None else SystemClock()
     tracker = PullTracker()
     puller: Puller = bundle.puller
     if keyring is not None:
