@@ -337,9 +337,14 @@ def _noun(setting: Setting) -> str:
     return "an integer" if setting.kind == "int" else "a number"
 
 
+def _shown(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def number_problem(setting: Setting, value: int | float, shown: str = "") -> str | None:
     """Why ``value`` cannot be the setting's value (None: it can)."""
-    shown = shown or repr(value)
+    shown = _shown(shown or value)
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, got {shown}"
     if setting.bounds is not None and not setting.bounds.contains(value):
@@ -353,7 +358,7 @@ def parse_number(setting: Setting, text: str) -> int | float:
     try:
         value: int | float = int(text) if setting.kind == "int" else float(text)
     except ValueError:
-        raise ValueError(f"must be {_noun(setting)}, got {text!r}") from None
+        raise ValueError(f"must be {_noun(setting)}, got {_shown(repr(text))}") from None
     problem = number_problem(setting, value, text.strip())
     if problem is not None:
         raise ValueError(problem)
@@ -365,8 +370,11 @@ def _number(setting: Setting, value: Any) -> int | float:
         return parse_number(setting, value)
     accepted = int if setting.kind == "int" else int | float
     if isinstance(value, bool) or not isinstance(value, accepted):
-        raise ValueError(f"must be {_noun(setting)}, got {value!r}")
-    number = value if setting.kind == "int" else float(value)
+        raise ValueError(f"must be {_noun(setting)}, got {_shown(value)}")
+    try:
+        number = value if setting.kind == "int" else float(value)
+    except OverflowError:
+        raise ValueError(f"must be a finite number, got {_shown(value)}") from None
     problem = number_problem(setting, number)
     if problem is not None:
         raise ValueError(problem)
