@@ -166,14 +166,23 @@ def test_out_of_range_environment_is_a_usage_error(
 
 
 @pytest.mark.parametrize(
-    "text", ["port: 99999\n", "port: 1e400\n", "deadline: -3\n", "port: true\n", "resync: .nan\n"]
+    "text",
+    [
+        "port: 99999\n",
+        "port: 1e400\n",
+        "deadline: -3\n",
+        "port: true\n",
+        "resync: .nan\n",
+        "resync: 1" + "0" * 400 + "\n",
+        "workers: 2.5\n",
+    ],
 )
 def test_out_of_range_config_file_is_a_usage_error(tmp_path: Path, text: str) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(text)
     code, _, err = run_cli("run", "--once", "--config", str(config))
     assert code == 2 and "Traceback" not in err
-    assert len(err.splitlines()) == 1 and str(config) in err
+    assert len(err.splitlines()) == 1 and str(config) in err and len(err) < 300
 
 
 # --- unknown and abbreviated flags --------------------------------------------------------------
@@ -287,3 +296,17 @@ def test_a_broken_plugins_warning_is_one_line_on_stderr(
     assert len(lines) == 1 and lines[0].startswith("kubecore: warning: ")
     code, out, err = run_cli("runtimes")
     assert "cannot reach the engine library" in out and "cannot reach" not in err
+
+
+def test_python_dash_m_kubecore() -> None:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "kubecore", "run", "--resyn", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "did you mean --resync?" in result.stderr and "Traceback" not in result.stderr
