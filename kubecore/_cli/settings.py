@@ -406,7 +406,7 @@ def convert(setting: Setting, value: Any, origin: str) -> Any:
             raise ValueError(value)
         return str(value)
     except (TypeError, ValueError):
-        raise UsageError(f"{where}: not a valid {setting.kind}: {value!r}") from None
+        raise UsageError(f"{where}: not a valid {setting.kind}: {_shown(repr(value))}") from None
 
 
 def _string_list(value: Any) -> list[str]:
