@@ -9,6 +9,13 @@ MAX_BACKOFF = 300.0
 BACKOFF_RESET = 600.0
 
 
+def backoff_resets(last_failure: float, now: float, reset_after: float = BACKOFF_RESET) -> bool:
+    """True when a failure at ``now`` starts the delay over: the previous one, at
+    ``last_failure``, is more than ``reset_after`` seconds old. The one place this boundary is
+    decided: on floats, ``now - last_failure`` need not equal the sum of the gaps in between."""
+    return now - last_failure > reset_after
+
+
 def next_backoff(
     previous: BackoffEntry | None,
     now: float,
@@ -22,7 +29,7 @@ def next_backoff(
     The delay starts over at ``initial`` when the previous failure is more than ``reset_after``
     seconds old (the kubelet: twice the cap, 10 minutes without a failure).
     """
-    if previous is None or now - previous.last_failure > reset_after:
+    if previous is None or backoff_resets(previous.last_failure, now, reset_after):
         delay = initial
     else:
         delay = previous.delay * 2

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore._backoff import format_delay, in_backoff, next_backoff
+from kubecore._backoff import BACKOFF_RESET, backoff_resets, format_delay, in_backoff, next_backoff
 from kubecore.planner import BackoffEntry
 
 
@@ -57,7 +57,23 @@ def test_format_delay_like_go(seconds: float, text: str) -> None:
     assert format_delay(seconds) == text
 
 
+def test_the_reset_boundary_is_strictly_after_ten_minutes() -> None:
+    assert not backoff_resets(30.0, 30.0 + BACKOFF_RESET)
+    assert backoff_resets(30.0, 30.0 + BACKOFF_RESET + 0.001)
+    assert backoff_resets(0.0, 5.5, reset_after=5.0) and not backoff_resets(0.0, 5.0, 5.0)
+
+
+def test_a_gap_of_exactly_600_after_a_float_sum_follows_the_code() -> None:
+    """The CI failure: 1.723 + 1.723 + 421.00001 + 600.0 is 600.0000000000001 past the previous
+    failure, so the code resets although the gap as written is exactly 600."""
+    now = 1.723 + 1.723 + 421.00001
+    assert (now + 600.0) - now > 600.0
+    entry = next_backoff(next_backoff(None, now - 1.0), now)
+    assert next_backoff(entry, now + 600.0).delay == 10
+
+
 @given(st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False), min_size=1, max_size=20))
+@example([1.723, 1.723, 421.00001, 600.0])
 def test_delay_always_within_bounds(gaps: list[float]) -> None:
     entry = None
     now = 0.0
@@ -67,5 +83,24 @@ def test_delay_always_within_bounds(gaps: list[float]) -> None:
         entry = next_backoff(entry, now)
         assert 10 <= entry.delay <= 300
         assert entry.until == now + entry.delay
-        if previous is not None and gap <= 600:
+        if previous is None:
+            assert entry.delay == 10
+        elif backoff_resets(previous.last_failure, now):
+            assert gap > BACKOFF_RESET - 1e-6
+            assert entry.delay == 10
+        else:
+            assert gap <= BACKOFF_RESET + 1e-6
             assert entry.delay == min(previous.delay * 2, 300)
+
+
+def test_ci_uses_a_deterministic_hypothesis_profile() -> None:
+    from hypothesis import settings
+
+    from tests.conftest import profile_name
+
+    assert profile_name({"CI": "true"}) == "ci"
+    assert profile_name({}) == "dev"
+    assert profile_name({"HYPOTHESIS_PROFILE": "ci"}) == "ci"
+    ci = settings.get_profile("ci")
+    assert ci.derandomize and ci.deadline is None and ci.max_examples <= 100
+    assert settings.get_profile("dev").max_examples > ci.max_examples

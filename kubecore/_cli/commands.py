@@ -1,0 +1,420 @@
+"""The subcommands: ``run``, ``validate``, ``runtimes`` and ``version``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any
+
+import attrs
+
+import kubecore
+from kubecore._cli.output import Display, PullTracker, TrackingPuller, format_table
+from kubecore._cli.settings import (
+    RUN_SETTINGS,
+    UsageError,
+    kubelet_config_values,
+    resolve_settings,
+)
+from kubecore._clock import Clock, ManualClock, SystemClock
+from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
+from kubecore._model import Pod
+from kubecore._runtime import Puller
+from kubecore._server import KubeletServer, ServerConfig
+from kubecore._sources import (
+    FileSource,
+    HTTPSource,
+    PodSource,
+    SourcePoller,
+    SourceProblem,
+    list_manifest_files,
+    parse_manifest,
+)
+from kubecore._status import Verdict, pod_verdict
+
+if TYPE_CHECKING:
+    from kubecore._credentials import DockerKeyring
+    from kubecore._kubelet import Kubelet
+    from kubecore._plugins import RuntimeBundle
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_RUN_DESTS = frozenset(setting.dest for setting in RUN_SETTINGS)
+
+
+# --- plugins ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def warnings_shown(err: IO[str], skip: tuple[type[Warning], ...] = ()) -> Iterator[None]:
+    """Show each warning raised inside (loading plugins) as one line on ``err``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            shown: set[str] = set()
+            for warning in caught:
+                line = (str(warning.message).strip().splitlines() or [""])[0]
+                if issubclass(warning.category, skip) or line in shown:
+                    continue
+                shown.add(line)
+                err.write(f"kubecore: warning: {line}\n")
+
+
+def load_runtime_bundle(
+    name: str, options: Mapping[str, Any], once: bool, err: IO[str]
+) -> RuntimeBundle:
+    """Build runtime ``name``. A runtime registered as running in virtual time gets the clock
+    to run on: virtual with ``--once`` (it converges, or reaches the deadline, without
+    waiting), the system clock otherwise (so that the API is usable)."""
+    from kubecore._plugins import plugin_manager
+
+    manager = plugin_manager()
+    with warnings_shown(err):
+        info = next((i for i in manager.runtimes() if i.name == name), None)
+        chosen = dict(options)
+        if info is not None and info.virtual_time:
+            chosen.setdefault("clock", ManualClock(start=time.time()) if once else SystemClock())
+        return manager.load_runtime(name, **chosen)
+
+
+# --- version, runtimes, validate ----------------------------------------------------------
+
+
+def cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
+    out.write(
+        f"kubecore {kubecore.__version__} (python {sys.version.split()[0]}, {sys.platform})\n"
+    )
+    return EXIT_OK
+
+
+def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
+    from kubecore._plugins import PluginWarning, plugin_manager
+
+    manager = plugin_manager()
+    # a broken plugin is listed below; any other warning goes to stderr
+    with warnings_shown(sys.stderr, skip=(PluginWarning,)):
+        infos = manager.runtimes()
+        broken = manager.broken_plugins()
+    rows = [["NAME", "DESCRIPTION", "PLUGIN"]]
+    for info in infos:
+        plugin = info.plugin + (f" ({info.distribution})" if info.distribution else "")
+        note = f" (unavailable: {info.unavailable})" if info.unavailable else ""
+        rows.append([info.name, info.description + note, plugin])
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        out.write("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    for bad in broken:
+        where = f" ({bad.distribution})" if bad.distribution else ""
+        out.write(f"broken plugin {bad.name}{where}: {bad.error}\n")
+    return EXIT_OK if infos else EXIT_FAILED
+
+
+def validate_paths(paths: Sequence[str]) -> tuple[list[str], int, int]:
+    """Every problem line (``file: path: message``), the file count and the valid pod count."""
+    lines: list[str] = []
+    files = 0
+    pods = 0
+    for raw in paths:
+        root = Path(raw)
+        found = list_manifest_files(root)
+        if not found:
+            lines.append(
+                f"{raw}: no such file or directory"
+                if not root.exists()
+                else f"{raw}: no manifest files"
+            )
+            continue
+        for path in found:
+            files += 1
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                lines.append(f"{path}: cannot read: {error}")
+                continue
+            valid, errors = parse_manifest(text, str(path))
+            pods += len(valid)
+            lines.extend(str(SourceProblem(str(path), (error,))) for error in errors)
+    return lines, files, pods
+
+
+def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
+    problems, files, pods = validate_paths(args.files)
+    for line in problems:
+        out.write(line + "\n")
+    noun = "file" if files == 1 else "files"
+    if problems:
+        out.write(f"{len(problems)} problem(s) in {files} {noun}; {pods} valid pod(s)\n")
+        return EXIT_FAILED
+    out.write(f"{files} {noun} OK, {pods} pod(s)\n")
+    return EXIT_OK
+
+
+def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
+    sources: list[PodSource] = []
+    if settings["manifests"]:
+        try:
+            sources.append(
+                FileSource(
+                    settings["manifests"],
+                    interval=settings["file_check_interval"],
+                    may_be_missing=settings["manifest_may_be_missing"],
+                    settle=settings["manifest_settle"],
+                )
+            )
+        except SourceUnavailable as error:
+            raise UsageError(str(error)) from None
+    if settings["manifest_url"]:
+        try:
+            sources.append(
+                HTTPSource(settings["manifest_url"], interval=settings["http_check_interval"])
+            )
+        except ValueError as error:
+            raise UsageError(f"--manifest-url: {error}") from None
+    return sources
+
+
+def source_problems(sources: Iterable[PodSource]) -> list[SourceProblem]:
+    problems: list[SourceProblem] = []
+    for source in sources:
+        problems.extend(getattr(source, "problems", ()))
+    return problems
+
+
+def read_token(path: str) -> str:
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise UsageError(f"--exec-token-file {path}: {error.strerror or error}") from None
+    if not token:
+        raise UsageError(f"--exec-token-file {path}: the file is empty")
+    return token
+
+
+def read_registry_config(path: str) -> DockerKeyring | None:
+    """The ``--registry-config`` keyring (None without the flag); a bad file is a usage error."""
+    if not path:
+        return None
+    from kubecore._credentials import DockerKeyring, RegistryConfigError
+
+    try:
+        return DockerKeyring.from_file(path)
+    except RegistryConfigError as error:
+        raise UsageError(f"--registry-config: {error}") from None
+
+
+def kubelet_config(settings: Mapping[str, Any]) -> kubecore.KubeletConfig:
+    """The agent's ``KubeletConfig`` from the resolved settings."""
+    try:
+        return kubecore.KubeletConfig(**kubelet_config_values(settings))
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"invalid agent configuration: {error}") from None
+
+
+def cmd_run(
+    args: argparse.Namespace, out: IO[str], environ: Mapping[str, str] | None = None
+) -> int:
+    environ = os.environ if environ is None else environ
+    flags = {k: v for k, v in vars(args).items() if k in _RUN_DESTS}
+    settings = resolve_settings(flags, environ, args.config)
+    level = log_level(settings["log_level"])
+    once = bool(settings["once"])
+    exec_token = ""
+    if settings["enable_exec"]:
+        if not settings["exec_token_file"]:
+            raise UsageError("--enable-exec needs --exec-token-file")
+        exec_token = read_token(settings["exec_token_file"])
+    sources = build_sources(settings)
+    keyring = read_registry_config(settings["registry_config"])
+    config = kubelet_config(settings)
+
+    from kubecore._kubelet import Kubelet
+
+    try:
+        bundle = load_runtime_bundle(
+            settings["runtime"], settings["runtime_option"], once, sys.stderr
+        )
+    except KubecoreError as error:
+        out.write(f"kubecore: {error}\n")
+        return EXIT_FAILED
+    # after loading the plugins: a broken one is reported once, by the warning above
+    _setup_logging(level)
+    tracker = PullTracker()
+    puller: Puller = bundle.puller
+    if keyring is not None:
+        from kubecore._credentials import KeyringPuller
+
+        puller = KeyringPuller(puller, keyring)
+    kubelet = Kubelet.from_bundle(
+        attrs.evolve(bundle, puller=TrackingPuller(puller, tracker)),
+        config=config,
+        sources=tuple(source.name for source in sources),
+    )
+    clock = kubelet.clock
+    try:
+        kubelet.volumes.acquire()
+    except RootDirInUse as error:
+        raise UsageError(str(error)) from None
+    poller = SourcePoller(sources, kubelet.update, clock=clock)
+    if once:
+        try:
+            return run_once(kubelet, poller, clock, settings["deadline"], out)
+        finally:
+            kubelet.stop()
+            bundle.runtime.close()
+    return run_forever(kubelet, poller, bundle.runtime.close, settings, exec_token, out, tracker)
+
+
+def run_once(
+    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float, out: IO[str]
+) -> int:
+    """Sync until every pod converged or failed, or the deadline passed; print the table."""
+    step = 1.0
+    end = clock.monotonic() + deadline
+    verdicts: dict[str, tuple[Verdict, str]] = {}
+    pods: list[Pod] = []
+    for _ in range(int(deadline / step) + 2):
+        poller.poll_once()
+        kubelet.sync()
+        pods = list(kubelet.pods())
+        verdicts = {f"{p.metadata.namespace}/{p.metadata.name}": pod_verdict(p) for p in pods}
+        if all(v != "pending" for v, _ in verdicts.values()) or clock.monotonic() >= end:
+            break
+        clock.sleep(step)
+    out.write(format_table(pods, clock.now()))
+    problems = source_problems(poller.sources)
+    for problem in problems:
+        for line in problem.lines():
+            out.write(line + "\n")
+    bad = {name: v for name, v in verdicts.items() if v[0] != "ok"}
+    for name, (verdict, reason) in sorted(bad.items()):
+        what = "failed" if verdict == "failed" else f"did not converge in {deadline:g}s"
+        out.write(f"pod {name} {what}: {reason}\n")
+    if not pods and not problems:
+        out.write("no pods to run\n")
+    return EXIT_FAILED if bad or problems else EXIT_OK
+
+
+def _install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
+    """SIGINT / SIGTERM set ``stop``; returns a function restoring the old handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def run_forever(
+    kubelet: Kubelet,
+    poller: SourcePoller,
+    close_runtime: Callable[[], None],
+    settings: Mapping[str, Any],
+    exec_token: str,
+    out: IO[str],
+    tracker: PullTracker,
+    stop: threading.Event | None = None,
+) -> int:
+    stop = stop or threading.Event()
+    restore = _install_signal_handlers(stop)
+    server: KubeletServer | None = None
+    live = out.isatty()
+    try:
+        if settings["port"]:
+            try:
+                server = KubeletServer(
+                    kubelet,
+                    ServerConfig(
+                        address=settings["address"],
+                        port=settings["port"],
+                        enable_exec=settings["enable_exec"],
+                        exec_token=exec_token,
+                        log_dir=settings["log_dir"] or None,
+                    ),
+                )
+            except OSError as error:
+                out.write(
+                    f"kubecore: cannot listen on {settings['address']}:{settings['port']}:"
+                    f" {error.strerror or error}\n"
+                )
+                return EXIT_FAILED
+        api = f"API {server.url}" if server is not None else "no API server"
+        header = (
+            f"kubecore {kubecore.__version__} on node {settings['node_name']}, runtime "
+            f"{settings['runtime']}, {api}. Ctrl-C stops the agent (containers keep running)."
+        )
+        display = Display(out, live, header, tracker)
+        if display.log_handler is not None:
+            _route_logs_to(display.log_handler)
+        else:
+            logger.info(header)
+        kubelet.start()
+        poller.start()
+        if server is not None:
+            server.start()
+        display.refresh(kubelet.pods(), time.time(), source_problems(poller.sources))
+        while not stop.wait(1.0):
+            display.refresh(kubelet.pods(), time.time(), source_problems(poller.sources))
+        logger.info("stopping: sources, workers, then the API server; containers keep running")
+        return EXIT_OK
+    finally:
+        poller.stop()
+        kubelet.stop()
+        if server is not None:
+            server.stop()
+        close_runtime()
+        restore()
+        if live:
+            out.write("\n")
+
+
+def log_level(name: str) -> int:
+    numeric = logging.getLevelName(name.upper())
+    if not isinstance(numeric, int):
+        raise UsageError(f"--log-level: unknown level {name!r} (debug, info, warning or error)")
+    return numeric
+
+
+def _setup_logging(level: int) -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
+        )
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _route_logs_to(handler: logging.Handler) -> None:
+    root = logging.getLogger()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+    for existing in list(root.handlers):
+        if isinstance(existing, logging.StreamHandler) and getattr(existing, "stream", None) in (
+            sys.stderr,
+            sys.stdout,
+        ):
+            root.removeHandler(existing)
+    root.addHandler(handler)

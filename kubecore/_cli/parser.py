@@ -1,0 +1,214 @@
+"""The argument parser and ``main``: every error names its flag, shows the usage of the command
+it belongs to and, for a mistyped flag, the closest one."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import logging
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO, Any, NoReturn
+
+from kubecore._cli.commands import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    cmd_run,
+    cmd_runtimes,
+    cmd_validate,
+    cmd_version,
+)
+from kubecore._cli.settings import ENV_PREFIX, RUN_SETTINGS, Setting, UsageError, parse_number
+from kubecore._errors import KubecoreError
+
+logger = logging.getLogger(__name__)
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(.*?)'")
+
+
+def did_you_mean(word: str, candidates: Sequence[str]) -> str:
+    """`` (did you mean --resync?)`` for the closest candidate, or ""."""
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def unrecognized_message(extras: Sequence[str], options: Sequence[str]) -> str:
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    for extra in extras:
+        if extra.startswith("-"):
+            return message + did_you_mean(extra.partition("=")[0], options)
+    return message
+
+
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated flags; an unknown command gets a did-you-mean."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        match = _INVALID_CHOICE.search(message)
+        if match:
+            message += did_you_mean(match.group(1), self._command_names())
+        super().error(message)
+
+    def _command_names(self) -> list[str]:
+        return [
+            name
+            for action in self._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices
+        ]
+
+    def option_strings(self) -> list[str]:
+        return [option for action in self._actions for option in action.option_strings]
+
+
+class _CommandParser(_Parser):
+    """A subcommand's parser: it reports its own unknown arguments, with its own usage
+    (argparse leaves them to the top-level parser, whose usage says nothing of the flags)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(unrecognized_message(extras, self.option_strings()))
+        return parsed, extras
+
+
+def _number_type(setting: Setting) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            return parse_number(setting, text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def _default_text(setting: Setting) -> str:
+    if setting.kind in ("bool", "list", "strs", "options") or "default:" in setting.help:
+        return ""
+    value = setting.default()
+    return (
+        f" (default: {value:g})" if isinstance(value, float) else f" (default: {value or 'none'})"
+    )
+
+
+def _add_setting(run: argparse.ArgumentParser, setting: Setting) -> None:
+    text = f"{setting.help}{_default_text(setting)} [env {setting.env}]"
+    if setting.kind == "list":
+        run.add_argument(
+            setting.dest, nargs="*", metavar=setting.metavar, default=argparse.SUPPRESS, help=text
+        )
+    elif setting.kind == "bool":
+        run.add_argument(
+            setting.option,
+            dest=setting.dest,
+            action=argparse.BooleanOptionalAction,
+            default=argparse.SUPPRESS,
+            help=text,
+        )
+    elif setting.kind in ("options", "strs"):
+        run.add_argument(
+            setting.option,
+            dest=setting.dest,
+            action="append",
+            metavar=setting.metavar,
+            default=argparse.SUPPRESS,
+            help=text,
+        )
+    else:
+        converter: Callable[[str], Any] = (
+            _number_type(setting) if setting.kind in ("int", "float") else str
+        )
+        run.add_argument(
+            setting.option,
+            dest=setting.dest,
+            type=converter,
+            metavar=setting.metavar,
+            default=argparse.SUPPRESS,
+            help=text,
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kubecore",
+        description="The core of a container node agent (the Kubernetes kubelet) as a library.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
+
+    run = commands.add_parser(
+        "run",
+        help="run the agent",
+        description=(
+            "Run the node agent: keep the pods of the manifests running on a container runtime "
+            "and serve the kubelet HTTP API. Every flag can also be set with an environment "
+            f"variable {ENV_PREFIX}<FLAG> (--node-name -> {ENV_PREFIX}NODE_NAME) or in a YAML "
+            "config file (--config, keys named like the flags); flags win over the environment, "
+            "the environment over the file."
+        ),
+    )
+    for setting in RUN_SETTINGS:
+        _add_setting(run, setting)
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help=f"a YAML file of settings named like the flags [env {ENV_PREFIX}CONFIG]",
+    )
+    run.set_defaults(handler=cmd_run)
+
+    validate = commands.add_parser(
+        "validate",
+        help="check manifests and print every problem",
+        description=(
+            "Check manifest files (or directories of them) and print every problem as "
+            "'file: field.path: message'. Exits 1 if there is any problem, 0 if all are good."
+        ),
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE", help="manifest files or directories")
+    validate.set_defaults(handler=cmd_validate)
+
+    runtimes = commands.add_parser(
+        "runtimes",
+        help="list the installed runtime plugins",
+        description="List the runtimes installed plugins offer, and any plugin that is broken.",
+    )
+    runtimes.set_defaults(handler=cmd_runtimes)
+
+    version = commands.add_parser("version", help="print the version")
+    version.set_defaults(handler=cmd_version)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    """The ``kubecore`` command. Returns the exit status (the console script exits with it)."""
+    stream = out or sys.stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE if exit_.code else 0
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(stream)
+        return EXIT_USAGE
+    try:
+        return int(handler(args, stream))
+    except UsageError as error:
+        sys.stderr.write(f"kubecore: {error}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # only outside `run`'s own signal handling (e.g. during --once)
+        sys.stderr.write("kubecore: interrupted\n")
+        return 130
+    except (KubecoreError, OSError) as error:
+        sys.stderr.write(f"kubecore: {error}\n")
+        return EXIT_FAILED
+    except Exception as error:  # a bug: one line for the user, the traceback at debug level
+        logger.debug("unexpected error", exc_info=True)
+        sys.stderr.write(f"kubecore: unexpected error: {type(error).__name__}: {error}\n")
+        return EXIT_FAILED
