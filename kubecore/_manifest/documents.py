@@ -1,0 +1,332 @@
+"""Documents: YAML and JSON streams, ``kind: List``, files, and the pods' identity.
+
+Reading text never raises anything but ``ValidationError`` (``DocumentError`` per document): a
+syntax error, text that is not valid Unicode, a number too long to convert, nesting too deep or a
+file that is too large or not a regular file all become problems with a position or a field path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from kubecore import _model as m
+from kubecore._errors import FieldError, ValidationError
+from kubecore._manifest.decoding import _field, _item, _show
+from kubecore._manifest.validation import _decode_pod
+from kubecore._updates import SOURCE_ANNOTATION
+
+# --- YAML flavour -----------------------------------------------------------------------------
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
+    """Safe YAML without timestamps (``2024-01-01`` stays a string, as in Kubernetes) that notes
+    duplicate mapping keys, which Kubernetes refuses and plain PyYAML silently resolves."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicate_keys: list[str] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+                if key_node.value in seen:
+                    mark = key_node.start_mark
+                    self.duplicate_keys.append(
+                        f"duplicate key {key_node.value!r} at line {mark.line + 1}, "
+                        f"column {mark.column + 1}"
+                    )
+                seen.add(key_node.value)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+# --- streams of documents -------------------------------------------------------------------
+
+
+class DocumentError(ValidationError):
+    """The problems of one document (or one ``List`` item) of a manifest stream.
+
+    ``source`` names the file; ``document`` is the document's index in the stream (counting
+    non-empty documents from 0), ``item`` its index in a ``kind: List`` (else ``None``), and
+    ``pod_name`` the pod's name when it could be read.
+    """
+
+    def __init__(
+        self,
+        problems: Sequence[FieldError],
+        source: str = "",
+        *,
+        document: int = 0,
+        item: int | None = None,
+        pod_name: str = "",
+    ) -> None:
+        super().__init__(list(problems), source)
+        self.document = document
+        self.item = item
+        self.pod_name = pod_name
+        where = f"document {document}" + (f", item {item}" if item is not None else "")
+        if pod_name:
+            where += f" (pod {pod_name!r})"
+        head = f"{source}: {where}" if source else where
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        self.args = (f"{head}: {len(self.problems)} problem(s)\n{lines}",)
+
+
+@attrs.frozen
+class _RawDocuments:
+    documents: list[object]
+    error: FieldError | None = None  # a syntax error after the documents that did parse
+    notes: dict[int, list[str]] = attrs.field(factory=dict)  # problems found while parsing
+
+
+def _parse_text(text: str) -> _RawDocuments:
+    if text.lstrip().startswith(("{", "[")):
+        raw = _parse_json_stream(text)
+        if raw.error is None:
+            return raw
+        # A YAML flow mapping also starts with "{"; fall back, but report JSON's complaint.
+        as_yaml = _parse_yaml(text)
+        return as_yaml if as_yaml.error is None else raw
+    return _parse_yaml(text)
+
+
+def _parse_json_stream(text: str) -> _RawDocuments:
+    """One JSON value, or several written one after another (as ``kubectl get -o json`` may)."""
+    decoder = json.JSONDecoder()
+    documents: list[object] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return _RawDocuments(documents)
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            return _RawDocuments(documents, FieldError("", message))
+        documents.append(value)
+
+
+def _parse_yaml(text: str) -> _RawDocuments:
+    documents: list[object] = []
+    notes: dict[int, list[str]] = {}
+    loader = _Loader(text)
+    try:
+        while loader.check_data():
+            document = loader.get_data()
+            if loader.duplicate_keys:
+                notes[len(documents)] = loader.duplicate_keys
+                loader.duplicate_keys = []
+            if document is not None:
+                documents.append(document)
+    except yaml.YAMLError as exc:
+        return _RawDocuments(documents, FieldError("", _yaml_error_message(exc)), notes)
+    finally:
+        loader.dispose()
+    return _RawDocuments(documents, None, notes)
+
+
+def _yaml_error_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is not None:
+        return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return f"invalid YAML: {problem}"
+
+
+@attrs.frozen
+class _PodDoc:
+    data: object
+    path: str
+    document: int
+    item: int | None
+
+
+def _pod_name_of(data: object) -> str:
+    if isinstance(data, Mapping):
+        meta = data.get("metadata")
+        if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
+            return str(meta["name"])
+    return ""
+
+
+def _load_documents(
+    documents: Sequence[object], source: str, notes: Mapping[int, Sequence[str]] | None = None
+) -> tuple[list[m.Pod], list[ValidationError]]:
+    multi = len(documents) > 1
+    pods: list[m.Pod] = []
+    errors: list[ValidationError] = []
+    seen: dict[tuple[str, str], str] = {}
+    for index, document in enumerate(documents):
+        prefix = f"documents[{index}]" if multi else ""
+        for doc in _expand(document, prefix, index, source, errors):
+            pod, problems = _decode_pod(doc.data, doc.path)
+            if notes and index in notes:
+                problems = [FieldError(prefix, note) for note in notes[index]] + problems
+            if not problems:
+                key = (pod.metadata.namespace, pod.metadata.name)
+                where = doc.path or "the first pod"
+                if key in seen:
+                    problems = [
+                        FieldError(
+                            _field(doc.path, "metadata.name"),
+                            f"duplicate pod {key[0]}/{key[1]} (also {seen[key]})",
+                        )
+                    ]
+                else:
+                    seen[key] = where
+            if problems:
+                errors.append(
+                    DocumentError(
+                        problems,
+                        source,
+                        document=doc.document,
+                        item=doc.item,
+                        pod_name=_pod_name_of(doc.data),
+                    )
+                )
+            else:
+                pods.append(pod)
+    return pods, errors
+
+
+def _expand(
+    document: object, prefix: str, index: int, source: str, errors: list[ValidationError]
+) -> list[_PodDoc]:
+    if not isinstance(document, Mapping):
+        errors.append(
+            DocumentError(
+                [
+                    FieldError(
+                        prefix, f"expected a mapping (a Pod or a List), got {_show(document)}"
+                    )
+                ],
+                source,
+                document=index,
+            )
+        )
+        return []
+    if document.get("kind") not in ("List", "PodList"):
+        return [_PodDoc(document, prefix, index, None)]
+    items = document.get("items")
+    items_path = _field(prefix, "items")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        errors.append(
+            DocumentError(
+                [FieldError(items_path, f"expected a list, got {_show(items)}")],
+                source,
+                document=index,
+            )
+        )
+        return []
+    return [_PodDoc(item, _item(items_path, j), index, j) for j, item in enumerate(items)]
+
+
+def _load_text(text: str, source: str) -> tuple[list[m.Pod], list[ValidationError]]:
+    raw = _parse_text(text)
+    documents = raw.documents
+    pods, errors = _load_documents(documents, source, raw.notes)
+    if raw.error is not None:
+        index = len(documents)
+        prefix = f"documents[{index}]" if index else ""
+        errors.append(DocumentError([attrs.evolve(raw.error, path=prefix)], source, document=index))
+    return pods, errors
+
+
+def _raise_all(errors: Sequence[ValidationError], source: str) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ValidationError([p for e in errors for p in e.problems], source)
+
+
+def _read_file(path: str | os.PathLike[str]) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError([FieldError("", f"not UTF-8 text: {exc.reason}")], str(path)) from exc
+
+
+def load_pods_from_string(text: str, *, source_name: str = "<string>") -> list[m.Pod]:
+    """Every pod in a YAML (multi-document) or JSON text; ``kind: List`` items are pods too.
+
+    Raises ``ValidationError`` with every problem of every document: nothing is half loaded.
+    With several documents, each problem's path starts with ``documents[i]``.
+    """
+    pods, errors = _load_text(text, source_name)
+    _raise_all(errors, source_name)
+    return pods
+
+
+def load_pods_from_file(path: str | os.PathLike[str]) -> list[m.Pod]:
+    """``load_pods_from_string`` on a file; the file name is the errors' ``source``."""
+    return load_pods_from_string(_read_file(path), source_name=str(path))
+
+
+def load_pods_from_dict(data: object, *, source_name: str = "<dict>") -> list[m.Pod]:
+    """Pods from already parsed data: one Pod mapping, or a ``kind: List`` of them."""
+    pods, errors = _load_documents([data], source_name)
+    _raise_all(errors, source_name)
+    return pods
+
+
+def load_pods_lenient(
+    text_or_path: str | os.PathLike[str], *, source_name: str | None = None
+) -> tuple[list[m.Pod], list[ValidationError]]:
+    """Every good pod, and one error per bad document, instead of raising.
+
+    A ``str`` is manifest text; a ``pathlib.Path`` (any ``os.PathLike``) is a file to read.
+    Each error is a ``DocumentError`` naming its document index and pod name where known.
+    """
+    if isinstance(text_or_path, str):
+        return _load_text(text_or_path, source_name or "<string>")
+    source = source_name or str(text_or_path)
+    try:
+        text = _read_file(text_or_path)
+    except ValidationError as exc:
+        return [], [exc]
+    return _load_text(text, source)
+
+
+# --- identity -------------------------------------------------------------------------------
+
+_UID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://kubecore.invalid/pod-uid")
+
+
+def assign_uid(pod: m.Pod, source: str) -> m.Pod:
+    """A pod without a uid gets a stable one from (source, namespace, name); others keep theirs."""
+    if pod.metadata.uid:
+        return pod
+    meta = pod.metadata
+    key = "\x00".join((source, meta.namespace, meta.name))
+    uid = str(uuid.uuid5(_UID_NAMESPACE, key))
+    return attrs.evolve(pod, metadata=attrs.evolve(meta, uid=uid))
+
+
+def stamp_source(pod: m.Pod, source: str) -> m.Pod:
+    """The pod with annotation ``kubernetes.io/config.source`` set to ``source``."""
+    meta = pod.metadata
+    if meta.annotations.get(SOURCE_ANNOTATION) == source:
+        return pod
+    annotations = {**meta.annotations, SOURCE_ANNOTATION: source}
+    return attrs.evolve(pod, metadata=attrs.evolve(meta, annotations=annotations))
