@@ -36,7 +36,14 @@ import attrs
 
 from kubecore._clock import Clock, SystemClock
 from kubecore._errors import FieldError, ValidationError
-from kubecore._manifest import assign_uid, load_pods_lenient, stamp_source
+from kubecore._manifest import (
+    MAX_MANIFEST_BYTES,
+    assign_uid,
+    decode_manifest_bytes,
+    load_pods_lenient,
+    read_manifest_bytes,
+    stamp_source,
+)
 from kubecore._model import Pod
 from kubecore._updates import Operation, PodUpdate
 
@@ -121,13 +128,13 @@ class _FileState:
 
 
 def list_manifest_files(path: Path) -> list[Path]:
-    """The manifest files under ``path``: the file itself, or the regular files of a directory
-    (not recursive), sorted by name, skipping names that start with a dot."""
+    """The manifest files under ``path``: the file itself if it is a regular file, or the regular
+    files of a directory (not recursive), sorted by name, skipping names that start with a dot."""
     if path.is_dir():
         return sorted(
             child for child in path.iterdir() if not child.name.startswith(".") and child.is_file()
         )
-    return [path] if path.exists() else []
+    return [path] if path.is_file() else []  # a FIFO or device would block or never end
 
 
 class FileSource:
@@ -241,8 +248,8 @@ class FileSource:
         ) == (quick.mtime_ns, quick.size):
             return
         try:
-            data = path.read_bytes()
-        except OSError as error:
+            data = read_manifest_bytes(path)  # a regular file within the size cap
+        except (OSError, ValidationError) as error:
             self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
             return
         fingerprint = attrs.evolve(quick, sha256=hashlib.sha256(data).hexdigest())
@@ -250,10 +257,9 @@ class FileSource:
             previous.fingerprint = fingerprint  # touched, not changed
             return
         try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            problem = SourceProblem(str(path), (FieldError("", f"not UTF-8 text: {error}"),))
-            self._record_bad(path, previous, fingerprint, problem)
+            text = decode_manifest_bytes(data, str(path))
+        except ValidationError as error:
+            self._record_bad(path, previous, fingerprint, _problem_from_exception(str(path), error))
             return
         pods, errors = parse_manifest(text, str(path))
         prepared = prepare_pods(pods, self._name)
@@ -323,9 +329,6 @@ class FetchResult:
     body: bytes = b""
     etag: str = ""
     last_modified: str = ""
-
-
-MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
 def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:

@@ -12,19 +12,25 @@ Reading a manifest happens in passes over plain data, one module each:
 
 from kubecore._manifest.decoding import dump_pod_json, dump_pod_yaml, dump_pods_yaml, pod_to_dict
 from kubecore._manifest.documents import (
+    MAX_MANIFEST_BYTES,
     DocumentError,
     assign_uid,
+    decode_manifest_bytes,
     load_pods_from_dict,
     load_pods_from_file,
     load_pods_from_string,
     load_pods_lenient,
+    read_manifest_bytes,
+    read_manifest_text,
     stamp_source,
 )
 from kubecore._manifest.validation import pod_from_dict, validate_pod
 
 __all__ = [
+    "MAX_MANIFEST_BYTES",
     "DocumentError",
     "assign_uid",
+    "decode_manifest_bytes",
     "dump_pod_json",
     "dump_pod_yaml",
     "dump_pods_yaml",
@@ -34,6 +40,8 @@ __all__ = [
     "load_pods_lenient",
     "pod_from_dict",
     "pod_to_dict",
+    "read_manifest_bytes",
+    "read_manifest_text",
     "stamp_source",
     "validate_pod",
 ]

@@ -34,12 +34,31 @@ def _item(path: str, index: int | str) -> str:
     return f"{path}[{index}]"
 
 
+MAX_NUMBER_DIGITS = 640
+"""The longest number (in characters) a manifest may hold. Python refuses to convert integers of
+more than ``sys.get_int_max_str_digits()`` digits (4,300 by default, 640 at the least) to and from
+text, and converting long ones costs quadratic time; no field of a pod needs more than 20."""
+
+
+@attrs.frozen
+class OversizedNumber:
+    """What a parser keeps for a number longer than ``MAX_NUMBER_DIGITS``: no field accepts it,
+    so decoding reports it with its path instead of converting it."""
+
+    digits: int
+
+    def __str__(self) -> str:
+        return f"a number of {self.digits} characters"
+
+
 def _show(value: object) -> str:
     """A value as a user would recognise it from their manifest."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value.bit_length() > 3 * MAX_NUMBER_DIGITS:
+        return "a very large integer"  # repr() could exceed the interpreter's digit limit
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
@@ -48,6 +67,8 @@ def _show(value: object) -> str:
         return "a mapping"
     if isinstance(value, (list, tuple)):
         return "a list"
+    if isinstance(value, OversizedNumber):
+        return str(value)
     return type(value).__name__
 
 

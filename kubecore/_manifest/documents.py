@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,7 +20,7 @@ import yaml
 
 from kubecore import _model as m
 from kubecore._errors import FieldError, ValidationError
-from kubecore._manifest.decoding import _field, _item, _show
+from kubecore._manifest.decoding import MAX_NUMBER_DIGITS, OversizedNumber, _field, _item, _show
 from kubecore._manifest.validation import _decode_pod
 from kubecore._updates import SOURCE_ANNOTATION
 
@@ -50,6 +51,25 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
         mapping: dict[Any, Any] = super().construct_mapping(node, deep)
         return mapping
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # An explicit tag hands any text to a converter (``!!int abc``, ``!!bool maybe``,
+        # ``!!timestamp 2020-99-99``), which raises its own errors: give them the node's place.
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, KeyError, TypeError, ArithmeticError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.tag} value: {exc}", node.start_mark
+            ) from exc
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | OversizedNumber:
+    if len(node.value) > MAX_NUMBER_DIGITS:
+        return OversizedNumber(len(node.value))
+    value: int = yaml.SafeLoader.construct_yaml_int(loader, node)
+    return value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
@@ -97,6 +117,9 @@ class _RawDocuments:
 
 
 def _parse_text(text: str) -> _RawDocuments:
+    bad_text = _unencodable(text)
+    if bad_text is not None:
+        return _RawDocuments([], bad_text)
     if text.lstrip().startswith(("{", "[")):
         raw = _parse_json_stream(text)
         if raw.error is None:
@@ -107,14 +130,40 @@ def _parse_text(text: str) -> _RawDocuments:
     return _parse_yaml(text)
 
 
+def _unencodable(text: str) -> FieldError | None:
+    """A lone surrogate (``"\\udc80"``, from a lossy decode) cannot be text in any file."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line, column = _line_and_column(text, exc.start)
+        bad = text[exc.start : exc.end]
+        message = f"invalid text at line {line}, column {column}: {bad!r} ({exc.reason})"
+        return FieldError("", message)
+    return None
+
+
+def _line_and_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _json_int(digits: str) -> int | OversizedNumber:
+    if len(digits) > MAX_NUMBER_DIGITS:
+        return OversizedNumber(len(digits))
+    return int(digits)
+
+
 def _parse_json_stream(text: str) -> _RawDocuments:
     """One JSON value, or several written one after another (as ``kubectl get -o json`` may)."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_json_int)
     documents: list[object] = []
     pos = 0
     while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+        pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]  # "*" always matches
         if pos >= len(text):
             return _RawDocuments(documents)
         try:
@@ -122,7 +171,46 @@ def _parse_json_stream(text: str) -> _RawDocuments:
         except json.JSONDecodeError as exc:
             message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             return _RawDocuments(documents, FieldError("", message))
+        except RecursionError:
+            return _RawDocuments(documents, _too_deep("JSON", text, pos))
         documents.append(value)
+
+
+def _too_deep(syntax: str, text: str, start: int) -> FieldError:
+    """Where the value starting at ``start`` first nests deeper than a pod ever does.
+
+    Only called after the parser gave up (it reports no position); counts brackets outside
+    strings, which is exact for JSON and for YAML's flow style.
+    """
+    depth = 0
+    in_string = escaped = False
+    for offset in range(start, len(text)):
+        char = text[offset]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                line, column = _line_and_column(text, offset)
+                return FieldError(
+                    "",
+                    f"invalid {syntax} at line {line}, column {column}: "
+                    f"nested more than {_MAX_DEPTH} levels deep",
+                )
+        elif char in "]}":
+            depth -= 1
+    return FieldError("", f"invalid {syntax}: nested too deep")
+
+
+_MAX_DEPTH = 100
+"""Far deeper than any pod (about 10 levels); only used to point at the place in an error."""
 
 
 def _parse_yaml(text: str) -> _RawDocuments:
@@ -138,14 +226,19 @@ def _parse_yaml(text: str) -> _RawDocuments:
             if document is not None:
                 documents.append(document)
     except yaml.YAMLError as exc:
-        return _RawDocuments(documents, FieldError("", _yaml_error_message(exc)), notes)
+        return _RawDocuments(documents, FieldError("", _yaml_error_message(exc, text)), notes)
+    except RecursionError:  # only the pure-Python parser recurses; libyaml stops at 1,000 levels
+        return _RawDocuments(documents, _too_deep("YAML", text, 0), notes)
     finally:
         loader.dispose()
     return _RawDocuments(documents, None, notes)
 
 
-def _yaml_error_message(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
+def _yaml_error_message(exc: yaml.YAMLError, text: str) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):
+        line, column = _line_and_column(text, exc.position)
+        return f"invalid YAML at line {line}, column {column}: {exc.reason}"
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     if mark is not None:
         return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
@@ -260,11 +353,54 @@ def _raise_all(errors: Sequence[ValidationError], source: str) -> None:
         raise ValidationError([p for e in errors for p in e.problems], source)
 
 
-def _read_file(path: str | os.PathLike[str]) -> str:
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+"""The largest manifest kubecore reads, from a file or a URL: a pod is a few KiB, and parsing
+holds many times the text's size in memory."""
+
+
+def read_manifest_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a manifest file, checked before reading.
+
+    Raises ``ValidationError`` for anything but a regular file (a FIFO would block the reader
+    forever, a device might never end) and for a file larger than ``MAX_MANIFEST_BYTES``;
+    ``OSError`` when the file cannot be opened or read.
+    """
+    # Non-blocking, so that opening a FIFO returns at once; regular files ignore the flag.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise _file_error(path, "not a regular file")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise _file_error(path, _too_large_message(info.st_size))
+        data = file.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:  # it grew after the check
+        raise _file_error(path, _too_large_message(len(data)))
+    return data
+
+
+def _too_large_message(size: int) -> str:
+    return f"{size} bytes is larger than the {MAX_MANIFEST_BYTES} bytes a manifest may have"
+
+
+def _file_error(path: str | os.PathLike[str], message: str) -> DocumentError:
+    return DocumentError([FieldError("", message)], str(path))
+
+
+def decode_manifest_bytes(data: bytes, source: str) -> str:
+    """UTF-8 text, or a ``ValidationError`` naming the line and column of the first bad byte."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValidationError([FieldError("", f"not UTF-8 text: {exc.reason}")], str(path)) from exc
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        message = f"not UTF-8 text at line {line}, column {column}: {exc.reason}"
+        raise DocumentError([FieldError("", message)], source) from exc
+
+
+def read_manifest_text(path: str | os.PathLike[str]) -> str:
+    """``read_manifest_bytes`` decoded as UTF-8; raises ``ValidationError`` or ``OSError``."""
+    return decode_manifest_bytes(read_manifest_bytes(path), str(path))
 
 
 def load_pods_from_string(text: str, *, source_name: str = "<string>") -> list[m.Pod]:
@@ -279,8 +415,12 @@ def load_pods_from_string(text: str, *, source_name: str = "<string>") -> list[m
 
 
 def load_pods_from_file(path: str | os.PathLike[str]) -> list[m.Pod]:
-    """``load_pods_from_string`` on a file; the file name is the errors' ``source``."""
-    return load_pods_from_string(_read_file(path), source_name=str(path))
+    """``load_pods_from_string`` on a file; the file name is the errors' ``source``.
+
+    Only a regular file of at most ``MAX_MANIFEST_BYTES`` is read (``ValidationError`` otherwise);
+    a file that cannot be opened raises ``OSError``.
+    """
+    return load_pods_from_string(read_manifest_text(path), source_name=str(path))
 
 
 def load_pods_from_dict(data: object, *, source_name: str = "<dict>") -> list[m.Pod]:
@@ -302,9 +442,11 @@ def load_pods_lenient(
         return _load_text(text_or_path, source_name or "<string>")
     source = source_name or str(text_or_path)
     try:
-        text = _read_file(text_or_path)
+        text = read_manifest_text(text_or_path)
     except ValidationError as exc:
-        return [], [exc]
+        return [], [DocumentError(exc.problems, source)]
+    except OSError as exc:
+        return [], [DocumentError([FieldError("", f"cannot read: {exc.strerror or exc}")], source)]
     return _load_text(text, source)
 
 
