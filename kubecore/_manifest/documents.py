@@ -217,9 +217,13 @@ def _parse_yaml(text: str) -> _RawDocuments:
     documents: list[object] = []
     notes: dict[int, list[str]] = {}
     loader = _Loader(text)
+    budget = _value_budget(text)
     try:
         while loader.check_data():
             document = loader.get_data()
+            budget = _remaining_budget(document, budget)
+            if budget < 0:
+                return _RawDocuments(documents, _TOO_MANY_VALUES, notes)
             if loader.duplicate_keys:
                 notes[len(documents)] = loader.duplicate_keys
                 loader.duplicate_keys = []
@@ -232,6 +236,33 @@ def _parse_yaml(text: str) -> _RawDocuments:
     finally:
         loader.dispose()
     return _RawDocuments(documents, None, notes)
+
+
+_TOO_MANY_VALUES = FieldError(
+    "", "invalid YAML: aliases expand to more values than the text could hold"
+)
+
+
+def _value_budget(text: str) -> int:
+    """How many values the documents of ``text`` may hold, aliases expanded.
+
+    Without aliases a text holds fewer values than characters, so this never refuses plain YAML;
+    it refuses a few KiB of anchors that expand to millions of values (or to a loop).
+    """
+    return 2 * len(text) + 10_000
+
+
+def _remaining_budget(document: object, budget: int) -> int:
+    """``budget`` less the values in ``document``; negative once it is spent (then stops)."""
+    pending = [document]
+    while pending and budget >= 0:
+        value = pending.pop()
+        budget -= 1
+        if isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return budget
 
 
 def _yaml_error_message(exc: yaml.YAMLError, text: str) -> str:
