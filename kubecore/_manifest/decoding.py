@@ -12,7 +12,7 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 import yaml
@@ -51,13 +51,24 @@ class OversizedNumber:
         return f"a number of {self.digits} characters"
 
 
+_MAX_INT_BITS = 3 * MAX_NUMBER_DIGITS  # fewer than MAX_NUMBER_DIGITS decimal digits
+
+
+def _is_integer(value: object) -> TypeGuard[int]:
+    """A JSON integer a field can hold: not a bool, and short enough to convert to text (data
+    from ``load_pods_from_dict`` comes from code, where integers have no length limit)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return value.bit_length() <= _MAX_INT_BITS
+
+
 def _show(value: object) -> str:
     """A value as a user would recognise it from their manifest."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int) and value.bit_length() > 3 * MAX_NUMBER_DIGITS:
+    if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
         return "a very large integer"  # repr() could exceed the interpreter's digit limit
     if isinstance(value, (int, float)):
         return repr(value)
@@ -118,7 +129,7 @@ class _Int(_Kind):
         return 0
 
     def load(self, value: object, path: str, errs: _Problems) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
+        if _is_integer(value):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -150,7 +161,7 @@ def _load_quantity(value: object, path: str, errs: _Problems) -> str:
     # Kubernetes reads quantities from JSON numbers too (``cpu: 0.5``); kept as written.
     if isinstance(value, str):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if _is_integer(value):
         return str(value)
     if isinstance(value, float) and value == value and abs(value) != float("inf"):
         return repr(value)
@@ -170,7 +181,7 @@ class _IntOrStr(_Kind):
         return 0
 
     def load(self, value: object, path: str, errs: _Problems) -> int | str:
-        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        if isinstance(value, str) or _is_integer(value):
             return value
         errs.append(FieldError(path, f"expected a port number or name, got {_show(value)}"))
         return 0
