@@ -398,16 +398,30 @@ def read_manifest_bytes(path: str | os.PathLike[str]) -> bytes:
     """
     # Non-blocking, so that opening a FIFO returns at once; regular files ignore the flag.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _file_error(path, "not a regular file")
         if info.st_size > MAX_MANIFEST_BYTES:
             raise _file_error(path, _too_large_message(info.st_size))
-        data = file.read(MAX_MANIFEST_BYTES + 1)
+        data = _read_at_most(fd, MAX_MANIFEST_BYTES + 1)
+    finally:
+        os.close(fd)
     if len(data) > MAX_MANIFEST_BYTES:  # it grew after the check
         raise _file_error(path, _too_large_message(len(data)))
     return data
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1024 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _too_large_message(size: int) -> str:
