@@ -298,9 +298,21 @@ class _Spec:
     cls: type[Any]
     fields: tuple[_F, ...]
     unsupported: frozenset[str] = frozenset()
+    without_default: frozenset[str] = attrs.field(init=False)
+    """Attributes the model class needs; filled with the kind's zero when absent and optional."""
+
+    @without_default.default
+    def _model_needs(self) -> frozenset[str]:
+        return frozenset(a.name for a in attrs.fields(self.cls) if a.default is attrs.NOTHING)
 
     def placeholder(self) -> Any:
-        return self.cls(**{f.attr: f.kind.zero() for f in self.fields if f.required})
+        return self.cls(
+            **{
+                f.attr: f.kind.zero()
+                for f in self.fields
+                if f.required or f.attr in self.without_default
+            }
+        )
 
     def load(self, value: object, path: str, errs: _Problems) -> Any:
         if not isinstance(value, Mapping):
@@ -323,8 +335,12 @@ class _Spec:
             else:
                 errs.append(FieldError(where, _unknown_field_message(key, known)))
         for field in self.fields:
-            if field.required and field.attr not in kwargs:
+            if field.attr in kwargs:
+                continue
+            if field.required:
                 errs.append(FieldError(_field(path, field.json), "required"))
+                kwargs[field.attr] = field.kind.zero()
+            elif field.attr in self.without_default:
                 kwargs[field.attr] = field.kind.zero()
         return self.cls(**kwargs)
 

@@ -52,11 +52,14 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
         return mapping
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        # An explicit tag hands any text to a converter (``!!int abc``, ``!!bool maybe``,
-        # ``!!timestamp 2020-99-99``), which raises its own errors: give them the node's place.
+        # An explicit tag hands any text to PyYAML's converter (``!!int abc``, ``!!bool maybe``,
+        # ``!!timestamp 2020-99-99``, ``!!int ``), which fails with whatever error its code
+        # meets (ValueError, KeyError, IndexError, AttributeError): give it the node's place.
         try:
             return super().construct_object(node, deep)
-        except (ValueError, KeyError, TypeError, ArithmeticError) as exc:
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:
             raise yaml.constructor.ConstructorError(
                 None, None, f"cannot read {node.tag} value: {exc}", node.start_mark
             ) from exc
