@@ -109,7 +109,8 @@ def test_an_explicit_tag_on_a_bad_value_is_a_yaml_error_at_the_value(
     text: str, problem: str
 ) -> None:
     [message] = problems_of(text)
-    assert message.startswith("invalid YAML at line 1, column 4: cannot read tag:yaml.org")
+    tag = text.split()[1]
+    assert message.startswith(f"invalid YAML at line 1, column 4: cannot read {tag} value: ")
     assert problem in message
 
 

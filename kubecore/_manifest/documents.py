@@ -1,8 +1,10 @@
 """Documents: YAML and JSON streams, ``kind: List``, files, and the pods' identity.
 
 Reading text never raises anything but ``ValidationError`` (``DocumentError`` per document): a
-syntax error, text that is not valid Unicode, a number too long to convert, nesting too deep or a
-file that is too large or not a regular file all become problems with a position or a field path.
+syntax error, text that is not valid Unicode, a number too long to convert, nesting too deep,
+aliases that expand without bound, or a file that is too large or not a regular file all become
+problems with a position or a field path. Reading a file raises ``OSError`` only when it cannot be
+opened; the lenient loader returns every problem and raises nothing.
 """
 
 from __future__ import annotations
@@ -61,8 +63,12 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
             raise
         except Exception as exc:
             raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read {node.tag} value: {exc}", node.start_mark
+                None, None, f"cannot read {_short_tag(node.tag)} value: {exc}", node.start_mark
             ) from exc
+
+
+def _short_tag(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!")
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | OversizedNumber:
