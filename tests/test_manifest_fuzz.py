@@ -112,6 +112,7 @@ odd_text = st.text(st.characters(), max_size=80)
 @example(FOUND_BY_THE_FIRST_FUZZ[4])
 @example("!!int ")  # found by this test: explicit tags on empty values
 @example("!!timestamp ")
+@example("!!map 0")
 def test_any_text_raises_only_the_manifest_error(text: str) -> None:
     assert_only_manifest_errors(text)
 

@@ -261,3 +261,24 @@ def test_kubecore_validate_on_a_fifo_ends_with_an_error(fifo: Path) -> None:
     assert done.returncode != 0
     assert f"{fifo}: " in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def probe_with_headers(headers: object) -> dict[str, Any]:
+    return pod(livenessProbe={"httpGet": {"port": 80, "httpHeaders": headers}})
+
+
+def test_a_header_without_a_value_has_an_empty_value() -> None:
+    [loaded] = load_pods_from_dict(probe_with_headers([{"name": "X"}]))
+    probe = loaded.spec.containers[0].liveness_probe
+    assert probe is not None and probe.http_get is not None
+    assert probe.http_get.http_headers[0].value == ""
+
+
+def test_a_header_of_the_wrong_type_is_a_problem_at_its_path() -> None:
+    # Found by the fuzz: the placeholder for a bad header missed the model's ``value``.
+    with pytest.raises(ValidationError) as info:
+        load_pods_from_dict(probe_with_headers([None, 1]))
+    assert [p.path for p in info.value.problems] == [
+        "spec.containers[0].livenessProbe.httpGet.httpHeaders[0]",
+        "spec.containers[0].livenessProbe.httpGet.httpHeaders[1]",
+    ]

@@ -41,7 +41,9 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
-        for key_node, _ in node.value:
+        # ``!!map 0`` or ``!!set [a]`` hands over another kind of node; PyYAML refuses it.
+        pairs = node.value if isinstance(node, yaml.MappingNode) else []
+        for key_node, _ in pairs:
             if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
                 if key_node.value in seen:
                     mark = key_node.start_mark
