@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,21 @@ def test_validation_work_is_linear_in_the_number_of_bad_containers() -> None:
     # Eight times the input costs eight times the work (plus a little for sorting), where
     # matching every validation problem against every decoding problem cost 64 times.
     assert large_calls / small_calls < 9
+
+
+def test_a_key_of_many_dots_costs_memory_linear_in_its_length() -> None:
+    # Every "." or "[" of a path starts a prefix the covering check could look up; keeping all
+    # of them would hold the key's length squared (200 MB here) for one problem.
+    key = "a." * 10_000
+    document = pod() | {"metadata": {"name": "p", "labels": {key: "x"}, key: 1}}
+    tracemalloc.start()
+    try:
+        _, [error] = load_pods_lenient(json.dumps(document))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [p.path for p in error.problems] == [f"metadata.{key}", f"metadata.labels[{key}]"]
+    assert peak < 20_000_000
 
 
 # --- files -------------------------------------------------------------------------------------
