@@ -36,7 +36,14 @@ import attrs
 
 from kubecore._clock import Clock, SystemClock
 from kubecore._errors import FieldError, SourceUnavailable, ValidationError
-from kubecore._manifest import assign_uid, load_pods_lenient, stamp_source
+from kubecore._manifest import (
+    MAX_MANIFEST_BYTES,
+    assign_uid,
+    decode_manifest_bytes,
+    load_pods_lenient,
+    read_manifest_bytes,
+    stamp_source,
+)
 from kubecore._model import Pod
 from kubecore._updates import Operation, PodUpdate
 
@@ -144,9 +151,9 @@ write in place: a half-written file must not restart pods)."""
 
 
 def list_manifest_files(path: Path) -> list[Path]:
-    """The manifest files under ``path``: the file itself, or the regular files of a directory
-    (not recursive), sorted by name, skipping names that start with a dot; [] if ``path`` does
-    not exist."""
+    """The manifest files under ``path``: the file itself if it is a regular file, or the regular
+    files of a directory (not recursive), sorted by name, skipping names that start with a dot;
+    [] if ``path`` does not exist."""
     try:
         return _list_root(path)
     except FileNotFoundError:
@@ -161,7 +168,7 @@ def _list_root(path: Path) -> list[Path]:
             child for child in path.iterdir() if not child.name.startswith(".") and child.is_file()
         )
     path.stat()  # FileNotFoundError / PermissionError
-    return [path]
+    return [path] if path.is_file() else []  # a FIFO or device would block or never end
 
 
 def _os_reason(error: OSError) -> str:
@@ -357,10 +364,13 @@ class FileSource:
         if not self._settled(path, quick, now):
             return
         try:
-            data = path.read_bytes()
+            data = read_manifest_bytes(path)  # a regular file within the size cap
         except OSError as error:
             problem = _path_problem(path, f"cannot be read: {_os_reason(error)}")
             self._record_bad(path, previous, quick, problem)
+            return
+        except ValidationError as error:
+            self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
             return
         fingerprint = attrs.evolve(quick, sha256=hashlib.sha256(data).hexdigest())
         if previous is not None and previous.fingerprint.sha256 == fingerprint.sha256:
@@ -372,10 +382,9 @@ class FileSource:
             previous.fingerprint = fingerprint  # touched, not changed
             return
         try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            problem = SourceProblem(str(path), (FieldError("", f"not UTF-8 text: {error}"),))
-            self._record_bad(path, previous, fingerprint, problem)
+            text = decode_manifest_bytes(data, str(path))
+        except ValidationError as error:
+            self._record_bad(path, previous, fingerprint, _problem_from_exception(str(path), error))
             return
         pods, errors = parse_manifest(text, str(path))
         prepared = prepare_pods(pods, self._name)
@@ -462,9 +471,6 @@ class FetchResult:
     body: bytes = b""
     etag: str = ""
     last_modified: str = ""
-
-
-MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
 def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:

@@ -773,11 +773,13 @@ def test_follow_streams_are_capped_per_container(
     url: str, following: list[requests.Response]
 ) -> None:
     path = url + "/containerLogs/default/web/httpd?follow=true"
+    readers = []  # kept: a dropped line iterator closes its connection, ending that stream
     for _ in range(2):
         stream = requests.get(path, stream=True, timeout=10)
         following.append(stream)
         assert stream.status_code == 200
-        assert next(stream.iter_lines()) == b"line one"
+        readers.append(stream.iter_lines())
+        assert next(readers[-1]) == b"line one"
     third = requests.get(path, timeout=10)
     assert third.status_code == 429 and "on one container" in third.json()["message"]
     assert requests.get(url + "/healthz", timeout=10).status_code == 200

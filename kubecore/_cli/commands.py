@@ -27,7 +27,8 @@ from kubecore._cli.settings import (
     resolve_settings,
 )
 from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
+from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable, ValidationError
+from kubecore._manifest import read_manifest_text
 from kubecore._model import Pod
 from kubecore._runtime import Puller
 from kubecore._server import KubeletServer, ServerConfig
@@ -132,20 +133,22 @@ def validate_paths(paths: Sequence[str]) -> tuple[list[str], int, int]:
     pods = 0
     for raw in paths:
         root = Path(raw)
-        found = list_manifest_files(root)
+        if not root.exists():
+            lines.append(f"{raw}: no such file or directory")
+            continue
+        found = list_manifest_files(root) if root.is_dir() else [root]
         if not found:
-            lines.append(
-                f"{raw}: no such file or directory"
-                if not root.exists()
-                else f"{raw}: no manifest files"
-            )
+            lines.append(f"{raw}: no manifest files")
             continue
         for path in found:
             files += 1
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as error:
-                lines.append(f"{path}: cannot read: {error}")
+                text = read_manifest_text(path)  # regular files within the size cap only
+            except ValidationError as error:
+                lines.extend(str(SourceProblem(str(path), (e,))) for e in error.problems)
+                continue
+            except OSError as error:
+                lines.append(f"{path}: cannot read: {error.strerror or error}")
                 continue
             valid, errors = parse_manifest(text, str(path))
             pods += len(valid)

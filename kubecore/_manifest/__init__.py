@@ -1,0 +1,47 @@
+"""Loading, dumping and validating ``v1`` Pod manifests.
+
+Reading a manifest happens in passes over plain data, one module each:
+
+1. ``documents`` reads YAML or JSON text (strings, files, directories) into documents and expands
+   ``kind: List``; whatever is wrong with the text becomes a problem with a position.
+2. ``decoding`` walks each document with a small declarative table per model class, checking JSON
+   types, required fields and unknown fields; it also writes pods back.
+3. ``validation`` (``validate_pod``) checks the rules about values on the built ``Pod``.
+   Embedders who build pods in code call it directly.
+"""
+
+from kubecore._manifest.decoding import dump_pod_json, dump_pod_yaml, dump_pods_yaml, pod_to_dict
+from kubecore._manifest.documents import (
+    MAX_MANIFEST_BYTES,
+    DocumentError,
+    assign_uid,
+    decode_manifest_bytes,
+    load_pods_from_dict,
+    load_pods_from_file,
+    load_pods_from_string,
+    load_pods_lenient,
+    read_manifest_bytes,
+    read_manifest_text,
+    stamp_source,
+)
+from kubecore._manifest.validation import pod_from_dict, validate_pod
+
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "DocumentError",
+    "assign_uid",
+    "decode_manifest_bytes",
+    "dump_pod_json",
+    "dump_pod_yaml",
+    "dump_pods_yaml",
+    "load_pods_from_dict",
+    "load_pods_from_file",
+    "load_pods_from_string",
+    "load_pods_lenient",
+    "pod_from_dict",
+    "pod_to_dict",
+    "read_manifest_bytes",
+    "read_manifest_text",
+    "stamp_source",
+    "validate_pod",
+]
