@@ -304,7 +304,9 @@ class Kubelet:
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
         self.volumes = VolumeManager(self.config.root_dir)
-        self.admission = Admission(max_pods=self.config.max_pods)
+        self.admission = Admission(
+            max_pods=self.config.max_pods, allow_privileged=self.config.allow_privileged
+        )
         self.probes = ProbeManager(self.health_checker, self.recorder)
         self.image_lock = threading.Lock()
         self.executor = Executor(
@@ -314,7 +316,6 @@ class Kubelet:
             self.clock,
             self.volumes,
             self.health_checker,
-            allow_privileged=self.config.allow_privileged,
             sandbox_image=self.config.sandbox_image,
             pull_limiter=TokenBucket(self.config.pull_qps, self.config.pull_burst, self.clock),
             image_lock=self.image_lock,

@@ -71,7 +71,11 @@ class _ContainerProbes:
         liveness_failed = startup_failed or (liveness is not None and liveness.passed is False)
         ready = started and (readiness is None or readiness.passed is True)
         return ProbeState(
-            liveness_failed=liveness_failed, ready=ready, started=started, message=self.message
+            liveness_failed=liveness_failed,
+            startup_failed=startup_failed,
+            ready=ready,
+            started=started,
+            message=self.message,
         )
 
 
