@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from kubecore._imageref import parse_image_ref
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     POD_NAME_LABEL,
@@ -303,32 +304,12 @@ def image_from(entry: Json) -> Image:
     )
 
 
-_DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 _IMAGE_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
-
-
-def split_reference(reference: str) -> tuple[str, str]:
-    """``repo[:tag][@digest]`` -> (repository, tag or ``@digest``); the tag defaults to latest."""
-    if "@" in reference:
-        name, _, digest = reference.partition("@")
-        return name, "@" + digest
-    slash = reference.rfind("/")
-    colon = reference.rfind(":")
-    if colon > slash:
-        return reference[:colon], reference[colon + 1 :]
-    return reference, "latest"
 
 
 def normalize_reference(reference: str) -> str:
     """Docker's familiar form: ``docker.io/library/busybox`` -> ``busybox:latest``."""
-    name, tag = split_reference(reference.strip())
-    for prefix in _DOCKER_HUB_PREFIXES:
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            if name.startswith("library/") and name.count("/") == 1:
-                name = name[len("library/") :]
-            break
-    return name + tag if tag.startswith("@") else f"{name}:{tag}"
+    return parse_image_ref(reference).familiar()
 
 
 def is_image_id(reference: str) -> bool:

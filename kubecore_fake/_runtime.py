@@ -50,6 +50,7 @@ from kubecore._errors import (
     RuntimeUnavailable,
     SandboxNotFound,
 )
+from kubecore._imageref import parse_image_ref
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     POD_NAME_LABEL,
@@ -266,11 +267,9 @@ _Events = list[RuntimeEvent]
 
 
 def normalize_image(ref: str) -> str:
-    """``busybox`` -> ``busybox:latest``; references with a tag or digest are kept."""
-    if "@" in ref:
-        return ref
-    last = ref.rsplit("/", 1)[-1]
-    return ref if ":" in last else f"{ref}:latest"
+    """The name an image is stored under, as Docker lists it: ``busybox`` and
+    ``docker.io/library/busybox:latest`` -> ``busybox:latest`` (``kubecore._imageref``)."""
+    return parse_image_ref(ref).familiar()
 
 
 def image_id_for(ref: str) -> str:
