@@ -60,6 +60,7 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
 )
+from kubecore.images import parse_image_ref
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +75,8 @@ _DRAIN_AFTER_EXIT = 1.0
 
 
 def normalise_image(image: str) -> str:
-    """``host`` -> ``host:latest``; a reference with a tag or digest is kept as is."""
-    name = image.strip()
-    if "@" in name or ":" in name.rsplit("/", 1)[-1]:
-        return name
-    return f"{name}:latest"
+    """``host`` and ``docker.io/library/host`` -> ``host:latest`` (Docker's reading)."""
+    return parse_image_ref(image).familiar()
 
 
 def image_id(image: str) -> str:
