@@ -47,6 +47,7 @@ from kubecore._gc import (
 from kubecore._health import DefaultHealthChecker
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod, PodStatus
+from kubecore._observed import container_age
 from kubecore._planner import compute_pod_actions
 from kubecore._podconfig import PodConfig
 from kubecore._probes import ProbeJob, ProbeManager, has_probes
@@ -1082,7 +1083,7 @@ class Kubelet:
             raise ContainerNotFound(
                 f"pod {namespace}/{pod_name} has no {state}container named {container!r}"
             )
-        return max(candidates, key=lambda c: (c.created_at, restart_count_of(c)))
+        return max(candidates, key=container_age)
 
     def container_logs(
         self,

@@ -71,7 +71,11 @@ def newest_sandbox(sandboxes: Iterable[_S]) -> _S | None:
 
 def newest_ready_sandbox(sandboxes: Iterable[RuntimeSandbox]) -> RuntimeSandbox | None:
     """The pod's sandbox: the newest one that is ready."""
-    return newest_sandbox(s for s in sandboxes if s.state is _READY)
+    best: RuntimeSandbox | None = None
+    for s in sandboxes:  # a loop, not max(): this runs on every sync of every pod
+        if s.state is _READY and (best is None or sandbox_age(s) > sandbox_age(best)):
+            best = s
+    return best
 
 
 class Record:

@@ -18,8 +18,8 @@ import attrs
 from kubecore._actions import ProbeState
 from kubecore._events import pod_reference
 from kubecore._model import Container, Pod, Probe
+from kubecore._observed import container_name
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
     Event,
     EventRecorder,
     EventType,
@@ -130,7 +130,7 @@ class ProbeManager:
             known = self._pods.get(pod.uid, {})
             current: dict[str, _ContainerProbes] = {}
             for rc in running:
-                name = rc.labels.get(CONTAINER_NAME_LABEL, rc.name)
+                name = container_name(rc)
                 spec = specs.get(name)
                 if spec is None:
                     continue
