@@ -4,6 +4,9 @@ kill pod -> kill containers -> remove old sandboxes -> create sandbox -> init co
 containers. The first failure stops the pass (its error is returned and an event recorded); the
 next sync plans again from what the runtime then shows. Backoff bookkeeping (CrashLoopBackOff and
 ImagePullBackOff) lives in the ``PodRecord`` the agent keeps per pod.
+
+Mechanism only: the plan decides what starts, with which restart count, and whether a start
+follows a crash (and so grows the crash back-off); admission decides which pods may run at all.
 """
 
 from __future__ import annotations

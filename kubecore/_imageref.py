@@ -38,6 +38,10 @@ class ImageRef:
             return f"{self.registry}/{self.repository}"
         if self.repository.startswith(_OFFICIAL) and self.repository.count("/") == 1:
             return self.repository[len(_OFFICIAL) :]
+        first, sep, _ = self.repository.partition("/")
+        if sep and _is_registry(first):
+            # ``docker.io/0.0/app``: without its registry the name would read as host ``0.0``.
+            return f"{DOCKER_HUB}/{self.repository}"
         return self.repository
 
     def _suffix(self) -> str:

@@ -40,6 +40,7 @@ def test_parse(reference: str, parsed: ImageRef) -> None:
         ("busybox", "busybox:latest", "docker.io/library/busybox:latest"),
         ("docker.io/library/busybox:1.35", "busybox:1.35", "docker.io/library/busybox:1.35"),
         ("docker.io/user/app", "user/app:latest", "docker.io/user/app:latest"),
+        ("docker.io/my.org/app", "docker.io/my.org/app:latest", "docker.io/my.org/app:latest"),
         ("localhost:5000/x/y:tag", "localhost:5000/x/y:tag", "localhost:5000/x/y:tag"),
         (f"repo:1@{DIGEST}", f"repo@{DIGEST}", f"docker.io/library/repo@{DIGEST}"),
     ],
@@ -72,6 +73,7 @@ _HOSTS = {
 )
 @example(host="", path=["localhost"], tag=None, digest=None)  # a Hub image named localhost
 @example(host="", path=["a.b"], tag="1", digest=None)  # a dotted single name stays on the Hub
+@example(host="docker.io/", path=["0.0", "0"], tag=None, digest=None)  # a Hub path like a host
 def test_parse_reads_each_part(
     host: str, path: list[str], tag: str | None, digest: str | None
 ) -> None:
