@@ -139,13 +139,6 @@ def _newest_first(records: list[Record]) -> None:
         records.sort(key=lambda r: r.key, reverse=True)
 
 
-def _is_init(c: RuntimeContainer, name: str, spec: SpecIndex) -> bool:
-    flag = c.annotations.get(INIT_CONTAINER_ANNOTATION)
-    if flag is None:
-        return name in spec.init_index and name not in spec.app_index
-    return flag == "true"
-
-
 class View:
     """One pod's observed state, grouped by container name (newest first)."""
 
@@ -160,7 +153,11 @@ class View:
         app_index, init_index = spec.app_index, spec.init_index
         for c in observed.containers:
             name = container_name(c)
-            is_init = _is_init(c, name, spec)
+            flag = c.annotations.get(INIT_CONTAINER_ANNOTATION)
+            if flag is None:  # not made by kubecore: judged by the spec
+                is_init = name in init_index and name not in app_index
+            else:
+                is_init = flag == "true"
             record = Record(c, name, is_init)
             if record.live:
                 any_live = True
