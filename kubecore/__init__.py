@@ -7,6 +7,7 @@ registry and the clocks. Helpers live in small public namespaces:
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
 * ``kubecore.events``: the events the agent records, and recorders
 * ``kubecore.health``: the default probe checker
+* ``kubecore.images``: image references as Docker reads them
 * ``kubecore.labels``: the labels and annotations on runtime objects
 * ``kubecore.manifest``: load, validate and dump pod manifests
 * ``kubecore.metrics``: the agent's Prometheus metrics
@@ -24,6 +25,7 @@ The modules whose names start with ``_`` are private.
 from kubecore import credentials as credentials
 from kubecore import events as events
 from kubecore import health as health
+from kubecore import images as images
 from kubecore import labels as labels
 from kubecore import manifest as manifest
 from kubecore import metrics as metrics
@@ -244,6 +246,7 @@ for _namespace in (
     credentials,
     events,
     health,
+    images,
     labels,
     manifest,
     metrics,

@@ -44,6 +44,9 @@ class ProbeState:
     """The probe worker's latest verdict for one running container (by container id)."""
 
     liveness_failed: bool = False
+    """The container must be killed: its liveness (or startup) probe failed."""
+    startup_failed: bool = False
+    """It was its startup probe that failed."""
     ready: bool = False
     started: bool = False
     message: str = ""
@@ -81,6 +84,17 @@ class ContainerToKill:
 
 
 @attrs.frozen
+class ContainerToStart:
+    """A container the plan starts now."""
+
+    index: int
+    """Index into ``spec.containers`` (``spec.init_containers`` for ``next_init_container``)."""
+    restart_count: int = 0
+    after_crash: bool = False
+    """Its newest instance died (or never came up): this start grows its crash back-off."""
+
+
+@attrs.frozen
 class Waiting:
     """A container the planner wanted to start but may not yet, and why (for status)."""
 
@@ -99,10 +113,9 @@ class PodActions:
     """The sandbox the new containers join (empty when ``create_sandbox``)."""
     attempt: int = 0
     """Attempt number for a new sandbox."""
-    next_init_container: int | None = None
-    """Index into ``spec.init_containers`` of the init container to start now."""
-    containers_to_start: tuple[int, ...] = ()
-    """Indexes into ``spec.containers``."""
+    next_init_container: ContainerToStart | None = None
+    """The init container to start now."""
+    containers_to_start: tuple[ContainerToStart, ...] = ()
     containers_to_kill: tuple[ContainerToKill, ...] = ()
     sandboxes_to_remove: tuple[str, ...] = ()
     waiting: tuple[Waiting, ...] = ()
@@ -110,10 +123,6 @@ class PodActions:
     """The pod can never run again (init container failed under Never, ...)."""
     kill_pod_reason: KillReason | None = None
     """Why ``kill_pod`` (sandbox missing / dead / changed, pod terminal, ...)."""
-    restart_counts: tuple[int, ...] = ()
-    """The restart count (attempt) of each new container, in ``containers_to_start`` order."""
-    init_restart_count: int = 0
-    """The restart count (attempt) of the new init container (``next_init_container``)."""
     terminal: bool = False
     """The pod reached Succeeded or Failed: nothing of it will start again."""
 
@@ -136,9 +145,9 @@ class PodActions:
         if self.create_sandbox:
             parts.append(f"create sandbox (attempt {self.attempt})")
         if self.next_init_container is not None:
-            parts.append(f"start init[{self.next_init_container}]")
+            parts.append(f"start init[{self.next_init_container.index}]")
         if self.containers_to_start:
-            parts.append(f"start {list(self.containers_to_start)}")
+            parts.append(f"start {[start.index for start in self.containers_to_start]}")
         for kill in self.containers_to_kill:
             parts.append(f"kill {kill.name} ({kill.reason.name})")
         if self.sandboxes_to_remove:

@@ -1,7 +1,9 @@
-"""Pod admission: host-port conflicts (the earlier pod wins) and the node's pod limit.
+"""Pod admission: privileged containers, the node's pod limit and host-port conflicts (the earlier
+pod wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
-event says why (as the kubelet's ``rejectPod``). Rejection is final for that pod UID.
+event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
+Rejection is final for that pod UID.
 """
 
 from __future__ import annotations
@@ -14,12 +16,27 @@ from kubecore._model import Pod
 
 HOST_PORT_CONFLICT = "HostPortConflict"
 OUT_OF_PODS = "OutOfpods"
+PRIVILEGED_NOT_ALLOWED = "PrivilegedNotAllowed"
 
 
 @attrs.frozen
 class Rejection:
     reason: str
+    """The rule that refused the pod (``HostPortConflict``, ``OutOfpods``, ...)."""
     message: str
+
+
+def privileged_rejection(pod: Pod) -> Rejection | None:
+    """A node that does not allow privileged containers refuses a pod that asks for one."""
+    for container in (*pod.spec.init_containers, *pod.spec.containers):
+        if container.privileged:
+            return Rejection(
+                PRIVILEGED_NOT_ALLOWED,
+                f"Pod was rejected: container {container.name} asks to run privileged, and this"
+                " node does not allow privileged containers (KubeletConfig.allow_privileged is"
+                " False)",
+            )
+    return None
 
 
 HostPortKey = tuple[str, int, str]
@@ -53,8 +70,9 @@ def _conflicts(key: HostPortKey, used: dict[tuple[int, str], set[str]]) -> bool:
 class Admission:
     """Remembers which pods were admitted or rejected, so that the earlier pod keeps winning."""
 
-    def __init__(self, *, max_pods: int = 110) -> None:
+    def __init__(self, *, max_pods: int = 110, allow_privileged: bool = False) -> None:
         self.max_pods = max_pods
+        self.allow_privileged = allow_privileged
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -109,6 +127,8 @@ class Admission:
     def _check(
         self, pod: Pod, used: dict[tuple[int, str], set[str]], count: int
     ) -> Rejection | None:
+        if not self.allow_privileged and (refused := privileged_rejection(pod)) is not None:
+            return refused
         if count >= self.max_pods:
             return Rejection(
                 OUT_OF_PODS,

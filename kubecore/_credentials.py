@@ -27,13 +27,13 @@ from typing import Any, Protocol
 import attrs
 
 from kubecore._errors import RegistryConfigError as RegistryConfigError
+from kubecore._imageref import registry_host as registry_host  # public through kubecore
+from kubecore._imageref import registry_of
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 
 logger = logging.getLogger(__name__)
 
-DOCKER_HUB = "docker.io"
-_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 DOCKER_HUB_SERVER = "https://index.docker.io/v1/"
 """The server address the ``docker`` command records Docker Hub logins under."""
 
@@ -44,27 +44,13 @@ class Keyring(Protocol):
         ...
 
 
-def registry_host(image: str) -> str:
-    """The registry an image reference names, as Docker resolves it (lower-cased).
-
-    The first path component is a registry when it has a '.' or ':' or is ``localhost``;
-    otherwise (``busybox``, ``library/busybox``, ``user/app``) the image is on Docker Hub.
-    """
-    first, sep, _rest = image.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        host = first.lower()
-        return DOCKER_HUB if host in _HUB_ALIASES else host
-    return DOCKER_HUB
-
-
 def normalize_server(server: str) -> str:
     """A config file key (``https://index.docker.io/v1/``, ``http://localhost:5001``,
     ``quay.io``) as a registry host: scheme and path dropped, Docker Hub's aliases folded."""
     text = server.strip()
     if "://" in text:
         text = text.split("://", 1)[1]
-    host = text.split("/", 1)[0].lower()
-    return DOCKER_HUB if host in _HUB_ALIASES else host
+    return registry_of(text.split("/", 1)[0])
 
 
 def _decode_auth(server: str, value: object) -> tuple[str, str]:

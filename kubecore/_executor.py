@@ -4,6 +4,9 @@ kill pod -> kill containers -> remove old sandboxes -> create sandbox -> init co
 containers. The first failure stops the pass (its error is returned and an event recorded); the
 next sync plans again from what the runtime then shows. Backoff bookkeeping (CrashLoopBackOff and
 ImagePullBackOff) lives in the ``PodRecord`` the agent keeps per pod.
+
+Mechanism only: the plan decides what starts, with which restart count, and whether a start
+follows a crash (and so grows the crash back-off); admission decides which pods may run at all.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import attrs
 from kubecore._actions import (
     BackoffEntry,
     ContainerToKill,
+    ContainerToStart,
     KillReason,
     ObservedPod,
     PodActions,
@@ -31,13 +35,13 @@ from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
+from kubecore._observed import container_name, restart_count
+from kubecore._observed import newest_sandbox as _newest_sandbox
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
-    RESTART_COUNT_ANNOTATION,
     ContainerRuntime,
     DNSConfig,
     Event,
@@ -74,6 +78,16 @@ class PodRecord:
     """(kind, container) -> the backoff deadline an event was already recorded for."""
     warned: set[str] = attrs.field(factory=set)
     """Refusals already reported by an event (not repeated at every sync)."""
+
+
+@attrs.frozen
+class _Target:
+    """Where a pod's new containers go: its sandbox, and what they mount."""
+
+    sandbox_id: str
+    sandbox_config: SandboxConfig
+    pod_ip: str
+    volume_paths: Mapping[str, str]
 
 
 @attrs.frozen
@@ -123,21 +137,12 @@ def _start_failure_reason(exc: Exception) -> str:
         return "ErrImageNeverPull"
     if isinstance(exc, ImagePullError):
         return "ErrImagePull"
-    if isinstance(exc, PrivilegedNotAllowed):
-        return "CreateContainerConfigError"
     return "CreateContainerError"
 
 
-def container_name_of(c: RuntimeContainer) -> str:
-    return c.labels.get(CONTAINER_NAME_LABEL, c.name)
-
-
-def restart_count_of(c: RuntimeContainer) -> int:
-    raw = c.annotations.get(RESTART_COUNT_ANNOTATION) or c.labels.get(RESTART_COUNT_ANNOTATION)
-    try:
-        return int(raw) if raw is not None else c.attempt
-    except ValueError:
-        return c.attempt
+# The agent's names for the ``_observed`` definitions.
+container_name_of = container_name
+restart_count_of = restart_count
 
 
 def grace_of(pod: Pod | None, c: RuntimeContainer | None = None) -> float:
@@ -153,8 +158,6 @@ def grace_of(pod: Pod | None, c: RuntimeContainer | None = None) -> float:
 
 
 def _kill_message(kill: ContainerToKill) -> str:
-    if kill.reason is KillReason.LIVENESS_FAILED and kill.message.startswith("Startup"):
-        return f"Container {kill.name} failed startup probe, will be restarted"
     if kill.reason is KillReason.LIVENESS_FAILED:
         return f"Container {kill.name} failed liveness probe, will be restarted"
     if kill.reason is KillReason.STARTUP_FAILED:
@@ -179,7 +182,6 @@ class Executor:
         volumes: VolumeManager,
         health_checker: HealthChecker,
         *,
-        allow_privileged: bool = False,
         sandbox_image: str = "",
         pull_limiter: TokenBucket | None = None,
         image_lock: threading.Lock | None = None,
@@ -194,7 +196,6 @@ class Executor:
         self.clock = clock
         self.volumes = volumes
         self.health_checker = health_checker
-        self.allow_privileged = allow_privileged
         self.sandbox_image = sandbox_image
         self.pull_limiter = pull_limiter
         self.image_lock = image_lock or threading.Lock()
@@ -259,42 +260,16 @@ class Executor:
             ):
                 return SyncResult(actions, "", tuple(started), tuple(killed))
 
-            if actions.create_sandbox:
-                step = "create sandbox"
-                sandbox_id, sb_config = self.create_sandbox(pod, actions.attempt, dns)
-            else:
-                sandbox_id = actions.sandbox_id
-                attempt = next(
-                    (s.attempt for s in observed.sandboxes if s.id == sandbox_id), actions.attempt
-                )
-                sb_config = sandbox_config(
-                    pod,
-                    attempt,
-                    dns=dns,
-                    sandbox_image=self.sandbox_image,
-                    node_name=self.node_name,
-                )
-            volume_paths = self.volumes.setup(pod)
-            pod_ip = next((s.ip for s in observed.sandboxes if s.id == sandbox_id), "")
-            if actions.next_init_container is not None:
-                container = pod.spec.init_containers[actions.next_init_container]
-                step = f"start init container {container.name}"
+            step = "create sandbox" if actions.create_sandbox else "set up volumes"
+            target = self._target(pod, actions, observed, dns)
+            init = actions.next_init_container
+            starts = [(init, True)] if init is not None else []
+            starts += [(start, False) for start in actions.containers_to_start]
+            for start, is_init in starts:
+                container = _spec_of(pod, start, is_init=is_init)
+                step = f"start {'init container' if is_init else 'container'} {container.name}"
                 starting = container.name
-                self.start_container(
-                    pod, container, True, sandbox_id, sb_config, observed, record,
-                    volume_paths, pod_ip, actions.init_restart_count,
-                )  # fmt: skip
-                started.append(container.name)
-            counts = actions.restart_counts
-            for position, index in enumerate(actions.containers_to_start):
-                container = pod.spec.containers[index]
-                step = f"start container {container.name}"
-                starting = container.name
-                count = counts[position] if position < len(counts) else None
-                self.start_container(
-                    pod, container, False, sandbox_id, sb_config, observed, record,
-                    volume_paths, pod_ip, count,
-                )  # fmt: skip
+                self.start_container(pod, start, is_init=is_init, target=target, record=record)
                 started.append(container.name)
         except (ContainerRuntimeError, KubecoreError, OSError) as exc:
             logger.warning(
@@ -343,6 +318,23 @@ class Executor:
             self.event(pod, type_, "BackOff", message, waiting.name)
 
     # --- sandbox ----------------------------------------------------------------------------
+
+    def _target(
+        self, pod: Pod, actions: PodActions, observed: ObservedPod, dns: DNSConfig | None
+    ) -> _Target:
+        """The sandbox the plan's containers join (created now if the plan says so)."""
+        if actions.create_sandbox:
+            sandbox_id, config = self.create_sandbox(pod, actions.attempt, dns)
+            pod_ip = ""
+        else:
+            sandbox_id = actions.sandbox_id
+            current = next((s for s in observed.sandboxes if s.id == sandbox_id), None)
+            attempt = current.attempt if current is not None else actions.attempt
+            config = sandbox_config(
+                pod, attempt, dns=dns, sandbox_image=self.sandbox_image, node_name=self.node_name
+            )
+            pod_ip = current.ip if current is not None else ""
+        return _Target(sandbox_id, config, pod_ip, self.volumes.setup(pod))
 
     def create_sandbox(
         self, pod: Pod, attempt: int, dns: DNSConfig | None
@@ -447,41 +439,35 @@ class Executor:
     def start_container(
         self,
         pod: Pod,
-        container: Container,
+        start: ContainerToStart,
+        *,
         is_init: bool,
-        sandbox_id: str,
-        sb_config: SandboxConfig,
-        observed: ObservedPod,
+        target: _Target,
         record: PodRecord,
-        volume_paths: Mapping[str, str],
-        pod_ip: str,
-        restart_count: int | None = None,
+    ) -> str:
+        """Start one container as the plan says; returns its runtime id."""
+        container = _spec_of(pod, start, is_init=is_init)
+        if start.after_crash:
+            self._grow_crash_backoff(record, container.name)
+        self.ensure_image(pod, container, record, init=is_init)
+        container_id = self._create_and_start(
+            pod, container, start.restart_count, is_init=is_init, target=target
+        )
+        hook = container.lifecycle.post_start if container.lifecycle else None
+        if hook is not None:
+            self._post_start(
+                pod, container, container_id, hook, is_init=is_init, target=target, record=record
+            )
+        return container_id
+
+    def _grow_crash_backoff(self, record: PodRecord, name: str) -> None:
+        now = self.clock.now()
+        record.crash_backoff[name] = self._next_backoff(record.crash_backoff.get(name), now)
+
+    def _create_and_start(
+        self, pod: Pod, container: Container, restart_count: int, *, is_init: bool, target: _Target
     ) -> str:
         name = container.name
-        if container.privileged and not self.allow_privileged:
-            message = (
-                f"container {name} asks to run privileged, and this node does not allow"
-                " privileged containers (KubeletConfig.allow_privileged is False)"
-            )
-            if f"privileged/{name}" not in record.warned:
-                record.warned.add(f"privileged/{name}")
-                self.event(
-                    pod, EventType.WARNING, "Failed", f"Error: {message}", name, init=is_init
-                )
-            raise PrivilegedNotAllowed(message)
-
-        previous = [c for c in observed.containers if container_name_of(c) == name]
-        if restart_count is None:
-            restart_count = max((restart_count_of(c) + 1 for c in previous), default=0)
-        if previous:
-            newest = max(previous, key=lambda c: (c.created_at, restart_count_of(c), c.id))
-            if newest.state is not RuntimeState.RUNNING:
-                # A restart after the container died: the crash-loop backoff grows.
-                now = self.clock.now()
-                record.crash_backoff[name] = self._next_backoff(record.crash_backoff.get(name), now)
-
-        self.ensure_image(pod, container, record, init=is_init)
-
         term_path = ""
         if container.termination_message_path:
             term_path = self.volumes.prepare_termination_log(pod.uid, name, restart_count)
@@ -489,13 +475,15 @@ class Executor:
             pod,
             container,
             restart_count=restart_count,
-            volume_paths=volume_paths,
+            volume_paths=target.volume_paths,
             termination_message_host_path=term_path,
             is_init=is_init,
             node_name=self.node_name,
         )
         try:
-            container_id = self.runtime.create_container(sandbox_id, config, sb_config)
+            container_id = self.runtime.create_container(
+                target.sandbox_id, config, target.sandbox_config
+            )
         except ContainerRuntimeError as exc:
             self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
             raise
@@ -510,35 +498,45 @@ class Executor:
         self.event(
             pod, EventType.NORMAL, "Started", f"Started container {name}", name, init=is_init
         )
-
-        hook = container.lifecycle.post_start if container.lifecycle else None
-        if hook is not None:
-            ok, message = self.run_hook(
-                hook, container, container_id, pod_ip, sandbox_id, HOOK_TIMEOUT
-            )
-            if not ok:
-                record.post_start_failed.add(container_id)
-                self.event(
-                    pod,
-                    EventType.WARNING,
-                    "FailedPostStartHook",
-                    f"PostStartHook failed: {message}",
-                    name,
-                    init=is_init,
-                )
-                try:
-                    self.kill_container(
-                        pod,
-                        container_id,
-                        name,
-                        None,
-                        f"Container {name} postStart hook failed, will be restarted",
-                    )
-                except ContainerRuntimeError as exc:
-                    logger.warning(
-                        "could not kill %s after its postStart hook failed: %s", name, exc
-                    )
         return container_id
+
+    def _post_start(
+        self,
+        pod: Pod,
+        container: Container,
+        container_id: str,
+        hook: LifecycleHandler,
+        *,
+        is_init: bool,
+        target: _Target,
+        record: PodRecord,
+    ) -> None:
+        """Run the postStart hook; a failure kills the container (the plan restarts it)."""
+        name = container.name
+        ok, message = self.run_hook(
+            hook, container, container_id, target.pod_ip, target.sandbox_id, HOOK_TIMEOUT
+        )
+        if ok:
+            return
+        record.post_start_failed.add(container_id)
+        self.event(
+            pod,
+            EventType.WARNING,
+            "FailedPostStartHook",
+            f"PostStartHook failed: {message}",
+            name,
+            init=is_init,
+        )
+        try:
+            self.kill_container(
+                pod,
+                container_id,
+                name,
+                None,
+                f"Container {name} postStart hook failed, will be restarted",
+            )
+        except ContainerRuntimeError as exc:
+            logger.warning("could not kill %s after its postStart hook failed: %s", name, exc)
 
     def run_hook(
         self,
@@ -632,7 +630,7 @@ class Executor:
         for c in observed.containers:
             if c.state is RuntimeState.EXITED:
                 continue
-            name = container_name_of(c)
+            name = container_name(c)
             ref = (
                 c.labels.get(POD_NAMESPACE_LABEL, ""),
                 c.labels.get(POD_NAME_LABEL, ""),
@@ -658,9 +656,11 @@ class Executor:
             self.runtime.remove_sandbox(s.id)
 
 
+def _spec_of(pod: Pod, start: ContainerToStart, *, is_init: bool) -> Container:
+    spec = pod.spec
+    return (spec.init_containers if is_init else spec.containers)[start.index]
+
+
 def newest_sandbox(observed: ObservedPod) -> RuntimeSandbox | None:
-    best: RuntimeSandbox | None = None
-    for s in observed.sandboxes:
-        if best is None or (s.created_at, s.attempt) > (best.created_at, best.attempt):
-            best = s
-    return best
+    """The newest of a pod's sandboxes, in any state (``_observed.newest_sandbox``)."""
+    return _newest_sandbox(observed.sandboxes)

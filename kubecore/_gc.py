@@ -9,8 +9,8 @@ from collections.abc import Collection
 import attrs
 
 from kubecore._errors import Conflict, ContainerRuntimeError
+from kubecore._observed import container_age, container_name, newest_sandbox
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
     POD_UID_LABEL,
     ContainerRuntime,
     Puller,
@@ -60,10 +60,10 @@ def plan_container_gc(
         if c.state is RuntimeState.RUNNING or c.state is RuntimeState.UNKNOWN:
             continue
         uid = c.labels.get(POD_UID_LABEL, "")
-        groups.setdefault((uid, c.labels.get(CONTAINER_NAME_LABEL, c.name)), []).append(c)
+        groups.setdefault((uid, container_name(c)), []).append(c)
     remove: list[str] = []
     for (uid, _), dead in groups.items():
-        dead.sort(key=lambda c: (c.created_at, c.attempt), reverse=True)
+        dead.sort(key=container_age, reverse=True)
         keep = policy.max_dead_per_container if uid in desired_uids else 0
         candidates = dead[keep:] if keep >= 0 else []
         remove.extend(c.id for c in candidates if now - _dead_since(c) >= policy.min_age)
@@ -73,17 +73,16 @@ def plan_container_gc(
     for c in snapshot.containers:
         if c.id not in removed:
             left_in[c.sandbox_id] = left_in.get(c.sandbox_id, 0) + 1
-    newest: dict[str, RuntimeSandbox] = {}
+    by_pod: dict[str, list[RuntimeSandbox]] = {}
     for s in snapshot.sandboxes:
-        best = newest.get(s.uid)
-        if best is None or (s.created_at, s.attempt) > (best.created_at, best.attempt):
-            newest[s.uid] = s
+        by_pod.setdefault(s.uid, []).append(s)
+    newest = {uid: newest_sandbox(group) for uid, group in by_pod.items()}
     sandboxes = [
         s.id
         for s in snapshot.sandboxes
         if s.state is SandboxState.NOTREADY
         and not left_in.get(s.id)
-        and not (s.uid in desired_uids and newest[s.uid].id == s.id)
+        and not (s.uid in desired_uids and newest[s.uid] is s)
         and now - s.created_at >= policy.min_age
     ]
     return GCPlan(tuple(remove), tuple(sandboxes))

@@ -47,6 +47,7 @@ from kubecore._gc import (
 from kubecore._health import DefaultHealthChecker
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod, PodStatus
+from kubecore._observed import container_age
 from kubecore._planner import compute_pod_actions
 from kubecore._podconfig import PodConfig
 from kubecore._probes import ProbeJob, ProbeManager, has_probes
@@ -304,7 +305,9 @@ class Kubelet:
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
         self.volumes = VolumeManager(self.config.root_dir, self.config.node_name)
-        self.admission = Admission(max_pods=self.config.max_pods)
+        self.admission = Admission(
+            max_pods=self.config.max_pods, allow_privileged=self.config.allow_privileged
+        )
         self.probes = ProbeManager(self.health_checker, self.recorder)
         self.image_lock = threading.Lock()
         self.executor = Executor(
@@ -314,7 +317,6 @@ class Kubelet:
             self.clock,
             self.volumes,
             self.health_checker,
-            allow_privileged=self.config.allow_privileged,
             sandbox_image=self.config.sandbox_image,
             pull_limiter=TokenBucket(self.config.pull_qps, self.config.pull_burst, self.clock),
             image_lock=self.image_lock,
@@ -1083,7 +1085,7 @@ class Kubelet:
             raise ContainerNotFound(
                 f"pod {namespace}/{pod_name} has no {state}container named {container!r}"
             )
-        return max(candidates, key=lambda c: (c.created_at, restart_count_of(c)))
+        return max(candidates, key=container_age)
 
     def container_logs(
         self,

@@ -8,7 +8,8 @@ Mappings are plain dicts for convenience: treat them as read-only.
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from typing import Any, Literal
 
 import attrs
 
@@ -162,6 +163,13 @@ class Container:
     def privileged(self) -> bool:
         return bool(self.security_context and self.security_context.privileged)
 
+    @functools.cached_property
+    def derived(self) -> dict[str, Any]:
+        """Values kubecore's pure functions derive from this immutable object (spec hashes, the
+        planner's index), computed once and kept here rather than in a module-level cache.
+        Not a field: equality, hashing, ``attrs.evolve`` and dumping ignore it."""
+        return {}
+
 
 @attrs.frozen
 class EmptyDirVolumeSource:
@@ -286,3 +294,10 @@ class Pod:
     def full_name(self) -> str:
         """``name_namespace``, the seed's pod full name (unique on a node)."""
         return f"{self.metadata.name}_{self.metadata.namespace}"
+
+    @functools.cached_property
+    def derived(self) -> dict[str, Any]:
+        """Values kubecore's pure functions derive from this immutable object (spec hashes, the
+        planner's index), computed once and kept here rather than in a module-level cache.
+        Not a field: equality, hashing, ``attrs.evolve`` and dumping ignore it."""
+        return {}

@@ -3,13 +3,9 @@
 The kubelet's ``computePodActions`` without its hidden inputs: probe results, backoff state and
 ``now`` are arguments. No I/O, no clock, no threads.
 
-How observed objects are read (labels and annotations only, so an agent restart adopts them):
-
-* the pod's sandbox is the newest READY one; a container belongs to it by ``sandbox_id``;
-* a container's name is its ``CONTAINER_NAME_LABEL`` (else ``RuntimeContainer.name``), its kind
-  ``INIT_CONTAINER_ANNOTATION``, its spec hash ``HASH_ANNOTATION`` (absent: do not compare) and its
-  restart count ``RESTART_COUNT_ANNOTATION`` (else ``attempt``);
-* "newest" orders by (created_at, restart count, id).
+Observed objects are read as ``_observed`` defines (name, restart count, "newest"); the pod's
+sandbox is the newest READY one and a container belongs to it by ``sandbox_id``; a container's spec
+hash is ``HASH_ANNOTATION`` (absent: do not compare).
 
 Decisions about a container name are taken from its newest instance in any sandbox (restart
 policy), except init progress, which only counts what ran in the current sandbox: a new sandbox
@@ -18,39 +14,32 @@ runs the init containers again, as the kubelet does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from operator import is_
 
 from kubecore._actions import (
     ContainerToKill,
+    ContainerToStart,
     KillReason,
     ObservedPod,
     PodActions,
     PodHistory,
+    ProbeState,
     Waiting,
 )
 from kubecore._backoff import format_delay, in_backoff
 from kubecore._model import Container, Pod
+from kubecore._observed import Record, SpecIndex, View, container_name
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
-    RESTART_COUNT_ANNOTATION,
-    RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
     SandboxState,
 )
-from kubecore._translate import (
-    SANDBOX_HASH_ANNOTATION,
-    _IdentityCache,
-    container_hash,
-    sandbox_hash,
-)
+from kubecore._translate import SANDBOX_HASH_ANNOTATION, container_hash, sandbox_hash
 
 _RUNNING = RuntimeState.RUNNING
 _UNKNOWN = RuntimeState.UNKNOWN
-_CREATED = RuntimeState.CREATED
 _READY = SandboxState.READY
 _NOOP = PodActions()
 
@@ -62,31 +51,22 @@ POD_INITIALIZING = "PodInitializing"
 # --- the spec side, computed once per Pod object ------------------------------------------------
 
 
-class PodInfo:
+class PodInfo(SpecIndex):
     """Per-pod facts the planner needs on every sync, computed once per ``Pod`` object.
 
-    Cached by object identity (``_IdentityCache``: id + weak reference), so the steady state hashes
-    nothing: pod sources hand the agent the same ``Pod`` object until the pod changes.
+    Memoised on the pod itself (``Pod.derived``), so the steady state hashes nothing: pod sources
+    hand the agent the same ``Pod`` object until the pod changes.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "all_apps",
-        "app_hashes",
-        "app_index",
-        "desc",
-        "init_index",
-        "never_restarts",
-        "noop",
-        "sandbox_hash",
-        "steady",
-    )
+    __slots__ = ("all_apps", "app_hashes", "desc", "noop", "sandbox_hash", "steady")
 
     def __init__(self, pod: Pod) -> None:
         spec = pod.spec
-        self.app_index = {c.name: i for i, c in enumerate(spec.containers)}
-        self.init_index = {c.name: i for i, c in enumerate(spec.init_containers)}
-        self.never_restarts = spec.restart_policy == "Never"
+        super().__init__(
+            {c.name: i for i, c in enumerate(spec.containers)},
+            {c.name: i for i, c in enumerate(spec.init_containers)},
+            spec.restart_policy == "Never",
+        )
         self.app_hashes = tuple(container_hash(c) for c in spec.containers)
         self.sandbox_hash = sandbox_hash(pod)
         meta = pod.metadata
@@ -104,130 +84,12 @@ class PodInfo:
         return noop
 
 
-_info_cache = _IdentityCache()
-
-
 def pod_info(pod: Pod) -> PodInfo:
-    return _info_cache.get(pod, PodInfo)
-
-
-# --- the observed side ----------------------------------------------------------------------
-
-
-class Record:
-    """One observed container, read through its labels and annotations."""
-
-    __slots__ = ("c", "hash", "is_init", "key", "name", "restart_count")
-
-    def __init__(self, c: RuntimeContainer, name: str, is_init: bool) -> None:
-        self.c = c
-        self.name = name
-        self.is_init = is_init
-        ann = c.annotations
-        self.hash = ann.get(HASH_ANNOTATION) or c.labels.get(HASH_ANNOTATION, "")
-        count = ann.get(RESTART_COUNT_ANNOTATION)
-        try:
-            self.restart_count = int(count) if count is not None else c.attempt
-        except ValueError:
-            self.restart_count = c.attempt
-        self.key = (c.created_at, self.restart_count, c.id)
-
-    @property
-    def live(self) -> bool:
-        """Running, or unknown (which may be running)."""
-        state = self.c.state
-        return state is _RUNNING or state is _UNKNOWN
-
-    @property
-    def never_started(self) -> bool:
-        """Created but never ran, with no error (an interrupted start): start it again."""
-        c = self.c
-        return c.state is _CREATED and not c.exit_code and not c.reason
-
-    @property
-    def failed(self) -> bool:
-        """A dead container that did not exit 0 (an unknown exit code is a failure)."""
-        return self.c.exit_code != 0
-
-
-def _name_of(c: RuntimeContainer) -> str:
-    return c.labels.get(CONTAINER_NAME_LABEL) or c.name
-
-
-def _set_aside_unstarted(records: list[Record], stray: list[Record]) -> None:
-    """Under restartPolicy Never a container that has run is never started again: a newer
-    instance that was created but never started (an interrupted start) does not count, and the
-    pod is judged by the run it had."""
-    while (
-        len(records) > 1
-        and records[0].never_started
-        and any(not r.never_started and not r.live for r in records[1:])
-    ):
-        stray.append(records.pop(0))
-
-
-def _newest_first(records: list[Record]) -> None:
-    if len(records) > 1:
-        records.sort(key=lambda r: r.key, reverse=True)
-
-
-class View:
-    """One pod's observed state, grouped by container name (newest first)."""
-
-    __slots__ = ("any_live", "app", "init", "sandbox", "stray")
-
-    def __init__(self, info: PodInfo, observed: ObservedPod) -> None:
-        sandbox: RuntimeSandbox | None = None
-        for s in observed.sandboxes:
-            if s.state is _READY and (
-                sandbox is None
-                or (s.created_at, s.attempt, s.id)
-                > (sandbox.created_at, sandbox.attempt, sandbox.id)
-            ):
-                sandbox = s
-        self.sandbox = sandbox
-        app: dict[str, list[Record]] = {}
-        init: dict[str, list[Record]] = {}
-        stray: list[Record] = []
-        any_live = False
-        app_index, init_index = info.app_index, info.init_index
-        for c in observed.containers:
-            name = _name_of(c)
-            flag = c.annotations.get(INIT_CONTAINER_ANNOTATION)
-            if flag is None:
-                is_init = name in init_index and name not in app_index
-            else:
-                is_init = flag == "true"
-            record = Record(c, name, is_init)
-            if record.live:
-                any_live = True
-            group = init if is_init else app
-            if name in (init_index if is_init else app_index):
-                if name in group:
-                    group[name].append(record)
-                else:
-                    group[name] = [record]
-            else:
-                stray.append(record)
-        for records in app.values():
-            _newest_first(records)
-            if info.never_restarts:
-                _set_aside_unstarted(records, stray)
-        for records in init.values():
-            _newest_first(records)
-            if info.never_restarts:
-                _set_aside_unstarted(records, stray)
-        self.app = app
-        self.init = init
-        self.stray = stray
-        self.any_live = any_live
-
-    def records(self) -> Iterable[Record]:
-        for records in self.app.values():
-            yield from records
-        for records in self.init.values():
-            yield from records
-        yield from self.stray
+    derived = pod.derived
+    info: PodInfo | None = derived.get("planner")
+    if info is None:
+        info = derived["planner"] = PodInfo(pod)
+    return info
 
 
 def should_restart(record: Record, policy: str) -> bool:
@@ -275,16 +137,25 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     return True, failed
 
 
-def _next_restart_count(records: list[Record] | None) -> int:
+def _probe_kill_reason(state: ProbeState) -> KillReason:
+    return KillReason.STARTUP_FAILED if state.startup_failed else KillReason.LIVENESS_FAILED
+
+
+def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
+    """Start the container at ``index`` after its previous instances (newest first)."""
     if not records:
-        return 0
-    return max(r.restart_count for r in records) + 1
+        return ContainerToStart(index)
+    return ContainerToStart(
+        index,
+        restart_count=max(r.restart_count for r in records) + 1,
+        after_crash=records[0].c.state is not _RUNNING,
+    )
 
 
 class _Plan:
     """The mutable scratchpad of one planning run."""
 
-    __slots__ = ("counts", "history", "info", "kills", "now", "pod", "starts", "waiting")
+    __slots__ = ("history", "info", "kills", "now", "pod", "starts", "waiting")
 
     def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
         self.pod = pod
@@ -292,8 +163,7 @@ class _Plan:
         self.history = history
         self.now = now
         self.kills: dict[str, ContainerToKill] = {}
-        self.starts: list[int] = []
-        self.counts: list[int] = []
+        self.starts: list[ContainerToStart] = []
         self.waiting: list[Waiting] = []
 
     def kill(self, record: Record, reason: KillReason, message: str = "") -> None:
@@ -327,8 +197,7 @@ class _Plan:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.starts.append(index)
-        self.counts.append(_next_restart_count(records))
+        self.starts.append(_to_start(index, records))
 
     def sorted_kills(self) -> tuple[ContainerToKill, ...]:
         return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))
@@ -397,7 +266,7 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
             continue
         if c.sandbox_id != sandbox_id:
             return None
-        index = app_index.get(c.labels.get(CONTAINER_NAME_LABEL) or c.name)
+        index = app_index.get(container_name(c))
         if index is None:
             return None
         ann = c.annotations
@@ -478,15 +347,13 @@ def _plan_new_sandbox(
             sandboxes_to_remove=removable,
         )
     plan = _Plan(pod, info, history, now)
-    next_init: int | None = None
-    init_count = 0
+    next_init: ContainerToStart | None = None
     if spec.init_containers:
         first = spec.init_containers[0]
         records = view.init.get(first.name)
         waiting = plan.blocked(first, crash=bool(records))
         if waiting is None:
-            next_init = 0
-            init_count = _next_restart_count(records)
+            next_init = _to_start(0, records)
         else:
             plan.waiting.append(waiting)
         plan.waiting.extend(Waiting(c.name, POD_INITIALIZING) for c in spec.containers)
@@ -505,9 +372,7 @@ def _plan_new_sandbox(
         create_sandbox=True,
         attempt=max((s.attempt for s in observed.sandboxes), default=-1) + 1,
         next_init_container=next_init,
-        init_restart_count=init_count,
         containers_to_start=tuple(plan.starts),
-        restart_counts=tuple(plan.counts),
         sandboxes_to_remove=removable,
         waiting=tuple(plan.waiting),
     )
@@ -553,7 +418,7 @@ def _plan_in_sandbox(
     if terminal:
         return _plan_terminal(observed, view, failed)
 
-    init_done, next_init, init_count = _init_progress(pod, view, sandbox_id, plan)
+    init_done, next_init = _init_progress(pod, view, sandbox_id, plan)
     if init_done is None:
         # An init container failed under restartPolicy Never: the pod fails.
         return PodActions(
@@ -582,7 +447,7 @@ def _plan_in_sandbox(
                     plan.kill(r, KillReason.UNKNOWN_STATE, "will be restarted")
                     plan.start(index, records, crash=True)
                 elif probes and (state := probes.get(r.c.id)) is not None and state.liveness_failed:
-                    plan.kill(r, KillReason.LIVENESS_FAILED, state.message)
+                    plan.kill(r, _probe_kill_reason(state), state.message)
                     if policy != "Never":
                         plan.start(index, records, crash=True)
                 elif post_start_failed and r.c.id in post_start_failed:
@@ -608,9 +473,7 @@ def _plan_in_sandbox(
     return PodActions(
         sandbox_id=sandbox_id,
         next_init_container=next_init,
-        init_restart_count=init_count,
         containers_to_start=tuple(plan.starts),
-        restart_counts=tuple(plan.counts),
         containers_to_kill=plan.sorted_kills(),
         sandboxes_to_remove=removable,
         waiting=tuple(plan.waiting),
@@ -619,18 +482,18 @@ def _plan_in_sandbox(
 
 def _init_progress(
     pod: Pod, view: View, sandbox_id: str, plan: _Plan
-) -> tuple[bool | None, int | None, int]:
-    """(done, next init container to start, its restart count), judged from what ran in the
-    current sandbox; done is None when an init container failed under restartPolicy Never."""
+) -> tuple[bool | None, ContainerToStart | None]:
+    """(done, the init container to start now), judged from what ran in the current sandbox;
+    done is None when an init container failed under restartPolicy Never."""
     spec = pod.spec
     inits = spec.init_containers
     if not inits:
-        return True, None, 0
+        return True, None
     for records in view.app.values():
         for r in records:
             if r.c.sandbox_id == sandbox_id:
                 # App containers only ever start once init is done in that sandbox.
-                return True, None, 0
+                return True, None
 
     def in_sandbox(name: str) -> list[Record]:
         return [r for r in view.init.get(name, ()) if r.c.sandbox_id == sandbox_id]
@@ -644,26 +507,25 @@ def _init_progress(
         if newest.c.state is _UNKNOWN:  # killed above
             return _start_init(plan, view, index, crash=True)
         if newest.live:
-            return False, None, 0
+            return False, None
         if newest.never_started:
             return _start_init(plan, view, index, crash=False)
         if not newest.failed:
             if index == len(inits) - 1:
-                return True, None, 0
+                return True, None
             return _start_init(plan, view, index + 1, crash=False)
         if spec.restart_policy == "Never":
-            return None, None, 0
+            return None, None
         return _start_init(plan, view, index, crash=True)
     return _start_init(plan, view, 0, crash=False)
 
 
 def _start_init(
     plan: _Plan, view: View, index: int, *, crash: bool
-) -> tuple[bool, int | None, int]:
+) -> tuple[bool, ContainerToStart | None]:
     container = plan.pod.spec.init_containers[index]
-    records = view.init.get(container.name)
     waiting = plan.blocked(container, crash=crash)
     if waiting is not None:
         plan.waiting.append(waiting)
-        return False, None, 0
-    return False, index, _next_restart_count(records)
+        return False, None
+    return False, _to_start(index, view.init.get(container.name))

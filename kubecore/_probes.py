@@ -18,8 +18,8 @@ import attrs
 from kubecore._actions import ProbeState
 from kubecore._events import pod_reference
 from kubecore._model import Container, Pod, Probe
+from kubecore._observed import container_name
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
     Event,
     EventRecorder,
     EventType,
@@ -71,7 +71,11 @@ class _ContainerProbes:
         liveness_failed = startup_failed or (liveness is not None and liveness.passed is False)
         ready = started and (readiness is None or readiness.passed is True)
         return ProbeState(
-            liveness_failed=liveness_failed, ready=ready, started=started, message=self.message
+            liveness_failed=liveness_failed,
+            startup_failed=startup_failed,
+            ready=ready,
+            started=started,
+            message=self.message,
         )
 
 
@@ -126,7 +130,7 @@ class ProbeManager:
             known = self._pods.get(pod.uid, {})
             current: dict[str, _ContainerProbes] = {}
             for rc in running:
-                name = rc.labels.get(CONTAINER_NAME_LABEL, rc.name)
+                name = container_name(rc)
                 spec = specs.get(name)
                 if spec is None:
                     continue

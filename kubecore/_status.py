@@ -27,7 +27,8 @@ from kubecore._model import (
     PodPhase,
     PodStatus,
 )
-from kubecore._planner import POD_INITIALIZING, Record, View, compute_pod_actions, pod_info
+from kubecore._observed import Record, View
+from kubecore._planner import POD_INITIALIZING, compute_pod_actions, pod_info
 from kubecore._runtime import RuntimeState
 
 DEFAULT_RUNTIME_NAME = "kubecore"

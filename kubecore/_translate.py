@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import weakref
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -89,62 +88,9 @@ def parse_resolv_conf(text: str) -> ResolvConf:
 
 # --- the container hash -----------------------------------------------------------------------
 #
-# Containers are frozen but hold dicts, so they are unhashable and cannot key an lru_cache. The
-# digest is cached by ``id()`` next to a weak reference: the entry is dropped when the container is
-# collected (so a reused id never finds a stale digest: the lookup also checks the reference).
-
-_T = TypeVar("_T")
-_K = TypeVar("_K")
-
-
-class _CachedRef(weakref.ref):  # type: ignore[type-arg]
-    """A weak reference that carries its cache key and the cached value (no closure, tuple or
-    bound method per entry: this is most of the cache's memory)."""
-
-    __slots__ = ("key", "value")
-
-    def __new__(cls, obj: Any, callback: Callable[[Any], None], key: int, value: Any) -> _CachedRef:
-        return super().__new__(cls, obj, callback)
-
-    def __init__(self, obj: Any, callback: Callable[[Any], None], key: int, value: Any) -> None:
-        # weakref.ref.__init__ only checks its arguments; __new__ made the reference.
-        self.key = key
-        self.value = value
-
-
-class _IdentityCache:
-    """Memoise ``compute(obj)`` per live object (objects must accept weak references)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[int, _CachedRef] = {}
-        self._callback = self._forget  # one bound method shared by every entry
-
-    def _forget(self, ref: _CachedRef) -> None:
-        # No lock: a weakref callback may run inside any allocation (a lock could deadlock); dict
-        # operations are atomic, and a lost race only costs a recomputation.
-        key = ref.key
-        if self._entries.get(key) is ref:
-            self._entries.pop(key, None)
-
-    def get(self, obj: _K, compute: Callable[[_K], _T]) -> _T:
-        key = id(obj)
-        entry = self._entries.get(key)
-        if entry is not None and entry() is obj:
-            value: _T = entry.value
-            return value
-        value = compute(obj)
-        try:
-            ref = _CachedRef(obj, self._callback, key, value)
-        except TypeError:  # not weak-referenceable: do not cache
-            return value
-        self._entries[key] = ref
-        return value
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-_hash_cache = _IdentityCache()
+# Containers are frozen but hold dicts, so they are unhashable and cannot key an lru_cache. Digests
+# are memoised on the object itself (``derived``): the steady state hashes nothing, and no module
+# keeps a cache.
 
 _NO_DEFAULT = object()
 _FieldPlan = tuple[tuple[str, Any], ...]
@@ -198,10 +144,14 @@ def _digest(value: Any) -> str:
 def container_hash(container: Container) -> str:
     """A stable digest of the container's spec (16 hex chars of sha256 over canonical JSON).
 
-    Equal specs give equal hashes in every process; any spec change changes it. Cached per live
+    Equal specs give equal hashes in every process; any spec change changes it. Memoised on the
     ``Container`` object, so repeated calls in the steady state cost a dict lookup.
     """
-    return _hash_cache.get(container, _digest)
+    derived = container.derived
+    digest: str | None = derived.get("hash")
+    if digest is None:
+        digest = derived["hash"] = _digest(container)
+    return digest
 
 
 def _sandbox_digest(pod: Pod) -> str:
@@ -216,12 +166,13 @@ def _sandbox_digest(pod: Pod) -> str:
     )
 
 
-_sandbox_hash_cache = _IdentityCache()
-
-
 def sandbox_hash(pod: Pod) -> str:
     """A stable digest of what the pod's sandbox is built from; a change means a new sandbox."""
-    return _sandbox_hash_cache.get(pod, _sandbox_digest)
+    derived = pod.derived
+    digest: str | None = derived.get("sandbox_hash")
+    if digest is None:
+        digest = derived["sandbox_hash"] = _sandbox_digest(pod)
+    return digest
 
 
 # --- resources ----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from kubecore import (
     RuntimeState,
     SandboxState,
 )
+from kubecore.images import parse_image_ref
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
 from kubecore_docker._names import SANDBOX_ID_LABEL, attempt_from_name, split_labels
 
@@ -300,32 +301,12 @@ def image_from(entry: Json) -> Image:
     )
 
 
-_DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 _IMAGE_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
-
-
-def split_reference(reference: str) -> tuple[str, str]:
-    """``repo[:tag][@digest]`` -> (repository, tag or ``@digest``); the tag defaults to latest."""
-    if "@" in reference:
-        name, _, digest = reference.partition("@")
-        return name, "@" + digest
-    slash = reference.rfind("/")
-    colon = reference.rfind(":")
-    if colon > slash:
-        return reference[:colon], reference[colon + 1 :]
-    return reference, "latest"
 
 
 def normalize_reference(reference: str) -> str:
     """Docker's familiar form: ``docker.io/library/busybox`` -> ``busybox:latest``."""
-    name, tag = split_reference(reference.strip())
-    for prefix in _DOCKER_HUB_PREFIXES:
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            if name.startswith("library/") and name.count("/") == 1:
-                name = name[len("library/") :]
-            break
-    return name + tag if tag.startswith("@") else f"{name}:{tag}"
+    return parse_image_ref(reference).familiar()
 
 
 def is_image_id(reference: str) -> bool:

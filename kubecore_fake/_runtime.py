@@ -69,6 +69,7 @@ from kubecore import (
     SystemClock,
     TimerHandle,
 )
+from kubecore.images import parse_image_ref
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
@@ -258,11 +259,9 @@ _Events = list[RuntimeEvent]
 
 
 def normalize_image(ref: str) -> str:
-    """``busybox`` -> ``busybox:latest``; references with a tag or digest are kept."""
-    if "@" in ref:
-        return ref
-    last = ref.rsplit("/", 1)[-1]
-    return ref if ":" in last else f"{ref}:latest"
+    """The name an image is stored under, as Docker lists it: ``busybox`` and
+    ``docker.io/library/busybox:latest`` -> ``busybox:latest`` (``kubecore.images``)."""
+    return parse_image_ref(ref).familiar()
 
 
 def image_id_for(ref: str) -> str:

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from kubecore._clock import ManualClock
 from kubecore._credentials import (
-    DOCKER_HUB,
     ChainKeyring,
     DockerKeyring,
     KeyringPuller,
@@ -23,6 +22,7 @@ from kubecore._credentials import (
     registry_host,
 )
 from kubecore._errors import RegistryConfigError
+from kubecore._imageref import DOCKER_HUB
 from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._model import Container, LocalObjectReference, ObjectMeta, Pod, PodSpec
 from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth

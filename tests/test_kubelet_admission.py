@@ -1,4 +1,4 @@
-"""Admission: host-port conflicts (the earlier pod wins) and the node's pod limit."""
+"""Admission: privileged containers, host-port conflicts (the earlier pod wins), the pod limit."""
 
 from __future__ import annotations
 
@@ -64,3 +64,21 @@ def test_max_pods(tmp_path: Path) -> None:
     assert node.running_names() == [("a", "app"), ("b", "app")]
     assert node.status("c").phase == "Failed"
     assert node.status("c").reason == "OutOfpods"
+
+
+def test_a_privileged_container_is_refused_by_its_rule_unless_allowed() -> None:
+    from kubecore._admission import PRIVILEGED_NOT_ALLOWED
+    from kubecore._model import SecurityContext
+
+    root = make_pod(
+        "root",
+        ctr("app"),
+        init_containers=(ctr("setup", security_context=SecurityContext(privileged=True)),),
+    )
+    admitted, rejected = Admission().admit([root, make_pod("plain")])
+    assert [p.metadata.name for p in admitted] == ["plain"]
+    ((pod, rejection),) = rejected
+    assert pod is root and rejection.reason == PRIVILEGED_NOT_ALLOWED
+    assert "setup" in rejection.message and "privileged" in rejection.message
+    admitted, rejected = Admission(allow_privileged=True).admit([root])
+    assert admitted == [root] and not rejected

@@ -296,9 +296,12 @@ def test_privileged_is_refused_unless_allowed(tmp_path: Path) -> None:
     node.kubelet.set_pods([make_pod("root", privileged), make_pod("web")])
     node.kubelet.sync_until_converged(max_syncs=5)
     assert node.running_names() == [("web", "app")]
-    failed = node.kubelet.events.events(name="root", reason="Failed")
-    assert failed and "privileged" in failed[0].message
-    assert len(failed) == 1  # not repeated at every sync
+    refused = node.kubelet.events.events(name="root", reason="PrivilegedNotAllowed")
+    assert refused and "privileged" in refused[0].message
+    assert len(refused) == 1  # not repeated at every sync
+    root = node.kubelet.get_pod("default", "root")
+    assert root is not None and root.status is not None
+    assert (root.status.phase, root.status.reason) == ("Failed", "PrivilegedNotAllowed")
 
 
 def test_privileged_runs_when_allowed(tmp_path: Path) -> None:

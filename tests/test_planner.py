@@ -17,6 +17,7 @@ from kubecore import (
     RuntimeState,
     SandboxState,
 )
+from kubecore._actions import ContainerToStart
 from kubecore._planner import compute_pod_actions
 from kubecore._runtime import CONTAINER_NAME_LABEL, HASH_ANNOTATION, RESTART_COUNT_ANNOTATION
 from kubecore._translate import SANDBOX_HASH_ANNOTATION, container_config, sandbox_config
@@ -152,19 +153,31 @@ def swap(observed: ObservedPod, *containers: RuntimeContainer) -> ObservedPod:
 
 
 def plain(actions: PodActions) -> dict[str, Any]:
-    """Actions as a dict, kills as (id, reason), waits as (name, reason), for comparison."""
+    """Actions as a dict, kills as (id, reason), waits as (name, reason), starts as
+    (index, restart count), for comparison."""
     d = attrs.asdict(actions, recurse=False)
     d["containers_to_kill"] = tuple((k.container_id, k.reason) for k in actions.containers_to_kill)
     d["waiting"] = tuple((w.name, w.reason) for w in actions.waiting)
+    d["containers_to_start"] = tuple(
+        (s.index, s.restart_count) for s in actions.containers_to_start
+    )
+    init = actions.next_init_container
+    d["next_init_container"] = None if init is None else (init.index, init.restart_count)
     return d
 
 
 def expect(**kw: Any) -> dict[str, Any]:
-    """Expected actions: every field at its default unless given; kills and waits as pairs."""
+    """Expected actions: every field at its default unless given; kills and waits as pairs;
+    starts as indexes with ``restart_counts`` (and ``init_restart_count``) beside them."""
     kw.setdefault("sandbox_id", "" if kw.get("create_sandbox") or kw.get("terminal") else SB)
     kills, waits = kw.pop("containers_to_kill", ()), kw.pop("waiting", ())
+    starts = kw.pop("containers_to_start", ())
+    counts = kw.pop("restart_counts", (0,) * len(starts))
+    init, init_count = kw.pop("next_init_container", None), kw.pop("init_restart_count", 0)
     d = plain(PodActions(**kw))
     d["containers_to_kill"], d["waiting"] = tuple(kills), tuple(waits)
+    d["containers_to_start"] = tuple(zip(starts, counts, strict=True))
+    d["next_init_container"] = None if init is None else (init, init_count)
     return d
 
 
@@ -365,6 +378,19 @@ CASES: list[tuple[str, Pod, ObservedPod, PodHistory, dict[str, Any]]] = [
         PodHistory(probes={"app-0": ProbeState(liveness_failed=True)}),
         expect(
             containers_to_kill=(("app-0", K.LIVENESS_FAILED),),
+            containers_to_start=(0,),
+            restart_counts=(1,),
+        ),
+    ),
+    (
+        "startup probe failed: kill (as a startup failure) and restart",
+        BASE_POD,
+        healthy(),
+        PodHistory(
+            probes={"app-0": ProbeState(liveness_failed=True, startup_failed=True)},
+        ),
+        expect(
+            containers_to_kill=(("app-0", K.STARTUP_FAILED),),
             containers_to_start=(0,),
             restart_counts=(1,),
         ),
@@ -744,7 +770,7 @@ def test_restart_count_falls_back_to_attempt_without_annotation() -> None:
     actions = compute_pod_actions(
         BASE_POD, swap(healthy(), attrs.evolve(record, annotations=annotations)), H, NOW
     )
-    assert actions.restart_counts == (5,)
+    assert actions.containers_to_start == (ContainerToStart(0, restart_count=5, after_crash=True),)
 
 
 def test_steady_state_returns_a_shared_noop_value() -> None:
@@ -779,3 +805,40 @@ def test_under_never_an_unstarted_newer_instance_does_not_run_the_container_agai
     actions = compute_pod_actions(pod, observed, PodHistory(), NOW)
     assert actions.containers_to_start == ()
     assert actions.terminal and actions.pod_failed
+
+
+def test_a_start_says_whether_it_follows_a_crash() -> None:
+    """The plan decides whether a start grows the crash back-off: after a death (or a start that
+    never came up) it does; a first start or a spec change (the instance still runs) does not."""
+    first = compute_pod_actions(BASE_POD, ObservedPod(), H, NOW)
+    assert [s.after_crash for s in first.containers_to_start] == [False, False]
+    crashed = compute_pod_actions(BASE_POD, swap(healthy(), dead("app", 1)), H, NOW)
+    assert crashed.containers_to_start == (ContainerToStart(0, restart_count=1, after_crash=True),)
+    changed = compute_pod_actions(
+        BASE_POD, swap(healthy(), ctr("app", hash="0000000000000000")), H, NOW
+    )
+    assert changed.containers_to_start == (ContainerToStart(0, restart_count=1),)
+    unstarted = ctr("app", state=RuntimeState.CREATED)
+    retried = compute_pod_actions(BASE_POD, swap(healthy(), unstarted), H, NOW)
+    assert retried.containers_to_start == (ContainerToStart(0, restart_count=1, after_crash=True),)
+
+
+def test_an_init_container_start_carries_its_restart_count() -> None:
+    observed = ObservedPod(
+        sandboxes=(sandbox(INIT_POD),), containers=(dead("setup", 1, pod=INIT_POD, restart=2),)
+    )
+    actions = compute_pod_actions(INIT_POD, observed, H, NOW)
+    assert actions.next_init_container == ContainerToStart(0, restart_count=3, after_crash=True)
+
+
+def test_the_planner_keeps_its_per_pod_facts_on_the_pod() -> None:
+    import kubecore._planner as planner
+
+    pod = attrs.evolve(BASE_POD)
+    compute_pod_actions(pod, healthy(pod), H, NOW)
+    assert "planner" in pod.derived
+    assert not any(
+        isinstance(value, dict) and value
+        for name, value in vars(planner).items()
+        if not name.startswith("__")
+    )

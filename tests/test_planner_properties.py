@@ -225,12 +225,13 @@ def apply_actions(pod: Pod, observed: ObservedPod, actions: PodActions, now: flo
         target = f"sb-new-{now}"
         sandboxes[target] = _new_sandbox(pod, target, actions.attempt, now, ready=True)
     starts: list[tuple[str, int, RuntimeState, int | None]] = []
-    if actions.next_init_container is not None:
-        name = pod.spec.init_containers[actions.next_init_container].name
-        starts.append((name, actions.init_restart_count, RuntimeState.EXITED, 0))
-    assert len(actions.restart_counts) == len(actions.containers_to_start)
-    for index, restart in zip(actions.containers_to_start, actions.restart_counts, strict=True):
-        starts.append((pod.spec.containers[index].name, restart, RuntimeState.RUNNING, None))
+    init = actions.next_init_container
+    if init is not None:
+        name = pod.spec.init_containers[init.index].name
+        starts.append((name, init.restart_count, RuntimeState.EXITED, 0))
+    for start in actions.containers_to_start:
+        name = pod.spec.containers[start.index].name
+        starts.append((name, start.restart_count, RuntimeState.RUNNING, None))
     for n, (name, restart, state, code) in enumerate(starts):
         assert target in sandboxes and sandboxes[target].state is SandboxState.READY
         same = [_restart_count(c) for c in containers.values() if _name(c) == name]

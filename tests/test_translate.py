@@ -6,6 +6,7 @@ import gc
 import os
 import subprocess
 import sys
+import weakref
 
 import attrs
 import pytest
@@ -42,7 +43,6 @@ from kubecore._runtime import (
 from kubecore._translate import (
     SANDBOX_HASH_ANNOTATION,
     ResolvConf,
-    _hash_cache,
     container_config,
     container_hash,
     dns_config,
@@ -386,12 +386,17 @@ def test_hash_is_stable_across_processes_and_releases() -> None:
     assert container_hash(GOLDEN) == "2d4e7ecd135178b8"
 
 
-def test_hash_cache_forgets_collected_containers() -> None:
-    gc.collect()
-    before = len(_hash_cache)
+def test_hash_is_memoised_on_the_container_and_dies_with_it() -> None:
     temp = attrs.evolve(WEB, image="temp:1")
-    container_hash(temp)
-    assert len(_hash_cache) == before + 1
+    digest = container_hash(temp)
+    assert temp.derived["hash"] == digest
+    assert "hash" not in attrs.evolve(temp).derived  # a changed copy hashes afresh
+    alive = weakref.ref(temp)
     del temp
     gc.collect()
-    assert len(_hash_cache) == before
+    assert alive() is None  # no module-level cache keeps it
+
+
+def test_sandbox_hash_is_memoised_on_the_pod() -> None:
+    digest = sandbox_hash(POD)
+    assert POD.derived["sandbox_hash"] == digest

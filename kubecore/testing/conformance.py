@@ -72,6 +72,7 @@ from kubecore._errors import (
     RuntimeTimeout,
     SandboxNotFound,
 )
+from kubecore._imageref import parse_image_ref
 from kubecore._model import ExecAction, Probe
 from kubecore._plugins import RuntimeBundle
 from kubecore._runtime import (
@@ -1027,3 +1028,29 @@ class RuntimeConformance:
         failure = Probe(exec=ExecAction(harness.workloads.exit_with(1)), timeout_seconds=10)
         assert checker.check(success, target).outcome is ProbeOutcome.SUCCESS
         assert checker.check(failure, target).outcome is ProbeOutcome.FAILURE
+
+    # -- image names ------------------------------------------------------------------------------
+
+    def test_short_and_qualified_names_are_one_image(self, harness: Harness) -> None:
+        """``busybox`` and ``docker.io/library/busybox:latest`` name one image (as on Docker)."""
+        puller = harness.puller
+        ref = parse_image_ref(harness.workloads.image)
+        short, qualified = puller.image_status(ref.familiar()), puller.image_status(ref.canonical())
+        assert short is not None and qualified is not None and short.id == qualified.id
+        assert [i.id for i in puller.list_images()].count(short.id) == 1
+
+        reference = harness.workloads.pullable_image
+        if reference is None:
+            return
+        pullable = parse_image_ref(reference)
+        was_present = puller.image_status(reference) is not None
+        image_id = puller.pull(pullable.canonical())
+        try:
+            found = puller.image_status(pullable.familiar())
+            assert found is not None and found.id == image_id
+            assert [i.id for i in puller.list_images()].count(image_id) == 1
+        finally:
+            if not was_present:
+                puller.remove_image(pullable.familiar())
+        if not was_present:
+            assert puller.image_status(pullable.canonical()) is None

@@ -24,7 +24,6 @@ from kubecore_docker._convert import (
     normalize_reference,
     parse_time,
     pull_error,
-    split_reference,
     stats_from,
 )
 from kubecore_docker._events import since_argument
@@ -87,9 +86,8 @@ def test_normalize_reference(reference: str, normal: str) -> None:
     st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}", fullmatch=True),
     st.sampled_from(["", "localhost:5000/", "docker.io/"]),
 )
-def test_split_and_normalize_agree(path: str, tag: str, registry: str) -> None:
+def test_normalize_keeps_the_tag_and_is_idempotent(path: str, tag: str, registry: str) -> None:
     reference = f"{registry}{path}:{tag}"
-    assert split_reference(reference) == (registry + path, tag)
     normal = normalize_reference(reference)
     assert normal.endswith(":" + tag)
     assert normalize_reference(normal) == normal

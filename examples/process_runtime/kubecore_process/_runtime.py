@@ -63,6 +63,7 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
 )
+from kubecore.images import parse_image_ref
 from kubecore.labels import MANAGED_LABEL
 from kubecore_process import _shim
 from kubecore_process._shim import EXIT, LOCK, LOG, SPEC, STARTED, kill_group, rfc3339, write_json
@@ -80,11 +81,8 @@ _POLL = 0.02
 
 
 def normalise_image(image: str) -> str:
-    """``host`` -> ``host:latest``; a reference with a tag or digest is kept as is."""
-    name = image.strip()
-    if "@" in name or ":" in name.rsplit("/", 1)[-1]:
-        return name
-    return f"{name}:latest"
+    """``host`` and ``docker.io/library/host`` -> ``host:latest`` (Docker's reading)."""
+    return parse_image_ref(image).familiar()
 
 
 def image_id(image: str) -> str:

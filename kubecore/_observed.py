@@ -1,0 +1,186 @@
+"""What the runtime shows of a pod, read one way everywhere (planner, status, executor, GC, agent).
+
+An observed object is read through its labels and annotations only, so an agent restart adopts it:
+
+* a container's name is its ``CONTAINER_NAME_LABEL`` (an empty label counts as absent), else
+  ``RuntimeContainer.name``;
+* its restart count is ``RESTART_COUNT_ANNOTATION`` (else the label of that name, else
+  ``attempt``);
+* "newest" orders containers by (created_at, restart count, id) and sandboxes by
+  (created_at, attempt, id): the id breaks ties, so every reader picks the same instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+from kubecore._actions import ObservedPod
+from kubecore._runtime import (
+    CONTAINER_NAME_LABEL,
+    HASH_ANNOTATION,
+    INIT_CONTAINER_ANNOTATION,
+    RESTART_COUNT_ANNOTATION,
+    RuntimeContainer,
+    RuntimeSandbox,
+    RuntimeState,
+    SandboxState,
+)
+
+_RUNNING = RuntimeState.RUNNING
+_UNKNOWN = RuntimeState.UNKNOWN
+_CREATED = RuntimeState.CREATED
+_READY = SandboxState.READY
+
+_S = TypeVar("_S", bound=RuntimeSandbox)
+
+
+def container_name(c: RuntimeContainer) -> str:
+    """The spec name of an observed container."""
+    return c.labels.get(CONTAINER_NAME_LABEL) or c.name
+
+
+def restart_count(c: RuntimeContainer) -> int:
+    """How many times the container had been restarted when this instance was created."""
+    raw = c.annotations.get(RESTART_COUNT_ANNOTATION) or c.labels.get(RESTART_COUNT_ANNOTATION)
+    if raw is None:
+        return c.attempt
+    try:
+        return int(raw)
+    except ValueError:
+        return c.attempt
+
+
+def container_age(c: RuntimeContainer) -> tuple[float, int, str]:
+    """Sort key: a larger key is a newer instance."""
+    return (c.created_at, restart_count(c), c.id)
+
+
+def sandbox_age(s: RuntimeSandbox) -> tuple[float, int, str]:
+    """Sort key: a larger key is a newer sandbox."""
+    return (s.created_at, s.attempt, s.id)
+
+
+def newest_container(containers: Iterable[RuntimeContainer]) -> RuntimeContainer | None:
+    return max(containers, key=container_age, default=None)
+
+
+def newest_sandbox(sandboxes: Iterable[_S]) -> _S | None:
+    return max(sandboxes, key=sandbox_age, default=None)
+
+
+def newest_ready_sandbox(sandboxes: Iterable[RuntimeSandbox]) -> RuntimeSandbox | None:
+    """The pod's sandbox: the newest one that is ready."""
+    best: RuntimeSandbox | None = None
+    for s in sandboxes:  # a loop, not max(): this runs on every sync of every pod
+        if s.state is _READY and (best is None or sandbox_age(s) > sandbox_age(best)):
+            best = s
+    return best
+
+
+class Record:
+    """One observed container, read through its labels and annotations."""
+
+    __slots__ = ("c", "hash", "is_init", "key", "name", "restart_count")
+
+    def __init__(self, c: RuntimeContainer, name: str, is_init: bool) -> None:
+        self.c = c
+        self.name = name
+        self.is_init = is_init
+        self.hash = c.annotations.get(HASH_ANNOTATION) or c.labels.get(HASH_ANNOTATION, "")
+        self.restart_count = restart_count(c)
+        self.key = (c.created_at, self.restart_count, c.id)
+
+    @property
+    def live(self) -> bool:
+        """Running, or unknown (which may be running)."""
+        state = self.c.state
+        return state is _RUNNING or state is _UNKNOWN
+
+    @property
+    def never_started(self) -> bool:
+        """Created but never ran, with no error (an interrupted start): start it again."""
+        c = self.c
+        return c.state is _CREATED and not c.exit_code and not c.reason
+
+    @property
+    def failed(self) -> bool:
+        """A dead container that did not exit 0 (an unknown exit code is a failure)."""
+        return self.c.exit_code != 0
+
+
+class SpecIndex:
+    """What ``View`` needs of the pod spec: container names by kind, and the restart policy."""
+
+    __slots__ = ("app_index", "init_index", "never_restarts")
+
+    def __init__(
+        self, app_index: Mapping[str, int], init_index: Mapping[str, int], never_restarts: bool
+    ) -> None:
+        self.app_index = app_index
+        self.init_index = init_index
+        self.never_restarts = never_restarts
+
+
+def _set_aside_unstarted(records: list[Record], stray: list[Record]) -> None:
+    """Under restartPolicy Never a container that has run is never started again: a newer
+    instance that was created but never started (an interrupted start) does not count, and the
+    pod is judged by the run it had."""
+    while (
+        len(records) > 1
+        and records[0].never_started
+        and any(not r.never_started and not r.live for r in records[1:])
+    ):
+        stray.append(records.pop(0))
+
+
+def _newest_first(records: list[Record]) -> None:
+    if len(records) > 1:
+        records.sort(key=lambda r: r.key, reverse=True)
+
+
+class View:
+    """One pod's observed state, grouped by container name (newest first)."""
+
+    __slots__ = ("any_live", "app", "init", "sandbox", "stray")
+
+    def __init__(self, spec: SpecIndex, observed: ObservedPod) -> None:
+        self.sandbox = newest_ready_sandbox(observed.sandboxes)
+        app: dict[str, list[Record]] = {}
+        init: dict[str, list[Record]] = {}
+        stray: list[Record] = []
+        any_live = False
+        app_index, init_index = spec.app_index, spec.init_index
+        for c in observed.containers:
+            name = container_name(c)
+            flag = c.annotations.get(INIT_CONTAINER_ANNOTATION)
+            if flag is None:  # not made by kubecore: judged by the spec
+                is_init = name in init_index and name not in app_index
+            else:
+                is_init = flag == "true"
+            record = Record(c, name, is_init)
+            if record.live:
+                any_live = True
+            group = init if is_init else app
+            if name in (init_index if is_init else app_index):
+                if name in group:
+                    group[name].append(record)
+                else:
+                    group[name] = [record]
+            else:
+                stray.append(record)
+        for records in (*app.values(), *init.values()):
+            _newest_first(records)
+            if spec.never_restarts:
+                _set_aside_unstarted(records, stray)
+        self.app = app
+        self.init = init
+        self.stray = stray
+        self.any_live = any_live
+
+    def records(self) -> Iterable[Record]:
+        for records in self.app.values():
+            yield from records
+        for records in self.init.values():
+            yield from records
+        yield from self.stray

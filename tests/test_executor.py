@@ -1,0 +1,60 @@
+"""The executor carries the plan out: what it says on a kill, and the crash back-off it grows."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from kubecore._actions import ContainerToKill, ContainerToStart, KillReason, ObservedPod, PodActions
+from kubecore._executor import Executor, PodRecord, _kill_message
+from kubecore._model import ExecAction, Probe
+from kubecore._runtime import CONTAINER_NAME_LABEL
+from tests._kubelet_support import ctr, make_node, make_pod
+
+
+def test_the_kill_message_follows_the_reason_not_the_probe_text() -> None:
+    startup = ContainerToKill("c1", "app", KillReason.STARTUP_FAILED, "probe failed: timeout")
+    assert _kill_message(startup) == "Container app failed startup probe, will be restarted"
+    liveness = ContainerToKill("c1", "app", KillReason.LIVENESS_FAILED, "Startup-ish text")
+    assert _kill_message(liveness) == "Container app failed liveness probe, will be restarted"
+
+
+def test_start_container_takes_the_plan_and_keywords() -> None:
+    parameters = inspect.signature(Executor.start_container).parameters
+    assert list(parameters) == ["self", "pod", "start", "is_init", "target", "record"]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in list(parameters.values())[3:])
+
+
+def test_a_failed_startup_probe_is_reported_as_such(tmp_path: Path) -> None:
+    node = make_node(tmp_path)
+    startup = Probe(exec=ExecAction(("check-started",)), period_seconds=5, failure_threshold=2)
+    node.kubelet.set_pods([make_pod("web", ctr("app", startup_probe=startup))])
+    node.runtime.on_exec("check-started", 1)
+    node.converge()
+    (first,) = node.running("web", "app")
+    node.run_until(lambda: node.running("web", "app")[0].id != first.id, step=5)
+    killing = node.kubelet.events.events(name="web", reason="Killing")
+    assert killing and killing[0].message == (
+        "Container app failed startup probe, will be restarted"
+    )
+
+
+def test_the_crash_back_off_grows_only_when_the_plan_says_after_a_crash(tmp_path: Path) -> None:
+    node = make_node(tmp_path)
+    executor = node.kubelet.executor
+    pod = make_pod("web", ctr("app"))
+    record = PodRecord()
+    first = PodActions(create_sandbox=True, containers_to_start=(ContainerToStart(0),))
+    result = executor.execute(pod, first, ObservedPod(), record, None)
+    assert result.ok and result.started == ("app",)
+    assert record.crash_backoff == {}
+    (sandbox,) = node.runtime.list_sandboxes()
+    again = PodActions(
+        sandbox_id=sandbox.id,
+        containers_to_start=(ContainerToStart(0, restart_count=1, after_crash=True),),
+    )
+    result = executor.execute(pod, again, ObservedPod(sandboxes=(sandbox,)), record, None)
+    assert result.ok
+    assert record.crash_backoff["app"].delay == node.kubelet.config.backoff_initial
+    restarted = [c for c in node.runtime.list_containers() if c.attempt == 1]
+    assert [c.labels[CONTAINER_NAME_LABEL] for c in restarted] == ["app"]
