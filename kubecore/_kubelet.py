@@ -443,8 +443,7 @@ class Kubelet:
         resync = mono - self._last_resync >= self.config.resync_interval
         if resync:
             self._last_resync = mono
-        with self._lock:
-            desired = self._states
+        desired = self._states  # replaced whole by the config side, never changed in place
         states = list(desired.values())
         posted = self.inbox.take()
         probed = self.prober.run_due(
@@ -487,8 +486,7 @@ class Kubelet:
 
         removed: list[str] = []
         if self.pod_config.sources_ready():
-            with self._lock:
-                desired = self._states
+            desired = self._states
             for uid, entry in grouped.items():
                 if uid in desired or not uid:
                     continue

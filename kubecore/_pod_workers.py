@@ -51,8 +51,10 @@ class Work(NamedTuple):
 
 @attrs.define(eq=False)
 class PodState:
-    """A desired pod as its worker knows it. ``pod`` is the newest desired version (set by
-    the config side, read by the pass); every other field is written only by the worker."""
+    """A desired pod as its worker knows it. ``pod`` and ``has_probes`` describe the newest
+    desired version (set by the config side, a message slot the pass reads: a pod whose
+    ``synced_pod`` is not its ``pod`` is synced); every other field is written only by the
+    pod's worker."""
 
     pod: Pod
     seq: int
@@ -66,13 +68,11 @@ class PodState:
     replan_at: float = math.inf
     actions: PodActions | None = None
     probe_states: Mapping[str, object] = attrs.field(factory=dict)
-    published: PodStatusRecord = attrs.field(
-        default=attrs.Factory(lambda s: PodStatusRecord(s.first_seen), takes_self=True)
-    )
+    published: PodStatusRecord = attrs.field(init=False)
 
-    @property
-    def status(self) -> Any:
-        return self.published.status
+    @published.default
+    def _published(self) -> PodStatusRecord:
+        return PodStatusRecord(self.first_seen)
 
 
 def history_of(record: PodRecord, probes: Mapping[str, Any]) -> PodHistory:
