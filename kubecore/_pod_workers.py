@@ -254,7 +254,7 @@ class PodSyncer:
         name = f"{namespace}/{pod_name}"
         error = ""
         try:
-            if termination is not None and termination.pod is not None:
+            if termination is not None:
                 termination.begin(self._clock.monotonic())
                 kill_within(self._executor, self._clock, termination, observed)
             else:

@@ -29,16 +29,16 @@ class PodLifecycle(enum.Enum):
 
 
 class Termination:
-    """One pod's way out. ``pod`` is None for a pod the agent never knew (found on the runtime
-    after a restart): its containers carry their grace period in an annotation."""
+    """One pod's way out, with the spec it was desired with. (A pod the agent never knew, found
+    on the runtime after a restart, has none: its containers carry their grace period in an
+    annotation, and the executor kills it as it is.)"""
 
-    def __init__(self, pod: Pod | None, grace: float = math.inf) -> None:
+    def __init__(self, pod: Pod, grace: float = math.inf) -> None:
         self.pod = pod
         self.lifecycle = PodLifecycle.SYNCING
         """Changed only by the pod's worker."""
         self._lock = threading.Lock()
-        spec_grace = float(pod.spec.termination_grace_period_seconds) if pod else math.inf
-        self._grace = min(grace, spec_grace)
+        self._grace = min(grace, float(pod.spec.termination_grace_period_seconds))
         self._deadline = math.inf
 
     def shorten(self, grace: float, now: float) -> bool:
@@ -129,7 +129,6 @@ def kill_within(
     "Killing", its preStop hook bounded by the time left, then a stop with the time left after
     the hook (never under two seconds); then the sandboxes."""
     pod = termination.pod
-    assert pod is not None
     specs = {c.name: c for c in (*pod.spec.containers, *pod.spec.init_containers)}
     for c in observed.containers:
         if c.state is RuntimeState.EXITED:
@@ -142,11 +141,9 @@ def kill_within(
         spec = specs.get(name)
         hook = spec.lifecycle.pre_stop if spec is not None and spec.lifecycle else None
         if hook is not None and spec is not None:
-            budget = termination.remaining(clock.monotonic())
-            budget = (
-                budget if budget != math.inf else float(pod.spec.termination_grace_period_seconds)
-            )
-            ok, message = executor.run_hook(hook, spec, c.id, "", "", max(budget, 0.0))
+            # bounded by the time left (never 0: an exec timeout of 0 means none)
+            budget = max(MIN_GRACE_PERIOD, termination.remaining(clock.monotonic()))
+            ok, message = executor.run_hook(hook, spec, c.id, "", "", budget)
             if not ok:
                 executor.event(
                     pod,

@@ -229,6 +229,39 @@ def test_a_negative_grace_period_is_refused(node: Node) -> None:
         node.kubelet.remove_pod(make_pod("web"), grace_period=-1)
 
 
+def test_in_the_loop_a_shorter_delete_during_a_hanging_pre_stop_stops_the_pod_now(
+    tmp_path: Path,
+) -> None:
+    runtime = FakeRuntime(clock=SystemClock())
+    kubelet = looping_kubelet(tmp_path, runtime)
+    pod = pre_stop_pod(60)
+    in_hook = threading.Event()
+    released = threading.Event()
+
+    def hook(request: object) -> int:
+        in_hook.set()
+        released.wait(30)  # a preStop hook that would hold the worker for its whole grace
+        return 0
+
+    runtime.on_exec("pre-hook", hook)
+    kubelet.set_pods([pod])
+    kubelet.start()
+    try:
+        wait_for(lambda: running_of(runtime, pod.uid))
+        (app,) = running_of(runtime, pod.uid)
+        kubelet.remove_pod(pod)
+        assert in_hook.wait(10)
+        kubelet.remove_pod(pod, grace_period=1)
+        took = wait_for(lambda: not running_of(runtime, pod.uid), timeout=20)
+        assert took < 10
+        assert not released.is_set()  # stopped while its worker still waited on the hook
+        stops = [args for op, args in runtime.calls if op == "stop_container" and args[0] == app]
+        assert stops and float(stops[0][1]) <= 2  # type: ignore[arg-type]
+    finally:
+        released.set()
+        kubelet.stop(10)
+
+
 # --- probes run off the sync path ------------------------------------------------------------
 
 
