@@ -26,6 +26,7 @@ import attrs
 from kubecore._admission import Admission
 from kubecore._clock import Clock, ManualClock, SystemClock
 from kubecore._credentials import Keyring
+from kubecore._desired import DesiredPods
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
@@ -39,11 +40,11 @@ from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
-from kubecore._model import Pod, PodStatus
+from kubecore._model import Pod
 from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
-from kubecore._probes import ProbeManager, has_probes
+from kubecore._probes import ProbeManager
 from kubecore._runtime import (
     POD_UID_LABEL,
     ContainerRuntime,
@@ -244,14 +245,14 @@ class Kubelet:
             on_replaced=lambda _uid: self.metrics.work_evictions.inc(),
         )
 
-        self._lock = threading.RLock()
+        self.desired = DesiredPods(
+            self.admission,
+            self.status_manager,
+            on_leave=self._leave,
+            on_desired=self.terminations.cancel,
+        )
+        self._lock = threading.Lock()
         self._pass_lock = threading.Lock()
-        self._states: dict[str, PodState] = {}
-        """Desired (admitted) pods; replaced whole, never changed in place."""
-        self._rejected: dict[str, tuple[Pod, PodStatus]] = {}
-        self._seq = 0
-        self._first_seen: dict[str, int] = {}
-        self._config_generation = -1
         self._generation = 0
         self._grouped: dict[str, PodEntry] = {}
         self._outcomes: list[Outcome] = []
@@ -312,56 +313,21 @@ class Kubelet:
             )
             if shortened is not None:
                 self._cut_short(pod.uid)
+                self._wake.set()  # a kill waiting for a retry uses the new deadline now
         self.update(PodUpdate(Operation.REMOVE, (pod,), source))
 
     def sources_ready(self) -> bool:
         return self.pod_config.sources_ready()
 
     def _refresh_desired(self) -> None:
-        generation = self.pod_config.generation
-        if generation == self._config_generation:
-            return
-        self._config_generation = generation
-        pods = list(self.pod_config.pods())
-        now = self.clock.now()
-        with self._lock:
-            for pod in pods:
-                if pod.uid not in self._first_seen:
-                    self._first_seen[pod.uid] = self._seq
-                    self._seq += 1
-            present = {p.uid for p in pods}
-            for uid in [u for u in self._first_seen if u not in present]:
-                del self._first_seen[uid]
-            pods.sort(key=lambda p: self._first_seen[p.uid])
-            admitted, rejected = self.admission.admit(pods)
-            for pod, rejection in rejected:
-                status = self.status_manager.report_rejection(pod, rejection, now)
-                self._rejected[pod.uid] = (pod, status)
-            self._rejected = {
-                uid: (next(p for p in pods if p.uid == uid), status)
-                for uid, (_, status) in self._rejected.items()
-                if uid in present
-            }
-            states: dict[str, PodState] = {}
-            for pod in admitted:
-                st = self._states.get(pod.uid)
-                if st is None:
-                    st = PodState(pod, self._first_seen[pod.uid], now, has_probes(pod))
-                elif st.pod is not pod:
-                    # The newest desired version, posted for the worker: the pass syncs a pod
-                    # whose ``synced_pod`` is not its ``pod``.
-                    st.has_probes = has_probes(pod)
-                    st.pod = pod
-                states[pod.uid] = st
-            for uid, old in self._states.items():
-                if uid not in states:
-                    self.probes.forget(uid)
-                    self.terminations.leave(old.pod)
-            self.terminations.cancel(states)
-            self._states = states
+        self.desired.refresh(self.pod_config.generation, self.pod_config.pods, self.clock.now())
+
+    def _leave(self, pod: Pod) -> None:
+        self.probes.forget(pod.uid)
+        self.terminations.leave(pod)
 
     def _state_of(self, uid: str) -> PodState | None:
-        return self._states.get(uid)  # replaced whole, never changed in place: no lock needed
+        return self.desired.states.get(uid)  # replaced whole, never changed in place
 
     def _cut_short(self, uid: str) -> None:
         """A terminating pod's grace period was shortened while its worker may be blocked in a
@@ -431,7 +397,7 @@ class Kubelet:
                 logger.warning("runtime snapshot failed: %s", exc)
             else:
                 logger.exception("runtime snapshot failed unexpectedly")
-            return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
+            return SyncReport(pods=len(self.desired.states), errors={"runtime": f"snapshot: {exc}"})
         snapshot = self.node_view.own_objects(engine_snapshot)
         view = self.node_view.group(snapshot)
         grouped = view.entries
@@ -443,7 +409,7 @@ class Kubelet:
         resync = mono - self._last_resync >= self.config.resync_interval
         if resync:
             self._last_resync = mono
-        desired = self._states  # replaced whole by the config side, never changed in place
+        desired = self.desired.states  # replaced whole by a refresh, never changed in place
         states = list(desired.values())
         posted = self.inbox.take()
         probed = self.prober.run_due(
@@ -486,7 +452,7 @@ class Kubelet:
 
         removed: list[str] = []
         if self.pod_config.sources_ready():
-            desired = self._states
+            desired = self.desired.states
             for uid, entry in grouped.items():
                 if uid in desired or not uid:
                     continue
@@ -614,7 +580,8 @@ class Kubelet:
         with self._lock:
             if self._unconfirmed_deaths:
                 return _DEATH_RECHECK
-            replan_at = min((st.replan_at for st in self._states.values()), default=math.inf)
+            states = self.desired.states.values()
+            replan_at = min((st.replan_at for st in states), default=math.inf)
         return max(0.0, min(self.config.relist_interval, replan_at - self.clock.now()))
 
     def _on_runtime_event(self, event: RuntimeEvent) -> None:
@@ -671,15 +638,7 @@ class Kubelet:
     def pods(self) -> list[Pod]:
         """Desired pods (in first-seen order) with their status filled in."""
         self._refresh_desired()
-        with self._lock:
-            out: list[tuple[int, Pod]] = []
-            for st in self._states.values():
-                status = st.published.status or PodStatus()
-                out.append((st.seq, attrs.evolve(st.pod, status=status)))
-            for uid, (pod, status) in self._rejected.items():
-                out.append((self._first_seen.get(uid, 0), attrs.evolve(pod, status=status)))
-        out.sort(key=lambda item: item[0])
-        return [pod for _, pod in out]
+        return self.desired.listing()
 
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         for pod in self.pods():
