@@ -147,6 +147,12 @@ def _read_resolv_conf(path: str) -> ResolvConf:
 
 
 class Kubelet:
+    """The agent, wiring its rooms: ``desired`` (sources admitted), ``node_view`` (what the
+    runtime shows, by pod), ``workers`` (one sync per pod at a time; a pod's state is changed
+    only by its worker, others post to ``inbox``), ``prober`` and ``probes`` (schedule and
+    results), ``terminations`` (grace periods that only shorten), ``status_manager`` and
+    ``housekeeping``."""
+
     def __init__(
         self,
         runtime: ContainerRuntime,
