@@ -41,7 +41,7 @@ from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
-from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
+from kubecore._pod_workers import Outcome, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
 from kubecore._probes import ProbeManager
@@ -233,6 +233,12 @@ class Kubelet:
             start=start,
         )
         self._gauges = NodeGauges(self.metrics)
+        self.desired = DesiredPods(
+            self.admission,
+            self.status_manager,
+            on_leave=self._leave,
+            on_desired=self.terminations.cancel,
+        )
         self._syncer = PodSyncer(
             clock=self.clock,
             executor=self.executor,
@@ -240,7 +246,7 @@ class Kubelet:
             status=self.status_manager,
             metrics=self.metrics,
             dns=self._dns,
-            state_of=self._state_of,
+            desired=self.desired,
             generation=self._current_generation,
             report=self._report,
             wake=self._wake_loop,
@@ -251,12 +257,6 @@ class Kubelet:
             on_replaced=lambda _uid: self.metrics.work_evictions.inc(),
         )
 
-        self.desired = DesiredPods(
-            self.admission,
-            self.status_manager,
-            on_leave=self._leave,
-            on_desired=self.terminations.cancel,
-        )
         self._lock = threading.Lock()
         self._pass_lock = threading.Lock()
         self._generation = 0
@@ -331,9 +331,6 @@ class Kubelet:
     def _leave(self, pod: Pod) -> None:
         self.probes.forget(pod.uid)
         self.terminations.leave(pod)
-
-    def _state_of(self, uid: str) -> PodState | None:
-        return self.desired.states.get(uid)  # replaced whole, never changed in place
 
     def _cut_short(self, uid: str) -> None:
         """A terminating pod's grace period was shortened while its worker may be blocked in a
@@ -507,7 +504,7 @@ class Kubelet:
     def _sync_direct(self, uid: str, work: Work) -> None:
         """A pod's sync in this thread, failing as a pod worker would (logged, not raised)."""
         try:
-            self._syncer(uid, work)
+            self._syncer.sync(uid, work)
         except Exception:
             logger.exception("pod worker for %s failed", uid)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
@@ -29,6 +29,9 @@ from kubecore._probes import ProbeManager
 from kubecore._runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
 from kubecore._status_manager import PodStatusRecord, StatusManager
 from kubecore._termination import Termination, kill_within
+
+if TYPE_CHECKING:
+    from kubecore._desired import DesiredPods
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +123,7 @@ class PodSyncer:
         status: StatusManager,
         metrics: Metrics,
         dns: Callable[[Pod], DNSConfig | None],
-        state_of: Callable[[str], PodState | None],
+        desired: DesiredPods,
         generation: Callable[[], int],
         report: Callable[[Outcome], None],
         wake: Callable[[], None],
@@ -131,7 +134,7 @@ class PodSyncer:
         self._status = status
         self._metrics = metrics
         self._dns = dns
-        self._state_of = state_of
+        self._desired = desired
         self._generation = generation
         self._report = report
         self._wake = wake
@@ -150,7 +153,7 @@ class PodSyncer:
     def sync(self, uid: str, work: Work) -> None:
         monotonic = self._clock.monotonic
         started = monotonic()
-        st = self._state_of(uid)
+        st = self._desired.states.get(uid)  # replaced whole, never changed in place
         if st is None:
             return
         if work.generation < st.needs_generation:
@@ -243,7 +246,7 @@ class PodSyncer:
 
     def terminate(self, uid: str, work: Work) -> None:
         """Kill and remove a pod no longer desired, within its (possibly shortened) grace."""
-        if self._state_of(uid) is not None:
+        if uid in self._desired.states:
             return  # desired again since the pass saw it
         observed = work.observed
         termination = work.termination
