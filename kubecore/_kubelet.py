@@ -1,13 +1,13 @@
 """The agent: desired pods in, a converged node out. ``Kubelet`` wires small rooms together.
 
-``Kubelet.sync`` is one full, level-triggered pass in the caller's thread: one runtime snapshot
-(``_snapshot``: this node's objects by pod), the probes that are due (``_prober``), plan + execute
-every pod that needs it (``_pod_workers``: one worker per pod owns its state), termination of pods
-no longer desired (``_termination``, once every source has reported), housekeeping when due
-(``_housekeeping``). ``start`` runs the same pass in a background loop (relist every
-``relist_interval``, wake at once on runtime events) with pods synced by the pod workers and probes
-run off the sync path. Status lives in ``_status_manager``, the ``/stats/summary`` document in
-``_stats``.
+``Kubelet.sync`` is one full, level-triggered pass in the caller's thread: the desired pods
+refreshed from the sources (``_desired``), one runtime snapshot (``_snapshot``: this node's
+objects by pod), the probes that are due (``_prober``), plan + execute every pod that needs it
+(``_pod_workers``: one worker per pod owns its state), termination of pods no longer desired
+(``_termination``, once every source has reported), housekeeping when due (``_housekeeping``).
+``start`` runs the same pass in a background loop (relist every ``relist_interval``, wake at once
+on runtime events) with pods synced by the pod workers and probes run off the sync path. Status
+lives in ``_status_manager``, the ``/stats/summary`` document in ``_stats``.
 """
 
 from __future__ import annotations
