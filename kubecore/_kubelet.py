@@ -1,10 +1,13 @@
-"""The agent: desired pods in, a converged node out.
+"""The agent: desired pods in, a converged node out. ``Kubelet`` wires small rooms together.
 
-``Kubelet.sync`` is one full, level-triggered pass in the caller's thread: one runtime snapshot,
-the probes that are due, plan + execute every pod that needs it, deletion of pods no longer
-desired (once every source has reported), housekeeping when due. ``start`` runs the same pass in
-a background loop (relist every ``relist_interval``, wake at once on runtime events) with pods
-synced by the pod workers.
+``Kubelet.sync`` is one full, level-triggered pass in the caller's thread: the desired pods
+refreshed from the sources (``_desired``), one runtime snapshot (``_snapshot``: this node's
+objects by pod), the probes that are due (``_prober``), plan + execute every pod that needs it
+(``_pod_workers``: one worker per pod owns its state), termination of pods no longer desired
+(``_termination``, once every source has reported), housekeeping when due (``_housekeeping``).
+``start`` runs the same pass in a background loop (relist every ``relist_interval``, wake at once
+on runtime events) with pods synced by the pod workers and probes run off the sync path. Status
+lives in ``_status_manager``, the ``/stats/summary`` document in ``_stats``.
 """
 
 from __future__ import annotations
@@ -16,78 +19,63 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kubecore._actions import ObservedPod, PodActions, PodHistory
-from kubecore._admission import Admission, Rejection
-from kubecore._backoff import in_backoff
+from kubecore._admission import Admission
 from kubecore._clock import Clock, SystemClock
 from kubecore._credentials import Keyring
+from kubecore._desired import DesiredPods
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
-from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder, pod_reference
+from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
+    MIN_GRACE_PERIOD,
     Executor,
-    PodRecord,
-    SyncResult,
     TokenBucket,
     container_name_of,
-    newest_sandbox,
-    restart_count_of,
 )
-from kubecore._gc import (
-    ContainerGCPolicy,
-    ImageGC,
-    ImageGCPolicy,
-    plan_container_gc,
-    run_container_gc,
-)
+from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
+from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
-from kubecore._model import Pod, PodStatus
+from kubecore._model import Pod
 from kubecore._observed import container_age
-from kubecore._planner import compute_pod_actions
+from kubecore._pod_workers import Outcome, PodSyncer, Work
 from kubecore._podconfig import PodConfig
-from kubecore._probes import ProbeJob, ProbeManager, has_probes
+from kubecore._prober import Prober
+from kubecore._probes import ProbeManager
 from kubecore._runtime import (
-    NODE_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     ContainerRuntime,
     DNSConfig,
     Event,
     EventRecorder,
-    EventType,
     ExecResult,
     HealthChecker,
-    ProbeResult,
     Puller,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeEventType,
-    RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeState,
-    SandboxState,
     Subscription,
 )
-from kubecore._status import compute_pod_status, pod_verdict, rfc3339
+from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
+from kubecore._stats import stats_summary
+from kubecore._status import pod_verdict
+from kubecore._status_manager import StatusManager
+from kubecore._termination import PodLifecycle, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._updates import Operation, PodUpdate
 from kubecore._volumes import VolumeManager
-from kubecore._workers import PodWorkers
+from kubecore._workers import Inbox, PodWorkers
 
 if TYPE_CHECKING:
     from kubecore._plugins import RuntimeBundle
 
 logger = logging.getLogger(__name__)
 
-_EMPTY = ObservedPod()
-_NO_HISTORY = PodHistory()
-_NO_PROBES: Mapping[str, Any] = _NO_HISTORY.probes
 _DEATH_CONFIRM_WINDOW = 5.0
 """Seconds a reported death is re-checked: an engine may list a container as running for a
 moment after its death event (Docker does)."""
@@ -149,125 +137,6 @@ class SyncReport:
         return not (self.actions or self.errors or self.removed)
 
 
-class _Work(NamedTuple):
-    """One sync request for a pod worker (a named tuple: one is made per pod per pass)."""
-
-    pod: Pod | None
-    """None: the pod is no longer desired; kill and remove what it has."""
-    observed: ObservedPod
-    generation: int
-    key: object = None
-    """The snapshot's entry for the pod; unchanged next pass means nothing changed."""
-
-
-@attrs.define(eq=False)
-class _PodState:
-    pod: Pod
-    seq: int
-    first_seen: float
-    record: PodRecord = attrs.field(factory=PodRecord)
-    synced_pod: Pod | None = None
-    observed_key: object = None
-    needs_generation: int = 0
-    dirty: bool = True
-    replan_at: float = math.inf
-    status: PodStatus | None = None
-    actions: PodActions | None = None
-    start_reported: bool = False
-    has_probes: bool = False
-    probe_states: Mapping[str, object] = attrs.field(factory=dict)
-    messages: dict[str, str] = attrs.field(factory=dict)
-    """Termination messages by container id (read once: a dead container's file is final)."""
-
-
-class _Entry:
-    """One pod's part of a snapshot, and a cheap key that changes when anything that matters
-    does (an object appears or goes, changes state, or a sandbox gets an IP)."""
-
-    __slots__ = ("_observed", "containers", "key", "sandboxes")
-
-    def __init__(self) -> None:
-        self.sandboxes: list[RuntimeSandbox] = []
-        self.containers: list[RuntimeContainer] = []
-        self.key: list[object] = []
-        self._observed: ObservedPod | None = None
-
-    def observed(self) -> ObservedPod:
-        # Made once: an entry outlives its pass when the next snapshot lists the same objects.
-        observed = self._observed
-        if observed is None:
-            observed = self._observed = ObservedPod(tuple(self.sandboxes), tuple(self.containers))
-        return observed
-
-
-def _group(snapshot: RuntimeSnapshot) -> tuple[dict[str, _Entry], int, int]:
-    """The snapshot by pod UID, with the number of ready sandboxes and running containers."""
-    grouped: dict[str, _Entry] = {}
-    get = grouped.get
-    ready = running = 0
-    READY = SandboxState.READY
-    RUNNING = RuntimeState.RUNNING
-    for s in snapshot.sandboxes:
-        entry = get(s.uid)
-        if entry is None:
-            grouped[s.uid] = entry = _Entry()
-        entry.sandboxes.append(s)
-        state = s.state
-        entry.key.append((s.id, state, s.ip))
-        if state is READY:
-            ready += 1
-    for c in snapshot.containers:
-        uid = c.labels.get(POD_UID_LABEL, "")
-        entry = get(uid)
-        if entry is None:
-            grouped[uid] = entry = _Entry()
-        entry.containers.append(c)
-        cstate = c.state
-        entry.key.append((c.id, cstate, c.exit_code))
-        if cstate is RUNNING:
-            running += 1
-    return grouped, ready, running
-
-
-@attrs.frozen
-class _Grouped:
-    """``_group`` of one snapshot, kept for the next pass: a runtime that lists the very same
-    (immutable) tuples again changed nothing, and the grouping is reused as it is."""
-
-    sandboxes: tuple[RuntimeSandbox, ...]
-    containers: tuple[RuntimeContainer, ...]
-    entries: dict[str, _Entry]
-    ready: int
-    running: int
-
-
-def _group_again(snapshot: RuntimeSnapshot, last: _Grouped | None) -> _Grouped:
-    if (
-        last is not None
-        and snapshot.sandboxes is last.sandboxes
-        and snapshot.containers is last.containers
-    ):
-        return last
-    grouped, ready, running = _group(snapshot)
-    return _Grouped(snapshot.sandboxes, snapshot.containers, grouped, ready, running)
-
-
-def _history(record: PodRecord, probes: Mapping[str, Any]) -> PodHistory:
-    """What the planner and the status need to know of the past (shared when empty)."""
-    if not (probes or record.crash_backoff or record.image_backoff or record.post_start_failed):
-        return _NO_HISTORY
-    return PodHistory(
-        crash_backoff=dict(record.crash_backoff) if record.crash_backoff else {},
-        image_backoff=dict(record.image_backoff) if record.image_backoff else {},
-        probes=probes,
-        post_start_failed=frozenset(record.post_start_failed),
-    )
-
-
-def _observed(entry: _Entry | None) -> ObservedPod:
-    return _EMPTY if entry is None else entry.observed()
-
-
 def _read_resolv_conf(path: str) -> ResolvConf:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -278,6 +147,12 @@ def _read_resolv_conf(path: str) -> ResolvConf:
 
 
 class Kubelet:
+    """The agent, wiring its rooms: ``desired`` (sources admitted), ``node_view`` (what the
+    runtime shows, by pod), ``workers`` (one sync per pod at a time; a pod's state is changed
+    only by its worker, others post to ``inbox``), ``prober`` and ``probes`` (schedule and
+    results), ``terminations`` (grace periods that only shorten), ``status_manager`` and
+    ``housekeeping``."""
+
     def __init__(
         self,
         runtime: ContainerRuntime,
@@ -291,24 +166,21 @@ class Kubelet:
         sources: Iterable[str] = (),
         pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
     ) -> None:
-        self.config = config or KubeletConfig()
+        self.config = cfg = config or KubeletConfig()
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
         self.raw_runtime = runtime
         self.runtime = InstrumentedRuntime(runtime, self.metrics, self.clock)
         self.puller = InstrumentedPuller(puller, self.metrics, self.clock)
-        self.events = MemoryRecorder(self.config.max_events)
+        self.events = MemoryRecorder(cfg.max_events)
         recorders: list[EventRecorder] = [self.events, LoggingRecorder()]
         if recorder is not None:
             recorders.append(recorder)
         self.recorder = FanoutRecorder(recorders)
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
-        self.volumes = VolumeManager(self.config.root_dir, self.config.node_name)
-        self.admission = Admission(
-            max_pods=self.config.max_pods, allow_privileged=self.config.allow_privileged
-        )
-        self.probes = ProbeManager(self.health_checker, self.recorder)
+        self.volumes = VolumeManager(cfg.root_dir, cfg.node_name)
+        self.admission = Admission(max_pods=cfg.max_pods, allow_privileged=cfg.allow_privileged)
         self.image_lock = threading.Lock()
         self.executor = Executor(
             self.runtime,
@@ -317,61 +189,82 @@ class Kubelet:
             self.clock,
             self.volumes,
             self.health_checker,
-            sandbox_image=self.config.sandbox_image,
-            pull_limiter=TokenBucket(self.config.pull_qps, self.config.pull_burst, self.clock),
+            sandbox_image=cfg.sandbox_image,
+            pull_limiter=TokenBucket(cfg.pull_qps, cfg.pull_burst, self.clock),
             image_lock=self.image_lock,
             pull_secrets=pull_secrets,
-            backoff_initial=self.config.backoff_initial,
-            backoff_max=self.config.backoff_max,
-            node_name=self.config.node_name,
+            backoff_initial=cfg.backoff_initial,
+            backoff_max=cfg.backoff_max,
+            node_name=cfg.node_name,
         )
-        self.gc_policy = ContainerGCPolicy(
-            self.config.gc_max_dead_per_container, self.config.gc_min_age
-        )
+        self.gc_policy = ContainerGCPolicy(cfg.gc_max_dead_per_container, cfg.gc_min_age)
         self.image_gc = ImageGC(
             self.puller,
-            ImageGCPolicy(
-                self.config.image_gc_high, self.config.image_gc_low, self.config.image_min_age
-            ),
+            ImageGCPolicy(cfg.image_gc_high, cfg.image_gc_low, cfg.image_min_age),
             self.image_lock,
         )
-        self._host_dns = _read_resolv_conf(self.config.resolv_conf)
-        self.workers: PodWorkers[_Work] = PodWorkers(
-            self._sync_pod,
-            max_workers=self.config.workers,
+        self._host_dns = _read_resolv_conf(cfg.resolv_conf)
+        start = self.clock.monotonic()
+
+        # The rooms.
+        self.node_view = NodeView(cfg.node_name)
+        self.inbox = Inbox()
+        self.probes = ProbeManager(self.health_checker, self.recorder)
+        self.prober = Prober(
+            self.probes,
+            self.metrics,
+            now=self.clock.now,
+            max_workers=cfg.workers,
+            on_change=self._post,
+        )
+        self.status_manager = StatusManager(
+            self.runtime, self.volumes, self.recorder, self.metrics, host_ip=cfg.host_ip
+        )
+        self.terminations = Terminations()
+        self.housekeeping = Housekeeping(
+            self.runtime,
+            self.volumes,
+            self.image_gc,
+            self.gc_policy,
+            housekeeping_interval=cfg.housekeeping_interval,
+            container_gc_interval=cfg.container_gc_interval,
+            image_gc_interval=cfg.image_gc_interval,
+            start=start,
+        )
+        self._gauges = NodeGauges(self.metrics)
+        self.desired = DesiredPods(
+            self.admission,
+            self.status_manager,
+            on_leave=self._leave,
+            on_desired=self.terminations.cancel,
+        )
+        self._syncer = PodSyncer(
+            clock=self.clock,
+            executor=self.executor,
+            probes=self.probes,
+            status=self.status_manager,
+            metrics=self.metrics,
+            dns=self._dns,
+            desired=self.desired,
+            generation=self._current_generation,
+            report=self._report,
+            wake=self._wake_loop,
+        )
+        self.workers: PodWorkers[Work] = PodWorkers(
+            self._syncer,
+            max_workers=cfg.workers,
             on_replaced=lambda _uid: self.metrics.work_evictions.inc(),
         )
-        self._worker_duration = {
-            op: self.metrics.pod_worker_duration.labels(op) for op in ("create", "sync", "kill")
-        }
-        self._container_gauges = {
-            state: self.metrics.running_containers.labels(state.value) for state in RuntimeState
-        }
-        self._lock = threading.RLock()
+
+        self._lock = threading.Lock()
         self._pass_lock = threading.Lock()
-        self._states: dict[str, _PodState] = {}
-        self._rejected: dict[str, tuple[Pod, PodStatus]] = {}
-        self._terminating: dict[str, Pod] = {}
-        self._runtime_name_cache = ""
-        self._seq = 0
-        self._first_seen: dict[str, int] = {}
-        self._config_generation = -1
         self._generation = 0
-        self._snapshot = RuntimeSnapshot()
-        self._grouped: dict[str, _Entry] = {}
-        self._last_grouped: _Grouped | None = None
-        self._results: list[tuple[str, str, SyncResult | None, str]] = []
-        self._results_lock = threading.Lock()
-        start = self.clock.monotonic()
+        self._grouped: dict[str, PodEntry] = {}
+        self._outcomes: list[Outcome] = []
+        self._outcomes_lock = threading.Lock()
         self._last_resync = start
-        self._last_housekeeping = -math.inf
-        self._last_container_gc = start
-        self._last_image_gc = start
         self._last_pass = start
         self._wake = threading.Event()
-        self._own_cache: (
-            tuple[tuple[RuntimeSandbox, ...], tuple[RuntimeContainer, ...], RuntimeSnapshot] | None
-        ) = None
         self._unconfirmed_deaths: dict[str, float] = {}
         """Container id -> when its death was reported, until a snapshot shows it dead."""
         self._pass_cond = threading.Condition()
@@ -382,7 +275,6 @@ class Kubelet:
         """``workers.shutdown`` was called (by ``stop``) and not undone by ``start``."""
         self._thread: threading.Thread | None = None
         self._subscription: Subscription | None = None
-        self._probe_pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_bundle(cls, bundle: RuntimeBundle, **kwargs: Any) -> Kubelet:
@@ -415,77 +307,55 @@ class Kubelet:
     def update_pod(self, pod: Pod, source: str = "api") -> None:
         self.update(PodUpdate(Operation.UPDATE, (pod,), source))
 
-    def remove_pod(self, pod: Pod, source: str = "api") -> None:
+    def remove_pod(
+        self, pod: Pod, source: str = "api", *, grace_period: float | None = None
+    ) -> None:
+        """Delete ``pod``. ``grace_period`` (seconds, as ``kubectl delete --grace-period``)
+        overrides the spec's ``terminationGracePeriodSeconds`` when shorter; a grace period
+        only ever shortens: a second delete of a pod already terminating brings its end closer
+        (even during a preStop hook) and never pushes it back."""
+        if grace_period is not None:
+            if not grace_period >= 0:
+                raise ValueError(f"grace_period must be 0 or more, got {grace_period}")
+            shortened = self.terminations.request_grace(
+                pod.uid, grace_period, self.clock.monotonic()
+            )
+            if shortened is not None:
+                self._cut_short(pod.uid)
+                self._wake.set()  # a kill waiting for a retry uses the new deadline now
         self.update(PodUpdate(Operation.REMOVE, (pod,), source))
 
     def sources_ready(self) -> bool:
         return self.pod_config.sources_ready()
 
     def _refresh_desired(self) -> None:
-        generation = self.pod_config.generation
-        if generation == self._config_generation:
-            return
-        self._config_generation = generation
-        pods = list(self.pod_config.pods())
-        now = self.clock.now()
-        with self._lock:
-            for pod in pods:
-                if pod.uid not in self._first_seen:
-                    self._first_seen[pod.uid] = self._seq
-                    self._seq += 1
-            present = {p.uid for p in pods}
-            for uid in [u for u in self._first_seen if u not in present]:
-                del self._first_seen[uid]
-            pods.sort(key=lambda p: self._first_seen[p.uid])
-            admitted, rejected = self.admission.admit(pods)
-            for pod, rejection in rejected:
-                self._reject(pod, rejection, now)
-            self._rejected = {
-                uid: (next(p for p in pods if p.uid == uid), status)
-                for uid, (_, status) in self._rejected.items()
-                if uid in present
-            }
-            states: dict[str, _PodState] = {}
-            for pod in admitted:
-                st = self._states.get(pod.uid)
-                if st is None:
-                    st = _PodState(pod, self._first_seen[pod.uid], now)
-                elif st.pod is not pod:
-                    st.pod = pod
-                    st.dirty = True
-                st.has_probes = has_probes(pod)
-                states[pod.uid] = st
-            for uid, old in self._states.items():
-                if uid not in states:
-                    self.probes.forget(uid)
-                    # Kept until its containers are gone: preStop hooks and grace periods.
-                    self._terminating[uid] = old.pod
-            for uid in states:
-                self._terminating.pop(uid, None)
-            self._states = states
+        self.desired.refresh(self.pod_config.generation, self.pod_config.pods, self.clock.now())
 
-    def _reject(self, pod: Pod, rejection: Rejection, now: float) -> None:
-        status = PodStatus(
-            phase="Failed",
-            reason=rejection.reason,
-            message=rejection.message,
-            start_time=rfc3339(now),
-        )
-        self._rejected[pod.uid] = (pod, status)
-        meta = pod.metadata
-        logger.warning(
-            "rejected pod %s/%s: %s", meta.namespace, meta.name, rejection.message,
-            extra={"pod": pod.full_name},
-        )  # fmt: skip
-        self.recorder.record(
-            Event(
-                pod_reference(meta.namespace, meta.name, meta.uid),
-                EventType.WARNING,
-                rejection.reason,
-                rejection.message,
-                now,
-            )
-        )
+    def _leave(self, pod: Pod) -> None:
+        self.probes.forget(pod.uid)
+        self.terminations.leave(pod)
+
+    def _cut_short(self, uid: str) -> None:
+        """A terminating pod's grace period was shortened while its worker may be blocked in a
+        preStop hook: in the background loop, stop its running containers now with the time
+        left (the worker reads the new deadline itself after the hook)."""
+        termination = self.terminations.get(uid)
+        entry = self._grouped.get(uid)
+        if not self.running or termination is None or entry is None:
+            return
+        if termination.lifecycle is not PodLifecycle.TERMINATING:
+            return
+        running = [c.id for c in entry.containers if c.state is RuntimeState.RUNNING]
+        left = max(MIN_GRACE_PERIOD, termination.remaining(self.clock.monotonic()))
+
+        def stop() -> None:
+            for container_id in running:
+                try:
+                    self.runtime.stop_container(container_id, left)
+                except ContainerRuntimeError as exc:
+                    logger.warning("stopping %s early failed: %s", container_id, exc)
+
+        threading.Thread(target=stop, name="kubecore-grace", daemon=True).start()
 
     # --- the sync pass ----------------------------------------------------------------------
 
@@ -505,38 +375,52 @@ class Kubelet:
             self.clock.sleep(step)
         return False
 
+    def _current_generation(self) -> int:
+        return self._generation
+
+    def _report(self, outcome: Outcome) -> None:
+        with self._outcomes_lock:
+            self._outcomes.append(outcome)
+
+    def _wake_loop(self) -> None:
+        if self._thread is not None:
+            self._wake.set()
+
     def _pass(self, *, inline: bool) -> SyncReport:
         started = self.clock.monotonic()
         self._refresh_desired()
-        with self._results_lock:
-            self._results = []
+        with self._outcomes_lock:
+            self._outcomes = []
         self._generation += 1
         generation = self._generation
         try:
-            snapshot = self.runtime.snapshot()
+            engine_snapshot = self.runtime.snapshot()
         except Exception as exc:
             if isinstance(exc, ContainerRuntimeError):
                 logger.warning("runtime snapshot failed: %s", exc)
             else:
                 logger.exception("runtime snapshot failed unexpectedly")
-            return SyncReport(pods=len(self._states), errors={"runtime": f"snapshot: {exc}"})
-        engine_snapshot = snapshot
-        snapshot = self._own_objects(snapshot)
-        regrouped = self._last_grouped = _group_again(snapshot, self._last_grouped)
-        grouped = regrouped.entries
-        ready_sandboxes, running_containers = regrouped.ready, regrouped.running
+            return SyncReport(pods=len(self.desired.states), errors={"runtime": f"snapshot: {exc}"})
+        snapshot = self.node_view.own_objects(engine_snapshot)
+        view = self.node_view.group(snapshot)
+        grouped = view.entries
         now = self.clock.now()
         mono = self.clock.monotonic()
         if self._unconfirmed_deaths:
             self._confirm_deaths(snapshot, mono)
-        self._snapshot = snapshot
         self._grouped = grouped
         resync = mono - self._last_resync >= self.config.resync_interval
         if resync:
             self._last_resync = mono
-        with self._lock:
-            states = list(self._states.values())
-        probed = self._run_probes(states, grouped, now, inline=inline)
+        desired = self.desired.states  # replaced whole by a refresh, never changed in place
+        states = list(desired.values())
+        posted = self.inbox.take()
+        probed = self.prober.run_due(
+            ((st.pod, grouped.get(st.pod.uid)) for st in states if st.has_probes),
+            now,
+            inline=inline,
+        )
+        forced = posted | probed if probed else posted
 
         # With no loop and no worker busy, nothing else can sync a pod during this inline pass:
         # the pod workers' bookkeeping (locks, busy set, wake-ups) is skipped.
@@ -548,23 +432,21 @@ class Kubelet:
         )
         synced = 0
         for st in states:
-            uid = st.pod.uid
+            pod = st.pod
+            uid = pod.uid
             entry = grouped.get(uid)
             if (
                 not resync
                 and not st.dirty
-                and st.synced_pod is st.pod
+                and st.synced_pod is pod
                 and st.observed_key == (entry.key if entry is not None else None)
                 and now < st.replan_at
-                and uid not in probed
+                and uid not in forced
             ):
                 continue
             synced += 1
-            work = _Work(
-                st.pod,
-                _observed(entry),
-                generation,
-                entry.key if entry is not None else None,
+            work = Work(
+                pod, observed_of(entry), generation, entry.key if entry is not None else None
             )
             if direct:
                 self._sync_direct(uid, work)
@@ -573,29 +455,34 @@ class Kubelet:
 
         removed: list[str] = []
         if self.pod_config.sources_ready():
-            with self._lock:
-                desired = set(self._states)
+            desired = self.desired.states
             for uid, entry in grouped.items():
                 if uid in desired or not uid:
                     continue
                 removed.append(uid)
-                self.workers.dispatch(uid, _Work(None, _observed(entry), generation), inline=inline)
-
-        with self._lock:
-            for uid in [u for u in self._terminating if u not in grouped]:
-                del self._terminating[uid]
+                work = Work(None, observed_of(entry), generation, None, self.terminations.get(uid))
+                self.workers.dispatch(uid, work, inline=inline)
+        self.terminations.retain(grouped, desired)
         try:
-            collected = self._housekeeping(snapshot, engine_snapshot, now, mono)
+            collected = self.housekeeping.run(
+                snapshot,
+                engine_snapshot,
+                desired,
+                grouped,
+                sources_ready=self.pod_config.sources_ready(),
+                now=now,
+                mono=mono,
+            )
         except Exception:
             logger.exception("housekeeping failed")
             collected = 0
-        self._update_gauges(snapshot, ready_sandboxes, running_containers)
+        self._gauges.update(snapshot, view.ready, view.running)
 
         actions: dict[str, str] = {}
         errors: dict[str, str] = {}
-        with self._results_lock:
-            results, self._results = self._results, []
-        for name, summary, _result, error in results:
+        with self._outcomes_lock:
+            outcomes, self._outcomes = self._outcomes, []
+        for name, summary, error in outcomes:
             if summary:
                 actions[name] = summary
             if error:
@@ -614,163 +501,12 @@ class Kubelet:
             duration=duration,
         )
 
-    def _run_probes(
-        self,
-        states: list[_PodState],
-        grouped: Mapping[str, _Entry],
-        now: float,
-        *,
-        inline: bool,
-    ) -> set[str]:
-        jobs: list[tuple[_PodState, ProbeJob]] = []
-        for st in states:
-            if not st.has_probes:
-                continue
-            entry = grouped.get(st.pod.uid)
-            if entry is None:
-                self.probes.forget(st.pod.uid)
-                continue
-            sandboxes, containers = entry.sandboxes, entry.containers
-            running = [c for c in containers if c.state is RuntimeState.RUNNING]
-            ready = [s for s in sandboxes if s.state is SandboxState.READY]
-            pod_ip = newest_sandbox(ObservedPod(tuple(ready))).ip if ready else ""  # type: ignore[union-attr]
-            jobs.extend((st, job) for job in self.probes.due(st.pod, running, pod_ip, now))
-        if not jobs:
-            return set()
-        results: list[ProbeResult]
-        if inline or len(jobs) == 1:
-            results = [self.probes.run(job) for _, job in jobs]
-        else:
-            if self._probe_pool is None:
-                self._probe_pool = ThreadPoolExecutor(
-                    max_workers=self.config.workers, thread_name_prefix="kubecore-probe"
-                )
-            results = list(self._probe_pool.map(self.probes.run, [job for _, job in jobs]))
-        changed: set[str] = set()
-        for (st, job), result in zip(jobs, results, strict=True):
-            self.metrics.probe_results.labels(job.kind, result.outcome.value).inc()
-            if self.probes.record(st.pod, job, result, now):
-                changed.add(st.pod.uid)
-        return changed
-
-    def _sync_direct(self, uid: str, work: _Work) -> None:
-        """``_sync_pod`` in this thread, failing as a pod worker would (logged, not raised)."""
+    def _sync_direct(self, uid: str, work: Work) -> None:
+        """A pod's sync in this thread, failing as a pod worker would (logged, not raised)."""
         try:
-            self._sync_pod(uid, work)
+            self._syncer.sync(uid, work)
         except Exception:
             logger.exception("pod worker for %s failed", uid)
-
-    def _sync_pod(self, uid: str, work: _Work) -> None:
-        monotonic = self.clock.monotonic
-        started = monotonic()
-        if work.pod is None:
-            self._remove_orphan(uid, work)
-            self._worker_duration["kill"].observe(max(0.0, monotonic() - started))
-            return
-        st = self._states.get(uid)  # replaced whole, never changed in place: no lock needed
-        if st is None:
-            return
-        if work.generation < st.needs_generation:
-            st.dirty = True  # the snapshot predates our own last actions; plan on a newer one
-            return
-        pod = work.pod
-        now = self.clock.now()
-        record = st.record
-        probes = self.probes.states(uid) if st.has_probes else _NO_PROBES
-        history = _history(record, probes)
-        result: SyncResult | None = None
-        error = ""
-        actions: PodActions | None = None
-        acted = False
-        try:
-            actions = compute_pod_actions(pod, work.observed, history, now)
-            acted = not actions.is_noop
-            if acted or actions.waiting:
-                if acted:
-                    logger.info(
-                        "pod %s/%s: %s",
-                        pod.metadata.namespace,
-                        pod.metadata.name,
-                        actions.summary(),
-                        extra={"pod": pod.full_name},
-                    )
-                result = self.executor.execute(pod, actions, work.observed, record, self._dns(pod))
-                error = result.error
-                if result.failure is not None:
-                    actions = attrs.evolve(actions, waiting=(*actions.waiting, result.failure))
-        except Exception as exc:
-            logger.exception(
-                "sync of pod %s/%s failed",
-                pod.metadata.namespace,
-                pod.metadata.name,
-                extra={"pod": pod.full_name},
-            )
-            error = f"unexpected error: {exc!r}"
-        # Status is recomputed only when something it depends on may have changed.
-        previous = st.actions
-        unchanged = (
-            not acted
-            and not error
-            and st.status is not None
-            and st.synced_pod is pod
-            and actions is not None
-            and previous is not None
-            and (actions is previous or actions.waiting == previous.waiting)
-            and (st.probe_states is probes or st.probe_states == probes)
-            and st.observed_key == work.key
-        )
-        if acted:
-            st.needs_generation = self._generation + 1
-            if not error and self._thread is not None:
-                self._wake.set()  # look at the result soon, not at the next relist
-        st.synced_pod = pod
-        st.observed_key = work.key
-        st.probe_states = probes
-        st.dirty = acted or bool(error)
-        st.actions = actions
-        replan_at = self._replan_at(st, actions, now) if actions and actions.waiting else math.inf
-        if replan_at < st.replan_at and self._thread is not None:
-            self._wake.set()  # the loop recomputes how long it may sleep
-        st.replan_at = replan_at
-        if error:
-            self.metrics.sync_errors.inc()
-        if not unchanged:
-            try:
-                self._update_status(st, work.observed, actions, now)
-            except Exception:
-                logger.exception(
-                    "status of pod %s could not be computed",
-                    pod.full_name,
-                    extra={"pod": pod.full_name},
-                )
-        if acted or error:
-            summary = actions.summary() if acted and actions is not None else ""
-            name = f"{pod.metadata.namespace}/{pod.metadata.name}"
-            with self._results_lock:
-                self._results.append((name, summary, result, error))
-        status = st.status
-        op = "create" if status is None or status.phase == "Pending" else "sync"
-        self._worker_duration[op].observe(max(0.0, monotonic() - started))
-
-    @staticmethod
-    def _replan_at(st: _PodState, actions: PodActions | None, now: float) -> float:
-        when = math.inf
-        if actions is None:
-            return when
-        for waiting in actions.waiting:
-            for table in (st.record.crash_backoff, st.record.image_backoff):
-                entry = table.get(waiting.name)
-                if entry is not None and in_backoff(entry, now):
-                    when = min(when, entry.until)
-        return when
-
-    def _runtime_name(self) -> str:
-        if not self._runtime_name_cache:
-            try:
-                self._runtime_name_cache = self.runtime.version().runtime_name or "kubecore"
-            except ContainerRuntimeError:
-                return "kubecore"
-        return self._runtime_name_cache
 
     def _dns(self, pod: Pod) -> DNSConfig | None:
         return dns_config(
@@ -779,148 +515,6 @@ class Kubelet:
             cluster_domain=self.config.cluster_domain,
             host=self._host_dns,
         )
-
-    def _termination_messages(self, st: _PodState, observed: ObservedPod) -> dict[str, str]:
-        for c in observed.containers:
-            if c.state is RuntimeState.EXITED and c.id not in st.messages:
-                st.messages[c.id] = self.volumes.read_termination_message(
-                    st.pod.uid, container_name_of(c), restart_count_of(c)
-                )
-        if len(st.messages) > len(observed.containers):
-            ids = {c.id for c in observed.containers}
-            st.messages = {k: v for k, v in st.messages.items() if k in ids}
-        return {k: v for k, v in st.messages.items() if v}
-
-    def _update_status(
-        self, st: _PodState, observed: ObservedPod, actions: PodActions | None, now: float
-    ) -> None:
-        history = _history(st.record, self.probes.states(st.pod.uid))
-        status = compute_pod_status(
-            st.pod,
-            observed,
-            history,
-            actions,
-            now,
-            previous=st.status,
-            termination_messages=self._termination_messages(st, observed),
-            runtime_name=self._runtime_name(),
-            host_ip=self.config.host_ip,
-        )
-        st.status = status
-        if (
-            not st.start_reported
-            and status.container_statuses
-            and all(cs.state.running is not None for cs in status.container_statuses)
-        ):
-            st.start_reported = True
-            self.metrics.pod_start_duration.observe(max(0.0, now - st.first_seen))
-
-    def _remove_orphan(self, uid: str, work: _Work) -> None:
-        with self._lock:
-            if uid in self._states:
-                return  # desired again since the pass saw it
-        observed = work.observed
-        label_source = observed.containers[0].labels if observed.containers else {}
-        sandbox = observed.sandboxes[0] if observed.sandboxes else None
-        namespace = label_source.get(POD_NAMESPACE_LABEL) or (sandbox.namespace if sandbox else "")
-        pod_name = label_source.get(POD_NAME_LABEL) or (sandbox.name if sandbox else "")
-        name = f"{namespace}/{pod_name}"
-        error = ""
-        with self._lock:
-            spec = self._terminating.get(uid)
-        try:
-            self.executor.kill_pod(spec, observed)
-            self.executor.remove_pod(observed)
-            with self._lock:
-                self._terminating.pop(uid, None)
-        except ContainerRuntimeError as exc:
-            error = f"removing pod no longer desired: {exc}"
-            logger.warning("pod %s (%s): %s", name, uid, error, extra={"pod": name})
-        except Exception as exc:
-            error = f"unexpected error removing pod no longer desired: {exc!r}"
-            logger.exception("removing pod %s (%s) failed", name, uid, extra={"pod": name})
-        self.probes.forget(uid)
-        if not error and self._thread is not None:
-            self._wake.set()
-        with self._results_lock:
-            self._results.append(
-                (name, "" if error else "kill and remove (no longer desired)", None, error)
-            )
-
-    def _own_objects(self, snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
-        """The snapshot without the objects another node (agent) made on a shared engine.
-        Objects with no node label (made before kubecore labelled nodes) count as this node's.
-        The filtered tuples are reused while the runtime lists the very same ones."""
-        node = self.config.node_name
-        last = self._own_cache
-        if last is not None and last[0] is snapshot.sandboxes and last[1] is snapshot.containers:
-            return attrs.evolve(last[2], taken_at=snapshot.taken_at)
-        sandboxes = snapshot.sandboxes
-        containers = snapshot.containers
-        if any(s.labels.get(NODE_LABEL, node) != node for s in sandboxes) or any(
-            c.labels.get(NODE_LABEL, node) != node for c in containers
-        ):
-            own = RuntimeSnapshot(
-                tuple(s for s in sandboxes if s.labels.get(NODE_LABEL, node) == node),
-                tuple(c for c in containers if c.labels.get(NODE_LABEL, node) == node),
-                snapshot.taken_at,
-            )
-        else:
-            own = snapshot
-        self._own_cache = (sandboxes, containers, own)
-        return own
-
-    def _housekeeping(
-        self, snapshot: RuntimeSnapshot, engine_snapshot: RuntimeSnapshot, now: float, mono: float
-    ) -> int:
-        """``snapshot`` holds this node's objects; image GC looks at ``engine_snapshot``, since
-        an image another node's containers use is in use."""
-        collected = 0
-        cfg = self.config
-        with self._lock:
-            desired = set(self._states)
-        ready = self.pod_config.sources_ready()
-        if mono - self._last_housekeeping >= cfg.housekeeping_interval and ready:
-            self._last_housekeeping = mono
-            keep = (
-                desired
-                | {s.uid for s in snapshot.sandboxes}
-                | {c.labels.get(POD_UID_LABEL, "") for c in snapshot.containers}
-            )
-            try:
-                self.volumes.cleanup_orphans(keep)
-            except OSError as exc:
-                logger.warning("orphaned volume cleanup failed: %s", exc)
-        if mono - self._last_container_gc >= cfg.container_gc_interval:
-            self._last_container_gc = mono
-            plan = plan_container_gc(
-                snapshot, desired if ready else desired | set(self._grouped), self.gc_policy, now
-            )
-            collected += run_container_gc(self.runtime, plan)
-        if mono - self._last_image_gc >= cfg.image_gc_interval:
-            self._last_image_gc = mono
-            try:
-                collected += len(self.image_gc.collect(engine_snapshot, now))
-            except ContainerRuntimeError as exc:
-                logger.warning("image GC failed: %s", exc)
-            except Exception:
-                logger.exception("image GC failed unexpectedly")
-        return collected
-
-    def _update_gauges(self, snapshot: RuntimeSnapshot, ready: int, running: int) -> None:
-        self.metrics.running_pods.set(ready)
-        gauges = self._container_gauges
-        gauges[RuntimeState.RUNNING].set(running)
-        if running == len(snapshot.containers):
-            for state, gauge in gauges.items():
-                if state is not RuntimeState.RUNNING:
-                    gauge.set(0)
-            return
-        counts: dict[RuntimeState, int] = dict.fromkeys(RuntimeState, 0)
-        for c in snapshot.containers:
-            counts[c.state] += 1
-        for state, count in counts.items():
-            gauges[state].set(count)
 
     # --- background loop --------------------------------------------------------------------
 
@@ -954,9 +548,7 @@ class Kubelet:
             thread.join(timeout)
         self._workers_closed = True
         self.workers.shutdown(timeout)
-        if self._probe_pool is not None:
-            self._probe_pool.shutdown(wait=False, cancel_futures=True)
-            self._probe_pool = None
+        self.prober.shutdown()
         self.volumes.release()
 
     @property
@@ -992,17 +584,20 @@ class Kubelet:
         with self._lock:
             if self._unconfirmed_deaths:
                 return _DEATH_RECHECK
-            replan_at = min((st.replan_at for st in self._states.values()), default=math.inf)
+            states = self.desired.states.values()
+            replan_at = min((st.replan_at for st in states), default=math.inf)
         return max(0.0, min(self.config.relist_interval, replan_at - self.clock.now()))
 
     def _on_runtime_event(self, event: RuntimeEvent) -> None:
         if event.type not in (RuntimeEventType.DIED, RuntimeEventType.OOM):
             return
         with self._lock:
-            st = self._states.get(event.pod_uid)
             self._unconfirmed_deaths[event.container_id] = self.clock.monotonic()
-        if st is not None:
-            st.dirty = True
+        self._post(event.pod_uid)
+
+    def _post(self, uid: str) -> None:
+        """A message for the pod's worker from another thread: sync it at the next pass."""
+        self.inbox.post(uid)
         self._wake.set()
 
     def _confirm_deaths(self, snapshot: RuntimeSnapshot, mono: float) -> None:
@@ -1047,14 +642,7 @@ class Kubelet:
     def pods(self) -> list[Pod]:
         """Desired pods (in first-seen order) with their status filled in."""
         self._refresh_desired()
-        with self._lock:
-            out: list[tuple[int, Pod]] = []
-            for st in self._states.values():
-                out.append((st.seq, attrs.evolve(st.pod, status=st.status or PodStatus())))
-            for uid, (pod, status) in self._rejected.items():
-                out.append((self._first_seen.get(uid, 0), attrs.evolve(pod, status=status)))
-        out.sort(key=lambda item: item[0])
-        return [pod for _, pod in out]
+        return self.desired.listing()
 
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         for pod in self.pods():
@@ -1115,68 +703,7 @@ class Kubelet:
 
     def stats_summary(self) -> dict[str, Any]:
         """The kubelet's ``/stats/summary`` shape: the node and each pod with its containers."""
-        now = self.clock.now()
-        stats = {s.container_id: s for s in self.runtime.container_stats()}
-        snapshot = self.runtime.snapshot()
-        by_uid: dict[str, list[RuntimeContainer]] = {}
-        for c in snapshot.containers:
-            if c.state is RuntimeState.RUNNING:
-                by_uid.setdefault(c.labels.get(POD_UID_LABEL, ""), []).append(c)
-        pods_out: list[dict[str, Any]] = []
-        node_cpu = node_ws = node_usage = 0
-        for pod in self.pods():
-            containers_out: list[dict[str, Any]] = []
-            pod_cpu = pod_ws = pod_usage = 0
-            for c in by_uid.get(pod.uid, []):
-                s = stats.get(c.id)
-                cpu = s.cpu_usage_nanos if s else None
-                ws = s.memory_working_set_bytes if s else None
-                usage = s.memory_usage_bytes if s else None
-                ts = rfc3339(s.timestamp if s else now)
-                pod_cpu += cpu or 0
-                pod_ws += ws or 0
-                pod_usage += usage or 0
-                containers_out.append(
-                    {
-                        "name": container_name_of(c),
-                        "startTime": rfc3339(c.started_at or c.created_at),
-                        "cpu": {"time": ts, "usageCoreNanoSeconds": cpu},
-                        "memory": {"time": ts, "workingSetBytes": ws, "usageBytes": usage},
-                    }
-                )
-            node_cpu += pod_cpu
-            node_ws += pod_ws
-            node_usage += pod_usage
-            status = pod.status or PodStatus()
-            pods_out.append(
-                {
-                    "podRef": {
-                        "name": pod.metadata.name,
-                        "namespace": pod.metadata.namespace,
-                        "uid": pod.uid,
-                    },
-                    "startTime": status.start_time,
-                    "containers": containers_out,
-                    "cpu": {"time": rfc3339(now), "usageCoreNanoSeconds": pod_cpu},
-                    "memory": {
-                        "time": rfc3339(now),
-                        "workingSetBytes": pod_ws,
-                        "usageBytes": pod_usage,
-                    },
-                }
-            )
-        return {
-            "node": {
-                "nodeName": self.config.node_name,
-                "cpu": {"time": rfc3339(now), "usageCoreNanoSeconds": node_cpu},
-                "memory": {
-                    "time": rfc3339(now),
-                    "workingSetBytes": node_ws,
-                    "usageBytes": node_usage,
-                },
-            },
-            "pods": pods_out,
-        }
+        return stats_summary(self.runtime, self.pods(), self.config.node_name, self.clock.now())
 
     def healthz(self) -> tuple[bool, str]:
         """(healthy, reason): the runtime answers, and the loop (when started) keeps passing."""

@@ -1,9 +1,11 @@
 """The probe manager: liveness, readiness and startup probes of running containers.
 
-Probes are driven by the agent's clock, not by their own timers: at each sync the agent asks which
-probes are due (``due``), runs them (``run`` - inline or on a pool) and records the results
-(``record``). Virtual-time tests are therefore deterministic. Results become ``ProbeState`` values
-that the planner reads through ``PodHistory.probes`` (keyed by runtime container id).
+The manager holds each container's schedule per probe type (``due``: which probes should run now,
+on the agent's clock, so virtual-time tests are deterministic) and the results cache: ``record``
+applies a result, and ``states`` gives the pod's ``ProbeState`` values (keyed by runtime container
+id) that the planner reads through ``PodHistory.probes``. The mapping ``states`` returns is the same
+object until one of the pod's states changes. Running the probes is the prober's job
+(``kubecore._prober``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 ProbeKind = Literal["liveness", "readiness", "startup"]
 _TITLE = {"liveness": "Liveness", "readiness": "Readiness", "startup": "Startup"}
+_NO_STATES: Mapping[str, ProbeState] = {}
 
 
 @attrs.frozen
@@ -96,25 +99,32 @@ class ProbeManager:
         self._lock = threading.Lock()
         # pod uid -> container id -> probes of that container
         self._pods: dict[str, dict[str, _ContainerProbes]] = {}
+        self._states: dict[str, Mapping[str, ProbeState]] = {}
+        """The results cache: pod uid -> its containers' states, replaced whole on a change."""
         self.results: dict[tuple[str, str], int] = {}
         """Count of results by (kind, outcome)."""
 
     def states(self, uid: str) -> Mapping[str, ProbeState]:
-        with self._lock:
-            containers = self._pods.get(uid)
-            if not containers:
-                return {}
-            return {cid: cp.state() for cid, cp in containers.items()}
+        return self._states.get(uid, _NO_STATES)  # replaced whole under the lock: no lock here
+
+    def _publish_locked(self, uid: str) -> None:
+        containers = self._pods.get(uid)
+        if containers:
+            self._states[uid] = {cid: cp.state() for cid, cp in containers.items()}
+        else:
+            self._states.pop(uid, None)
 
     def forget(self, uid: str) -> None:
         with self._lock:
             self._pods.pop(uid, None)
+            self._states.pop(uid, None)
 
     def retain(self, uids: Iterable[str]) -> None:
         keep = set(uids)
         with self._lock:
             for uid in [u for u in self._pods if u not in keep]:
                 del self._pods[uid]
+                self._states.pop(uid, None)
 
     def due(
         self, pod: Pod, running: Iterable[RuntimeContainer], pod_ip: str, now: float
@@ -149,10 +159,12 @@ class ProbeManager:
                         continue  # done (passed or failed for good)
                     if now >= worker.next_due:
                         jobs.append(ProbeJob(pod.uid, rc.id, name, kind, worker.probe, target))  # type: ignore[arg-type]
-            if current:
-                self._pods[pod.uid] = current
-            else:
-                self._pods.pop(pod.uid, None)
+            if current.keys() != known.keys():
+                if current:
+                    self._pods[pod.uid] = current
+                else:
+                    self._pods.pop(pod.uid, None)
+                self._publish_locked(pod.uid)
         return jobs
 
     @staticmethod
@@ -208,6 +220,8 @@ class ProbeManager:
                     "%s probe of %s: unknown (%s)", job.kind, job.container_id, result.message
                 )
             after = cp.state()
+            if after != before:
+                self._publish_locked(job.pod_uid)
         if result.outcome is ProbeOutcome.FAILURE and self._recorder is not None:
             meta = pod.metadata
             self._recorder.record(

@@ -1,5 +1,8 @@
 """Pod workers: at most one sync of a pod at a time, and a newer request is never lost.
 
+A pod's state is changed only by its worker (the sync runs under the pod's busy mark); other
+threads do not touch it: they post to the ``Inbox`` and wake the loop.
+
 Each pod UID has at most one sync running. A request that arrives while the pod is busy is kept in
 the pod's single pending slot (a newer request replaces an older pending one: the newest wins) and
 runs as soon as the current sync ends. Syncs run on a bounded thread pool, or in the caller's thread
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
@@ -116,3 +120,28 @@ class PodWorkers(Generic[T]):
         """Accept work again after ``shutdown``."""
         with self._lock:
             self._closed = False
+
+
+class Inbox:
+    """Messages to pod workers from other threads (runtime events, probe results): the UIDs of
+    pods that must be synced at the next pass whatever their snapshot entry says. The pass takes
+    them all at once (one lock per pass, none per pod), so a message posted after the take is
+    seen by the next pass; the poster wakes the loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._uids: set[str] = set()
+
+    def post(self, uid: str) -> None:
+        with self._lock:
+            self._uids.add(uid)
+
+    def take(self) -> AbstractSet[str]:
+        if not self._uids:  # a racy peek is fine: a post after it is taken by the next pass
+            return _NOTHING
+        with self._lock:
+            uids, self._uids = self._uids, set()
+        return uids
+
+
+_NOTHING: frozenset[str] = frozenset()

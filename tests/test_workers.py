@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import threading
 
-from kubecore._workers import PodWorkers
+from kubecore._model import ObjectMeta, Pod, PodSpec
+from kubecore._termination import PodLifecycle, Termination, Terminations
+from kubecore._workers import Inbox, PodWorkers
 
 
 def test_inline_runs_in_the_callers_thread() -> None:
@@ -89,3 +91,44 @@ def test_shutdown_refuses_new_work() -> None:
     workers.reopen()
     assert workers.dispatch("a", 2, inline=True)
     assert calls == [2]
+
+
+def test_the_inbox_hands_each_message_to_one_pass() -> None:
+    inbox = Inbox()
+    assert not inbox.take()
+    inbox.post("a")
+    inbox.post("b")
+    inbox.post("a")
+    assert inbox.take() == {"a", "b"}
+    assert not inbox.take()  # taken: the next pass sees only what is posted after
+    inbox.post("c")
+    assert inbox.take() == {"c"}
+
+
+def test_a_grace_period_only_shortens() -> None:
+    pod = Pod(ObjectMeta(name="web", uid="u"), PodSpec((), termination_grace_period_seconds=30))
+    termination = Termination(pod)
+    assert not termination.shorten(45, now=0)  # longer than the spec's
+    assert termination.shorten(10, now=0)  # before the kill begins: the grace itself
+    termination.begin(100)
+    assert termination.lifecycle is PodLifecycle.TERMINATING
+    assert termination.remaining(100) == 10
+    assert not termination.shorten(9, now=102)  # would end at 111, after 110
+    assert termination.shorten(3, now=102)  # ends at 105
+    assert termination.remaining(102) == 3
+    termination.finish()
+    assert termination.lifecycle is PodLifecycle.TERMINATED
+
+
+def test_terminations_keep_a_grace_asked_before_the_pod_left() -> None:
+    pod = Pod(ObjectMeta(name="web", uid="u"), PodSpec((), termination_grace_period_seconds=30))
+    terminations = Terminations()
+    assert terminations.request_grace("u", 5, now=0) is None  # not leaving yet
+    terminations.leave(pod)
+    termination = terminations.get("u")
+    assert termination is not None and termination.pod is pod
+    termination.begin(0)
+    assert termination.remaining(0) == 5
+    assert terminations.request_grace("u", 2, now=1) is termination
+    terminations.cancel({"u"})  # desired again
+    assert terminations.get("u") is None

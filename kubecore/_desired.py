@@ -1,0 +1,98 @@
+"""The desired pods: the merged sources' view admitted, in first-seen order, and the pods refused.
+
+The config side of the agent. A refresh (at each pass, and before a read) turns a new ``PodConfig``
+generation into a new ``PodState`` map, replaced whole: the pass and the workers read it without a
+lock. It is the only writer of a state's ``pod`` (the newest desired version, the message slot the
+pass compares with what the worker last synced); a pod that leaves is handed to ``on_leave`` (its
+termination keeps the spec), and ``on_desired`` learns which pods are desired now.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Container, Sequence
+
+import attrs
+
+from kubecore._admission import Admission
+from kubecore._model import Pod, PodStatus
+from kubecore._pod_workers import PodState
+from kubecore._probes import has_probes
+from kubecore._status_manager import StatusManager
+
+
+class DesiredPods:
+    def __init__(
+        self,
+        admission: Admission,
+        status: StatusManager,
+        *,
+        on_leave: Callable[[Pod], None],
+        on_desired: Callable[[Container[str]], None],
+    ) -> None:
+        self._admission = admission
+        self._status = status
+        self._on_leave = on_leave
+        self._on_desired = on_desired
+        self._lock = threading.Lock()
+        self.states: dict[str, PodState] = {}
+        """Admitted pods by UID; replaced whole, never changed in place."""
+        self._rejected: dict[str, tuple[Pod, PodStatus]] = {}
+        self._first_seen: dict[str, int] = {}
+        self._seq = 0
+        self._generation = -1
+
+    def refresh(self, generation: int, pods: Callable[[], Sequence[Pod]], now: float) -> None:
+        """Take ``pods()`` as the desired pods unless ``generation`` was already taken."""
+        if generation == self._generation:
+            return
+        with self._lock:
+            if generation == self._generation:
+                return
+            self._generation = generation
+            self._take(list(pods()), now)
+
+    def _take(self, pods: list[Pod], now: float) -> None:
+        first_seen = self._first_seen
+        for pod in pods:
+            if pod.uid not in first_seen:
+                first_seen[pod.uid] = self._seq
+                self._seq += 1
+        present = {p.uid for p in pods}
+        for uid in [u for u in first_seen if u not in present]:
+            del first_seen[uid]
+        pods.sort(key=lambda p: first_seen[p.uid])
+        admitted, rejected = self._admission.admit(pods)
+        for pod, rejection in rejected:
+            self._rejected[pod.uid] = (pod, self._status.report_rejection(pod, rejection, now))
+        self._rejected = {
+            uid: (next(p for p in pods if p.uid == uid), status)
+            for uid, (_, status) in self._rejected.items()
+            if uid in present
+        }
+        states: dict[str, PodState] = {}
+        for pod in admitted:
+            st = self.states.get(pod.uid)
+            if st is None:
+                st = PodState(pod, first_seen[pod.uid], now, has_probes(pod))
+            elif st.pod is not pod:
+                st.has_probes = has_probes(pod)
+                st.pod = pod
+            states[pod.uid] = st
+        for uid, old in self.states.items():
+            if uid not in states:
+                self._on_leave(old.pod)
+        self._on_desired(states)
+        self.states = states
+
+    def listing(self) -> list[Pod]:
+        """Desired pods (in first-seen order) with their status filled in, refused ones too."""
+        with self._lock:
+            out: list[tuple[int, Pod]] = []
+            for st in self.states.values():
+                status = st.published.status or PodStatus()
+                out.append((st.seq, attrs.evolve(st.pod, status=status)))
+            for uid, (pod, status) in self._rejected.items():
+                out.append((self._first_seen.get(uid, 0), attrs.evolve(pod, status=status)))
+        out.sort(key=lambda item: item[0])
+        return [pod for _, pod in out]

@@ -1,0 +1,84 @@
+"""Housekeeping on timers: orphaned pod directories, dead containers, unused images.
+
+Run by the sync pass with the pass's snapshot; each chore has its own interval on the agent's
+monotonic clock. Orphaned volumes and the container GC of pods no longer desired wait until every
+source has reported (a pod missing from a source that has not reported yet may still be wanted).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Collection
+
+from kubecore._errors import ContainerRuntimeError
+from kubecore._gc import ContainerGCPolicy, ImageGC, plan_container_gc, run_container_gc
+from kubecore._runtime import POD_UID_LABEL, ContainerRuntime, RuntimeSnapshot
+from kubecore._volumes import VolumeManager
+
+logger = logging.getLogger(__name__)
+
+
+class Housekeeping:
+    def __init__(
+        self,
+        runtime: ContainerRuntime,
+        volumes: VolumeManager,
+        image_gc: ImageGC,
+        gc_policy: ContainerGCPolicy,
+        *,
+        housekeeping_interval: float,
+        container_gc_interval: float,
+        image_gc_interval: float,
+        start: float,
+    ) -> None:
+        self._runtime = runtime
+        self._volumes = volumes
+        self._image_gc = image_gc
+        self._gc_policy = gc_policy
+        self._intervals = (housekeeping_interval, container_gc_interval, image_gc_interval)
+        self._last_volumes = -math.inf
+        self._last_container_gc = start
+        self._last_image_gc = start
+
+    def run(
+        self,
+        snapshot: RuntimeSnapshot,
+        engine_snapshot: RuntimeSnapshot,
+        desired: Collection[str],
+        observed: Collection[str],
+        *,
+        sources_ready: bool,
+        now: float,
+        mono: float,
+    ) -> int:
+        """The chores that are due; returns how many containers and images were collected.
+        ``snapshot`` holds this node's objects (grouped by pod as ``observed``); image GC looks
+        at ``engine_snapshot``, since an image another node's containers use is in use."""
+        volumes_every, container_gc_every, image_gc_every = self._intervals
+        collected = 0
+        if sources_ready and mono - self._last_volumes >= volumes_every:
+            self._last_volumes = mono
+            keep = (
+                set(desired)
+                | {s.uid for s in snapshot.sandboxes}
+                | {c.labels.get(POD_UID_LABEL, "") for c in snapshot.containers}
+            )
+            try:
+                self._volumes.cleanup_orphans(keep)
+            except OSError as exc:
+                logger.warning("orphaned volume cleanup failed: %s", exc)
+        if mono - self._last_container_gc >= container_gc_every:
+            self._last_container_gc = mono
+            wanted = set(desired) if sources_ready else set(desired) | set(observed)
+            plan = plan_container_gc(snapshot, wanted, self._gc_policy, now)
+            collected += run_container_gc(self._runtime, plan)
+        if mono - self._last_image_gc >= image_gc_every:
+            self._last_image_gc = mono
+            try:
+                collected += len(self._image_gc.collect(engine_snapshot, now))
+            except ContainerRuntimeError as exc:
+                logger.warning("image GC failed: %s", exc)
+            except Exception:
+                logger.exception("image GC failed unexpectedly")
+        return collected

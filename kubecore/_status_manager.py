@@ -1,0 +1,126 @@
+"""The status room: a pod's status computed from what was observed, its termination messages,
+the rejection status of a refused pod, and the start-duration metric."""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+
+from kubecore._actions import ObservedPod, PodActions, PodHistory
+from kubecore._admission import Rejection
+from kubecore._errors import ContainerRuntimeError
+from kubecore._events import pod_reference
+from kubecore._executor import container_name_of, restart_count_of
+from kubecore._metrics import Metrics
+from kubecore._model import Pod, PodStatus
+from kubecore._runtime import ContainerRuntime, Event, EventRecorder, EventType, RuntimeState
+from kubecore._status import compute_pod_status, rfc3339
+from kubecore._volumes import VolumeManager
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.define(eq=False)
+class PodStatusRecord:
+    """One pod's published status and what it was computed with (owned by the pod's worker)."""
+
+    first_seen: float
+    status: PodStatus | None = None
+    start_reported: bool = False
+    messages: dict[str, str] = attrs.field(factory=dict)
+    """Termination messages by container id (read once: a dead container's file is final)."""
+
+
+def rejected_status(rejection: Rejection, now: float) -> PodStatus:
+    return PodStatus(
+        phase="Failed", reason=rejection.reason, message=rejection.message, start_time=rfc3339(now)
+    )
+
+
+class StatusManager:
+    def __init__(
+        self,
+        runtime: ContainerRuntime,
+        volumes: VolumeManager,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        *,
+        host_ip: str,
+    ) -> None:
+        self._runtime = runtime
+        self._volumes = volumes
+        self._recorder = recorder
+        self._metrics = metrics
+        self._host_ip = host_ip
+        self._runtime_name_cache = ""
+
+    def runtime_name(self) -> str:
+        if not self._runtime_name_cache:
+            try:
+                self._runtime_name_cache = self._runtime.version().runtime_name or "kubecore"
+            except ContainerRuntimeError:
+                return "kubecore"
+        return self._runtime_name_cache
+
+    def termination_messages(
+        self, record: PodStatusRecord, uid: str, observed: ObservedPod
+    ) -> dict[str, str]:
+        messages = record.messages
+        for c in observed.containers:
+            if c.state is RuntimeState.EXITED and c.id not in messages:
+                messages[c.id] = self._volumes.read_termination_message(
+                    uid, container_name_of(c), restart_count_of(c)
+                )
+        if len(messages) > len(observed.containers):
+            ids = {c.id for c in observed.containers}
+            record.messages = messages = {k: v for k, v in messages.items() if k in ids}
+        return {k: v for k, v in messages.items() if v}
+
+    def update(
+        self,
+        record: PodStatusRecord,
+        pod: Pod,
+        observed: ObservedPod,
+        history: PodHistory,
+        actions: PodActions | None,
+        now: float,
+    ) -> None:
+        """Compute and publish the pod's status into ``record``; the first time every container
+        runs, observe the pod's start duration."""
+        status = compute_pod_status(
+            pod,
+            observed,
+            history,
+            actions,
+            now,
+            previous=record.status,
+            termination_messages=self.termination_messages(record, pod.uid, observed),
+            runtime_name=self.runtime_name(),
+            host_ip=self._host_ip,
+        )
+        record.status = status
+        if (
+            not record.start_reported
+            and status.container_statuses
+            and all(cs.state.running is not None for cs in status.container_statuses)
+        ):
+            record.start_reported = True
+            self._metrics.pod_start_duration.observe(max(0.0, now - record.first_seen))
+
+    def report_rejection(self, pod: Pod, rejection: Rejection, now: float) -> PodStatus:
+        meta = pod.metadata
+        logger.warning(
+            "rejected pod %s/%s: %s", meta.namespace, meta.name, rejection.message,
+            extra={"pod": pod.full_name},
+        )  # fmt: skip
+        self._recorder.record(
+            Event(
+                pod_reference(meta.namespace, meta.name, meta.uid),
+                EventType.WARNING,
+                rejection.reason,
+                rejection.message,
+                now,
+            )
+        )
+        return rejected_status(rejection, now)
