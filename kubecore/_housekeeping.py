@@ -13,6 +13,7 @@ from collections.abc import Collection
 
 from kubecore._errors import ContainerRuntimeError
 from kubecore._gc import ContainerGCPolicy, ImageGC, plan_container_gc, run_container_gc
+from kubecore._observed import container_name, restart_count
 from kubecore._runtime import POD_UID_LABEL, ContainerRuntime, RuntimeSnapshot
 from kubecore._volumes import VolumeManager
 
@@ -73,6 +74,8 @@ class Housekeeping:
             wanted = set(desired) if sources_ready else set(desired) | set(observed)
             plan = plan_container_gc(snapshot, wanted, self._gc_policy, now)
             collected += run_container_gc(self._runtime, plan)
+            if plan.containers:
+                self._prune_messages(snapshot, set(plan.containers), desired)
         if mono - self._last_image_gc >= image_gc_every:
             self._last_image_gc = mono
             try:
@@ -82,3 +85,22 @@ class Housekeeping:
             except Exception:
                 logger.exception("image GC failed unexpectedly")
         return collected
+
+    def _prune_messages(
+        self, snapshot: RuntimeSnapshot, removed: set[str], desired: Collection[str]
+    ) -> None:
+        """Remove the termination-message directories of the instances just collected, for the
+        pods that stay (a pod that goes loses its whole directory as an orphan)."""
+        kept: dict[str, set[tuple[str, int]]] = {}
+        touched: set[str] = set()
+        for c in snapshot.containers:
+            uid = c.labels.get(POD_UID_LABEL, "")
+            if c.id in removed:
+                touched.add(uid)
+            else:
+                kept.setdefault(uid, set()).add((container_name(c), restart_count(c)))
+        for uid in touched.intersection(desired):
+            try:
+                self._volumes.prune_container_dirs(uid, kept.get(uid, ()))
+            except (OSError, ValueError) as exc:
+                logger.warning("pruning termination messages of pod %s failed: %s", uid, exc)

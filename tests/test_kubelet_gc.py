@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubecore._gc import ContainerGCPolicy, plan_container_gc
+from kubecore._observed import restart_count
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     POD_UID_LABEL,
@@ -85,6 +86,12 @@ def test_container_gc_runs_on_its_interval(tmp_path: Path) -> None:
     containers = node.all("web", "app")
     dead_ones = [c for c in containers if c.state is not RuntimeState.RUNNING]
     assert len(dead_ones) <= 2  # one kept, plus one that may have died since the pass
+    # the termination-message directories of the collected instances went with them
+    pod = node.kubelet.get_pod("default", "web")
+    assert pod is not None
+    runs = tmp_path.glob(f"**/pods/{pod.uid}/containers/app/*")
+    on_node = {str(restart_count(c)) for c in containers}
+    assert {run.name for run in runs} <= on_node
 
 
 def test_image_gc_frees_unused_images_down_to_the_low_threshold(tmp_path: Path) -> None:
