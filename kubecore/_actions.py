@@ -92,6 +92,10 @@ class ContainerToStart:
     restart_count: int = 0
     after_crash: bool = False
     """Its newest instance died (or never came up): this start grows its crash back-off."""
+    replaces: str = ""
+    """The id of its newest instance when that one was created but never started (an agent
+    stopped between the two calls): it is removed first and its restart count reused, so an
+    interrupted start is neither left behind nor counted as a restart."""
 
 
 @attrs.frozen

@@ -11,6 +11,7 @@ follows a crash (and so grows the crash back-off); admission decides which pods 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -30,7 +31,12 @@ from kubecore._actions import (
 from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
 from kubecore._credentials import Keyring, pod_registry_auth
-from kubecore._errors import ContainerRuntimeError, ImagePullError, KubecoreError
+from kubecore._errors import (
+    ContainerNotFound,
+    ContainerRuntimeError,
+    ImagePullError,
+    KubecoreError,
+)
 from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
@@ -449,6 +455,8 @@ class Executor:
         container = _spec_of(pod, start, is_init=is_init)
         if start.after_crash:
             self._grow_crash_backoff(record, container.name)
+        if start.replaces:
+            self._remove_unstarted(start.replaces)
         self.ensure_image(pod, container, record, init=is_init)
         container_id = self._create_and_start(
             pod, container, start.restart_count, is_init=is_init, target=target
@@ -459,6 +467,10 @@ class Executor:
                 pod, container, container_id, hook, is_init=is_init, target=target, record=record
             )
         return container_id
+
+    def _remove_unstarted(self, container_id: str) -> None:
+        with contextlib.suppress(ContainerNotFound):
+            self.runtime.remove_container(container_id)
 
     def _grow_crash_backoff(self, record: PodRecord, name: str) -> None:
         now = self.clock.now()

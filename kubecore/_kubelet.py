@@ -388,6 +388,10 @@ class Kubelet:
 
     def _pass(self, *, inline: bool) -> SyncReport:
         started = self.clock.monotonic()
+        # Read before the desired pods: sources that had all reported by now are all in the
+        # refreshed view, so a pod missing from it is really not wanted. (Read after, a source
+        # reporting in between would make every pod of the view taken before it an orphan.)
+        sources_ready = self.pod_config.sources_ready()
         self._refresh_desired()
         with self._outcomes_lock:
             self._outcomes = []
@@ -454,7 +458,7 @@ class Kubelet:
                 self.workers.dispatch(uid, work, inline=inline)
 
         removed: list[str] = []
-        if self.pod_config.sources_ready():
+        if sources_ready:
             desired = self.desired.states
             for uid, entry in grouped.items():
                 if uid in desired or not uid:
@@ -469,7 +473,7 @@ class Kubelet:
                 engine_snapshot,
                 desired,
                 grouped,
-                sources_ready=self.pod_config.sources_ready(),
+                sources_ready=sources_ready,
                 now=now,
                 mono=mono,
             )

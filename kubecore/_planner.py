@@ -145,6 +145,12 @@ def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
     """Start the container at ``index`` after its previous instances (newest first)."""
     if not records:
         return ContainerToStart(index)
+    newest = records[0]
+    if newest.never_started:  # takes its place: the count it had, above every other instance
+        count = max(
+            newest.restart_count, max((r.restart_count for r in records[1:]), default=-1) + 1
+        )
+        return ContainerToStart(index, count, after_crash=True, replaces=newest.c.id)
     return ContainerToStart(
         index,
         restart_count=max(r.restart_count for r in records) + 1,

@@ -142,6 +142,11 @@ def container_create_args(
     }
 
 
+INTERRUPTED_AFTER = 30.0
+"""Seconds after which a sandbox still never started is an interrupted ``run_sandbox`` (an agent
+killed between create and start), removed; until then it is only hidden."""
+
+
 class DockerRuntime:
     """The ``ContainerRuntime`` for a Docker Engine.
 
@@ -162,6 +167,8 @@ class DockerRuntime:
         self._clock = clock or SystemClock()
         self._details: dict[str, tuple[tuple[str, str, int | None], StateDetail]] = {}
         self._details_lock = threading.Lock()
+        self._starting: set[str] = set()
+        """Names of the sandboxes this process is creating and starting (not interrupted)."""
         self._watchers: list[EventWatcher] = []
         self._closed = False
 
@@ -239,14 +246,25 @@ class DockerRuntime:
     # -- sandboxes ----------------------------------------------------------------------------
 
     def run_sandbox(self, config: SandboxConfig) -> str:
+        """Create and start, as one step (the CRI's RunPodSandbox): a sandbox whose start was
+        interrupted (an agent killed between the two calls) is never listed, and a snapshot
+        removes it once it is ``INTERRUPTED_AFTER`` seconds old (a new ``run_sandbox`` of the
+        same name replaces it at once)."""
         args = sandbox_create_args(config, config.image or self.options.sandbox_image)
-        sandbox_id = self._create(args, Subject.SANDBOX)
+        name = str(args["name"])
+        with self._details_lock:
+            self._starting.add(name)
         try:
-            with engine_errors(Subject.SANDBOX):
-                self._api().start(sandbox_id)
-        except ContainerRuntimeError:
-            self._remove(sandbox_id)
-            raise
+            sandbox_id = self._create(args, Subject.SANDBOX)
+            try:
+                with engine_errors(Subject.SANDBOX):
+                    self._api().start(sandbox_id)
+            except ContainerRuntimeError:
+                self._remove(sandbox_id)
+                raise
+        finally:
+            with self._details_lock:
+                self._starting.discard(name)
         return sandbox_id
 
     def stop_sandbox(self, sandbox_id: str) -> None:
@@ -320,6 +338,9 @@ class DockerRuntime:
             listed.add(summary.id)
             kind = summary.labels.get(DOCKER_TYPE_LABEL)
             if kind == SANDBOX_TYPE:
+                if summary.status == "created":  # never started: an interrupted run_sandbox
+                    self._drop_interrupted(summary)
+                    continue
                 sandboxes.append(sandbox_from(summary))
             elif kind == CONTAINER_TYPE:
                 detail = self._detail(summary)
@@ -331,6 +352,18 @@ class DockerRuntime:
         return RuntimeSnapshot(
             sandboxes=tuple(sandboxes), containers=tuple(containers), taken_at=taken_at
         )
+
+    def _drop_interrupted(self, summary: Summary) -> None:
+        with self._details_lock:
+            if summary.name in self._starting:
+                return  # being started by this process right now
+        if self._clock.now() - summary.created_at < INTERRUPTED_AFTER:
+            return  # a list taken just before this process's own start may still say created
+        log.info("removing sandbox %s: its start was interrupted", summary.name)
+        try:
+            self._remove(summary.id)
+        except ContainerRuntimeError as error:
+            log.warning("could not remove the interrupted sandbox %s: %s", summary.name, error)
 
     def _detail(self, summary: Summary) -> StateDetail | None:
         """The inspect-only facts for a listed container: cached while its state holds."""

@@ -12,6 +12,7 @@ from kubecore._model import (
     HostPathVolumeSource,
     Lifecycle,
     LifecycleHandler,
+    Pod,
     Volume,
     VolumeMount,
 )
@@ -172,3 +173,29 @@ def test_termination_message_is_reported(node: Node, tmp_path: Path) -> None:
     (cs,) = node.status("job").container_statuses
     assert cs.state.terminated is not None
     assert cs.state.terminated.message == "all done, 42 items"
+
+
+def test_a_source_reporting_during_a_pass_makes_no_running_pod_an_orphan(tmp_path: Path) -> None:
+    """A restarted agent: its file source reports between the pass's read of the desired pods
+    and its check that every source has reported. Nothing running may be killed for that."""
+    node = make_node(tmp_path)
+    pods = [make_pod("web"), make_pod("db")]
+    node.kubelet.set_pods(pods, source="file")
+    node.converge()
+    running = {c.id for c in node.running()}
+    kubelet = node.restart_kubelet()
+    kubelet.register_source("file")
+    config = kubelet.pod_config
+    read_before_report = config.pods
+
+    def report_while_read() -> tuple[Pod, ...]:
+        view = read_before_report()  # the view taken before the source reports
+        config.pods = read_before_report  # type: ignore[method-assign]
+        kubelet.set_pods(pods, source="file")  # the source reports now, in another thread
+        return view
+
+    config.pods = report_while_read  # type: ignore[method-assign]
+    kubelet.sync()
+    assert {c.id for c in node.running()} == running
+    node.converge()
+    assert {c.id for c in node.running()} == running

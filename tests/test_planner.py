@@ -480,11 +480,11 @@ CASES: list[tuple[str, Pod, ObservedPod, PodHistory, dict[str, Any]]] = [
         expect(),
     ),
     (
-        "created but never started: start again, even under Never",
+        "created but never started: started in its place (not a restart), even under Never",
         with_spec(BASE_POD, restart_policy="Never"),
         swap(healthy(), ctr("app", state=RuntimeState.CREATED)),
         H,
-        expect(containers_to_start=(0,), restart_counts=(1,)),
+        expect(containers_to_start=(0,), restart_counts=(0,)),
     ),
     (
         "a failed start (ContainerCannotRun) follows the policy",
@@ -820,7 +820,10 @@ def test_a_start_says_whether_it_follows_a_crash() -> None:
     assert changed.containers_to_start == (ContainerToStart(0, restart_count=1),)
     unstarted = ctr("app", state=RuntimeState.CREATED)
     retried = compute_pod_actions(BASE_POD, swap(healthy(), unstarted), H, NOW)
-    assert retried.containers_to_start == (ContainerToStart(0, restart_count=1, after_crash=True),)
+    # in its place: the unstarted instance goes, and its restart count is not spent
+    assert retried.containers_to_start == (
+        ContainerToStart(0, restart_count=0, after_crash=True, replaces=unstarted.id),
+    )
 
 
 def test_an_init_container_start_carries_its_restart_count() -> None:

@@ -224,16 +224,19 @@ def apply_actions(pod: Pod, observed: ObservedPod, actions: PodActions, now: flo
         assert actions.attempt > max((s.attempt for s in observed.sandboxes), default=-1)
         target = f"sb-new-{now}"
         sandboxes[target] = _new_sandbox(pod, target, actions.attempt, now, ready=True)
-    starts: list[tuple[str, int, RuntimeState, int | None]] = []
+    starts: list[tuple[str, int, RuntimeState, int | None, str]] = []
     init = actions.next_init_container
     if init is not None:
         name = pod.spec.init_containers[init.index].name
-        starts.append((name, init.restart_count, RuntimeState.EXITED, 0))
+        starts.append((name, init.restart_count, RuntimeState.EXITED, 0, init.replaces))
     for start in actions.containers_to_start:
         name = pod.spec.containers[start.index].name
-        starts.append((name, start.restart_count, RuntimeState.RUNNING, None))
-    for n, (name, restart, state, code) in enumerate(starts):
+        starts.append((name, start.restart_count, RuntimeState.RUNNING, None, start.replaces))
+    for n, (name, restart, state, code, replaces) in enumerate(starts):
         assert target in sandboxes and sandboxes[target].state is SandboxState.READY
+        if replaces:
+            replaced = containers.pop(replaces, None)
+            assert replaced is not None and _never_started(replaced), "replaces a started one"
         same = [_restart_count(c) for c in containers.values() if _name(c) == name]
         assert restart > max(same, default=-1), "a restart count is reused"
         new = _new_container(

@@ -38,6 +38,8 @@ from kubecore._runtime import (
     SandboxState,
 )
 from kubecore_docker import DockerOptions, DockerRuntime, container_name, sandbox_name
+from kubecore_docker import _runtime as docker_runtime
+from kubecore_docker._runtime import sandbox_create_args
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.docker.helpers import TEST_LABEL, free_port, wait_for
 
@@ -192,6 +194,26 @@ def test_sandbox_name_conflict_is_resolved(
     sandbox_id = runtime.run_sandbox(config)
     assert sandbox_id != stale
     assert not raw.containers(all=True, filters={"id": stale})
+
+
+def test_a_sandbox_whose_start_was_interrupted_is_hidden_then_removed(
+    runtime: DockerRuntime,
+    make_sandbox: SandboxFactory,
+    raw: Any,
+    engine: TestEngine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent killed between run_sandbox's create and start leaves a sandbox that never
+    started: it is not a sandbox of the pod (RunPodSandbox is one step), and it goes."""
+    config = make_sandbox()
+    args = sandbox_create_args(config, engine.pause_image)
+    call = {**args, "host_config": raw.create_host_config(**args["host_config"])}
+    interrupted = raw.create_container(**call)["Id"]
+    assert interrupted not in {s.id for s in runtime.snapshot().sandboxes}
+    assert raw.containers(all=True, filters={"id": interrupted})  # young: only hidden
+    monkeypatch.setattr(docker_runtime, "INTERRUPTED_AFTER", 0.0)
+    runtime.snapshot()
+    assert not raw.containers(all=True, filters={"id": interrupted})
 
 
 # -- containers --------------------------------------------------------------------------------

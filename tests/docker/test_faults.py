@@ -175,9 +175,9 @@ class Agent:
             "--runtime-option", f"base_url=unix://{socket_path}",
             "--runtime-option", f"sandbox_image={engine.pause_image}",
             "--root-dir", str(root), "--port", str(self.port), "--node-name", root.parent.name,
-            "--log-level", "warning",
+            "--log-level", os.environ.get("FAULTS_LOG_LEVEL", "warning"),
         ]  # fmt: skip
-        self.log = root.parent / "agent.log"
+        self.log = root.parent / f"agent-{time.monotonic_ns()}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Agent:
@@ -245,6 +245,10 @@ def converged(raw: Any, namespace: str, pods: int) -> dict[str, str] | None:
 
 
 def assert_no_duplicates(raw: Any, namespace: str) -> None:
+    """One running sandbox and app container per pod, and nothing left half-made (a container
+    created but never started by an agent that was killed)."""
+    listed = raw.containers(all=True, filters={"label": f"{POD_NAMESPACE_LABEL}={namespace}"})
+    assert not [c["Names"] for c in listed if c["State"] == "created"], "left created"
     running: dict[str, int] = {}
     sandboxes: dict[str, int] = {}
     for c in raw.containers(filters={"label": f"{POD_NAMESPACE_LABEL}={namespace}"}):
@@ -362,6 +366,12 @@ def test_agent_killed_at_ten_points_of_a_convergence(raw: Any, scene: dict[str, 
     agent = scene["agent"]()
     final = wait_for(lambda: converged(raw, namespace, 20), 120, "20 pods running", agent)
     assert_no_duplicates(raw, namespace)
+    import sys as _s
+
+    time.sleep(3)
+    for c in raw.containers(all=True, filters={"label": f"{POD_NAMESPACE_LABEL}={namespace}"}):
+        print(c["Names"], c["State"], c["Status"], file=_s.stderr)
+    print(agent.output(), file=_s.stderr)
     mark_volumes(raw, final)
     agent.kill(signal.SIGTERM)  # containers keep running after a clean stop
     assert converged(raw, namespace, 20) == final
