@@ -128,12 +128,19 @@ def node(tmp_path: Path) -> Iterator[Node]:
     http = KubeletServer(kubelet, ServerConfig(port=0, request_timeout=10.0), api=api).start()
     found = Node(kubelet, bundle.runtime, api, http, tmp_path)
     try:
-        wait_for(lambda: found.running("talker"), what="the static pod to run")
+        wait_for(lambda: is_ready(kubelet, "talker"), what="the static pod to be ready")
         yield found
     finally:
         for server in [http, *found.servers]:
             server.stop()
         kubelet.stop()
+
+
+def is_ready(kubelet: Kubelet, name: str) -> bool:
+    pod = kubelet.get_pod("default", name)
+    if pod is None or pod.status is None:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
 
 
 def pod_phase(node: Node, name: str) -> str:
@@ -278,8 +285,10 @@ def test_logs_with_tail_container_since_and_previous(node: Node) -> None:
     )
     assert kubectl.out("logs", "talker", "--previous") == "hello\nworld\nlast words\n"
     assert kubectl.out("logs", "talker") == "hello\nworld\n"
-    restarts = table(kubectl.out("get", "pod", "talker", "--no-headers"))[0][3]
-    assert restarts == "1"
+    wait_for(
+        lambda: table(kubectl.out("get", "pod", "talker", "--no-headers"))[0][3] == "1",
+        what="RESTARTS to show 1",
+    )
 
 
 def test_logs_follow_streams_until_the_container_stops(node: Node) -> None:
@@ -328,7 +337,7 @@ def test_apply_create_and_delete_an_api_pod(node: Node, certs: Certs) -> None:
     manifest.write_text(WEB_POD)
 
     assert kubectl.out("apply", "-f", str(manifest)) == "pod/web created\n"
-    wait_for(lambda: pod_phase(node, "web") == "Running", what="web to run")
+    wait_for(lambda: is_ready(node.kubelet, "web"), what="web to be ready")
     pod = node.kubelet.get_pod("default", "web")
     assert pod is not None
     assert pod.metadata.annotations["kubernetes.io/config.source"] == "kube-apiserver"
