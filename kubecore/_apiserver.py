@@ -55,7 +55,7 @@ from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model import Pod
 from kubecore._runtime import Event, RuntimeContainer, RuntimeSnapshot
 from kubecore._serving import BoundedServer, Handle, Limits
-from kubecore._sources import StaticSource
+from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
 from kubecore._updates import SOURCE_ANNOTATION
 
@@ -89,8 +89,8 @@ _SERVER_FIELDS = (
     "finalizers",
 )
 """Metadata the server writes (or kubecore does not keep): dropped from what a client sends."""
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
 
 # --- configuration -----------------------------------------------------------------------
@@ -661,10 +661,24 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "imagePullSecrets": "name",
+    "ports": "containerPort",
+    "volumeMounts": "mountPath",
+    "conditions": "type",
+}
+"""The lists of a pod that a strategic merge patch merges item by item, and each one's key."""
+
+
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """A strategic merge patch as far as pods need it: maps merge, lists of objects with a
-    ``name`` merge by name (``$patch: delete`` removes one), ``$``-directives that only order or
-    retain keys are ignored, other lists are replaced."""
+    """A strategic merge patch as Kubernetes applies it to a pod: maps merge (``null`` deletes a
+    key), the lists of ``MERGE_KEYS`` merge item by item (``$patch: delete`` removes one, a
+    ``$setElementOrder`` directive orders them), other lists are replaced."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     if patch.get("$patch") == "replace":
@@ -673,31 +687,38 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
     for key, value in patch.items():
         if key.startswith("$"):
             continue
+        merge_key = MERGE_KEYS.get(key)
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, list) and _named_list(value) and _named_list(result.get(key)):
-            result[key] = _merge_named(result[key], value)
+        elif merge_key is not None and isinstance(value, list):
+            order = patch.get(f"$setElementOrder/{key}")
+            result[key] = _merge_list(result.get(key) or [], value, merge_key, order)
         else:
             result[key] = strategic_merge_patch(result.get(key), value)
+    for key, order in patch.items():
+        name = key.removeprefix("$setElementOrder/")
+        if name != key and name not in patch and isinstance(result.get(name), list):
+            result[name] = _merge_list(result[name], [], MERGE_KEYS.get(name, "name"), order)
     return result
 
 
-def _named_list(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
-
-
-def _merge_named(current: list[dict[str, Any]], patch: list[dict[str, Any]]) -> list[Any]:
-    merged = {item["name"]: item for item in current}
-    order = [item["name"] for item in current]
+def _merge_list(current: list[Any], patch: list[Any], key: str, order: object) -> list[Any]:
+    merged: dict[Any, Any] = {}
+    for item in current:
+        if isinstance(item, dict):
+            merged[item.get(key)] = item
     for item in patch:
-        name = item["name"]
+        if not isinstance(item, dict):
+            raise _bad_request(f"a strategic merge patch list item must be an object: {item!r}")
         if item.get("$patch") == "delete":
-            merged.pop(name, None)
-            continue
-        if name not in merged:
-            order.append(name)
-        merged[name] = strategic_merge_patch(merged.get(name), item)
-    return [merged[name] for name in order if name in merged]
+            merged.pop(item.get(key), None)
+        else:
+            merged[item.get(key)] = strategic_merge_patch(merged.get(item.get(key)), item)
+    if isinstance(order, list):
+        wanted = [entry.get(key) for entry in order if isinstance(entry, dict)]
+        rest = [k for k in merged if k not in wanted]
+        return [merged[k] for k in wanted + rest if k in merged]
+    return list(merged.values())
 
 
 # --- the change log behind resourceVersion and watches ---------------------------------------
@@ -970,6 +991,14 @@ class KubeApi:
             self._logs(exchange, request, namespace, rest[1])
         elif len(rest) == 3 and rest[2] == "status" and method in ("GET", "HEAD"):
             self._get_pod(exchange, request, namespace, rest[1])
+        elif len(rest) == 3 and rest[2] in _STREAMING_SUBRESOURCES:
+            raise ApiError(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                f"pods/{rest[2]} is not served by this node's API (it needs a streaming "
+                "upgrade); run commands with the kubelet endpoint /run/{namespace}/{pod}/"
+                "{container} instead",
+            )
         else:
             raise ApiError(
                 HTTPStatus.METHOD_NOT_ALLOWED,
@@ -1010,6 +1039,13 @@ class KubeApi:
 
     def _openapi(self, exchange: Exchange, rest: tuple[str, ...]) -> None:
         if rest == ("v2",):
+            accept = exchange.headers.get("Accept") or ""
+            if "protobuf" in accept and "json" not in accept:
+                raise ApiError(
+                    HTTPStatus.NOT_ACCEPTABLE,
+                    "NotAcceptable",
+                    "the OpenAPI v2 document is served as JSON only; use /openapi/v3",
+                )
             self._json(exchange, OPENAPI_V2)
         elif rest == ("v3",):
             self._json(exchange, {"paths": {"api/v1": {"serverRelativeURL": OPENAPI_V3_URL}}})
@@ -1319,12 +1355,22 @@ class KubeApi:
                 self.source.add(pod)
             else:
                 self.source.update(pod)
+        (stamped,) = prepare_pods([pod], self.source.name)
+        body = pod_to_dict(stamped)
+        key = (pod.metadata.namespace, pod.metadata.name)
         for obj in self.current_pods():
             meta = obj["metadata"]
-            if (meta["namespace"], meta["name"]) == (pod.metadata.namespace, pod.metadata.name):
+            if (meta["namespace"], meta["name"]) != key:
+                continue
+            if not dry_run:
                 return public(obj)
-        # Not on the node yet (dry run): answer what would be stored.
-        body = pod_to_dict(pod)
+            # What would be stored, with what the node shows of the pod now.
+            for field in ("creationTimestamp", "resourceVersion"):
+                body["metadata"][field] = meta[field]
+            body["spec"].setdefault("nodeName", self.node_name)
+            if "status" in obj:
+                body["status"] = obj["status"]
+            return body
         body["metadata"]["creationTimestamp"] = rfc3339(self.kubelet.clock.now())
         return body
 
@@ -1374,17 +1420,13 @@ class KubeApi:
                 f"the patch type {content_type!r} is not supported; use a merge patch, a "
                 "strategic merge patch or server-side apply",
             )
-        applied = _last_applied(patch)
-        strategic = content_type == "application/strategic-merge-patch+json"
+        merge = (
+            strategic_merge_patch
+            if content_type == "application/strategic-merge-patch+json"
+            else merge_patch
+        )
 
         def patched(current: dict[str, Any]) -> dict[str, Any]:
-            if applied is not None:
-                # kubectl apply: the new configuration is the whole object the user wrote.
-                applied.setdefault("metadata", {}).setdefault("annotations", {})[_LAST_APPLIED] = (
-                    _last_applied_text(patch)
-                )
-                return clean_manifest(applied, namespace)
-            merge = strategic_merge_patch if strategic else merge_patch
             return clean_manifest(merge(current, patch), namespace)
 
         self._write(exchange, request, namespace, name, patched)
@@ -1469,26 +1511,6 @@ def _grace_period(options: object, request: _Request) -> int | None:
     if given is not None and given < 0:
         return None
     return given
-
-
-def _last_applied_text(patch: object) -> str:
-    if isinstance(patch, dict):
-        annotations = (patch.get("metadata") or {}).get("annotations") or {}
-        text = annotations.get(_LAST_APPLIED)
-        if isinstance(text, str):
-            return str(text)
-    return ""
-
-
-def _last_applied(patch: object) -> dict[str, Any] | None:
-    text = _last_applied_text(patch)
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _only_container(pod: dict[str, Any]) -> str:
