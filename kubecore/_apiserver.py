@@ -741,13 +741,13 @@ class PodLog:
     ``refresh(pods)`` compares the agent's pods with the last look and records one watch event per
     added, changed or removed pod; a watch waits on ``wait_past``."""
 
-    def __init__(self, now: Callable[[], float]) -> None:
+    def __init__(self, now: Callable[[], float], history: int = HISTORY) -> None:
         self._now = now
         self._cond = threading.Condition()
         self.version = 1
         self._objects: dict[PodKey, dict[str, Any]] = {}
         self._created: dict[str, str] = {}
-        self._history: deque[WatchEvent] = deque(maxlen=HISTORY)
+        self._history: deque[WatchEvent] = deque(maxlen=history)
 
     def refresh(self, pods: Iterable[Pod], node_name: str) -> list[dict[str, Any]]:
         """Take the agent's current pods; answer them as API objects (in the agent's order)."""

@@ -12,52 +12,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import requests
 import yaml
 
-from kubecore._apiserver import ApiServerConfig, KubeApi, attach_api
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._manifest import load_pods_from_string
-from kubecore._plugins import load_runtime
+from kubecore._apiserver import ApiServerConfig, attach_api
 from kubecore._server import KubeletServer, ServerConfig
-from kubecore._sources import StaticSource
 from tests.test_kubectl_support import (
+    STATIC_POD,
     TOKEN,
+    WEB_POD,
     Certs,
-    Kubectl,
-    kubectl_for,
+    Node,
+    is_ready,
     make_certs,
     needs_kubectl,
     read_until,
+    running_node,
     wait_for,
 )
 
 pytestmark = needs_kubectl
-
-STATIC_POD = """
-apiVersion: v1
-kind: Pod
-metadata: {name: talker, labels: {app: talker}}
-spec:
-  containers:
-  - {name: main, image: busybox:1.35, command: [sh, -c, "echo hello; echo world; sleep 3600"]}
-"""
-
-WEB_POD = """
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-  labels: {app: web}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: main
-    image: busybox:1.35
-    command: [sh, -c, "echo serving; sleep 3600"]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -65,82 +40,10 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return make_certs(tmp_path_factory.mktemp("certs"))
 
 
-@attrs.define
-class Node:
-    kubelet: Kubelet
-    runtime: Any
-    api: KubeApi
-    http: KubeletServer
-    tmp: Path
-    servers: list[KubeletServer] = attrs.field(factory=list)
-
-    def reader(self) -> Kubectl:
-        """kubectl with default flags: no token, plain HTTP."""
-        return kubectl_for(self.tmp / "reader", self.http.url)
-
-    def https(self, certs: Certs) -> KubeletServer:
-        config = ServerConfig(
-            port=0,
-            request_timeout=10.0,
-            tls_cert_file=str(certs.cert),
-            tls_private_key_file=str(certs.key),
-        )
-        server = KubeletServer(self.kubelet, config, api=self.api).start()
-        self.servers.append(server)
-        return server
-
-    def writer(self, certs: Certs, token: str = TOKEN) -> Kubectl:
-        server = self.https(certs)
-        return kubectl_for(
-            self.tmp / f"writer-{len(self.servers)}", server.url, token=token, ca=certs.ca
-        )
-
-    def containers(self, pod: str, name: str = "main") -> list[Any]:
-        return [
-            c
-            for c in self.runtime.list_containers()
-            if c.labels.get("io.kubernetes.pod.name") == pod
-            and c.labels.get("io.kubernetes.container.name") == name
-        ]
-
-    def running(self, pod: str) -> Any:
-        return next(
-            (c for c in self.containers(pod) if c.state.value == "running"),
-            None,
-        )
-
-
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
-    bundle = load_runtime("fake")
-    kubelet = Kubelet.from_bundle(
-        bundle,
-        config=KubeletConfig(
-            node_name="node-1", root_dir=str(tmp_path / "root"), backoff_initial=0.2
-        ),
-        sources=("file",),
-    )
-    StaticSource(load_pods_from_string(STATIC_POD), name="file", sink=kubelet.update)
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
-    kubelet.start()
-    http = KubeletServer(kubelet, ServerConfig(port=0, request_timeout=10.0), api=api).start()
-    found = Node(kubelet, bundle.runtime, api, http, tmp_path)
-    try:
-        wait_for(lambda: is_ready(kubelet, "talker"), what="the static pod to be ready")
+    with running_node(tmp_path) as found:
         yield found
-    finally:
-        for server in [http, *found.servers]:
-            server.stop()
-        kubelet.stop()
-
-
-def is_ready(kubelet: Kubelet, name: str) -> bool:
-    pod = kubelet.get_pod("default", name)
-    if pod is None or pod.status is None:
-        return False
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
 
 
 def pod_phase(node: Node, name: str) -> str:

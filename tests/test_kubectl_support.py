@@ -7,15 +7,24 @@ TLS material is made with the ``openssl`` command; without it the HTTPS tests sk
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
+
+from kubecore._apiserver import ApiServerConfig, KubeApi, attach_api
+from kubecore._kubelet import Kubelet, KubeletConfig
+from kubecore._manifest import load_pods_from_string
+from kubecore._plugins import load_runtime
+from kubecore._server import KubeletServer, ServerConfig
+from kubecore._sources import StaticSource
 
 KUBECTL = shutil.which("kubectl")
 OPENSSL = shutil.which("openssl")
@@ -184,3 +193,109 @@ def read_until(stream: object, wanted: Callable[[str], bool], lines: list[str]) 
         if wanted(line):
             return
     raise AssertionError(f"the stream ended before the line was seen; got {lines!r}")
+
+
+# --- an agent serving the API -----------------------------------------------------------
+
+STATIC_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: talker, labels: {app: talker}}
+spec:
+  containers:
+  - {name: main, image: busybox:1.35, command: [sh, -c, "echo hello; echo world; sleep 3600"]}
+"""
+
+WEB_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: busybox:1.35
+    command: [sh, -c, "echo serving; sleep 3600"]
+"""
+
+
+@attrs.define
+class Node:
+    kubelet: Kubelet
+    runtime: Any
+    api: KubeApi
+    http: KubeletServer
+    tmp: Path
+    servers: list[KubeletServer] = attrs.field(factory=list)
+
+    def reader(self) -> Kubectl:
+        """kubectl with default flags: no token, plain HTTP."""
+        return kubectl_for(self.tmp / "reader", self.http.url)
+
+    def https(self, certs: Certs) -> KubeletServer:
+        config = ServerConfig(
+            port=0,
+            request_timeout=10.0,
+            tls_cert_file=str(certs.cert),
+            tls_private_key_file=str(certs.key),
+        )
+        server = KubeletServer(self.kubelet, config, api=self.api).start()
+        self.servers.append(server)
+        return server
+
+    def writer(self, certs: Certs, token: str = TOKEN) -> Kubectl:
+        server = self.https(certs)
+        return kubectl_for(
+            self.tmp / f"writer-{len(self.servers)}", server.url, token=token, ca=certs.ca
+        )
+
+    def containers(self, pod: str, name: str = "main") -> list[Any]:
+        return [
+            c
+            for c in self.runtime.list_containers()
+            if c.labels.get("io.kubernetes.pod.name") == pod
+            and c.labels.get("io.kubernetes.container.name") == name
+        ]
+
+    def running(self, pod: str) -> Any:
+        return next(
+            (c for c in self.containers(pod) if c.state.value == "running"),
+            None,
+        )
+
+
+def is_ready(kubelet: Kubelet, name: str) -> bool:
+    pod = kubelet.get_pod("default", name)
+    if pod is None or pod.status is None:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
+
+@contextlib.contextmanager
+def running_node(tmp_path: Path) -> Iterator[Node]:
+    """A started agent on the fake runtime (real time) with the static pod ``talker`` ready,
+    its Kubernetes API on 127.0.0.1 over HTTP; stopped on exit."""
+    bundle = load_runtime("fake")
+    kubelet = Kubelet.from_bundle(
+        bundle,
+        config=KubeletConfig(
+            node_name="node-1", root_dir=str(tmp_path / "root"), backoff_initial=0.2
+        ),
+        sources=("file",),
+    )
+    StaticSource(load_pods_from_string(STATIC_POD), name="file", sink=kubelet.update)
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
+    kubelet.start()
+    http = KubeletServer(kubelet, ServerConfig(port=0, request_timeout=10.0), api=api).start()
+    found = Node(kubelet, bundle.runtime, api, http, tmp_path)
+    try:
+        wait_for(lambda: is_ready(kubelet, "talker"), what="the static pod to be ready")
+        yield found
+    finally:
+        for server in [http, *found.servers]:
+            server.stop()
+        kubelet.stop()
