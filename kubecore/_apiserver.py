@@ -267,6 +267,7 @@ class Exchange(Protocol):
     path: str
     headers: Message
     connection: socket.socket
+    close_connection: bool
 
     @property
     def server(self) -> _Slots: ...
@@ -282,6 +283,8 @@ class Exchange(Protocol):
     def _stream(self, first: bytes, rest: Iterator[bytes], content_type: str) -> None: ...
 
     def _read_body(self) -> bytes: ...
+
+    def _refuse_body(self) -> None: ...
 
 
 # --- formatting ---------------------------------------------------------------------------
@@ -891,15 +894,19 @@ class KubeApi:
             exchange.headers.get("Accept") or "",
         )
         try:
+            if request.method in ("GET", "HEAD"):
+                exchange._refuse_body()
             tls = isinstance(exchange.connection, ssl.SSLSocket)
             self._authenticate(exchange.headers.get("Authorization") or "", request.method, tls)
             self._route(exchange, request)
         except ApiError as error:
+            # The request's body may be unread: the connection cannot serve another request.
+            exchange.close_connection = True
             exchange._send_bytes(
                 error.code,
                 json.dumps(error.status()).encode() + b"\n",
                 JSON_TYPE,
-                {**error.headers, "Connection": "close"},
+                error.headers,
             )
 
     def _authenticate(self, header: str, method: str, tls: bool) -> None:
@@ -1245,28 +1252,38 @@ class KubeApi:
         since = self._since(request)
         follow = request.flag("follow")
         found = self._instance(pod, container, previous=request.flag("previous"))
+        timestamps = request.flag("timestamps")
+        if not follow:
+            self._send_log(exchange, found.id, tail, False, since, timestamps, limit)
+            return
+        # The slot is taken before the runtime's stream is opened: a refused follow opens none.
+        with exchange.server.follow_slot((namespace, name, container)):
+            self._send_log(exchange, found.id, tail, True, since, timestamps, limit)
+
+    def _send_log(
+        self,
+        exchange: Exchange,
+        container_id: str,
+        tail: int | None,
+        follow: bool,
+        since: float | None,
+        timestamps: bool,
+        limit: int | None,
+    ) -> None:
         try:
             lines = iter(
                 self.kubelet.runtime.logs(
-                    found.id,
-                    tail=tail,
-                    follow=follow,
-                    since=since,
-                    timestamps=request.flag("timestamps"),
+                    container_id, tail=tail, follow=follow, since=since, timestamps=timestamps
                 )
             )
+            # The first read may fail: fail before the headers go out.
             first = next(lines, b"")
         except NotFound as error:
             raise ApiError(HTTPStatus.NOT_FOUND, "NotFound", str(error)) from None
         except KubecoreError as error:
             raise ApiError(HTTPStatus.BAD_GATEWAY, "InternalError", str(error)) from None
         body = _limited(first, lines, limit)
-        head = next(body, b"")
-        if follow:
-            with exchange.server.follow_slot((namespace, name, container)):
-                exchange._stream(head, body, TEXT_TYPE)
-        else:
-            exchange._stream(head, body, TEXT_TYPE)
+        exchange._stream(next(body, b""), body, TEXT_TYPE)
 
     def _since(self, request: _Request) -> float | None:
         seconds = request.number("sinceSeconds", minimum=1)
@@ -1557,17 +1574,25 @@ def _client_gone(sock: socket.socket) -> bool:
 # --- attaching the API to an agent ----------------------------------------------------------
 
 
-def attach_api(kubelet: ApiKubelet, config: ApiServerConfig, *, address: str) -> KubeApi:
+def attach_api(
+    kubelet: ApiKubelet, config: ApiServerConfig, *, address: str, tls: bool = False
+) -> KubeApi:
     """The Kubernetes API for ``kubelet``, served on ``address``: its in-process source (which
     reports at once, empty) delivers straight to the agent. Pass the result to
-    ``KubeletServer(..., api=...)``. Raises ``ValueError`` for a non-loopback address without a
-    token file, and ``OSError`` for an unreadable token file."""
+    ``KubeletServer(..., api=...)``; ``tls`` says whether that server has a certificate.
+    Raises ``ValueError`` for a non-loopback address without a token file or without TLS, and
+    ``OSError`` for an unreadable token file."""
     token = read_token_file(config.token_file) if config.token_file else None
     loopback = is_loopback(address)
     if not loopback and token is None:
         raise ValueError(
             f"serving the Kubernetes API on {address} needs --api-token-file "
             "(only 127.0.0.1 / ::1 may be read without a token)"
+        )
+    if not loopback and not tls:
+        raise ValueError(
+            f"serving the Kubernetes API on {address} needs --tls-cert-file and "
+            "--tls-private-key-file (a token must not cross the network in clear text)"
         )
     source = StaticSource([], name=config.source_name, sink=kubelet.update)
     return KubeApi(kubelet, source, token=token, anonymous_reads=loopback)

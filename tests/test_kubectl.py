@@ -352,7 +352,7 @@ def test_reads_need_the_token_off_loopback(node: Node) -> None:
     # The API as it is attached for a non-loopback address, served here on 127.0.0.1.
     token_file = node.tmp / "token"
     remote_api = attach_api(
-        node.kubelet, ApiServerConfig(token_file=str(token_file)), address="192.0.2.10"
+        node.kubelet, ApiServerConfig(token_file=str(token_file)), address="192.0.2.10", tls=True
     )
     server = KubeletServer(node.kubelet, ServerConfig(port=0), api=remote_api).start()
     node.servers.append(server)
@@ -364,7 +364,9 @@ def test_reads_need_the_token_off_loopback(node: Node) -> None:
     good = requests.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert good.status_code == 200 and good.json()["kind"] == "PodList"
     with pytest.raises(ValueError, match="needs --api-token-file"):
-        attach_api(node.kubelet, ApiServerConfig(), address="0.0.0.0")
+        attach_api(node.kubelet, ApiServerConfig(), address="0.0.0.0", tls=True)
+    with pytest.raises(ValueError, match="needs --tls-cert-file"):
+        attach_api(node.kubelet, ApiServerConfig(token_file=str(token_file)), address="0.0.0.0")
 
 
 def test_tls_serves_the_kubelet_endpoints_too(node: Node, certs: Certs) -> None:

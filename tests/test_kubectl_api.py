@@ -355,3 +355,14 @@ def test_namespaces_and_head_requests(node: Node, client: Client) -> None:
     head = requests.head(client.url("/version"), timeout=10)
     assert head.status_code == 200 and head.text == ""
     assert client.get("/healthz").text == "ok\n"  # the kubelet's own endpoints still answer
+
+
+def test_a_refused_write_does_not_spoil_the_kept_alive_connection(client: Client) -> None:
+    with requests.Session() as session:
+        refused = session.post(client.url(PODS), json=web(), timeout=10)
+        assert refused.status_code == 401
+        listed = session.get(client.url(PODS), timeout=10)
+        assert listed.status_code == 200 and listed.json()["kind"] == "PodList"
+        bodied = session.request("GET", client.url("/api/v1/pods"), data=b"x" * 10, timeout=10)
+        assert bodied.status_code == 200
+        assert session.get(client.url("/version"), timeout=10).json()["major"] == "1"
