@@ -280,6 +280,21 @@ def list_directory(path: Path) -> str:
 
 # --- the handler --------------------------------------------------------------------------
 
+
+def _read_exactly(stream: Any, length: int) -> bytes:
+    """``length`` bytes, or fewer at the end of input: one read of an unbuffered socket (or of
+    one TLS record) may return only part of a body."""
+    chunks: list[bytes] = []
+    remaining = length
+    while remaining > 0:
+        chunk = stream.read(remaining)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
 Route = Callable[["_Handler", list[str], dict[str, list[str]]], None]
 
 
@@ -488,7 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise HTTPError(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is {length} bytes; limit {limit}"
             )
-        body = self.rfile.read(length)
+        body = _read_exactly(self.rfile, length)
         if len(body) != length:
             raise HTTPError(HTTPStatus.BAD_REQUEST, "body shorter than its Content-Length")
         return body

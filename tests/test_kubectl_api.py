@@ -26,7 +26,16 @@ from kubecore._apiserver import (
     wants_table,
 )
 from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from tests.test_kubectl_support import TOKEN, WEB_POD, Node, is_ready, running_node, wait_for
+from kubecore._server import KubeletServer, ServerConfig
+from tests.test_kubectl_support import (
+    TOKEN,
+    WEB_POD,
+    Node,
+    is_ready,
+    make_certs,
+    running_node,
+    wait_for,
+)
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -366,3 +375,19 @@ def test_a_refused_write_does_not_spoil_the_kept_alive_connection(client: Client
         bodied = session.request("GET", client.url("/api/v1/pods"), data=b"x" * 10, timeout=10)
         assert bodied.status_code == 200
         assert session.get(client.url("/version"), timeout=10).json()["major"] == "1"
+
+
+def test_a_large_body_over_tls_is_read_whole(node: Node, tmp_path: Path) -> None:
+    certs = make_certs(tmp_path / "certs")
+    config = ServerConfig(
+        port=0, tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key)
+    )
+    server = KubeletServer(node.kubelet, config, api=node.api).start()
+    node.servers.append(server)
+    big = web()
+    big["metadata"]["annotations"] = {"note": "x" * 200_000}
+    created = requests.post(
+        server.url + PODS, json=big, headers=AUTH, verify=str(certs.ca), timeout=10
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["metadata"]["annotations"]["note"] == "x" * 200_000
