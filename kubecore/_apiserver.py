@@ -1047,13 +1047,11 @@ class KubeApi:
     def _openapi(self, exchange: Exchange, rest: tuple[str, ...]) -> None:
         if rest == ("v2",):
             accept = exchange.headers.get("Accept") or ""
-            if "protobuf" in accept and "json" not in accept:
-                raise ApiError(
-                    HTTPStatus.NOT_ACCEPTABLE,
-                    "NotAcceptable",
-                    "the OpenAPI v2 document is served as JSON only; use /openapi/v3",
-                )
-            self._json(exchange, OPENAPI_V2)
+            if "protobuf" in accept.split(",")[0]:
+                # kubectl before 1.27 reads this document, in protobuf only.
+                exchange._send_bytes(HTTPStatus.OK, OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_TYPE)
+            else:
+                self._json(exchange, OPENAPI_V2)
         elif rest == ("v3",):
             self._json(exchange, {"paths": {"api/v1": {"serverRelativeURL": OPENAPI_V3_URL}}})
         elif rest == ("v3", "api", "v1"):
@@ -1726,3 +1724,42 @@ OPENAPI_V2: dict[str, Any] = {
     },
     "definitions": {"io.k8s.api.core.v1.Pod": _pod_schema()},
 }
+
+
+# --- the OpenAPI v2 document in protobuf (gnostic's openapi.v2.Document), as old kubectl reads it
+
+OPENAPI_V2_PROTOBUF_TYPE = "application/octet-stream"
+"""What the API server answers a request for the protobuf form with (its media type has an
+``@``, which is not valid in a Content-Type)."""
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _message(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (a string, bytes or a nested message)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _text(number: int, value: str) -> bytes:
+    return _message(number, value.encode())
+
+
+def _openapi_v2_protobuf() -> bytes:
+    # No schema names Pod's kind on purpose: kubectl then skips its client-side validation (the
+    # agent validates every field itself and refuses unknown ones) and computes apply's patch
+    # from its own built-in Pod type, with the merge keys of the pod's lists.
+    info = _text(1, "kubecore node API") + _text(2, "v1")
+    return _text(1, "2.0") + _message(2, info) + _message(8, b"")
+
+
+OPENAPI_V2_PROTOBUF = _openapi_v2_protobuf()

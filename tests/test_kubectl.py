@@ -380,3 +380,21 @@ def test_tls_serves_the_kubelet_endpoints_too(node: Node, certs: Certs) -> None:
         requests.get(server.url.replace("https:", "http:") + "/healthz", timeout=10)
     answered = requests.get(server.url + "/healthz", verify=str(certs.ca), timeout=10)
     assert answered.text == "ok\n"
+
+
+def test_apply_removes_a_container_dropped_from_the_file(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    manifest = node.tmp / "two.yaml"
+    two = yaml.safe_load(WEB_POD)
+    two["spec"]["containers"].append(
+        {"name": "side", "image": "busybox:1.35", "command": ["sh", "-c", "sleep 3600"]}
+    )
+    manifest.write_text(yaml.safe_dump(two))
+    assert kubectl.out("apply", "-f", str(manifest)) == "pod/web created\n"
+    kubectl.out("label", "pod", "web", "owner=someone-else")
+    two["spec"]["containers"].pop()
+    manifest.write_text(yaml.safe_dump(two))
+    assert kubectl.out("apply", "-f", str(manifest)) == "pod/web configured\n"
+    pod = json.loads(kubectl.out("get", "pod", "web", "-o", "json"))
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["main"]
+    assert pod["metadata"]["labels"] == {"app": "web", "owner": "someone-else"}

@@ -391,3 +391,11 @@ def test_a_large_body_over_tls_is_read_whole(node: Node, tmp_path: Path) -> None
     )
     assert created.status_code == 201, created.text
     assert created.json()["metadata"]["annotations"]["note"] == "x" * 200_000
+
+
+def test_the_openapi_v2_document_is_served_in_protobuf_when_asked(client: Client) -> None:
+    accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    answer = client.get("/openapi/v2", headers={"Accept": accept})
+    assert answer.headers["Content-Type"] == "application/octet-stream"
+    assert answer.content.startswith(b"\n\x032.0")  # field 1 (swagger) = "2.0"
+    assert client.get("/openapi/v2").json()["swagger"] == "2.0"

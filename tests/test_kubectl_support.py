@@ -2,7 +2,8 @@
 
 ``kubectl`` comes from the distribution (Debian: ``apt-get install kubernetes-client``, whose
 kubectl is 1.20; newer ones from the Kubernetes apt repository); the tests skip when it is absent.
-TLS material is made with the ``openssl`` command; without it the HTTPS tests skip.
+TLS material is made with the ``openssl`` command; without it the HTTPS tests skip. Set
+``KUBECORE_TEST_KUBECTL`` to run them with another kubectl binary.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from kubecore._plugins import load_runtime
 from kubecore._server import KubeletServer, ServerConfig
 from kubecore._sources import StaticSource
 
-KUBECTL = shutil.which("kubectl")
+KUBECTL = os.environ.get("KUBECORE_TEST_KUBECTL") or shutil.which("kubectl")
+"""The kubectl under test: ``$KUBECORE_TEST_KUBECTL``, else the one on the PATH."""
 OPENSSL = shutil.which("openssl")
 TOKEN = "kubectl-test-token"
 KUBECTL_TIMEOUT = 60.0
