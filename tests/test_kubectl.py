@@ -23,6 +23,7 @@ from tests.test_kubectl_support import (
     TOKEN,
     WEB_POD,
     Certs,
+    Kubectl,
     Node,
     is_ready,
     make_certs,
@@ -89,6 +90,13 @@ def test_discovery_documents_answer_as_the_api_server_does(node: Node) -> None:
 
 
 # --- reading ------------------------------------------------------------------------------
+
+
+def test_server_flag_alone_is_enough_to_read(node: Node) -> None:
+    bare = Kubectl(node.tmp / "bare", node.tmp / "bare" / "no-such-kubeconfig")
+    bare.home.mkdir()
+    rows = table(bare.out("--server", node.http.url, "get", "pods"))
+    assert rows[1][:3] == ["talker", "1/1", "Running"]
 
 
 def test_get_pods_in_kubectls_own_columns(node: Node) -> None:
