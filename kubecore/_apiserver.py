@@ -981,7 +981,11 @@ class KubeApi:
         elif kind == "events" and len(rest) == 2:
             self._get_event(exchange, namespace, rest[1])
         elif kind != "pods":
-            raise _not_found("the server could not find the requested resource", kind)
+            raise ApiError(
+                HTTPStatus.NOT_FOUND,
+                "NotFound",
+                f"the server could not find the requested resource ({kind} are not served)",
+            )
         elif len(rest) == 1 and method == "POST":
             self._create(exchange, request, namespace)
         elif len(rest) == 1 and method in ("GET", "HEAD"):
@@ -1010,7 +1014,7 @@ class KubeApi:
             raise ApiError(
                 HTTPStatus.METHOD_NOT_ALLOWED,
                 "MethodNotAllowed",
-                f"{method} is not supported on pods/{'/'.join(rest[2:]) or rest[1]}",
+                f"{method} is not supported on {'/'.join(rest)}",
             )
 
     # --- responses

@@ -283,6 +283,12 @@ def test_bad_writes_are_answered_with_a_status(client: Client) -> None:
     assert exec_.status_code == 405 and "/run/" in exec_.json()["message"]
     on_version = client.send("POST", "/version")
     assert on_version.status_code == 405
+    collection = client.send("DELETE", PODS)
+    assert collection.status_code == 405 and collection.json()["message"] == (
+        "DELETE is not supported on pods"
+    )
+    configmaps = client.get("/api/v1/namespaces/default/configmaps")
+    assert configmaps.status_code == 404 and "configmaps" in configmaps.json()["message"]
 
 
 def test_watch_streams_changes_from_a_resource_version(node: Node, client: Client) -> None:
