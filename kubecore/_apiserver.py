@@ -801,6 +801,11 @@ class PodLog:
         body["_statusText"] = pod_status_text(pod)
         return body
 
+    def listed(self, pods: Iterable[Pod], node_name: str) -> tuple[list[dict[str, Any]], int]:
+        """``refresh``, with the resourceVersion of exactly that list."""
+        with self._cond:
+            return self.refresh(pods, node_name), self.version
+
     def events_after(self, version: int) -> list[WatchEvent]:
         with self._cond:
             if version >= self.version:
@@ -1068,12 +1073,6 @@ class KubeApi:
     def current_pods(self) -> list[dict[str, Any]]:
         return self.log.refresh(self.kubelet.pods(), self.node_name)
 
-    def _select_pods(
-        self, request: _Request, namespace: str | None
-    ) -> tuple[list[dict[str, Any]], Requirement]:
-        match = self._pod_filter(request, namespace)
-        return [pod for pod in self.current_pods() if match(pod)], match
-
     def _pod_filter(self, request: _Request, namespace: str | None) -> Requirement:
         labels = label_selector(request.param("labelSelector"))
         fields = field_selector(request.param("fieldSelector"), POD_FIELDS)
@@ -1092,8 +1091,9 @@ class KubeApi:
         if request.flag("watch"):
             self._watch_pods(exchange, request, namespace)
             return
-        pods, _ = self._select_pods(request, namespace)
-        version = str(self.log.version)
+        match = self._pod_filter(request, namespace)
+        listed, number = self.log.listed(self.kubelet.pods(), self.node_name)
+        pods, version = [pod for pod in listed if match(pod)], str(number)
         if wants_table(request.accept):
             self._json(exchange, self._pod_table(pods, request, version))
             return
@@ -1194,9 +1194,8 @@ class KubeApi:
         )
         raw_version = request.param("resourceVersion")
         start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
-        initial = self.current_pods()
         with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-            events = self._watch_events(exchange, request, match, initial, start, timeout, table)
+            events = self._watch_events(exchange, request, match, start, timeout, table)
             exchange._stream(b"", events, JSON_TYPE)
 
     def _watch_events(
@@ -1204,16 +1203,16 @@ class KubeApi:
         exchange: Exchange,
         request: _Request,
         match: Requirement,
-        initial: list[dict[str, Any]],
         start: int | None,
         timeout: float,
         table: bool,
     ) -> Iterator[bytes]:
         deadline = time.monotonic() + timeout
+        initial, version = self.log.listed(self.kubelet.pods(), self.node_name)
+        shown = {_key(pod) for pod in initial if match(pod)}
         if start is None:
-            version = self.log.version
             for pod in initial:
-                if match(pod):
+                if _key(pod) in shown:
                     yield self._watch_line("ADDED", pod, request, table)
         else:
             version = start
@@ -1226,9 +1225,9 @@ class KubeApi:
                 return
             for event in pending:
                 version = event.version
-                # A pod leaving the selection is DELETED for this watch, as in Kubernetes.
-                if match(event.object):
-                    yield self._watch_line(event.type, event.object, request, table)
+                kind = _seen_as(event, match(event.object), shown)
+                if kind:
+                    yield self._watch_line(kind, event.object, request, table)
             if not pending:
                 yield b""  # lets the stream see a stopping server
                 self.log.wait_past(version, WATCH_TICK)
@@ -1514,6 +1513,22 @@ def _unauthorized_message(method: str, has_token: bool, tls: bool) -> str:
             "and --tls-private-key-file and use a kubeconfig with the CA and the token"
         )
     return message
+
+
+def _key(obj: Mapping[str, Any]) -> PodKey:
+    return (obj["metadata"]["namespace"], obj["metadata"]["name"])
+
+
+def _seen_as(event: WatchEvent, matches: bool, shown: set[PodKey]) -> str:
+    """The event as one watch with a selector sees it ('' for none): a pod that comes into the
+    selection is ADDED, one that leaves it DELETED, as Kubernetes' watch cache answers."""
+    key = _key(event.object)
+    was_shown = key in shown
+    if event.type == "DELETED" or not matches:
+        shown.discard(key)
+        return "DELETED" if was_shown else ""
+    shown.add(key)
+    return "MODIFIED" if was_shown else "ADDED"
 
 
 def _has_body(exchange: Exchange) -> bool:

@@ -405,3 +405,26 @@ def test_the_openapi_v2_document_is_served_in_protobuf_when_asked(client: Client
     assert answer.headers["Content-Type"] == "application/octet-stream"
     assert answer.content.startswith(b"\n\x032.0")  # field 1 (swagger) = "2.0"
     assert client.get("/openapi/v2").json()["swagger"] == "2.0"
+
+
+def test_a_watch_with_a_selector_sees_pods_enter_and_leave_it(node: Node, client: Client) -> None:
+    merge = {**AUTH, "Content-Type": "application/merge-patch+json"}
+    url = PODS + "?watch=true&labelSelector=watched%3Dyes"
+    with client.get(url, stream=True) as stream:
+        lines = (json.loads(line) for line in stream.iter_lines() if line)
+        labelled = json.dumps({"metadata": {"labels": {"watched": "yes"}}})
+        assert (
+            client.send("PATCH", PODS + "/talker", data=labelled, headers=merge).status_code == 403
+        )
+        assert client.send("POST", PODS, json=web()).status_code == 201
+        assert client.send("PATCH", PODS + "/web", data=labelled, headers=merge).status_code == 200
+        entered = next(lines)
+        assert (entered["type"], entered["object"]["metadata"]["name"]) == ("ADDED", "web")
+        unlabelled = json.dumps({"metadata": {"labels": {"watched": None}}})
+        assert (
+            client.send("PATCH", PODS + "/web", data=unlabelled, headers=merge).status_code == 200
+        )
+        while (event := next(lines))["type"] == "MODIFIED":
+            pass
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "web")
+        assert node.kubelet.get_pod("default", "web") is not None
