@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from email.message import Message
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import attrs
 import yaml
@@ -1349,14 +1349,18 @@ class KubeApi:
                 details={"name": name, "kind": "Pod", "causes": causes},
             ) from None
 
+    def _exists(self, namespace: str, name: str) -> bool:
+        return any(_key(pod) == (namespace, name) for pod in self.current_pods())
+
     def _owned(self, namespace: str, name: str) -> Pod | None:
         for pod in self.source.pods:
             if pod.metadata.namespace == namespace and pod.metadata.name == name:
                 return pod
         return None
 
-    def _refuse_foreign(self, namespace: str, name: str) -> None:
-        """A pod of another source (a manifest file) is read-only over the API."""
+    def _refuse_foreign(self, namespace: str, name: str) -> NoReturn:
+        """A pod of another source (a manifest file) is read-only over the API; a pod not on
+        the node is not found."""
         pod = self._find(namespace, name)
         source = pod["metadata"].get("annotations", {}).get(SOURCE_ANNOTATION, "?")
         raise ApiError(
@@ -1402,12 +1406,8 @@ class KubeApi:
         data = clean_manifest(self._body(exchange), namespace)
         pod = self._decode(data)
         with self._write_lock:
-            exists = any(
-                (p["metadata"]["namespace"], p["metadata"]["name"])
-                == (namespace, pod.metadata.name)
-                for p in self.current_pods()
-            )
-            if exists or self._owned(namespace, pod.metadata.name) is not None:
+            name = pod.metadata.name
+            if self._exists(namespace, name) or self._owned(namespace, name) is not None:
                 raise ApiError(
                     HTTPStatus.CONFLICT,
                     "AlreadyExists",
@@ -1461,14 +1461,9 @@ class KubeApi:
     ) -> None:
         with self._write_lock:
             owned = self._owned(namespace, name)
-            if owned is None:
-                if any(
-                    (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name)
-                    for p in self.current_pods()
-                ):
-                    self._refuse_foreign(namespace, name)
-                if not upsert:
-                    raise _not_found("pods", name)
+            # Server-side apply may create; nothing may overwrite another source's pod.
+            if owned is None and (not upsert or self._exists(namespace, name)):
+                self._refuse_foreign(namespace, name)
             current = pod_to_dict(owned) if owned is not None else {}
             data = make(current)
             if (data.get("metadata") or {}).get("name", name) != name:
@@ -1488,7 +1483,6 @@ class KubeApi:
             owned = self._owned(namespace, name)
             if owned is None:
                 self._refuse_foreign(namespace, name)
-                raise _not_found("pods", name)  # pragma: no cover - _refuse_foreign raises
             last = self._find(namespace, name)
             if not dry_run:
                 if grace is not None and grace != owned.spec.termination_grace_period_seconds:

@@ -428,3 +428,16 @@ def test_a_watch_with_a_selector_sees_pods_enter_and_leave_it(node: Node, client
             pass
         assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "web")
         assert node.kubelet.get_pod("default", "web") is not None
+
+
+def test_server_side_apply_creates_and_never_takes_a_static_pod(node: Node, client: Client) -> None:
+    apply = {**AUTH, "Content-Type": "application/apply-patch+yaml"}
+    created = client.send("PATCH", PODS + "/web?fieldManager=me", data=WEB_POD, headers=apply)
+    assert created.status_code == 201 and created.json()["metadata"]["name"] == "web"
+    again = client.send("PATCH", PODS + "/web?fieldManager=me", data=WEB_POD, headers=apply)
+    assert again.status_code == 200
+    static = WEB_POD.replace("name: web", "name: talker")
+    refused = client.send("PATCH", PODS + "/talker?fieldManager=me", data=static, headers=apply)
+    assert refused.status_code == 403 and refused.json()["reason"] == "Forbidden"
+    misnamed = client.send("PATCH", PODS + "/other?fieldManager=me", data=WEB_POD, headers=apply)
+    assert misnamed.status_code == 400
