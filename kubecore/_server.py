@@ -12,6 +12,10 @@ Endpoints (all GET unless said):
   ``{"exitCode", "stdout", "stderr"}``. Needs ``Authorization: Bearer <token>``.
 * ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
 * ``/metrics``: Prometheus text; ``/stats/summary``: resource use as the runtime reports it.
+* ``/version``, ``/api``, ``/apis``, ``/openapi``: the node's Kubernetes API for ``kubectl``, when
+  ``KubeletServer`` is given one (``kubecore._apiserver.attach_api``).
+
+With ``tls_cert_file`` and ``tls_private_key_file`` every endpoint is served over TLS.
 
 Errors are answered as a v1 ``Status`` JSON object with a reason, never with a traceback.
 """
@@ -33,7 +37,7 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -43,6 +47,9 @@ from kubecore._manifest import pod_to_dict
 from kubecore._model import Pod
 from kubecore._runtime import ExecResult
 from kubecore._serving import BoundedServer, Limits, PrefixedReader
+
+if TYPE_CHECKING:
+    from kubecore._apiserver import KubeApi
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +118,13 @@ class ServerConfig:
     """``follow=true`` log streams open at once, in all (each holds a worker)."""
     max_follow_per_container: int = 2
     """``follow=true`` log streams open at once on one container."""
+    tls_cert_file: str | None = None
+    """With ``tls_private_key_file``: serve HTTPS with this certificate (chain), PEM."""
+    tls_private_key_file: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("TLS needs both tls_cert_file and tls_private_key_file")
         if self.enable_exec and not self.exec_token:
             raise ValueError("exec needs a token: set exec_token when enable_exec is true")
         if self.max_follow_streams >= self.workers:
@@ -268,6 +280,21 @@ def list_directory(path: Path) -> str:
 
 # --- the handler --------------------------------------------------------------------------
 
+
+def _read_exactly(stream: Any, length: int) -> bytes:
+    """``length`` bytes, or fewer at the end of input: one read of an unbuffered socket (or of
+    one TLS record) may return only part of a body."""
+    chunks: list[bytes] = []
+    remaining = length
+    while remaining > 0:
+        chunk = stream.read(remaining)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
 Route = Callable[["_Handler", list[str], dict[str, list[str]]], None]
 
 
@@ -365,6 +392,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, path: str, segments: list[str], query: dict[str, list[str]]) -> None:
         head = segments[0] if segments else ""
+        api = self.server.api
+        if api is not None and head in api.heads:
+            api.handle(self, segments, query)
+            return
         routes: dict[str, tuple[str, Route]] = {
             "healthz": ("GET", _Handler._healthz),
             "pods": ("GET", _Handler._pods),
@@ -472,7 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise HTTPError(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is {length} bytes; limit {limit}"
             )
-        body = self.rfile.read(length)
+        body = _read_exactly(self.rfile, length)
         if len(body) != length:
             raise HTTPError(HTTPStatus.BAD_REQUEST, "body shorter than its Content-Length")
         return body
@@ -662,18 +693,25 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server:
     """What the handler sees as ``self.server``, on a ``BoundedServer``."""
 
-    def __init__(self, kubelet: ServedKubelet, config: ServerConfig) -> None:
+    def __init__(
+        self, kubelet: ServedKubelet, config: ServerConfig, api: KubeApi | None = None
+    ) -> None:
         self.kubelet = kubelet
         self.config = config
+        self.api = api
         self.stopping = threading.Event()
         self._follows: dict[tuple[str, str, str], int] = {}
         self._follows_lock = threading.Lock()
-        self.bounded = BoundedServer(
-            config.address,
-            config.port,
-            self._handle,
-            Limits(config.workers, config.max_connections, config.request_timeout),
-        )
+        limits = Limits(config.workers, config.max_connections, config.request_timeout)
+        if config.tls_cert_file and config.tls_private_key_file:
+            from kubecore._apiserver import TLSBoundedServer, tls_context
+
+            context = tls_context(config.tls_cert_file, config.tls_private_key_file)
+            self.bounded: BoundedServer = TLSBoundedServer(
+                config.address, config.port, self._handle, limits, context
+            )
+        else:
+            self.bounded = BoundedServer(config.address, config.port, self._handle, limits)
         self.server_address = self.bounded.server_address
 
     def _handle(self, sock: socket.socket, address: Any, reader: PrefixedReader) -> bool:
@@ -714,9 +752,15 @@ class KubeletServer:
     """The kubelet HTTP API for one agent. ``start()`` serves in a background thread; ``stop()``
     closes the listening socket and ends open log streams. Also a context manager."""
 
-    def __init__(self, kubelet: ServedKubelet, config: ServerConfig | None = None) -> None:
+    def __init__(
+        self,
+        kubelet: ServedKubelet,
+        config: ServerConfig | None = None,
+        *,
+        api: KubeApi | None = None,
+    ) -> None:
         self._config = config or ServerConfig()
-        self._server = _Server(kubelet, self._config)
+        self._server = _Server(kubelet, self._config, api)
         self._thread: threading.Thread | None = None
 
     @property
@@ -736,7 +780,8 @@ class KubeletServer:
         host = self.address
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self._config.tls_cert_file else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def start(self) -> KubeletServer:
         if self._thread is not None:

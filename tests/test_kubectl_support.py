@@ -1,0 +1,303 @@
+"""Running the real ``kubectl`` against a node: the binary, certificates, kubeconfigs.
+
+``kubectl`` comes from the distribution (Debian: ``apt-get install kubernetes-client``, whose
+kubectl is 1.20; newer ones from the Kubernetes apt repository); the tests skip when it is absent.
+TLS material is made with the ``openssl`` command; without it the HTTPS tests skip. Set
+``KUBECORE_TEST_KUBECTL`` to run them with another kubectl binary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from kubecore._apiserver import ApiServerConfig, KubeApi, attach_api
+from kubecore._kubelet import Kubelet, KubeletConfig
+from kubecore._manifest import load_pods_from_string
+from kubecore._plugins import load_runtime
+from kubecore._server import KubeletServer, ServerConfig
+from kubecore._sources import StaticSource
+
+KUBECTL = os.environ.get("KUBECORE_TEST_KUBECTL") or shutil.which("kubectl")
+"""The kubectl under test: ``$KUBECORE_TEST_KUBECTL``, else the one on the PATH."""
+OPENSSL = shutil.which("openssl")
+TOKEN = "kubectl-test-token"
+KUBECTL_TIMEOUT = 60.0
+
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None,
+    reason="the kubectl binary is not installed (Debian: apt-get install kubernetes-client)",
+)
+
+
+@attrs.frozen
+class Certs:
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def make_certs(directory: Path) -> Certs:
+    """A self-signed CA and a server certificate it signs for 127.0.0.1 and localhost."""
+    if OPENSSL is None:
+        pytest.skip("the openssl command is not installed: no certificates for the TLS tests")
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key, ca = directory / "ca.key", directory / "ca.crt"
+    key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.crt"
+    extensions = directory / "server.ext"
+    extensions.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+        "extendedKeyUsage=serverAuth\n"
+        "keyUsage=digitalSignature,keyEncipherment\n"
+    )
+    commands = [
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            ca_key,
+            "-out",
+            ca,
+            "-days",
+            "2",
+            "-subj",
+            "/CN=kubecore test CA",
+        ],
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            ca,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-out",
+            cert,
+            "-days",
+            "2",
+            "-extfile",
+            extensions,
+        ],
+    ]
+    for command in commands:
+        subprocess.run([OPENSSL, *map(str, command)], check=True, capture_output=True, timeout=60)
+    return Certs(ca, cert, key)
+
+
+def write_kubeconfig(path: Path, server: str, *, token: str | None, ca: Path | None) -> Path:
+    cluster = f"    server: {server}\n"
+    if ca is not None:
+        cluster += f"    certificate-authority: {ca}\n"
+    user = f"    token: {token}\n" if token else "    {}\n"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: node\n  cluster:\n{cluster}"
+        f"users:\n- name: admin\n  user:\n{user}"
+        "contexts:\n- name: node\n  context: {cluster: node, user: admin}\n"
+        "current-context: node\n"
+    )
+    return path
+
+
+@attrs.define
+class Kubectl:
+    """``kubectl`` with its own HOME (discovery cache) and kubeconfig."""
+
+    home: Path
+    kubeconfig: Path
+
+    def env(self) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "KUBECONFIG": str(self.kubeconfig),
+        }
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert KUBECTL is not None
+        done = subprocess.run(
+            [KUBECTL, *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=KUBECTL_TIMEOUT,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}"
+            )
+        return done
+
+    def out(self, *args: str) -> str:
+        return self.run(*args).stdout
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        assert KUBECTL is not None
+        return subprocess.Popen(
+            [KUBECTL, *args],
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+
+def kubectl_for(
+    home: Path, server: str, *, token: str | None = None, ca: Path | None = None
+) -> Kubectl:
+    home.mkdir(parents=True, exist_ok=True)
+    config = write_kubeconfig(home / "kubeconfig", server, token=token, ca=ca)
+    return Kubectl(home, config)
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 20.0, what: str = "") -> object:
+    """Poll ``condition`` until it is truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        time.sleep(0.05)
+
+
+def read_until(stream: object, wanted: Callable[[str], bool], lines: list[str]) -> None:
+    """Read lines from a text stream (blocking) until one satisfies ``wanted``."""
+    for line in stream:  # type: ignore[attr-defined]
+        lines.append(line)
+        if wanted(line):
+            return
+    raise AssertionError(f"the stream ended before the line was seen; got {lines!r}")
+
+
+# --- an agent serving the API -----------------------------------------------------------
+
+STATIC_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: talker, labels: {app: talker}}
+spec:
+  containers:
+  - {name: main, image: busybox:1.35, command: [sh, -c, "echo hello; echo world; sleep 3600"]}
+"""
+
+WEB_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: busybox:1.35
+    command: [sh, -c, "echo serving; sleep 3600"]
+"""
+
+
+@attrs.define
+class Node:
+    kubelet: Kubelet
+    runtime: Any
+    api: KubeApi
+    http: KubeletServer
+    tmp: Path
+    servers: list[KubeletServer] = attrs.field(factory=list)
+
+    def reader(self) -> Kubectl:
+        """kubectl with default flags: no token, plain HTTP."""
+        return kubectl_for(self.tmp / "reader", self.http.url)
+
+    def https(self, certs: Certs) -> KubeletServer:
+        config = ServerConfig(
+            port=0,
+            request_timeout=10.0,
+            tls_cert_file=str(certs.cert),
+            tls_private_key_file=str(certs.key),
+        )
+        server = KubeletServer(self.kubelet, config, api=self.api).start()
+        self.servers.append(server)
+        return server
+
+    def writer(self, certs: Certs, token: str = TOKEN) -> Kubectl:
+        server = self.https(certs)
+        return kubectl_for(
+            self.tmp / f"writer-{len(self.servers)}", server.url, token=token, ca=certs.ca
+        )
+
+    def containers(self, pod: str, name: str = "main") -> list[Any]:
+        return [
+            c
+            for c in self.runtime.list_containers()
+            if c.labels.get("io.kubernetes.pod.name") == pod
+            and c.labels.get("io.kubernetes.container.name") == name
+        ]
+
+    def running(self, pod: str) -> Any:
+        return next(
+            (c for c in self.containers(pod) if c.state.value == "running"),
+            None,
+        )
+
+
+def is_ready(kubelet: Kubelet, name: str) -> bool:
+    pod = kubelet.get_pod("default", name)
+    if pod is None or pod.status is None:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
+
+@contextlib.contextmanager
+def running_node(tmp_path: Path) -> Iterator[Node]:
+    """A started agent on the fake runtime (real time) with the static pod ``talker`` ready,
+    its Kubernetes API on 127.0.0.1 over HTTP; stopped on exit."""
+    bundle = load_runtime("fake")
+    kubelet = Kubelet.from_bundle(
+        bundle,
+        config=KubeletConfig(
+            node_name="node-1", root_dir=str(tmp_path / "root"), backoff_initial=0.2
+        ),
+        sources=("file",),
+    )
+    StaticSource(load_pods_from_string(STATIC_POD), name="file", sink=kubelet.update)
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
+    kubelet.start()
+    http = KubeletServer(kubelet, ServerConfig(port=0, request_timeout=10.0), api=api).start()
+    found = Node(kubelet, bundle.runtime, api, http, tmp_path)
+    try:
+        wait_for(lambda: is_ready(kubelet, "talker"), what="the static pod to be ready")
+        yield found
+    finally:
+        for server in [http, *found.servers]:
+            server.stop()
+        kubelet.stop()
