@@ -431,11 +431,9 @@ class EtcdClient:
         """The store's current revision."""
 
         async def op(client: Any) -> int:
-            reply = await client.get(b"\0")
-            if reply is not None:
-                return int(reply.header.revision)
-            ranged = await client.get_range(b"\0", b"\0\0", keys_only=True)
-            return int(ranged.header.revision)
+            # An empty range read: its header carries the revision.
+            reply = await client.get_prefix(b"\0kubecore-revision")
+            return int(reply.header.revision)
 
         return self.run(op)
 
@@ -448,10 +446,12 @@ class EtcdSource:
 
     ``start()`` runs the watch on the client's loop: list the prefix and queue a ``SET`` with
     every good pod, then watch from the list's revision + 1 (nothing written in between is
-    lost) and queue ``ADD`` / ``UPDATE`` / ``REMOVE`` per event. When the watched revision was
+    lost) and queue ``ADD`` / ``UPDATE`` / ``REMOVE`` per event. A watch that breaks (its member
+    died) resumes on the next endpoint from the last revision seen + 1; when that revision was
     compacted away the source lists again (the ``SET`` reconciles whatever it missed). When no
     endpoint answers it queues ``NOT_READY`` once (the agent keeps every pod and deletes
-    nothing) and retries with a back-off; the list it makes when etcd is back queues a ``SET``.
+    nothing) and retries with a back-off; when etcd answers again it queues a ``SET`` of the pods
+    as they stand and the resumed watch (or the list) brings what changed meanwhile.
     A value that is not a good pod is reported (``problems``, keyed by its key, and logged) and
     the pod it held before, if any, stays; the other keys go on. ``poll`` never blocks.
     """
@@ -542,16 +542,20 @@ class EtcdSource:
         from aetcd.exceptions import RevisionCompactedError
 
         delay = self._backoff
+        must_list = True
         while True:
             try:
-                revision = await self._relist()
+                if must_list:
+                    await self._relist()
+                    must_list = False
                 delay = self._backoff
-                await self._watch(revision + 1)
-                logger.info("etcd watch on %s ended; listing again", self._prefix)
+                await self._watch(self.revision + 1)
+                logger.info("etcd watch on %s closed; watching again", self._prefix)
             except RevisionCompactedError as error:
                 logger.info(
                     "etcd watch on %s: revision compacted (%s); listing again", self._prefix, error
                 )
+                must_list = True
             except EtcdUnavailable as error:
                 self._unreachable(error)
                 await asyncio.sleep(delay)
@@ -559,8 +563,8 @@ class EtcdSource:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                # The watch stream broke (its member went away): the next list fails over.
-                logger.info("etcd watch on %s failed (%r); listing again", self._prefix, error)
+                # The watch stream broke (its member went away): resume on the next endpoint.
+                logger.info("etcd watch on %s failed (%r); watching again", self._prefix, error)
                 client = await self._client.current()
                 await self._client.fail_over(client)
                 await asyncio.sleep(min(delay, 0.2))
@@ -575,6 +579,15 @@ class EtcdSource:
                     self._prefix,
                     error,
                 )
+
+    def _answering(self) -> None:
+        """etcd answers again after ``NOT_READY``: the pods as they stand count as a report (the
+        watch resumed from the last revision brings every change made meanwhile)."""
+        with self._lock:
+            if self._not_ready:
+                self._not_ready = False
+                self._queue.append(PodUpdate(Operation.SET, tuple(self._pods.values()), self._name))
+                logger.info("etcd answers again; watching %s", self._prefix)
 
     async def _relist(self) -> int:
         prefix = self._prefix.encode()
@@ -596,8 +609,6 @@ class EtcdSource:
             self._queue.append(PodUpdate(Operation.SET, tuple(self._pods.values()), self._name))
             self._listed = True
             self._revision = revision
-            if self._not_ready:
-                logger.info("etcd answers again; %s listed", self._prefix)
             self._not_ready = False
             self.lists += 1
         return revision
@@ -613,6 +624,7 @@ class EtcdSource:
             )
 
         watch = await self._client.call(op)
+        self._answering()
         try:
             async for event in watch:
                 self._apply(
