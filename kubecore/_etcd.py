@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import functools
 import json
 import logging
 import os
@@ -347,6 +348,12 @@ class EtcdClient:
                 # An expired auth token: a new connection authenticates again.
                 last = error
                 await self.fail_over(client)
+            except asyncio.CancelledError as error:
+                task = asyncio.current_task()
+                if (task is not None and task.cancelling()) or client is self._client:
+                    raise
+                # Another caller failed over and closed this client under the request: retry.
+                last = error
         raise EtcdUnavailable(
             f"no etcd endpoint answered ({', '.join(self.config.endpoints)}): {last}"
         ) from last
@@ -480,6 +487,8 @@ class EtcdSource:
         self._not_ready = False
         self._revision = 0
         self._task: concurrent.futures.Future[Any] | None = None
+        self._watch_client: Any = None
+        """The aetcd client the watch runs on (failed over when its stream breaks)."""
         self.lists = 0
         """Lists made (the first one, then one per compaction or reconnection)."""
 
@@ -565,8 +574,7 @@ class EtcdSource:
             except Exception as error:
                 # The watch stream broke (its member went away): resume on the next endpoint.
                 logger.info("etcd watch on %s failed (%r); watching again", self._prefix, error)
-                client = await self._client.current()
-                await self._client.fail_over(client)
+                await self._client.fail_over(self._watch_client)
                 await asyncio.sleep(min(delay, 0.2))
 
     def _unreachable(self, error: Exception) -> None:
@@ -619,6 +627,7 @@ class EtcdSource:
         prefix = self._prefix.encode()
 
         async def op(client: Any) -> Any:
+            self._watch_client = client
             return await client.watch(
                 prefix, range_end=prefix_range_end(prefix), start_revision=start_revision
             )
@@ -710,6 +719,7 @@ def status_document(pod: Pod) -> bytes:
     return encode_json(pod_to_dict(pod))
 
 
+@functools.cache
 def _meminfo_bytes() -> int:
     try:
         with open("/proc/meminfo") as file:
@@ -814,6 +824,8 @@ class EtcdStatusSink:
         self._lease_ttl = lease_ttl
         self._lease_refresh = lease_refresh
         self._revoke_on_close = revoke_on_close
+        self._seen: dict[str, Pod] = {}
+        """Status key -> the pod last turned into a document (equal pods are not encoded again)."""
         self._written: dict[str, bytes] | None = None
         """Status key -> the document it holds; None until the existing keys were read."""
         self._pending: dict[str, bytes | None] = {}
@@ -892,14 +904,20 @@ class EtcdStatusSink:
             status_key(self._prefix, self._node, pod.metadata.namespace, pod.metadata.name): pod
             for pod in self._kubelet.pods()
         }
+        ready = self._kubelet.sources_ready()
         with self._lock:
             for key, pod in current.items():
+                if self._seen.get(key) == pod and key in self._written:
+                    continue
                 document = status_document(pod)
+                self._seen[key] = pod
                 if self._written.get(key) == document:
                     self._pending.pop(key, None)
                 else:
                     self._pending[key] = document
-            if self._kubelet.sources_ready():
+            for key in self._seen.keys() - current.keys():
+                del self._seen[key]
+            if ready:
                 for key in self._written.keys() - current.keys():
                     self._pending[key] = None
 
