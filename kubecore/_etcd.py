@@ -364,6 +364,11 @@ class EtcdClient:
         self._closed = True
 
         async def shutdown() -> None:
+            # Watches and keep-alives still running end here, not as tasks destroyed pending.
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
             if self._client is not None:
                 client, self._client = self._client, None
                 try:

@@ -215,11 +215,19 @@ class Agent:
     """One node: a Kubelet on the in-memory runtime, fed by an EtcdSource, its status written
     back by an EtcdStatusSink, in real time."""
 
-    def __init__(self, client: Any, prefix: str, node: str, tmp: Path, **sink: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        prefix: str,
+        node: str,
+        tmp: Path,
+        runtime: FakeRuntime | None = None,
+        **sink: Any,
+    ) -> None:
         from kubecore._etcd import EtcdSource, EtcdStatusSink
 
         self.node = node
-        self.runtime = FakeRuntime(images=[IMAGE])
+        self.runtime = runtime or FakeRuntime(images=[IMAGE])
         (tmp / node).mkdir(parents=True, exist_ok=True)
         self.kubelet = Kubelet(
             self.runtime,
@@ -599,6 +607,25 @@ def test_a_member_killed_during_a_convergence_loses_nothing(
     restarts = [c for c in agent.runtime.find_containers() if c.attempt > 0]
     assert restarts == []
     assert agent.kubelet.sources_ready()
+
+
+@pytest.mark.etcd
+def test_an_agent_that_died_adopts_its_pods_and_drops_the_stale_statuses_when_restarted(
+    client: Any, prefix: str, agents: Callable[..., Agent], tmp_path: Path
+) -> None:
+    first = agents("n1", revoke_on_close=False)
+    bind(client, prefix, "n1", make_pod("stays"), make_pod("unbound"))
+    wait_for(lambda: len(statuses(client, prefix, "n1")) == 2)
+    before = first.running()
+    first.stop()  # gone without a word: its containers run on, its keys stay
+    client.delete(f"{prefix}/pods/n1/default/unbound")
+    assert set(statuses(client, prefix, "n1")) == {"default/stays", "default/unbound"}
+
+    second = agents("n1", runtime=first.runtime)
+    wait_for(lambda: set(statuses(client, prefix, "n1")) == {"default/stays"})
+    wait_for(lambda: second.running_pods() == {"stays"})
+    assert second.running()[("stays", "app")] == before[("stays", "app")], "adopted, not restarted"
+    assert client.get(f"{prefix}/nodes/n1") is not None
 
 
 # --- the node key and the status writes ---------------------------------------------------------
