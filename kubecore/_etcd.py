@@ -9,6 +9,8 @@ The key layout is the interface (any etcd client, ``etcdctl put`` included, can 
   never race.
 * ``<prefix>/nodes/<node>``: the node (v1 Node JSON: addresses, capacity, the ``Ready``
   condition, versions) on a lease the agent keeps alive, so a dead agent's key disappears.
+* ``<prefix>/events/<namespace>/<name>.<id>``: the agent's events (v1 Event JSON) on a lease
+  giving them a TTL (``EtcdEventRecorder``).
 
 The client is PyPI ``aetcd`` (the ``kubecore[etcd]`` extra), imported only when an etcd object is
 made: ``import kubecore`` never loads it. It was chosen because it speaks etcd's v3 gRPC API on
@@ -46,6 +48,7 @@ import yaml
 
 import kubecore
 from kubecore import FieldError, Kubelet, Operation, Pod, PodUpdate, ValidationError
+from kubecore.events import Event
 from kubecore.manifest import assign_uid, load_pods_from_dict, pod_to_dict, stamp_source
 from kubecore.sources import SourceProblem
 
@@ -1005,6 +1008,165 @@ class EtcdStatusSink:
         ttl = self._client.run(op)
         self.stats.keepalives += 1
         return ttl > 0
+
+
+# --- events ---------------------------------------------------------------------------------------
+
+
+DEFAULT_EVENT_TTL = 3600
+
+
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def event_document(event: Event, node: str, name: str) -> dict[str, Any]:
+    """A v1 Event for one of the agent's events."""
+    ref = event.involved_object
+    involved = {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+    if ref.uid:
+        involved["uid"] = ref.uid
+    if ref.field_path:
+        involved["fieldPath"] = ref.field_path
+    # The agent's clock may be virtual (a monotonic count): only a wall time is shown as one.
+    stamp = _rfc3339(event.timestamp if event.timestamp > 1e9 else time.time())
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": ref.namespace or "default"},
+        "involvedObject": involved,
+        "type": str(event.type),
+        "reason": event.reason,
+        "message": event.message,
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": "kubecore", "host": node},
+    }
+
+
+class EtcdEventRecorder:
+    """An ``EventRecorder`` that writes the agent's events to
+    ``<prefix>/events/<namespace>/<name>.<id>``, each on a lease so that it expires by itself.
+
+    ``record`` never blocks: it queues the event, or drops it and counts it in ``dropped`` when
+    ``queue_size`` events are already waiting. A thread of its own writes the queue in
+    transactions of up to ``batch`` events every ``interval`` seconds. Events share a lease that
+    is replaced every tenth of ``ttl``, so each event lives between 0.9 and 1 times ``ttl``
+    (Kubernetes' ``--event-ttl``, default 1 h). A failed write drops its batch (counted):
+    events are best effort and must never hold the agent back.
+    """
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        node: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl: int = DEFAULT_EVENT_TTL,
+        queue_size: int = 1000,
+        batch: int = 64,
+        interval: float = 1.0,
+    ) -> None:
+        self._client = client
+        self._node = node
+        self._prefix = _clean_prefix(prefix)
+        self._ttl = ttl
+        self._queue: collections.deque[Event] = collections.deque()
+        self._queue_size = queue_size
+        self._batch = max(1, min(batch, MAX_TXN_OPS))
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._lease_id = 0
+        self._lease_until = 0.0
+        self._sequence = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.written = 0
+        self.dropped = 0
+        """Events dropped: the queue was full, or their write failed."""
+
+    def record(self, event: Event) -> None:
+        with self._lock:
+            if len(self._queue) >= self._queue_size:
+                self.dropped += 1
+                return
+            self._queue.append(event)
+
+    @property
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._loop, name="kubecore-etcd-events", daemon=True
+            )
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(self._client.config.timeout * 2)
+        self.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.flush()
+
+    def flush(self) -> int:
+        """Write what is queued now; return how many events were written."""
+        done = 0
+        while True:
+            with self._lock:
+                batch = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
+            if not batch:
+                return done
+            try:
+                self._write(batch)
+            except Exception as error:  # best effort: never retried, never raised
+                with self._lock:
+                    self.dropped += len(batch)
+                logger.warning("etcd: %d event(s) dropped: %s", len(batch), error)
+                return done
+            self.written += len(batch)
+            done += len(batch)
+
+    def _key(self, event: Event) -> str:
+        self._sequence += 1
+        ref = event.involved_object
+        unique = f"{time.time_ns():x}{self._sequence:04x}"
+        return f"{self._prefix}/events/{ref.namespace or 'default'}/{ref.name}.{unique}"
+
+    def _lease(self) -> int:
+        now = time.monotonic()
+        if not self._lease_id or now >= self._lease_until:
+
+            async def op(client: Any) -> int:
+                lease = await client.lease(self._ttl)
+                return int(lease.id)
+
+            self._lease_id = self._client.run(op)
+            self._lease_until = now + self._ttl / 10
+        return self._lease_id
+
+    def _write(self, batch: list[Event]) -> None:
+        lease = self._lease()
+        documents = []
+        for event in batch:
+            key = self._key(event)
+            name = key.rsplit("/", 1)[1]
+            documents.append((key, encode_json(event_document(event, self._node, name))))
+
+        async def op(client: Any) -> None:
+            tx = client.transactions
+            ops = [tx.put(key.encode(), value, lease) for key, value in documents]
+            await client.transaction(compare=[], success=ops, failure=[])
+
+        self._client.run(op)
 
 
 def bind_pods(

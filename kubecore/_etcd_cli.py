@@ -22,11 +22,13 @@ import yaml
 
 from kubecore import Kubelet, Pod
 from kubecore._etcd import (
+    DEFAULT_EVENT_TTL,
     DEFAULT_LEASE_REFRESH,
     DEFAULT_LEASE_TTL,
     DEFAULT_PREFIX,
     EtcdClient,
     EtcdConfig,
+    EtcdEventRecorder,
     EtcdSource,
     EtcdStatusSink,
     EtcdUnavailable,
@@ -38,6 +40,7 @@ from kubecore._etcd import (
     split_key,
     status_prefix,
 )
+from kubecore.events import FanoutRecorder
 from kubecore.manifest import load_pods_from_file, pod_to_dict
 
 EXIT_OK = 0
@@ -314,12 +317,15 @@ class EtcdAttachment:
     client: EtcdClient
     source: EtcdSource
     sink: EtcdStatusSink
+    events: EtcdEventRecorder
 
     def start(self) -> None:
         self.sink.start()
+        self.events.start()
 
     def close(self) -> None:
         self.sink.close()
+        self.events.close()
         self.source.close()
         self.client.close()
 
@@ -333,14 +339,20 @@ def attach(
     burst: int = 10,
     lease_ttl: int = DEFAULT_LEASE_TTL,
     lease_refresh: float = DEFAULT_LEASE_REFRESH,
+    event_ttl: int = DEFAULT_EVENT_TTL,
     **options: Any,
 ) -> EtcdAttachment:
-    """The etcd source and status sink of ``kubelet``'s node (``kubelet.config.node_name``); the
-    source is registered with the agent, so nothing is deleted before etcd was listed."""
+    """The etcd source, status sink and event recorder of ``kubelet``'s node
+    (``kubelet.config.node_name``). The source is registered with the agent, so nothing is
+    deleted before etcd was listed; the event recorder joins the agent's recorders (its
+    ``FanoutRecorder``)."""
     client = EtcdClient(etcd_config(endpoints, **options))
     node = kubelet.config.node_name
     source = EtcdSource(client, node, prefix=prefix)
     kubelet.register_source(source.name)
+    events = EtcdEventRecorder(client, node, prefix=prefix, ttl=event_ttl)
+    if isinstance(kubelet.recorder, FanoutRecorder):
+        kubelet.recorder.recorders = (*kubelet.recorder.recorders, events)
     sink = EtcdStatusSink(
         kubelet,
         client,
@@ -351,7 +363,7 @@ def attach(
         lease_ttl=lease_ttl,
         lease_refresh=lease_refresh,
     )
-    return EtcdAttachment(client, source, sink)
+    return EtcdAttachment(client, source, sink, events)
 
 
 # --- argparse -----------------------------------------------------------------------------------

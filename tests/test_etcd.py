@@ -127,6 +127,22 @@ def test_token_bucket_allows_the_burst_then_the_rate() -> None:
     assert [bucket.take() for _ in range(2)] == [True, False]
 
 
+def test_the_event_recorder_never_blocks_it_drops_and_counts() -> None:
+    pytest.importorskip("aetcd", reason="the etcd extra is not installed")
+    from kubecore._etcd import EtcdClient, EtcdConfig, EtcdEventRecorder
+    from kubecore.events import Event, EventType, ObjectReference
+
+    event = Event(ObjectReference("Pod", "default", "web"), EventType.NORMAL, "Started", "", 0.0)
+    # Nothing listens there: the writes fail, and are dropped and counted, never retried.
+    with EtcdClient(EtcdConfig(("http://127.0.0.1:9",), timeout=0.5)) as client:
+        recorder = EtcdEventRecorder(client, "n1", queue_size=2)
+        for _ in range(3):
+            recorder.record(event)
+        assert (recorder.queued, recorder.dropped) == (2, 1)
+        assert recorder.flush() == 0
+        assert (recorder.queued, recorder.dropped, recorder.written) == (0, 3, 0)
+
+
 # --- the cluster ------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -159,11 +160,26 @@ def test_attach_registers_the_source_so_nothing_is_deleted_before_etcd_was_liste
     try:
         wait_for(lambda: len(statuses(client, prefix, "n9")) == 2)
         assert kubelet.sources_ready()
+        # The agent's events land under the events prefix, on a lease (they expire by themselves).
+        events = wait_for(lambda: events_of(client, f"{prefix}/events/data/db."))
+        reasons = {json.loads(kv.value)["reason"] for kv in events}
+        assert {"Pulled", "Created", "Started"} <= reasons
+        assert all(kv.lease for kv in events)
+        document = json.loads(events[0].value)
+        assert document["involvedObject"]["name"] == "db"
+        assert document["source"] == {"component": "kubecore", "host": "n9"}
+        ttl = client.run(lambda etcd: etcd.get_lease_info(events[0].lease, keys=False)).TTL
+        assert 3000 < ttl <= 3600
+        assert attachment.events.dropped == 0
     finally:
         poller.stop()
         attachment.close()
         kubelet.stop()
     assert client.get(f"{prefix}/nodes/n9") is None
+
+
+def events_of(client: Any, key_prefix: str) -> list[Any]:
+    return list(client.run(lambda etcd: etcd.get_prefix(key_prefix.encode())))
 
 
 def parse(*argv: str) -> argparse.Namespace:
