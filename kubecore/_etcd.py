@@ -34,6 +34,7 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
+import itertools
 import json
 import logging
 import os
@@ -303,7 +304,7 @@ class EtcdClient:
         wait = (
             timeout
             if timeout is not None
-            else self.config.timeout * (len(self.config.endpoints) + 1)
+            else self.config.timeout * (2 * len(self.config.endpoints) + 2)
         )
         future = asyncio.run_coroutine_threadsafe(self.call(op), self._loop)
         try:
@@ -337,9 +338,19 @@ class EtcdClient:
         logger.info("etcd: moving to endpoint %s", self.endpoint)
 
     async def call(self, op: Callable[[Any], Awaitable[T]]) -> T:
-        """``await op(client)`` with failover (on the loop)."""
+        """``await op(client)`` with failover (on the loop): every endpoint in turn, passes
+        over them with a growing pause, for ``timeout`` seconds (a leader election leaves every
+        member without a leader for a second or two)."""
         last: BaseException | None = None
-        for _ in range(len(self.config.endpoints)):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout
+        pause = 0.05
+        for attempt in itertools.count():
+            if attempt and attempt % len(self.config.endpoints) == 0:
+                if loop.time() + pause > deadline:
+                    break
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
             client = await self.current()
             self.requests += 1
             try:
