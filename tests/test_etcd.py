@@ -203,6 +203,16 @@ class Members:
     def kill(self, member: int) -> None:
         os.kill(self.pid(member), signal.SIGKILL)
 
+    def pause(self, member: int) -> None:
+        os.kill(self.pid(member), signal.SIGSTOP)
+
+    def resume(self, member: int) -> None:
+        os.kill(self.pid(member), signal.SIGCONT)
+
+    def number(self, endpoint: str) -> int:
+        """The member (1-3) serving a client endpoint of the script's cluster."""
+        return int(endpoint.rsplit(":", 1)[1]) - 23790
+
     def up(self) -> None:
         subprocess.run(["bash", str(SCRIPT), "up"], check=True, capture_output=True, timeout=180)
 
@@ -238,6 +248,7 @@ class Agent:
         node: str,
         tmp: Path,
         runtime: FakeRuntime | None = None,
+        max_pods: int = 110,
         **sink: Any,
     ) -> None:
         from kubecore._etcd import EtcdSource, EtcdStatusSink
@@ -249,7 +260,10 @@ class Agent:
             self.runtime,
             self.runtime,
             config=KubeletConfig(
-                node_name=node, root_dir=str(tmp / node / "root"), relist_interval=0.2
+                node_name=node,
+                root_dir=str(tmp / node / "root"),
+                relist_interval=0.2,
+                max_pods=max_pods,
             ),
             sources=["etcd"],
         )
@@ -600,14 +614,14 @@ def test_the_cluster_stopped_and_started_again_keeps_every_pod(
 def test_a_member_killed_during_a_convergence_loses_nothing(
     client: Any, prefix: str, agents: Callable[..., Agent], members: Members, victim: str
 ) -> None:
-    agent = agents("n1", batch=16)
-    count = 80
-    bind(client, prefix, "n1", *(make_pod(f"p{i:03}") for i in range(count)))
+    agent = agents("n1", batch=64, max_pods=1100)
+    count = 1000
+    bind(client, prefix, "n1", *(make_pod(f"p{i:04}") for i in range(count)))
     wait_for(lambda: len(agent.running()) >= count // 5, what="the convergence under way")
     leader = members.leader(client)
     members.kill(leader if victim == "leader" else leader % 3 + 1)
     bind(client, prefix, "n1", *(make_pod(f"q{i:03}") for i in range(20)))
-    wait_for(lambda: len(agent.running()) == count + 20, timeout=60, what="every pod running")
+    wait_for(lambda: len(agent.running()) == count + 20, timeout=120, what="every pod running")
     wait_for(
         lambda: (
             sum(
@@ -617,7 +631,7 @@ def test_a_member_killed_during_a_convergence_loses_nothing(
             )
             == count + 20
         ),
-        timeout=60,
+        timeout=120,
         what="every status Running",
     )
     restarts = [c for c in agent.runtime.find_containers() if c.attempt > 0]
@@ -642,6 +656,26 @@ def test_an_agent_that_died_adopts_its_pods_and_drops_the_stale_statuses_when_re
     wait_for(lambda: second.running_pods() == {"stays"})
     assert second.running()[("stays", "app")] == before[("stays", "app")], "adopted, not restarted"
     assert client.get(f"{prefix}/nodes/n1") is not None
+
+
+@pytest.mark.etcd
+def test_a_paused_member_under_the_watch_is_left_for_another(
+    client: Any, prefix: str, agents: Callable[..., Agent], members: Members
+) -> None:
+    agent = agents("n1")
+    bind(client, prefix, "n1", make_pod("before"))
+    wait_for(lambda: agent.running_pods() == {"before"})
+    # SIGSTOP: the member keeps its sockets open and answers nothing (no reset, no close).
+    paused = members.number(client.endpoint)
+    members.pause(paused)
+    try:
+        bind(client, prefix, "n1", make_pod("after"))
+        wait_for(lambda: agent.running_pods() == {"before", "after"}, timeout=60)
+        wait_for(lambda: phase(client, prefix, "n1", "after") == "Running", timeout=30)
+        assert members.number(client.endpoint) != paused
+    finally:
+        members.resume(paused)
+    assert agent.running_pods() == {"before", "after"}
 
 
 # --- the node key and the status writes ---------------------------------------------------------
