@@ -27,6 +27,7 @@ from kubecore._etcd import (
     DEFAULT_LEASE_TTL,
     DEFAULT_PREFIX,
     EtcdClient,
+    EtcdCollector,
     EtcdConfig,
     EtcdEventRecorder,
     EtcdSource,
@@ -345,7 +346,7 @@ def attach(
     """The etcd source, status sink and event recorder of ``kubelet``'s node
     (``kubelet.config.node_name``). The source is registered with the agent, so nothing is
     deleted before etcd was listed; the event recorder joins the agent's recorders (its
-    ``FanoutRecorder``)."""
+    ``FanoutRecorder``) and their figures join its metrics (``EtcdCollector``)."""
     client = EtcdClient(etcd_config(endpoints, **options))
     node = kubelet.config.node_name
     source = EtcdSource(client, node, prefix=prefix)
@@ -363,6 +364,7 @@ def attach(
         lease_ttl=lease_ttl,
         lease_refresh=lease_refresh,
     )
+    kubelet.metrics.registry.register(EtcdCollector(client, source, sink, events))
     return EtcdAttachment(client, source, sink, events)
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import generate_latest
 
-from kubecore import Kubelet, KubeletConfig
+from kubecore import Kubelet, KubeletConfig, PodSource
 from kubecore.sources import SourcePoller
 from kubecore_fake import FakeRuntime
 from tests.test_etcd import (  # noqa: F401
@@ -171,6 +172,11 @@ def test_attach_registers_the_source_so_nothing_is_deleted_before_etcd_was_liste
         ttl = client.run(lambda etcd: etcd.get_lease_info(events[0].lease, keys=False)).TTL
         assert 3000 < ttl <= 3600
         assert attachment.events.dropped == 0
+        assert isinstance(attachment.source, PodSource)
+        scraped = generate_latest(kubelet.metrics.registry).decode()
+        assert "kubecore_etcd_source_ready 1.0" in scraped
+        assert "kubecore_etcd_events_dropped_total 0.0" in scraped
+        assert 'kubecore_etcd_status_writes_total{op="put"}' in scraped
     finally:
         poller.stop()
         attachment.close()
