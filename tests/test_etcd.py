@@ -735,3 +735,104 @@ def test_status_writes_happen_on_change_only_in_rate_limited_batches(
     assert sink.stats.puts == 1, "nothing changed, nothing written"
     assert set(statuses(client, prefix, "n1")) == {"default/a", "default/b", "default/c"}
     sink.close()
+
+
+# --- TLS and auth, on a member of the test's own ----------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def make_certificates(directory: Path) -> dict[str, str]:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate (openssl)."""
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
+            "-keyout", "ca.key", "-out", "ca.crt")  # fmt: skip
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                "-keyout", f"{name}.key", "-out", f"{name}.csr")  # fmt: skip
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "1", "-extfile", "san.ext",
+                "-out", f"{name}.crt")  # fmt: skip
+    return {
+        name: str(directory / name)
+        for name in ("ca.crt", "server.crt", "server.key", "client.crt", "client.key")
+    }
+
+
+@pytest.fixture
+def secure_member(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A one-member etcd of this test's own on https://127.0.0.1 with client certificates and
+    auth enabled (user root, password kubecore-test)."""
+    pytest.importorskip("aetcd", reason="the etcd extra is not installed")
+    if shutil.which("etcd") is None or shutil.which("etcdctl") is None:
+        pytest.skip("etcd is not installed (scripts/test-etcd.sh up installs it)")
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    certs = make_certificates(tmp_path)
+    client_port, peer_port = free_port(), free_port()
+    endpoint = f"https://127.0.0.1:{client_port}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    log = (tmp_path / "etcd.log").open("wb")
+    member = subprocess.Popen(
+        ["etcd", "--name", "secure", "--data-dir", str(tmp_path / "data"),
+         "--listen-client-urls", endpoint, "--advertise-client-urls", endpoint,
+         "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+         "--initial-cluster", f"secure={peer}",
+         "--cert-file", certs["server.crt"], "--key-file", certs["server.key"],
+         "--trusted-ca-file", certs["ca.crt"], "--client-cert-auth"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    tls = ["--endpoints", endpoint, "--cacert", certs["ca.crt"], "--cert", certs["client.crt"],
+           "--key", certs["client.key"]]  # fmt: skip
+    env = {**os.environ, "ETCDCTL_API": "3"}
+
+    def etcdctl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["etcdctl", *tls, *args], env=env, capture_output=True, text=True, timeout=30
+        )
+
+    try:
+        wait_for(lambda: etcdctl("endpoint", "health").returncode == 0, what="the member")
+        for args in (("user", "add", "root:kubecore-test"), ("auth", "enable")):
+            done = etcdctl(*args)
+            assert done.returncode == 0, done.stderr
+        yield endpoint, certs
+    finally:
+        member.terminate()
+        member.wait(30)
+        log.close()
+
+
+@pytest.mark.etcd
+def test_tls_with_client_certificates_and_a_user(
+    secure_member: tuple[str, dict[str, str]],
+) -> None:
+    from kubecore._etcd import EtcdClient, EtcdConfig, EtcdUnavailable
+
+    endpoint, certs = secure_member
+    tls = {
+        "cafile": certs["ca.crt"],
+        "certfile": certs["client.crt"],
+        "keyfile": certs["client.key"],
+    }
+    with EtcdClient(EtcdConfig((endpoint,), user="root:kubecore-test", **tls)) as client:
+        client.put("/secure/pods/n1/default/web", POD_YAML.format(name="web"))
+        assert client.get("/secure/pods/n1/default/web") == POD_YAML.format(name="web").encode()
+    wrong = EtcdClient(EtcdConfig((endpoint,), user="root:wrong", timeout=2.0, **tls))
+    with wrong, pytest.raises(Exception, match="authentication failed"):
+        wrong.get("/secure/pods/n1/default/web")
+    # Without the CA the server's certificate is refused: nothing answers.
+    plain = {"certfile": certs["client.crt"], "keyfile": certs["client.key"]}
+    untrusting = EtcdClient(
+        EtcdConfig((endpoint,), user="root:kubecore-test", timeout=2.0, **plain)
+    )
+    with untrusting, pytest.raises(EtcdUnavailable):
+        untrusting.get("/secure/pods/n1/default/web")
