@@ -836,3 +836,89 @@ def test_tls_with_client_certificates_and_a_user(
     )
     with untrusting, pytest.raises(EtcdUnavailable):
         untrusting.get("/secure/pods/n1/default/web")
+
+
+# --- an agent in a process of its own: paused past its lease, killed, restarted -------------------
+
+AGENT_SCRIPT = """
+import sys, tempfile, threading
+from kubecore import Kubelet, KubeletConfig
+from kubecore.sources import SourcePoller
+from kubecore._etcd import EtcdClient, EtcdConfig, EtcdSource, EtcdStatusSink, parse_endpoints
+from kubecore_fake import FakeRuntime
+
+endpoints, prefix, node = sys.argv[1:4]
+client = EtcdClient(EtcdConfig(parse_endpoints(endpoints)))
+runtime = FakeRuntime(images=["busybox:1.36"])
+kubelet = Kubelet(runtime, runtime, config=KubeletConfig(
+    node_name=node, root_dir=tempfile.mkdtemp(), relist_interval=0.2), sources=["etcd"])
+source = EtcdSource(client, node, prefix=prefix)
+SourcePoller([source], kubelet.update, tick=0.05).start()
+EtcdStatusSink(kubelet, client, node, prefix=prefix, interval=0.1, qps=0,
+               lease_ttl=2, lease_refresh=0.5).start()
+kubelet.start()
+print("started", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.fixture
+def agent_process(
+    etcd_endpoints: tuple[str, ...], prefix: str
+) -> Iterator[Callable[[], subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start() -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "-c", AGENT_SCRIPT, ",".join(etcd_endpoints), prefix, "p1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        started.append(process)
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "started"
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.kill()
+        process.wait(30)
+
+
+@pytest.mark.etcd
+def test_an_agent_paused_past_its_lease_comes_back_and_a_killed_one_keeps_its_pods_bound(
+    client: Any, prefix: str, agent_process: Callable[[], subprocess.Popen[str]]
+) -> None:
+    from kubecore._etcd import node_key
+
+    agent = agent_process()
+    bind(client, prefix, "p1", make_pod("web"))
+    wait_for(lambda: phase(client, prefix, "p1", "web") == "Running", what="web Running")
+    assert client.get(node_key(prefix, "p1")) is not None
+
+    agent.send_signal(signal.SIGSTOP)  # past the 2 s lease: etcd drops the node key by itself
+    wait_for(lambda: client.get(node_key(prefix, "p1")) is None, timeout=15, what="lease expiry")
+    agent.send_signal(signal.SIGCONT)  # a new lease, the node key again
+    wait_for(lambda: client.get(node_key(prefix, "p1")) is not None, what="the node key back")
+    bind(client, prefix, "p1", make_pod("db"))
+    wait_for(lambda: phase(client, prefix, "p1", "db") == "Running", what="db Running")
+
+    agent.kill()  # kill -9: the node key goes with its lease; the pods stay bound
+    agent.wait(30)
+    wait_for(lambda: client.get(node_key(prefix, "p1")) is None, timeout=15, what="lease expiry")
+    assert set(statuses(client, prefix, "p1")) == {"default/web", "default/db"}
+
+    agent_process()  # restarted: the bound pods run again and their statuses are rewritten
+    wait_for(lambda: client.get(node_key(prefix, "p1")) is not None, what="the node key back")
+    bind(client, prefix, "p1", make_pod("db", Container(name="app", image=IMAGE, command=("v2",))))
+    wait_for(
+        lambda: (
+            statuses(client, prefix, "p1")["default/db"]["spec"]["containers"][0]["command"]
+            == ["v2"]
+        ),
+        what="the restarted agent following the edit",
+    )
+    assert phase(client, prefix, "p1", "web") == "Running"
