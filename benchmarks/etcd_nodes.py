@@ -1,0 +1,313 @@
+"""8. Many nodes fed from etcd: agents on the in-memory runtime, each with its ``EtcdSource`` (a
+watch on its own node's prefix) and ``EtcdStatusSink`` (status keys, node key on a lease), in one
+process against the real 3-member test cluster (``scripts/test-etcd.sh up``), sharing one etcd
+client the way a cluster simulator would. Skipped when ``KUBECORE_TEST_ETCD_ENDPOINTS`` is unset.
+
+The agents are driven round-robin in one thread (drain the source, one pass, advance the node's
+virtual clock 1 s; then one status round per node), as in ``many_nodes``.
+
+* **Convergence**: from every pod written to etcd (a plain client, 64 puts in flight) until every
+  agent's status keys say Running. Baselines: the raw write time of the same number of keys by
+  a plain client (the floor of writing that many statuses), and the same agents fed the same pods
+  in-process with no etcd (what etcd costs).
+* **Steady state**: etcd requests and writes per node per minute with nothing changing (target:
+  only the node lease's keep-alives, one per 10 s).
+* **Reaction**: a pod key written to its containers running on that node (median; p99 in notes).
+* **Memory**: RSS growth per node while the etcd-fed agents are built and converge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+import attrs
+
+from benchmarks._common import Context, Row, Skip, fmt_value
+from benchmarks._fake import SOURCE, FakeNode, fake_node, fake_pods
+from benchmarks.many_nodes import rss_bytes
+from kubecore._clock import ManualClock
+from kubecore._model import Pod
+from kubecore.manifest import pod_to_dict
+
+NAME = "etcd_nodes"
+PODS_PER_SECOND_TARGET = 800.0
+"""The issue's target: 100,000 pods Running within 120 s."""
+IN_FLIGHT = 64
+MAX_ROUNDS = 200
+
+
+def endpoints() -> str:
+    text = os.environ.get("KUBECORE_TEST_ETCD_ENDPOINTS", "")
+    if not text:
+        raise Skip("no etcd cluster: KUBECORE_TEST_ETCD_ENDPOINTS is unset (scripts/test-etcd.sh)")
+    try:
+        import aetcd  # noqa: F401
+    except ImportError:
+        raise Skip("the etcd extra is not installed (pip install .[etcd])") from None
+    return text
+
+
+def put_all(client: Any, items: Sequence[tuple[str, bytes]], timeout: float) -> float:
+    """Write every key (``IN_FLIGHT`` puts at a time) with the plain aetcd client; seconds."""
+
+    async def write() -> None:
+        etcd = await client.current()
+        gate = asyncio.Semaphore(IN_FLIGHT)
+
+        async def put(key: str, value: bytes) -> None:
+            async with gate:
+                await etcd.put(key.encode(), value)
+
+        await asyncio.gather(*(put(key, value) for key, value in items))
+
+    t0 = time.perf_counter()
+    client.spawn(write()).result(timeout)
+    return time.perf_counter() - t0
+
+
+@attrs.define
+class EtcdAgent:
+    node: FakeNode
+    name: str
+    source: Any
+    sink: Any
+
+    def step(self) -> None:
+        while (update := self.source.poll(0.0)) is not None:
+            self.node.kubelet.update(update)
+        self.node.kubelet.sync()
+        assert isinstance(self.node.clock, ManualClock)
+        self.node.clock.advance(1.0)
+
+    def all_running(self, expected: int) -> bool:
+        pods = self.node.kubelet.pods()
+        return len(pods) == expected and all(
+            p.status is not None and p.status.phase == "Running" for p in pods
+        )
+
+
+def build_agents(
+    stack: ExitStack, client: Any, prefix: str, count: int, per_node: int
+) -> list[EtcdAgent]:
+    from kubecore._etcd import EtcdSource, EtcdStatusSink
+
+    agents = []
+    for i in range(count):
+        name = f"node-{i:04d}"
+        node = stack.enter_context(fake_node(node_name=name, max_pods=per_node + 10))
+        source = EtcdSource(client, name, prefix=prefix)
+        node.kubelet.register_source(source.name)
+        sink = EtcdStatusSink(node.kubelet, client, name, prefix=prefix, revoke_on_close=False)
+        source.start()
+        stack.callback(source.close)
+        agents.append(EtcdAgent(node, name, source, sink))
+    return agents
+
+
+def round_robin(agents: Sequence[EtcdAgent]) -> None:
+    for agent in agents:
+        agent.step()
+    for agent in agents:
+        agent.sink.sync_once()
+
+
+def converge(agents: Sequence[EtcdAgent], per_node: int, deadline: float) -> tuple[bool, int]:
+    """Rounds until every agent runs its pods and has written every status; (ok, rounds)."""
+    end = time.monotonic() + deadline
+    for rounds in range(1, MAX_ROUNDS + 1):
+        round_robin(agents)
+        if all(a.sink.pending == 0 and a.all_running(per_node) for a in agents):
+            return True, rounds
+        if time.monotonic() > end:
+            break
+    return False, MAX_ROUNDS
+
+
+def running_statuses(client: Any, prefix: str) -> int:
+    from kubecore._etcd import status_prefix
+
+    values, _ = client.get_prefix(status_prefix(prefix))
+    return sum(1 for v in values.values() if json.loads(v)["status"].get("phase") == "Running")
+
+
+def converge_in_process(count: int, per_node: int, deadline: float) -> float:
+    """The same agents fed the same pods with ``set_pods`` (no etcd): seconds to converge."""
+    with ExitStack() as stack:
+        nodes = [
+            stack.enter_context(fake_node(node_name=f"plain-{i:04d}", max_pods=per_node + 10))
+            for i in range(count)
+        ]
+        for i, node in enumerate(nodes):
+            node.kubelet.set_pods(fake_pods(per_node, prefix=f"n{i:04d}"), source=SOURCE)
+        t0 = time.perf_counter()
+        end = time.monotonic() + deadline
+        pending = list(nodes)
+        while pending and time.monotonic() < end:
+            pending = [n for n in pending if not n.kubelet.sync().converged]
+            for node in nodes:
+                assert isinstance(node.clock, ManualClock)
+                node.clock.advance(1.0)
+        return time.perf_counter() - t0
+
+
+def pod_items(prefix: str, name: str, pods: Sequence[Pod]) -> list[tuple[str, bytes]]:
+    from kubecore._etcd import encode_json, pod_key
+
+    return [
+        (pod_key(prefix, name, p.metadata.namespace, p.metadata.name), encode_json(pod_to_dict(p)))
+        for p in pods
+    ]
+
+
+def measure_reaction(
+    client: Any, prefix: str, agents: Sequence[EtcdAgent], samples: int, deadline: float
+) -> list[float]:
+    from kubecore._etcd import encode_json, pod_key
+
+    times = []
+    end = time.monotonic() + deadline
+    for i in range(samples):
+        agent = agents[i % len(agents)]
+        (pod,) = fake_pods(1, prefix=f"react-{i}")
+        key = pod_key(prefix, agent.name, pod.metadata.namespace, pod.metadata.name)
+        t0 = time.perf_counter()
+        client.put(key, encode_json(pod_to_dict(pod)))
+        while not agent.node.runtime.find_containers(pod_name=pod.metadata.name):
+            round_robin(agents)
+            if time.monotonic() > end:
+                return times
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def run(ctx: Context) -> list[Row]:
+    from kubecore._etcd import (
+        DEFAULT_LEASE_REFRESH,
+        EtcdClient,
+        EtcdConfig,
+        EtcdUnavailable,
+        parse_endpoints,
+    )
+
+    count, per_node = (4, 20) if ctx.quick else (100, 110)
+    steady_seconds = 3.0 if ctx.quick else 25.0
+    samples = 3 if ctx.quick else 20
+    total = count * per_node
+    prefix = f"/kubecore-bench/{os.getpid()}-{int(time.time())}"
+    client = EtcdClient(EtcdConfig(parse_endpoints(endpoints()), timeout=10.0))
+    try:
+        try:
+            client.revision()
+        except EtcdUnavailable as error:
+            raise Skip(f"no etcd cluster answers: {error}") from None
+        pods = {f"node-{i:04d}": fake_pods(per_node, prefix=f"n{i:04d}") for i in range(count)}
+        items = [item for name, own in pods.items() for item in pod_items(prefix, name, own)]
+
+        # Baseline: a plain client writes as many keys as there will be statuses.
+        raw = put_all(client, [(f"{prefix}/raw/{i}", v) for i, (_, v) in enumerate(items)], 300)
+        client.delete_prefix(f"{prefix}/raw/")
+        ctx.log(f"plain client: {total} keys in {raw:.2f}s")
+        plain = converge_in_process(count, per_node, max(10.0, ctx.time_left() * 0.2))
+        ctx.log(f"in-process (no etcd): {count} x {per_node} converged in {plain:.2f}s")
+
+        gc.collect()
+        rss_before = rss_bytes()
+        with ExitStack() as stack:
+            agents = build_agents(stack, client, prefix, count, per_node)
+            round_robin(agents)  # every source listed (empty), every node key on its lease
+            written = put_all(client, items, 300)
+            t0 = time.perf_counter()
+            ok, rounds = converge(agents, per_node, max(10.0, ctx.time_left() * 0.4))
+            seconds = written + time.perf_counter() - t0
+            running = running_statuses(client, prefix)
+            rss_growth = rss_bytes() - rss_before
+            ctx.note(
+                f"{count} nodes x {per_node} pods: written in {written:.2f} s, every status key"
+                f" Running after {seconds:.2f} s ({rounds} rounds, {total / seconds:.0f} pods/s);"
+                f" {running}/{total} status keys Running"
+            )
+
+            # Steady state: nothing changes; only the lease keep-alives should reach etcd.
+            requests = client.requests
+            writes = sum(a.sink.stats.puts + a.sink.stats.deletes for a in agents)
+            t_steady = time.monotonic()
+            while time.monotonic() - t_steady < steady_seconds:
+                round_robin(agents)
+            minutes = (time.monotonic() - t_steady) / 60
+            per_minute = (client.requests - requests) / count / minutes
+            steady_writes = (
+                sum(a.sink.stats.puts + a.sink.stats.deletes for a in agents) - writes
+            ) / (count * minutes)
+            ctx.note(
+                f"steady state over {minutes * 60:.0f} s: {per_minute:.1f} etcd requests and"
+                f" {steady_writes:.1f} writes per node per minute"
+            )
+            reaction = measure_reaction(client, prefix, agents, samples, max(5.0, ctx.time_left()))
+            if reaction:
+                ordered = sorted(reaction)
+                p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+                ctx.note(
+                    f"reaction over {len(reaction)} pods: median"
+                    f" {fmt_value(statistics.median(reaction), 's')}, p99 {fmt_value(p99, 's')}"
+                    f" (one round over all {count} agents per step)"
+                )
+        client.delete_prefix(prefix + "/")
+    finally:
+        client.close()
+    ctx.note("1,000 nodes x 100 pods is not run: the full mode stops at 100 nodes x 110 pods")
+    rows = [
+        Row(
+            NAME,
+            f"{count} nodes x {per_node} pods ({total:,}) via etcd: written -> all status Running",
+            seconds,
+            "s",
+            baseline=raw,
+            baseline_label=f"a plain client putting {total:,} keys",
+            target=f"< {total / PODS_PER_SECOND_TARGET:.1f} s ({PODS_PER_SECOND_TARGET:g} pods/s)",
+            met=ok and running == total and seconds < total / PODS_PER_SECOND_TARGET,
+        ),
+        Row(
+            NAME,
+            f"{count} nodes x {per_node} pods: what etcd costs (vs fed in-process)",
+            seconds,
+            "s",
+            baseline=plain,
+            baseline_label="the same agents fed the same pods with set_pods",
+        ),
+        Row(
+            NAME,
+            "steady state: etcd requests per node per minute",
+            per_minute,
+            "req",
+            baseline=60 / DEFAULT_LEASE_REFRESH,
+            baseline_label="the node lease's keep-alives alone",
+            target="keep-alives only",
+            met=per_minute <= 60 / DEFAULT_LEASE_REFRESH * 1.5 and steady_writes == 0,
+        ),
+        Row(
+            NAME,
+            f"{count} nodes: RSS growth per etcd-fed node",
+            rss_growth / count,
+            "B",
+            target="< 2 MB",
+            met=rss_growth / count < 2_000_000,
+        ),
+    ]
+    if reaction:
+        rows.append(
+            Row(
+                NAME,
+                "reaction: pod key written -> containers started (median)",
+                statistics.median(reaction),
+                "s",
+            )
+        )
+    return rows
