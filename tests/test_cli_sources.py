@@ -4,6 +4,7 @@ another agent holds: a usage error (exit 2), and nothing of the node's data touc
 from __future__ import annotations
 
 import io
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,18 @@ def test_a_second_agent_on_one_root_dir_exits_naming_the_first(
         holder.wait(timeout=30)
     assert code == 2
     assert f"pid {holder.pid}" in output and str(root) in output
+
+
+def test_the_kubernetes_api_off_loopback_needs_a_token_and_tls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    code, output = run(
+        "run", str(manifests), "--address", "0.0.0.0", "--port", port,
+        "--root-dir", str(tmp_path / "root"), capsys=capsys,
+    )  # fmt: skip
+    assert code == 2 and "--api-token-file" in output

@@ -230,3 +230,50 @@ def test_an_unreachable_cluster_is_an_error_not_a_hang(tmp_path: Path, manifest:
         "etcd", "get", "pods", "--etcd-endpoints", f"http://127.0.0.1:{port}", "--etcd-prefix", "/x"
     )
     assert (code, out) == (1, "")
+
+
+def test_kubecore_run_once_runs_the_pods_bound_in_etcd_and_writes_their_status(
+    etcd_endpoints: tuple[str, ...], prefix: str, tmp_path: Path
+) -> None:
+    from kubecore._cli import main
+    from kubecore._etcd_cli import apply, get_pods
+
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+        f"spec:\n  containers:\n  - {{name: app, image: {IMAGE}}}\n"
+    )
+    endpoints = ",".join(etcd_endpoints)
+    apply([manifest], "cli-node", endpoints, prefix)
+    out = io.StringIO()
+    code = main(
+        [
+            "run",
+            "--etcd-endpoints",
+            endpoints,
+            "--etcd-prefix",
+            prefix,
+            "--node-name",
+            "cli-node",
+            "--once",
+            "--root-dir",
+            str(tmp_path / "root"),
+            "--log-level",
+            "error",
+        ],
+        out=out,
+    )
+    assert code == 0, out.getvalue()
+    assert "web" in out.getvalue() and "Running" in out.getvalue()
+    table = get_pods(endpoints, prefix, node="cli-node")
+    assert table.splitlines()[1].split()[:3] == ["web", "1/1", "Running"]
+
+
+def test_kubecore_run_refuses_etcd_endpoints_that_are_not_urls(tmp_path: Path) -> None:
+    from kubecore._cli import main
+
+    code = main(
+        ["run", "--etcd-endpoints", "not a url", "--once", "--root-dir", str(tmp_path / "r")],
+        out=io.StringIO(),
+    )
+    assert code == 2

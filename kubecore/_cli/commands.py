@@ -44,7 +44,9 @@ from kubecore._sources import (
 from kubecore._status import Verdict, pod_verdict
 
 if TYPE_CHECKING:
+    from kubecore._apiserver import KubeApi
     from kubecore._credentials import DockerKeyring
+    from kubecore._etcd_cli import EtcdAttachment
     from kubecore._kubelet import Kubelet
     from kubecore._plugins import RuntimeBundle
 
@@ -273,14 +275,89 @@ def cmd_run(
         kubelet.volumes.acquire()
     except RootDirInUse as error:
         raise UsageError(str(error)) from None
+    etcd = attach_etcd(kubelet, settings)
+    if etcd is not None:
+        sources.append(etcd.source)
     poller = SourcePoller(sources, kubelet.update, clock=clock)
+
+    def close() -> None:
+        if etcd is not None:
+            etcd.close()
+        bundle.runtime.close()
+
     if once:
         try:
+            if etcd is not None:
+                wait_for_etcd(etcd, min(settings["deadline"], 30.0))
             return run_once(kubelet, poller, clock, settings["deadline"], out)
         finally:
             kubelet.stop()
-            bundle.runtime.close()
-    return run_forever(kubelet, poller, bundle.runtime.close, settings, exec_token, out, tracker)
+            if etcd is not None:
+                publish_status(etcd, 10.0)
+            close()
+    return run_forever(
+        kubelet,
+        poller,
+        close,
+        settings,
+        exec_token,
+        out,
+        tracker,
+        start_extras=etcd.start if etcd is not None else None,
+    )
+
+
+def wait_for_etcd(etcd: EtcdAttachment, timeout: float) -> None:
+    """Start the etcd source and wait (real time, bounded) until it has listed the node's pods:
+    ``--once`` then starts from the whole list."""
+    etcd.source.start()
+    deadline = time.monotonic() + timeout
+    while not etcd.source.ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not etcd.source.ready:
+        logger.warning("etcd did not answer within %.0f s: its pods are not known", timeout)
+
+
+def publish_status(etcd: EtcdAttachment, timeout: float) -> None:
+    """``--once`` writes the pods' last status to etcd before it exits (bounded)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while not etcd.sink.sync_once():  # True once nothing is left to write
+            if time.monotonic() >= deadline:
+                logger.warning("not every pod status reached etcd within %.0f s", timeout)
+                return
+            time.sleep(0.05)
+    except Exception as error:  # etcd down at the very end: say so, the pods ran anyway
+        logger.warning("writing the pods' status to etcd failed: %s", error)
+
+
+def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment | None:
+    """The etcd source and status sink of ``--etcd-endpoints`` (None without it)."""
+    endpoints = settings["etcd_endpoints"]
+    if not endpoints:
+        return None
+    try:
+        from kubecore._etcd import parse_endpoints
+        from kubecore._etcd_cli import attach
+
+        parse_endpoints(endpoints)
+    except ValueError as error:
+        raise UsageError(f"--etcd-endpoints: {error}") from None
+    try:
+        return attach(
+            kubelet,
+            endpoints,
+            settings["etcd_prefix"],
+            cafile=settings["etcd_cafile"],
+            certfile=settings["etcd_certfile"],
+            keyfile=settings["etcd_keyfile"],
+            user=settings["etcd_user"],
+        )
+    except ModuleNotFoundError as error:
+        raise UsageError(
+            f"--etcd-endpoints needs the etcd client ({error.name} is not installed):"
+            " pip install 'kubecore[etcd]'"
+        ) from None
 
 
 def run_once(
@@ -339,6 +416,7 @@ def run_forever(
     out: IO[str],
     tracker: PullTracker,
     stop: threading.Event | None = None,
+    start_extras: Callable[[], None] | None = None,
 ) -> int:
     stop = stop or threading.Event()
     restore = _install_signal_handlers(stop)
@@ -355,8 +433,13 @@ def run_forever(
                         enable_exec=settings["enable_exec"],
                         exec_token=exec_token,
                         log_dir=settings["log_dir"] or None,
+                        tls_cert_file=settings["tls_cert_file"] or None,
+                        tls_private_key_file=settings["tls_private_key_file"] or None,
                     ),
+                    api=kube_api(kubelet, settings),
                 )
+            except ValueError as error:
+                raise UsageError(str(error)) from None
             except OSError as error:
                 out.write(
                     f"kubecore: cannot listen on {settings['address']}:{settings['port']}:"
@@ -375,6 +458,8 @@ def run_forever(
             logger.info(header)
         kubelet.start()
         poller.start()
+        if start_extras is not None:
+            start_extras()
         if server is not None:
             server.start()
         display.refresh(kubelet.pods(), time.time(), source_problems(poller.sources))
@@ -391,6 +476,17 @@ def run_forever(
         restore()
         if live:
             out.write("\n")
+
+
+def kube_api(kubelet: Kubelet, settings: Mapping[str, Any]) -> KubeApi:
+    """The node's Kubernetes API (what kubectl speaks), served beside the kubelet API."""
+    from kubecore._apiserver import ApiServerConfig, attach_api
+
+    token_file = settings["api_token_file"] or None
+    tls = bool(settings["tls_cert_file"])
+    return attach_api(
+        kubelet, ApiServerConfig(token_file=token_file), address=settings["address"], tls=tls
+    )
 
 
 def log_level(name: str) -> int:

@@ -182,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)
+
+    from kubecore._etcd_cli import add_etcd_commands  # imports no etcd client
+
+    add_etcd_commands(commands)
     return parser
 
 

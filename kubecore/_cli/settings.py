@@ -320,6 +320,53 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
         metavar="DIR",
     ),
     Setting(
+        "api_token_file",
+        "str",
+        lambda: "",
+        "a file holding the bearer token the Kubernetes API (kubectl) requires for writes, and"
+        " for reads off loopback (default: no writes over the API)",
+        metavar="FILE",
+    ),
+    Setting(
+        "tls_cert_file",
+        "str",
+        lambda: "",
+        "serve the API port over HTTPS with this certificate (PEM; with --tls-private-key-file)",
+        metavar="FILE",
+    ),
+    Setting(
+        "tls_private_key_file",
+        "str",
+        lambda: "",
+        "the private key of --tls-cert-file (PEM)",
+        metavar="FILE",
+    ),
+    Setting(
+        "etcd_endpoints",
+        "str",
+        lambda: "",
+        "etcd URLs, comma separated: the pods bound to this node under --etcd-prefix are a"
+        " source, and their status is written back (needs kubecore[etcd]; default: no etcd)",
+        metavar="URLS",
+    ),
+    Setting(
+        "etcd_prefix",
+        "str",
+        lambda: "/kubecore",
+        "the etcd key prefix of pods, status, nodes and events",
+        metavar="PREFIX",
+    ),
+    Setting("etcd_cafile", "str", lambda: "", "the CA bundle of etcd's TLS", metavar="FILE"),
+    Setting("etcd_certfile", "str", lambda: "", "the client certificate for etcd", metavar="FILE"),
+    Setting("etcd_keyfile", "str", lambda: "", "the client key for etcd", metavar="FILE"),
+    Setting(
+        "etcd_user",
+        "str",
+        lambda: "",
+        "etcd user and password as USER:PASSWORD",
+        metavar="USER:PASSWORD",
+    ),
+    Setting(
         "once",
         "bool",
         lambda: False,
