@@ -10,7 +10,6 @@ sink ``kubecore run`` adds when ``--etcd-endpoints`` is given.
 from __future__ import annotations
 
 import argparse
-import calendar
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -41,6 +40,7 @@ from kubecore._etcd import (
     split_key,
     status_prefix,
 )
+from kubecore._status import parse_time, short_duration
 from kubecore.events import FanoutRecorder
 from kubecore.manifest import load_pods_from_file, pod_to_dict
 
@@ -144,34 +144,6 @@ class PodLine:
     age: str
 
 
-def _parse_time(text: str) -> float | None:
-    try:
-        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
-    except (ValueError, TypeError):
-        return None
-
-
-def short_duration(seconds: float) -> str:
-    """kubectl's AGE: 45s, 3m12s, 5h, 2d3h, 40d, 3y."""
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if days < 8:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    return f"{days // 365}y"
-
-
 def _status_text(document: dict[str, Any]) -> str:
     """What kubectl's STATUS column shows: a container's waiting or terminated reason, else the
     pod's reason, else its phase."""
@@ -191,7 +163,7 @@ def _pod_line(
     status = document.get("status") or {}
     containers = (document.get("spec") or {}).get("containers") or ()
     statuses = status.get("containerStatuses") or ()
-    started = _parse_time(status.get("startTime", ""))
+    started = parse_time(status.get("startTime", ""))
     return PodLine(
         namespace=namespace,
         name=name,

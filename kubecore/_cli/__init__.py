@@ -25,7 +25,6 @@ from kubecore._cli.output import (
     format_table,
     pod_row,
     progress_bar,
-    short_duration,
 )
 from kubecore._cli.parser import build_parser, main
 from kubecore._cli.settings import (
@@ -38,6 +37,7 @@ from kubecore._cli.settings import (
     parse_options,
     resolve_settings,
 )
+from kubecore._status import short_duration
 
 __all__ = [
     "CONFIG_FIELD_HELP",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
@@ -14,7 +13,7 @@ import attrs
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 from kubecore._sources import SourceProblem
-from kubecore._status import pod_status_text
+from kubecore._status import parse_time, pod_status_text, short_duration
 
 logger = logging.getLogger(__name__)
 
@@ -29,38 +28,6 @@ class PodRow:
     status: str
     restarts: int
     age: str
-
-
-def parse_time(value: str) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def short_duration(seconds: float) -> str:
-    """Like kubectl's ages: 45s, 3m20s, 12m, 5h10m, 20h, 3d4h, 12d, 2y."""
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if days < 8:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    return f"{days // 365}y"
 
 
 def pod_row(pod: Pod, now: float) -> PodRow:
