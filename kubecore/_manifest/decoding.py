@@ -355,10 +355,6 @@ class _Spec:
         return out
 
 
-def _names(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 def _unknown_field_message(key: str, known: Mapping[str, _F]) -> str:
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
     return f"unknown field (did you mean {close[0]!r}?)" if close else "unknown field"
@@ -443,9 +439,20 @@ _RESOURCES = _Spec(
 _SECURITY_CONTEXT = _Spec(
     m.SecurityContext,
     (_F("privileged", _Bool(optional=True)),),
-    unsupported=_names(
-        "capabilities seLinuxOptions windowsOptions runAsUser runAsGroup runAsNonRoot "
-        "readOnlyRootFilesystem allowPrivilegeEscalation procMount seccompProfile appArmorProfile"
+    unsupported=frozenset(
+        {
+            "allowPrivilegeEscalation",
+            "appArmorProfile",
+            "capabilities",
+            "procMount",
+            "readOnlyRootFilesystem",
+            "runAsGroup",
+            "runAsNonRoot",
+            "runAsUser",
+            "seLinuxOptions",
+            "seccompProfile",
+            "windowsOptions",
+        }
     ),
 )
 _CONTAINER = _Spec(
@@ -468,9 +475,17 @@ _CONTAINER = _Spec(
         _F("imagePullPolicy", _Str(), always=True),
         _F("securityContext", _Obj(_SECURITY_CONTEXT, optional=True)),
     ),
-    unsupported=_names(
-        "envFrom resizePolicy restartPolicy volumeDevices terminationMessagePolicy stdin "
-        "stdinOnce tty"
+    unsupported=frozenset(
+        {
+            "envFrom",
+            "resizePolicy",
+            "restartPolicy",
+            "stdin",
+            "stdinOnce",
+            "terminationMessagePolicy",
+            "tty",
+            "volumeDevices",
+        }
     ),
 )
 _EMPTY_DIR = _Spec(m.EmptyDirVolumeSource, (_F("medium", _Str()), _F("sizeLimit", _OptQuantity())))
@@ -479,11 +494,37 @@ _HOST_PATH = _Spec(
     (_F("path", _Str(), required=True, always=True), _F("type", _Str())),
 )
 _SUPPORTED_VOLUME_SOURCES = ("emptyDir", "hostPath")
-_UNSUPPORTED_VOLUME_SOURCES = _names(
-    "gcePersistentDisk awsElasticBlockStore gitRepo secret nfs iscsi glusterfs "
-    "persistentVolumeClaim rbd flexVolume cinder cephfs flocker downwardAPI fc azureFile "
-    "configMap vsphereVolume quobyte azureDisk photonPersistentDisk projected portworxVolume "
-    "scaleIO storageos csi ephemeral image"
+_UNSUPPORTED_VOLUME_SOURCES = frozenset(
+    {
+        "awsElasticBlockStore",
+        "azureDisk",
+        "azureFile",
+        "cephfs",
+        "cinder",
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "ephemeral",
+        "fc",
+        "flexVolume",
+        "flocker",
+        "gcePersistentDisk",
+        "gitRepo",
+        "glusterfs",
+        "image",
+        "iscsi",
+        "nfs",
+        "persistentVolumeClaim",
+        "photonPersistentDisk",
+        "portworxVolume",
+        "projected",
+        "quobyte",
+        "rbd",
+        "scaleIO",
+        "secret",
+        "storageos",
+        "vsphereVolume",
+    }
 )
 _VOLUME = _Spec(
     m.Volume,
@@ -510,13 +551,40 @@ _POD_SPEC = _Spec(
         _F("hostNetwork", _Bool()),
         _F("imagePullSecrets", _ObjList(_LOCAL_OBJECT_REFERENCE)),
     ),
-    unsupported=_names(
-        "ephemeralContainers activeDeadlineSeconds nodeSelector serviceAccountName serviceAccount "
-        "automountServiceAccountToken hostPID hostIPC shareProcessNamespace securityContext "
-        "hostname subdomain affinity schedulerName tolerations hostAliases priorityClassName "
-        "priority dnsConfig readinessGates runtimeClassName enableServiceLinks preemptionPolicy "
-        "overhead topologySpreadConstraints setHostnameAsFQDN os hostUsers schedulingGates "
-        "resourceClaims resources"
+    unsupported=frozenset(
+        {
+            "activeDeadlineSeconds",
+            "affinity",
+            "automountServiceAccountToken",
+            "dnsConfig",
+            "enableServiceLinks",
+            "ephemeralContainers",
+            "hostAliases",
+            "hostIPC",
+            "hostPID",
+            "hostUsers",
+            "hostname",
+            "nodeSelector",
+            "os",
+            "overhead",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "readinessGates",
+            "resourceClaims",
+            "resources",
+            "runtimeClassName",
+            "schedulerName",
+            "schedulingGates",
+            "securityContext",
+            "serviceAccount",
+            "serviceAccountName",
+            "setHostnameAsFQDN",
+            "shareProcessNamespace",
+            "subdomain",
+            "tolerations",
+            "topologySpreadConstraints",
+        }
     ),
 )
 _OBJECT_META = _Spec(
@@ -528,9 +596,20 @@ _OBJECT_META = _Spec(
         _F("labels", _StrMap()),
         _F("annotations", _StrMap()),
     ),
-    unsupported=_names(
-        "generateName selfLink resourceVersion generation creationTimestamp deletionTimestamp "
-        "deletionGracePeriodSeconds ownerReferences finalizers managedFields clusterName"
+    unsupported=frozenset(
+        {
+            "clusterName",
+            "creationTimestamp",
+            "deletionGracePeriodSeconds",
+            "deletionTimestamp",
+            "finalizers",
+            "generateName",
+            "generation",
+            "managedFields",
+            "ownerReferences",
+            "resourceVersion",
+            "selfLink",
+        }
     ),
 )
 
@@ -570,8 +649,15 @@ _CONTAINER_STATUS = _Spec(
         _F("containerID", _Str(), attr="container_id"),
         _F("started", _Bool(), always=True),
     ),
-    unsupported=_names(
-        "allocatedResources resources volumeMounts user allocatedResourcesStatus stopSignal"
+    unsupported=frozenset(
+        {
+            "allocatedResources",
+            "allocatedResourcesStatus",
+            "resources",
+            "stopSignal",
+            "user",
+            "volumeMounts",
+        }
     ),
 )
 _CONDITION = _Spec(
@@ -598,9 +684,17 @@ _POD_STATUS = _Spec(
         _F("initContainerStatuses", _ObjList(_CONTAINER_STATUS)),
         _F("containerStatuses", _ObjList(_CONTAINER_STATUS)),
     ),
-    unsupported=_names(
-        "nominatedNodeName hostIPs podIPs qosClass ephemeralContainerStatuses resize "
-        "resourceClaimStatuses observedGeneration"
+    unsupported=frozenset(
+        {
+            "ephemeralContainerStatuses",
+            "hostIPs",
+            "nominatedNodeName",
+            "observedGeneration",
+            "podIPs",
+            "qosClass",
+            "resize",
+            "resourceClaimStatuses",
+        }
     ),
 )
 _POD = _Spec(
