@@ -167,3 +167,14 @@ class RootDirInUse(KubecoreError):
         )
         self.root_dir = root_dir
         self.holder = holder
+
+
+class MountFailed(KubecoreError):
+    """A pod's volume could not be set up (the kubelet's ``FailedMount``): a hostPath of the
+    wrong type, a missing ConfigMap or Secret. The pod waits in ``ContainerCreating`` and the
+    set-up is tried again at each sync."""
+
+    def __init__(self, volume: str, reason: str) -> None:
+        super().__init__(f'MountVolume.SetUp failed for volume "{volume}" : {reason}')
+        self.volume = volume
+        self.reason = reason

@@ -38,6 +38,7 @@ from kubecore._errors import (
     KubecoreError,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
+from kubecore._errors import MountFailed
 from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
@@ -64,7 +65,7 @@ from kubecore._runtime import (
     SandboxState,
 )
 from kubecore._translate import container_config, sandbox_config
-from kubecore._volumes import VolumeManager
+from kubecore._volumes import PodVolume, VolumeManager
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +85,8 @@ class PodRecord:
     """(kind, container) -> the backoff deadline an event was already recorded for."""
     warned: set[str] = attrs.field(factory=set)
     """Refusals already reported by an event (not repeated at every sync)."""
+    failed_mount: str = ""
+    """The last FailedMount reported (an event is recorded when it changes)."""
 
 
 @attrs.frozen
@@ -93,7 +96,7 @@ class _Target:
     sandbox_id: str
     sandbox_config: SandboxConfig
     pod_ip: str
-    volume_paths: Mapping[str, str]
+    volume_paths: Mapping[str, PodVolume]
 
 
 @attrs.frozen
@@ -143,6 +146,8 @@ def _start_failure_reason(exc: Exception) -> str:
         return "ErrImageNeverPull"
     if isinstance(exc, ImagePullError):
         return "ErrImagePull"
+    if isinstance(exc, MountFailed):
+        return "CreateContainerConfigError"  # a subPath the kubelet could not prepare
     return "CreateContainerError"
 
 
@@ -266,8 +271,10 @@ class Executor:
             ):
                 return SyncResult(actions, "", tuple(started), tuple(killed))
 
-            step = "create sandbox" if actions.create_sandbox else "set up volumes"
-            target = self._target(pod, actions, observed, dns)
+            step = "set up volumes"
+            volumes = self._set_up_volumes(pod, record)
+            step = "create sandbox" if actions.create_sandbox else "start"
+            target = self._target(pod, actions, observed, dns, volumes)
             init = actions.next_init_container
             starts = [(init, True)] if init is not None else []
             starts += [(start, False) for start in actions.containers_to_start]
@@ -325,8 +332,27 @@ class Executor:
 
     # --- sandbox ----------------------------------------------------------------------------
 
+    def _set_up_volumes(self, pod: Pod, record: PodRecord) -> dict[str, PodVolume]:
+        """The pod's volumes, set up before its sandbox (as the kubelet waits for its mounts);
+        a failure is a ``FailedMount`` event (once per distinct message) and is retried at the
+        next sync while the pod waits in ContainerCreating."""
+        try:
+            volumes = self.volumes.setup(pod)
+        except MountFailed as exc:
+            if record.failed_mount != str(exc):
+                record.failed_mount = str(exc)
+                self.event(pod, EventType.WARNING, "FailedMount", str(exc))
+            raise
+        record.failed_mount = ""
+        return volumes
+
     def _target(
-        self, pod: Pod, actions: PodActions, observed: ObservedPod, dns: DNSConfig | None
+        self,
+        pod: Pod,
+        actions: PodActions,
+        observed: ObservedPod,
+        dns: DNSConfig | None,
+        volumes: Mapping[str, PodVolume],
     ) -> _Target:
         """The sandbox the plan's containers join (created now if the plan says so)."""
         if actions.create_sandbox:
@@ -340,7 +366,7 @@ class Executor:
                 pod, attempt, dns=dns, sandbox_image=self.sandbox_image, node_name=self.node_name
             )
             pod_ip = current.ip if current is not None else ""
-        return _Target(sandbox_id, config, pod_ip, self.volumes.setup(pod))
+        return _Target(sandbox_id, config, pod_ip, volumes)
 
     def create_sandbox(
         self, pod: Pod, attempt: int, dns: DNSConfig | None
@@ -468,6 +494,31 @@ class Executor:
             )
         return container_id
 
+    def _sub_paths(
+        self, pod: Pod, container: Container, volumes: Mapping[str, PodVolume]
+    ) -> dict[tuple[str, str], str]:
+        """The host path of each ``subPath`` mount, made when missing; a subPath that cannot be
+        prepared fails the start (CreateContainerConfigError) with a Failed event."""
+        resolved: dict[tuple[str, str], str] = {}
+        for mount in container.volume_mounts:
+            if not mount.sub_path or mount.name not in volumes:
+                continue
+            volume = volumes[mount.name]
+            try:
+                if volume.memory_backed:
+                    raise ValueError("a subPath of an emptyDir of medium Memory is not supported")
+                resolved[(mount.name, mount.sub_path)] = self.volumes.sub_path_source(
+                    volume, mount.sub_path
+                )
+            except (ValueError, OSError) as exc:
+                message = (
+                    f"failed to prepare subPath for volumeMount {mount.name!r} of container"
+                    f" {container.name!r}: {exc}"
+                )
+                self.event(pod, EventType.WARNING, "Failed", f"Error: {message}", container.name)
+                raise MountFailed(mount.name, message) from exc
+        return resolved
+
     def _remove_unstarted(self, container_id: str) -> None:
         with contextlib.suppress(ContainerNotFound):
             self.runtime.remove_container(container_id)
@@ -491,6 +542,7 @@ class Executor:
             termination_message_host_path=term_path,
             is_init=is_init,
             node_name=self.node_name,
+            sub_paths=self._sub_paths(pod, container, target.volume_paths),
         )
         try:
             container_id = self.runtime.create_container(

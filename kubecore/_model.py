@@ -64,11 +64,17 @@ class ContainerPort:
     protocol: Protocol_ = "TCP"
 
 
+MountPropagation = Literal["None", "HostToContainer", "Bidirectional"]
+
+
 @attrs.frozen
 class VolumeMount:
     name: str
     mount_path: str
     read_only: bool = False
+    sub_path: str = ""
+    sub_path_expr: str = ""
+    mount_propagation: MountPropagation | None = None
 
 
 @attrs.frozen
@@ -184,10 +190,118 @@ class HostPathVolumeSource:
 
 
 @attrs.frozen
+class KeyToPath:
+    key: str
+    path: str
+    mode: int | None = None
+
+
+@attrs.frozen
+class ConfigMapVolumeSource:
+    name: str = ""
+    items: tuple[KeyToPath, ...] = ()
+    default_mode: int | None = None
+    optional: bool | None = None
+
+
+@attrs.frozen
+class SecretVolumeSource:
+    secret_name: str = ""
+    items: tuple[KeyToPath, ...] = ()
+    default_mode: int | None = None
+    optional: bool | None = None
+
+
+@attrs.frozen
+class ObjectFieldSelector:
+    field_path: str
+    api_version: str = "v1"
+
+
+@attrs.frozen
+class ResourceFieldSelector:
+    resource: str
+    container_name: str = ""
+    divisor: str = ""
+
+
+@attrs.frozen
+class DownwardAPIVolumeFile:
+    path: str
+    field_ref: ObjectFieldSelector | None = None
+    resource_field_ref: ResourceFieldSelector | None = None
+    mode: int | None = None
+
+
+@attrs.frozen
+class DownwardAPIVolumeSource:
+    items: tuple[DownwardAPIVolumeFile, ...] = ()
+    default_mode: int | None = None
+
+
+@attrs.frozen
+class ConfigMapProjection:
+    name: str = ""
+    items: tuple[KeyToPath, ...] = ()
+    optional: bool | None = None
+
+
+@attrs.frozen
+class SecretProjection:
+    name: str = ""
+    items: tuple[KeyToPath, ...] = ()
+    optional: bool | None = None
+
+
+@attrs.frozen
+class DownwardAPIProjection:
+    items: tuple[DownwardAPIVolumeFile, ...] = ()
+
+
+@attrs.frozen
+class ServiceAccountTokenProjection:
+    path: str
+    audience: str = ""
+    expiration_seconds: int = 0
+
+
+@attrs.frozen
+class VolumeProjection:
+    config_map: ConfigMapProjection | None = None
+    secret: SecretProjection | None = None
+    downward_api: DownwardAPIProjection | None = None
+    service_account_token: ServiceAccountTokenProjection | None = None
+
+
+@attrs.frozen
+class ProjectedVolumeSource:
+    sources: tuple[VolumeProjection, ...] = ()
+    default_mode: int | None = None
+
+
+@attrs.frozen
+class PersistentVolumeClaimVolumeSource:
+    claim_name: str
+    read_only: bool = False
+
+
+@attrs.frozen
+class ImageVolumeSource:
+    reference: str = ""
+    pull_policy: str = ""
+
+
+@attrs.frozen
 class Volume:
     name: str
     empty_dir: EmptyDirVolumeSource | None = None
     host_path: HostPathVolumeSource | None = None
+    config_map: ConfigMapVolumeSource | None = None
+    secret: SecretVolumeSource | None = None
+    downward_api: DownwardAPIVolumeSource | None = None
+    projected: ProjectedVolumeSource | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    image: ImageVolumeSource | None = None
 
 
 @attrs.frozen

@@ -87,11 +87,29 @@ class PortMapping:
     protocol: str = "TCP"
 
 
+class MountPropagation(enum.Enum):
+    """CRI's ``MountPropagation``: how mounts below a bind travel between host and container."""
+
+    PRIVATE = "private"
+    HOST_TO_CONTAINER = "host_to_container"
+    """Mounts the host makes below the source later appear in the container (``rslave``)."""
+    BIDIRECTIONAL = "bidirectional"
+    """Both ways (``rshared``); privileged containers only."""
+
+
 @attrs.frozen
 class Mount:
     host_path: str
     container_path: str
     read_only: bool = False
+    propagation: MountPropagation = MountPropagation.PRIVATE
+    memory_backed: bool = False
+    """A tmpfs shared by the pod's containers that mount this ``host_path`` (an emptyDir of
+    medium Memory), not a bind of the directory. CRI has no such field, because the kubelet
+    mounts the tmpfs on the host itself; here the runtime makes it, so an agent without mount
+    privileges, or one talking to a remote engine, keeps the semantics."""
+    size_limit_bytes: int | None = None
+    """The tmpfs's size (``emptyDir.sizeLimit``); None: the runtime's default (half the RAM)."""
 
 
 @attrs.frozen

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,9 +32,11 @@ from kubecore._runtime import (
     ContainerConfig,
     DNSConfig,
     Mount,
+    MountPropagation,
     PortMapping,
     SandboxConfig,
 )
+from kubecore._volumes import PodVolume
 
 SANDBOX_HASH_ANNOTATION = "io.kubecore.sandbox.hash"
 """Hash of what a sandbox is built from (ports, host network, hostname, DNS policy)."""
@@ -339,31 +342,68 @@ def _cpu_millis_of(resources: Mapping[str, str]) -> int:
     return cpu_millis(value) if value else 0
 
 
-def container_config(
-    pod: Pod,
-    container: Container,
-    *,
-    restart_count: int,
-    volume_paths: Mapping[str, str],
-    termination_message_host_path: str = "",
-    is_init: bool = False,
-    node_name: str = "",
-) -> ContainerConfig:
-    """One run of a container: env in spec order, binds, resources, labels and annotations.
+_PROPAGATION = {
+    None: MountPropagation.PRIVATE,
+    "None": MountPropagation.PRIVATE,
+    "HostToContainer": MountPropagation.HOST_TO_CONTAINER,
+    "Bidirectional": MountPropagation.BIDIRECTIONAL,
+}
 
-    ``volume_paths`` maps each volume name to its host directory; a mount naming a volume that is
-    not there raises ``ValueError`` (validation rejects such pods first).
-    """
+
+def container_mounts(
+    container: Container,
+    volumes: Mapping[str, str | PodVolume],
+    sub_paths: Mapping[tuple[str, str], str] | None = None,
+) -> list[Mount]:
+    """The container's volume mounts. ``volumes`` maps each volume name to its host directory
+    (or its ``PodVolume``); ``sub_paths`` maps (volume, subPath) to the host path the agent
+    resolved for it (default: the subPath joined to the volume's directory)."""
     mounts: list[Mount] = []
     for vm in container.volume_mounts:
         try:
-            host_path = volume_paths[vm.name]
+            found = volumes[vm.name]
         except KeyError:
             raise ValueError(
                 f"container {container.name!r} mounts volume {vm.name!r},"
                 " which the pod does not define"
             ) from None
-        mounts.append(Mount(host_path, vm.mount_path, vm.read_only))
+        volume = PodVolume(found) if isinstance(found, str) else found
+        host_path = volume.host_path
+        if vm.sub_path:
+            host_path = (sub_paths or {}).get(
+                (vm.name, vm.sub_path), os.path.join(host_path, vm.sub_path)
+            )
+        mounts.append(
+            Mount(
+                host_path,
+                vm.mount_path,
+                vm.read_only or volume.read_only,
+                propagation=_PROPAGATION[vm.mount_propagation],
+                memory_backed=volume.memory_backed,
+                size_limit_bytes=volume.size_limit_bytes,
+            )
+        )
+    return mounts
+
+
+def container_config(
+    pod: Pod,
+    container: Container,
+    *,
+    restart_count: int,
+    volume_paths: Mapping[str, str | PodVolume],
+    termination_message_host_path: str = "",
+    is_init: bool = False,
+    node_name: str = "",
+    sub_paths: Mapping[tuple[str, str], str] | None = None,
+) -> ContainerConfig:
+    """One run of a container: env in spec order, binds, resources, labels and annotations.
+
+    ``volume_paths`` maps each volume name to its host directory or ``PodVolume``; a mount
+    naming a volume that is not there raises ``ValueError`` (validation rejects such pods
+    first). ``sub_paths``: see ``container_mounts``.
+    """
+    mounts = container_mounts(container, volume_paths, sub_paths)
     if termination_message_host_path and container.termination_message_path:
         mounts.append(Mount(termination_message_host_path, container.termination_message_path))
 

@@ -5,6 +5,10 @@ Layout under the agent's root dir (as the kubelet's)::
     <root>/.kubecore.lock                                   held by the agent using the root dir
     <root>/pods/<uid>/.node                                 the node name that made the directory
     <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>
+    <root>/pods/<uid>/volumes/kubernetes.io~configmap/<volume>       (atomic writer, see
+    <root>/pods/<uid>/volumes/kubernetes.io~secret/<volume>           ``_atomic_writer``;
+    <root>/pods/<uid>/volumes/kubernetes.io~downward-api/<volume>     the secret and projected
+    <root>/pods/<uid>/volumes/kubernetes.io~projected/<volume>        plugin dirs are 0700)
     <root>/pods/<uid>/containers/<container>/<restart>/termination-log
 
 One agent process uses a root dir at a time (an exclusive ``flock`` on the lock file, taken before
@@ -21,12 +25,84 @@ import shutil
 import threading
 from collections.abc import Iterable, Mapping
 
-from kubecore._errors import RootDirInUse
-from kubecore._model import Pod
+import attrs
+
+from kubecore._atomic_writer import write_atomically
+from kubecore._errors import MountFailed, RootDirInUse
+from kubecore._model import Container, Pod, Volume
+from kubecore._quantity import memory_bytes
+from kubecore._volume_sources import (
+    DictObjects,
+    NodeCapacity,
+    ObjectLookup,
+    check_host_path,
+    node_capacity,
+    object_payload,
+)
 
 logger = logging.getLogger(__name__)
 
 EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
+CONFIG_MAP_PLUGIN = "kubernetes.io~configmap"
+SECRET_PLUGIN = "kubernetes.io~secret"
+DOWNWARD_API_PLUGIN = "kubernetes.io~downward-api"
+PROJECTED_PLUGIN = "kubernetes.io~projected"
+_PRIVATE_PLUGINS = frozenset({SECRET_PLUGIN, PROJECTED_PLUGIN})
+"""Plugin directories other host users may not enter: secret files keep the mode the pod asks
+for (0644 by default, so a non-root container user can read them), and this directory is what
+keeps them from the host's other users."""
+_EMPTY_DIR_MODE = 0o777
+"""The kubelet's mode for a disk emptyDir, so that any container user can write to it."""
+
+
+@attrs.frozen
+class PodVolume:
+    """A pod's volume as set up on the node: what its containers' mounts bind."""
+
+    host_path: str
+    read_only: bool = False
+    """Every mount of it is read-only (a persistentVolumeClaim's ``readOnly``)."""
+    memory_backed: bool = False
+    """An emptyDir of medium Memory: a tmpfs the runtime makes (see ``Mount.memory_backed``)."""
+    size_limit_bytes: int | None = None
+
+
+def _plugin_of(volume: Volume) -> str | None:
+    if volume.config_map is not None:
+        return CONFIG_MAP_PLUGIN
+    if volume.secret is not None:
+        return SECRET_PLUGIN
+    if volume.downward_api is not None:
+        return DOWNWARD_API_PLUGIN
+    if volume.projected is not None:
+        return PROJECTED_PLUGIN
+    return None
+
+
+def _size_limit(volume: Volume) -> int | None:
+    empty = volume.empty_dir
+    if empty is None or empty.size_limit is None:
+        return None
+    return memory_bytes(empty.size_limit)
+
+
+def directory_usage(path: str) -> int:
+    """Bytes of disk the files under ``path`` use (as ``du``: allocated blocks, each inode
+    once; symlinks are not followed)."""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            total += st.st_blocks * 512
+    return total
 _MAX_MESSAGE = 4096
 
 
@@ -51,6 +127,32 @@ def _make_dirs(path: str) -> None:
         except FileExistsError:
             if not os.path.isdir(path):
                 raise
+
+
+def _make_empty_dir(path: str, gid: int | None) -> None:
+    _make_dirs(path)
+    mode = _EMPTY_DIR_MODE if gid is None else _EMPTY_DIR_MODE | 0o2000
+    if gid is not None:
+        os.chown(path, -1, gid)
+    if os.stat(path).st_mode & 0o7777 != mode:
+        os.chmod(path, mode)
+
+
+def _is_disk_empty_dir(volume: Volume) -> bool:
+    if volume.empty_dir is not None:
+        return volume.empty_dir.medium != "Memory"
+    return all(
+        source is None
+        for source in (
+            volume.host_path,
+            volume.config_map,
+            volume.secret,
+            volume.downward_api,
+            volume.projected,
+            volume.persistent_volume_claim,
+            volume.image,
+        )
+    )
 
 
 LOCK_FILE = ".kubecore.lock"
@@ -107,10 +209,28 @@ def release_root_dir(root_dir: str) -> None:
 
 
 class VolumeManager:
-    def __init__(self, root_dir: str, node_name: str = "") -> None:
+    """The pod directories of one agent, and every volume source set up in them.
+
+    ``objects`` serves configMap and secret volumes (none: every ConfigMap and Secret is
+    missing); ``pvc_dir`` maps a persistentVolumeClaim to ``<pvc_dir>/<namespace>/<claim>``.
+    """
+
+    def __init__(
+        self,
+        root_dir: str,
+        node_name: str = "",
+        *,
+        objects: ObjectLookup | None = None,
+        pvc_dir: str = "",
+    ) -> None:
         self.root_dir = os.path.abspath(root_dir)
         self.pods_dir = os.path.join(self.root_dir, "pods")
         self.node_name = node_name
+        self.objects: ObjectLookup = objects if objects is not None else DictObjects()
+        self.pvc_dir = pvc_dir
+        self._capacity: NodeCapacity | None = None
+        self._write_lock = threading.Lock()
+        """One writer at a time per volume directory: a worker's set-up and the refresh."""
         self._locked = False
         self._marked: set[str] = set()
         """Pod directories this manager has marked with its node name (or found marked)."""
@@ -169,24 +289,124 @@ class VolumeManager:
             self.pod_dir(uid), "containers", container, str(restart_count), "termination-log"
         )
 
-    def setup(self, pod: Pod) -> dict[str, str]:
-        """Create the pod's volumes; return the host path of each volume by name.
+    def volume_path(self, uid: str, plugin: str, volume: str) -> str:
+        return os.path.join(self.pod_dir(uid), "volumes", plugin, volume)
 
-        emptyDir lives under the pod's directory; hostPath is used as given (a missing hostPath
-        directory is left for the runtime to report, as Kubernetes' default type does).
+    def claim_path(self, namespace: str, claim: str) -> str:
+        return os.path.join(self.pvc_dir, namespace, claim)
+
+    @property
+    def capacity(self) -> NodeCapacity:
+        if self._capacity is None:
+            self._capacity = node_capacity(self.root_dir)
+        return self._capacity
+
+    def setup(self, pod: Pod, *, gid: int | None = None) -> dict[str, PodVolume]:
+        """Set up the pod's volumes; return each by name. Raises ``MountFailed`` for the first
+        volume that cannot be set up (the caller retries at its next sync).
+
+        ``gid``: the group of the pod's emptyDir and object volumes (its ``fsGroup``): files
+        and directories get it, directories the setgid bit.
         """
-        paths: dict[str, str] = {}
+        volumes: dict[str, PodVolume] = {}
         if pod.spec.volumes:
             self._claim(pod.uid)
         for volume in pod.spec.volumes:
-            if volume.host_path is not None:
-                paths[volume.name] = volume.host_path.path
-            else:
-                # emptyDir is also the default for a volume naming no source
-                path = self.empty_dir_path(pod.uid, volume.name)
-                _make_dirs(path)
-                paths[volume.name] = path
-        return paths
+            try:
+                volumes[volume.name] = self._setup_one(pod, volume, gid)
+            except (ValueError, OSError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise MountFailed(volume.name, reason) from exc
+        return volumes
+
+    def _setup_one(self, pod: Pod, volume: Volume, gid: int | None) -> PodVolume:
+        if volume.host_path is not None:
+            check_host_path(volume.host_path.path, volume.host_path.type)
+            return PodVolume(volume.host_path.path)
+        if volume.persistent_volume_claim is not None:
+            claim = volume.persistent_volume_claim
+            if not self.pvc_dir:
+                raise ValueError(
+                    f'persistentvolumeclaim "{claim.claim_name}" cannot be bound: there is no'
+                    " API server (give --pvc-dir to map claims to directories)"
+                )
+            path = self.claim_path(pod.metadata.namespace, claim.claim_name)
+            if not os.path.isdir(path):
+                raise ValueError(
+                    f'persistentvolumeclaim "{claim.claim_name}" has no directory {path}'
+                    " (--pvc-dir maps a claim to <dir>/<namespace>/<claim>)"
+                )
+            return PodVolume(path, read_only=claim.read_only)
+        plugin = _plugin_of(volume)
+        if plugin is not None:
+            path = self.volume_path(pod.uid, plugin, volume.name)
+            self._write_object_volume(pod, volume, plugin, path, gid)
+            return PodVolume(path)
+        if volume.image is not None:
+            raise ValueError("image volumes are not supported by kubecore's runtimes")
+        # emptyDir is also the default for a volume naming no source
+        path = self.empty_dir_path(pod.uid, volume.name)
+        _make_empty_dir(path, gid)
+        memory = volume.empty_dir is not None and volume.empty_dir.medium == "Memory"
+        return PodVolume(path, memory_backed=memory, size_limit_bytes=_size_limit(volume))
+
+    def _write_object_volume(
+        self, pod: Pod, volume: Volume, plugin: str, path: str, gid: int | None
+    ) -> bool:
+        payload = object_payload(pod, volume, self.objects, self.capacity)
+        assert payload is not None
+        plugin_dir = os.path.dirname(path)
+        _make_dirs(plugin_dir)
+        if plugin in _PRIVATE_PLUGINS:
+            os.chmod(plugin_dir, 0o700)
+        with self._write_lock:
+            return write_atomically(path, payload, gid=gid)
+
+    def refresh(self, pods: Iterable[Pod], *, gid_of: Mapping[str, int] | None = None) -> int:
+        """Bring the object volumes already set up for ``pods`` up to date with their objects
+        and the pods' metadata (a payload that cannot be made now keeps the last one written,
+        as the kubelet's does). Returns how many volumes changed."""
+        changed = 0
+        for pod in pods:
+            for volume in pod.spec.volumes:
+                plugin = _plugin_of(volume)
+                if plugin is None:
+                    continue
+                path = self.volume_path(pod.uid, plugin, volume.name)
+                if not os.path.isdir(path):
+                    continue  # not set up yet: the pod's worker does it
+                gid = gid_of.get(pod.uid) if gid_of else None
+                try:
+                    if self._write_object_volume(pod, volume, plugin, path, gid):
+                        changed += 1
+                except (ValueError, OSError) as exc:
+                    logger.debug("volume %s of pod %s not refreshed: %s", volume.name, pod.uid, exc)
+        return changed
+
+    def sub_path_source(self, volume: PodVolume, sub_path: str) -> str:
+        """The host path a ``subPath`` mount binds, made (as a directory with the volume's
+        mode) when missing; ``ValueError`` when it would leave the volume. A symlink inside
+        the volume is resolved now, so the mount keeps what it points to today (a subPath of a
+        configMap volume is not updated, as in Kubernetes)."""
+        base = os.path.realpath(volume.host_path)
+        path = os.path.join(volume.host_path, sub_path)
+        if not os.path.lexists(path):
+            os.makedirs(path, mode=os.stat(base).st_mode & 0o7777, exist_ok=True)
+        real = os.path.realpath(path)
+        if real != base and not real.startswith(base.rstrip("/") + "/"):
+            raise ValueError(f"subPath {sub_path!r} leaves the volume (it resolves to {real})")
+        return real
+
+    def empty_dir_usage(self, pod: Pod) -> dict[str, int]:
+        """Disk bytes used by each of the pod's disk (not Memory) emptyDir volumes set up."""
+        usage: dict[str, int] = {}
+        for volume in pod.spec.volumes:
+            if not _is_disk_empty_dir(volume):
+                continue
+            path = self.empty_dir_path(pod.uid, volume.name)
+            if os.path.isdir(path):
+                usage[volume.name] = directory_usage(path)
+        return usage
 
     def prepare_termination_log(self, uid: str, container: str, restart_count: int) -> str:
         """Create an empty termination-message file for one run of a container; return its path."""

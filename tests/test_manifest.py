@@ -215,10 +215,10 @@ def test_known_but_unsupported_fields(where: str, key: str, value: object) -> No
 
 def test_env_value_from_and_config_map_volume_are_unsupported() -> None:
     data = container(env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}])
-    data["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "c"}}]
+    data["spec"]["volumes"] = [{"name": "cfg", "nfs": {"server": "h", "path": "/"}}]
     assert problems_of(data) == [
         "spec.containers[0].env[0].valueFrom: not supported by kubecore",
-        "spec.volumes[0].configMap: not supported by kubecore",
+        "spec.volumes[0].nfs: not supported by kubecore",
     ]
 
 

@@ -171,6 +171,20 @@ def _load_quantity(value: object, path: str, errs: _Problems) -> str:
     return ""
 
 
+class _OptStr(_Kind):
+    """A string that may be absent (``None``)."""
+
+    def load(self, value: object, path: str, errs: _Problems) -> str | None:
+        return _Str().load(value, path, errs)
+
+
+class _OptInt(_Kind):
+    """An integer that may be absent (``None``), such as a file mode."""
+
+    def load(self, value: object, path: str, errs: _Problems) -> int | None:
+        return _Int().load(value, path, errs)
+
+
 class _OptQuantity(_Kind):
     def load(self, value: object, path: str, errs: _Problems) -> str:
         return _load_quantity(value, path, errs)
@@ -428,8 +442,11 @@ _VOLUME_MOUNT = _Spec(
         _F("name", _Str(), required=True, always=True),
         _F("readOnly", _Bool()),
         _F("mountPath", _Str(), required=True, always=True),
+        _F("subPath", _Str()),
+        _F("subPathExpr", _Str()),
+        _F("mountPropagation", _OptStr()),
     ),
-    unsupported=frozenset({"subPath", "subPathExpr", "mountPropagation", "recursiveReadOnly"}),
+    unsupported=frozenset({"recursiveReadOnly"}),
 )
 _RESOURCES = _Spec(
     m.ResourceRequirements,
@@ -493,7 +510,133 @@ _HOST_PATH = _Spec(
     m.HostPathVolumeSource,
     (_F("path", _Str(), required=True, always=True), _F("type", _Str())),
 )
-_SUPPORTED_VOLUME_SOURCES = ("emptyDir", "hostPath")
+_KEY_TO_PATH = _Spec(
+    m.KeyToPath,
+    (
+        _F("key", _Str(), required=True, always=True),
+        _F("path", _Str(), required=True, always=True),
+        _F("mode", _OptInt()),
+    ),
+)
+_CONFIG_MAP_VOLUME = _Spec(
+    m.ConfigMapVolumeSource,
+    (
+        _F("name", _Str()),
+        _F("items", _ObjList(_KEY_TO_PATH)),
+        _F("defaultMode", _OptInt()),
+        _F("optional", _Bool(optional=True)),
+    ),
+)
+_SECRET_VOLUME = _Spec(
+    m.SecretVolumeSource,
+    (
+        _F("secretName", _Str()),
+        _F("items", _ObjList(_KEY_TO_PATH)),
+        _F("defaultMode", _OptInt()),
+        _F("optional", _Bool(optional=True)),
+    ),
+)
+_OBJECT_FIELD_SELECTOR = _Spec(
+    m.ObjectFieldSelector,
+    (_F("apiVersion", _Str(), always=True), _F("fieldPath", _Str(), required=True, always=True)),
+)
+_RESOURCE_FIELD_SELECTOR = _Spec(
+    m.ResourceFieldSelector,
+    (
+        _F("containerName", _Str()),
+        _F("resource", _Str(), required=True, always=True),
+        _F("divisor", _OptQuantity()),
+    ),
+)
+_DOWNWARD_API_FILE = _Spec(
+    m.DownwardAPIVolumeFile,
+    (
+        _F("path", _Str(), required=True, always=True),
+        _F("fieldRef", _Obj(_OBJECT_FIELD_SELECTOR, optional=True)),
+        _F("resourceFieldRef", _Obj(_RESOURCE_FIELD_SELECTOR, optional=True)),
+        _F("mode", _OptInt()),
+    ),
+)
+_DOWNWARD_API_VOLUME = _Spec(
+    m.DownwardAPIVolumeSource,
+    (_F("items", _ObjList(_DOWNWARD_API_FILE)), _F("defaultMode", _OptInt())),
+)
+_PROJECTION = _Spec(
+    m.VolumeProjection,
+    (
+        _F(
+            "configMap",
+            _Obj(
+                _Spec(
+                    m.ConfigMapProjection,
+                    (
+                        _F("name", _Str()),
+                        _F("items", _ObjList(_KEY_TO_PATH)),
+                        _F("optional", _Bool(optional=True)),
+                    ),
+                ),
+                optional=True,
+            ),
+        ),
+        _F(
+            "secret",
+            _Obj(
+                _Spec(
+                    m.SecretProjection,
+                    (
+                        _F("name", _Str()),
+                        _F("items", _ObjList(_KEY_TO_PATH)),
+                        _F("optional", _Bool(optional=True)),
+                    ),
+                ),
+                optional=True,
+            ),
+        ),
+        _F(
+            "downwardAPI",
+            _Obj(
+                _Spec(m.DownwardAPIProjection, (_F("items", _ObjList(_DOWNWARD_API_FILE)),)),
+                optional=True,
+            ),
+        ),
+        _F(
+            "serviceAccountToken",
+            _Obj(
+                _Spec(
+                    m.ServiceAccountTokenProjection,
+                    (
+                        _F("audience", _Str()),
+                        _F("expirationSeconds", _Int()),
+                        _F("path", _Str(), required=True, always=True),
+                    ),
+                ),
+                optional=True,
+            ),
+        ),
+    ),
+    unsupported=frozenset({"clusterTrustBundle", "podCertificate"}),
+)
+_PROJECTED_VOLUME = _Spec(
+    m.ProjectedVolumeSource,
+    (_F("sources", _ObjList(_PROJECTION)), _F("defaultMode", _OptInt())),
+)
+_PVC_VOLUME = _Spec(
+    m.PersistentVolumeClaimVolumeSource,
+    (_F("claimName", _Str(), required=True, always=True), _F("readOnly", _Bool())),
+)
+_IMAGE_VOLUME = _Spec(
+    m.ImageVolumeSource, (_F("reference", _Str()), _F("pullPolicy", _Str()))
+)
+_SUPPORTED_VOLUME_SOURCES = (
+    "emptyDir",
+    "hostPath",
+    "configMap",
+    "secret",
+    "downwardAPI",
+    "projected",
+    "persistentVolumeClaim",
+    "image",
+)
 _UNSUPPORTED_VOLUME_SOURCES = frozenset(
     {
         "awsElasticBlockStore",
@@ -501,9 +644,7 @@ _UNSUPPORTED_VOLUME_SOURCES = frozenset(
         "azureFile",
         "cephfs",
         "cinder",
-        "configMap",
         "csi",
-        "downwardAPI",
         "ephemeral",
         "fc",
         "flexVolume",
@@ -511,17 +652,13 @@ _UNSUPPORTED_VOLUME_SOURCES = frozenset(
         "gcePersistentDisk",
         "gitRepo",
         "glusterfs",
-        "image",
         "iscsi",
         "nfs",
-        "persistentVolumeClaim",
         "photonPersistentDisk",
         "portworxVolume",
-        "projected",
         "quobyte",
         "rbd",
         "scaleIO",
-        "secret",
         "storageos",
         "vsphereVolume",
     }
@@ -532,6 +669,12 @@ _VOLUME = _Spec(
         _F("name", _Str(), required=True, always=True),
         _F("emptyDir", _Obj(_EMPTY_DIR, optional=True)),
         _F("hostPath", _Obj(_HOST_PATH, optional=True)),
+        _F("configMap", _Obj(_CONFIG_MAP_VOLUME, optional=True)),
+        _F("secret", _Obj(_SECRET_VOLUME, optional=True)),
+        _F("downwardAPI", _Obj(_DOWNWARD_API_VOLUME, optional=True)),
+        _F("projected", _Obj(_PROJECTED_VOLUME, optional=True)),
+        _F("persistentVolumeClaim", _Obj(_PVC_VOLUME, optional=True)),
+        _F("image", _Obj(_IMAGE_VOLUME, optional=True)),
     ),
     unsupported=_UNSUPPORTED_VOLUME_SOURCES,
 )

@@ -383,6 +383,7 @@ def _check_container(
             )
         else:
             mount_paths[mount.mount_path] = i
+        _check_volume_mount(errs, where, mount, container)
 
     _check_resources(errs, _field(path, "resources"), container.resources)
 
@@ -425,14 +426,13 @@ def _check_volumes(errs: _Problems, path: str, volumes: Sequence[m.Volume]) -> f
             )
         elif volume.name:
             names[volume.name] = i
-        sources = [
-            name
-            for name, value in (("emptyDir", volume.empty_dir), ("hostPath", volume.host_path))
-            if value is not None
-        ]
+        sources = [name for name, value in _volume_sources(volume) if value is not None]
         if not sources:
             errs.append(
-                FieldError(where, "must have a volume source (emptyDir or hostPath); got none")
+                FieldError(
+                    where,
+                    "must have a volume source (" + ", ".join(_VOLUME_SOURCE_NAMES) + "); got none",
+                )
             )
         elif len(sources) > 1:
             errs.append(
@@ -476,7 +476,220 @@ def _check_volumes(errs: _Problems, path: str, volumes: Sequence[m.Volume]) -> f
                         errs.append(FieldError(size_where, "must not be negative"))
                 except ValueError as exc:
                     errs.append(FieldError(size_where, str(exc)))
+        _check_object_volumes(errs, where, volume)
     return frozenset(names)
+
+
+_VOLUME_SOURCE_NAMES = (
+    "emptyDir",
+    "hostPath",
+    "configMap",
+    "secret",
+    "downwardAPI",
+    "projected",
+    "persistentVolumeClaim",
+    "image",
+)
+_MOUNT_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
+_DOWNWARD_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid")
+_DOWNWARD_MAP_FIELDS = ("metadata.labels", "metadata.annotations")
+_DOWNWARD_RESOURCES = (
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+)
+
+
+def _volume_sources(volume: m.Volume) -> tuple[tuple[str, object], ...]:
+    return (
+        ("emptyDir", volume.empty_dir),
+        ("hostPath", volume.host_path),
+        ("configMap", volume.config_map),
+        ("secret", volume.secret),
+        ("downwardAPI", volume.downward_api),
+        ("projected", volume.projected),
+        ("persistentVolumeClaim", volume.persistent_volume_claim),
+        ("image", volume.image),
+    )
+
+
+def _relative_path_problem(value: str) -> str | None:
+    """Kubernetes' rule for a file path inside a volume (``items[].path``, ``subPath``)."""
+    if value.startswith("/"):
+        return f"must be a relative path, got {value!r}"
+    if ".." in value.split("/"):
+        return f"must not contain '..', got {value!r}"
+    return None
+
+
+def _check_mode(errs: _Problems, where: str, mode: int | None) -> None:
+    if mode is not None and not 0 <= mode <= 0o777:
+        errs.append(FieldError(where, f"must be a file mode between 0 and 0777 (octal), got {mode}"))
+
+
+def _check_items(errs: _Problems, where: str, items: Sequence[m.KeyToPath]) -> None:
+    for i, item in enumerate(items):
+        at = _item(where, i)
+        if item.key == "":
+            errs.append(FieldError(_field(at, "key"), "required"))
+        if item.path == "":
+            errs.append(FieldError(_field(at, "path"), "required"))
+        elif (problem := _relative_path_problem(item.path)) is not None:
+            errs.append(FieldError(_field(at, "path"), problem))
+        _check_mode(errs, _field(at, "mode"), item.mode)
+
+
+def _check_downward_files(
+    errs: _Problems, where: str, files: Sequence[m.DownwardAPIVolumeFile]
+) -> None:
+    for i, file in enumerate(files):
+        at = _item(where, i)
+        if file.path == "":
+            errs.append(FieldError(_field(at, "path"), "required"))
+        elif (problem := _relative_path_problem(file.path)) is not None:
+            errs.append(FieldError(_field(at, "path"), problem))
+        _check_mode(errs, _field(at, "mode"), file.mode)
+        if (file.field_ref is None) == (file.resource_field_ref is None):
+            errs.append(FieldError(at, "must have exactly one of fieldRef or resourceFieldRef"))
+        if file.field_ref is not None:
+            field_path = file.field_ref.field_path
+            base = field_path.split("[", 1)[0]
+            if field_path not in _DOWNWARD_FIELDS and field_path not in _DOWNWARD_MAP_FIELDS:
+                hint = (
+                    " (a single label or annotation is for env, not volumes)"
+                    if base in _DOWNWARD_MAP_FIELDS
+                    else ""
+                )
+                errs.append(
+                    FieldError(
+                        _field(at, "fieldRef.fieldPath"),
+                        _one_of(field_path, [*_DOWNWARD_FIELDS, *_DOWNWARD_MAP_FIELDS]) + hint,
+                    )
+                )
+        if file.resource_field_ref is not None:
+            ref = file.resource_field_ref
+            _check_enum(errs, _field(at, "resourceFieldRef.resource"), ref.resource, _DOWNWARD_RESOURCES)
+            if ref.container_name == "":
+                errs.append(
+                    FieldError(
+                        _field(at, "resourceFieldRef.containerName"),
+                        "required in a volume (which container's resources to show)",
+                    )
+                )
+            if ref.divisor:
+                try:
+                    if parse_quantity(ref.divisor) <= 0:
+                        errs.append(FieldError(_field(at, "resourceFieldRef.divisor"), "must be positive"))
+                except ValueError as exc:
+                    errs.append(FieldError(_field(at, "resourceFieldRef.divisor"), str(exc)))
+
+
+def _check_object_volumes(errs: _Problems, where: str, volume: m.Volume) -> None:
+    """configMap, secret, downwardAPI, projected, persistentVolumeClaim and image sources."""
+    if volume.config_map is not None:
+        at = _field(where, "configMap")
+        if volume.config_map.name == "":
+            errs.append(FieldError(_field(at, "name"), "required"))
+        _check_items(errs, _field(at, "items"), volume.config_map.items)
+        _check_mode(errs, _field(at, "defaultMode"), volume.config_map.default_mode)
+    if volume.secret is not None:
+        at = _field(where, "secret")
+        if volume.secret.secret_name == "":
+            errs.append(FieldError(_field(at, "secretName"), "required"))
+        _check_items(errs, _field(at, "items"), volume.secret.items)
+        _check_mode(errs, _field(at, "defaultMode"), volume.secret.default_mode)
+    if volume.downward_api is not None:
+        at = _field(where, "downwardAPI")
+        _check_downward_files(errs, _field(at, "items"), volume.downward_api.items)
+        _check_mode(errs, _field(at, "defaultMode"), volume.downward_api.default_mode)
+    if volume.projected is not None:
+        at = _field(where, "projected")
+        _check_mode(errs, _field(at, "defaultMode"), volume.projected.default_mode)
+        for i, source in enumerate(volume.projected.sources):
+            src = _item(_field(at, "sources"), i)
+            given = [
+                name
+                for name, value in (
+                    ("configMap", source.config_map),
+                    ("secret", source.secret),
+                    ("downwardAPI", source.downward_api),
+                    ("serviceAccountToken", source.service_account_token),
+                )
+                if value is not None
+            ]
+            if len(given) != 1:
+                errs.append(
+                    FieldError(
+                        src,
+                        "must have exactly one of configMap, secret, downwardAPI or"
+                        f" serviceAccountToken, got {' and '.join(given) or 'none'}",
+                    )
+                )
+            if source.config_map is not None:
+                if source.config_map.name == "":
+                    errs.append(FieldError(_field(src, "configMap.name"), "required"))
+                _check_items(errs, _field(src, "configMap.items"), source.config_map.items)
+            if source.secret is not None:
+                if source.secret.name == "":
+                    errs.append(FieldError(_field(src, "secret.name"), "required"))
+                _check_items(errs, _field(src, "secret.items"), source.secret.items)
+            if source.downward_api is not None:
+                _check_downward_files(
+                    errs, _field(src, "downwardAPI.items"), source.downward_api.items
+                )
+            if source.service_account_token is not None:
+                errs.append(
+                    FieldError(
+                        _field(src, "serviceAccountToken"),
+                        "not supported: a service account token is issued by the Kubernetes API"
+                        " server, and kubecore runs without one",
+                    )
+                )
+    if volume.persistent_volume_claim is not None:
+        claim = volume.persistent_volume_claim.claim_name
+        at = _field(where, "persistentVolumeClaim.claimName")
+        if claim == "":
+            errs.append(FieldError(at, "required"))
+        elif (problem := _dns_subdomain_problem(claim)) is not None:
+            errs.append(FieldError(at, problem))
+    if volume.image is not None:
+        errs.append(
+            FieldError(
+                _field(where, "image"),
+                "not supported: mounting an image's filesystem needs an engine that mounts"
+                " images (Docker 28's --mount type=image); kubecore's runtimes cannot",
+            )
+        )
+
+
+def _check_volume_mount(
+    errs: _Problems, where: str, mount: m.VolumeMount, container: m.Container
+) -> None:
+    if mount.sub_path and (problem := _relative_path_problem(mount.sub_path)) is not None:
+        errs.append(FieldError(_field(where, "subPath"), problem))
+    if mount.sub_path_expr:
+        if mount.sub_path:
+            errs.append(
+                FieldError(_field(where, "subPathExpr"), "may not be set together with subPath")
+            )
+        else:
+            errs.append(
+                FieldError(
+                    _field(where, "subPathExpr"),
+                    "not supported: kubecore does not expand $(VAR) references in subPathExpr;"
+                    " use subPath",
+                )
+            )
+    if mount.mount_propagation is not None:
+        at = _field(where, "mountPropagation")
+        _check_enum(errs, at, mount.mount_propagation, _MOUNT_PROPAGATIONS)
+        if mount.mount_propagation == "Bidirectional" and not container.privileged:
+            errs.append(
+                FieldError(at, "Bidirectional mount propagation is available only to privileged containers")
+            )
 
 
 def _check_host_ports(errs: _Problems, path: str, containers: Sequence[m.Container]) -> None:
