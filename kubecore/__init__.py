@@ -35,6 +35,7 @@ from kubecore import quantity as quantity
 from kubecore import server as server
 from kubecore import sources as sources
 from kubecore import translate as translate
+from kubecore import volumes as volumes
 from kubecore._clock import Clock, ManualClock, SystemClock, TimerHandle
 from kubecore._errors import (
     Conflict,
@@ -256,6 +257,7 @@ for _namespace in (
     server,
     sources,
     translate,
+    volumes,
 ):
     _publish(_namespace.__all__, vars(_namespace), _namespace.__name__)
 del _namespace

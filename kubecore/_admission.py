@@ -1,5 +1,5 @@
-"""Pod admission: privileged containers, the node's pod limit and host-port conflicts (the earlier
-pod wins).
+"""Pod admission: privileged containers, persistentVolumeClaims without ``--pvc-dir``, the
+node's pod limit and host-port conflicts (the earlier pod wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -17,6 +17,7 @@ from kubecore._model import Pod
 HOST_PORT_CONFLICT = "HostPortConflict"
 OUT_OF_PODS = "OutOfpods"
 PRIVILEGED_NOT_ALLOWED = "PrivilegedNotAllowed"
+UNBOUND_CLAIM = "UnboundPersistentVolumeClaim"
 
 
 @attrs.frozen
@@ -35,6 +36,21 @@ def privileged_rejection(pod: Pod) -> Rejection | None:
                 f"Pod was rejected: container {container.name} asks to run privileged, and this"
                 " node does not allow privileged containers (KubeletConfig.allow_privileged is"
                 " False)",
+            )
+    return None
+
+
+def claim_rejection(pod: Pod) -> Rejection | None:
+    """Without an API server nothing binds a persistentVolumeClaim: a pod using one is refused
+    unless the node maps claims to directories (``--pvc-dir``)."""
+    for i, volume in enumerate(pod.spec.volumes):
+        if volume.persistent_volume_claim is not None:
+            claim = volume.persistent_volume_claim.claim_name
+            return Rejection(
+                UNBOUND_CLAIM,
+                f"Pod was rejected: spec.volumes[{i}].persistentVolumeClaim: claim {claim!r}"
+                " cannot be bound, there is no API server; give the agent --pvc-dir DIR to"
+                " mount DIR/<namespace>/<claimName> for it",
             )
     return None
 
@@ -70,9 +86,12 @@ def _conflicts(key: HostPortKey, used: dict[tuple[int, str], set[str]]) -> bool:
 class Admission:
     """Remembers which pods were admitted or rejected, so that the earlier pod keeps winning."""
 
-    def __init__(self, *, max_pods: int = 110, allow_privileged: bool = False) -> None:
+    def __init__(
+        self, *, max_pods: int = 110, allow_privileged: bool = False, claims_served: bool = False
+    ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
+        self.claims_served = claims_served
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -81,6 +100,12 @@ class Admission:
 
     def is_admitted(self, uid: str) -> bool:
         return uid in self._admitted
+
+    def evict(self, uid: str, rejection: Rejection) -> None:
+        """Turn an admitted pod into a refused one (the kubelet's eviction): it stays refused
+        for its UID, as a rejection does."""
+        self._admitted.pop(uid, None)
+        self._rejected[uid] = rejection
 
     def admit(self, pods: Iterable[Pod]) -> tuple[list[Pod], list[tuple[Pod, Rejection]]]:
         """Split ``pods`` (in first-seen order) into admitted pods and new rejections.
@@ -128,6 +153,8 @@ class Admission:
         self, pod: Pod, used: dict[tuple[int, str], set[str]], count: int
     ) -> Rejection | None:
         if not self.allow_privileged and (refused := privileged_rejection(pod)) is not None:
+            return refused
+        if not self.claims_served and (refused := claim_rejection(pod)) is not None:
             return refused
         if count >= self.max_pods:
             return Rejection(

@@ -14,6 +14,7 @@ a mix. The old version is removed afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -76,9 +77,7 @@ def _unchanged(version: str, payload: Mapping[str, FileProjection]) -> bool:
     return seen == len(payload)
 
 
-def _write_version(
-    target: str, payload: Mapping[str, FileProjection], gid: int | None
-) -> str:
+def _write_version(target: str, payload: Mapping[str, FileProjection], gid: int | None) -> str:
     stamp = time.strftime("..%Y_%m_%d_%H_%M_%S.", time.gmtime())
     version = tempfile.mkdtemp(prefix=stamp, dir=target)
     try:
@@ -129,10 +128,8 @@ def write_atomically(
     version = _write_version(target, payload, gid)
 
     tmp_link = os.path.join(target, _DATA_DIR_TMP)
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp_link)
-    except FileNotFoundError:
-        pass
     os.symlink(os.path.basename(version), tmp_link)
     os.rename(tmp_link, os.path.join(target, DATA_DIR))
 

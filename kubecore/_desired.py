@@ -14,7 +14,7 @@ from collections.abc import Callable, Container, Sequence
 
 import attrs
 
-from kubecore._admission import Admission
+from kubecore._admission import Admission, Rejection
 from kubecore._model import Pod, PodStatus
 from kubecore._pod_workers import PodState
 from kubecore._probes import has_probes
@@ -84,6 +84,24 @@ class DesiredPods:
                 self._on_leave(old.pod)
         self._on_desired(states)
         self.states = states
+
+    def evict(self, pod: Pod, rejection: Rejection, now: float) -> None:
+        """Evict an admitted pod: it leaves the desired pods (its containers are stopped as for
+        a deleted pod) and is listed with phase Failed and the rejection's reason and message,
+        with an event, until its source drops it."""
+        with self._lock:
+            old = self.states.get(pod.uid)
+            if old is None:
+                return
+            self._admission.evict(pod.uid, rejection)
+            self._rejected[pod.uid] = (
+                old.pod,
+                self._status.report_rejection(old.pod, rejection, now),
+            )
+            states = {uid: st for uid, st in self.states.items() if uid != pod.uid}
+            self._on_leave(old.pod)
+            self._on_desired(states)
+            self.states = states
 
     def listing(self) -> list[Pod]:
         """Desired pods (in first-seen order) with their status filled in, refused ones too."""

@@ -36,9 +36,9 @@ from kubecore._errors import (
     ContainerRuntimeError,
     ImagePullError,
     KubecoreError,
+    MountFailed,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
-from kubecore._errors import MountFailed
 from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe

@@ -1,4 +1,5 @@
-"""Housekeeping on timers: orphaned pod directories, dead containers, unused images.
+"""Housekeeping on timers: orphaned pod directories, dead containers, unused images, and the
+volumes of running pods (objects refreshed, local storage limits enforced by eviction).
 
 Run by the sync pass with the pass's snapshot; each chore has its own interval on the agent's
 monotonic clock. Orphaned volumes and the container GC of pods no longer desired wait until every
@@ -9,15 +10,28 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
+from kubecore._admission import Rejection
 from kubecore._errors import ContainerRuntimeError
 from kubecore._gc import ContainerGCPolicy, ImageGC, plan_container_gc, run_container_gc
+from kubecore._local_storage import has_ephemeral_storage_limit, local_storage_eviction
+from kubecore._model import Pod
 from kubecore._observed import container_name, restart_count
 from kubecore._runtime import POD_UID_LABEL, ContainerRuntime, RuntimeSnapshot
 from kubecore._volumes import VolumeManager
 
 logger = logging.getLogger(__name__)
+
+
+def _watches_storage(pod: Pod) -> bool:
+    """The pod has a limit on local storage to enforce."""
+    return has_ephemeral_storage_limit(pod) or any(
+        v.empty_dir is not None
+        and v.empty_dir.size_limit is not None
+        and v.empty_dir.medium != "Memory"
+        for v in pod.spec.volumes
+    )
 
 
 class Housekeeping:
@@ -39,6 +53,7 @@ class Housekeeping:
         self._gc_policy = gc_policy
         self._intervals = (housekeeping_interval, container_gc_interval, image_gc_interval)
         self._last_volumes = -math.inf
+        self._last_volume_chores = -math.inf
         self._last_container_gc = start
         self._last_image_gc = start
 
@@ -85,6 +100,60 @@ class Housekeeping:
             except Exception:
                 logger.exception("image GC failed unexpectedly")
         return collected
+
+    def volume_chores(
+        self,
+        pods: Sequence[Pod],
+        snapshot: RuntimeSnapshot,
+        *,
+        mono: float,
+    ) -> list[tuple[Pod, Rejection]]:
+        """When due (each housekeeping interval): bring the pods' configMap, secret, downwardAPI
+        and projected volumes up to date, and return the pods to evict for their local storage
+        (disk emptyDir ``sizeLimit``, ``ephemeral-storage`` limits)."""
+        if mono - self._last_volume_chores < self._intervals[0]:
+            return []
+        self._last_volume_chores = mono
+        try:
+            self._volumes.refresh(pods)
+        except OSError as exc:
+            logger.warning("refreshing volumes failed: %s", exc)
+        watched = [p for p in pods if _watches_storage(p)]
+        if not watched:
+            return []
+        layers = (
+            self._writable_layers(snapshot)
+            if any(map(has_ephemeral_storage_limit, watched))
+            else {}
+        )
+        evictions: list[tuple[Pod, Rejection]] = []
+        for pod in watched:
+            try:
+                empty_dirs = self._volumes.empty_dir_usage(pod)
+            except (OSError, ValueError) as exc:
+                logger.warning("measuring the emptyDirs of pod %s failed: %s", pod.uid, exc)
+                continue
+            rejection = local_storage_eviction(pod, empty_dirs, layers.get(pod.uid, {}))
+            if rejection is not None:
+                evictions.append((pod, rejection))
+        return evictions
+
+    def _writable_layers(self, snapshot: RuntimeSnapshot) -> dict[str, dict[str, int]]:
+        """Pod UID -> container name -> writable layer bytes, as the runtime reports them."""
+        try:
+            stats = {s.container_id: s for s in self._runtime.container_stats()}
+        except ContainerRuntimeError as exc:
+            logger.warning("container stats failed: %s", exc)
+            return {}
+        usage: dict[str, dict[str, int]] = {}
+        for c in snapshot.containers:
+            found = stats.get(c.id)
+            if found is None or found.writable_layer_bytes is None:
+                continue
+            by_name = usage.setdefault(c.labels.get(POD_UID_LABEL, ""), {})
+            name = container_name(c)
+            by_name[name] = by_name.get(name, 0) + found.writable_layer_bytes
+        return usage
 
     def _prune_messages(
         self, snapshot: RuntimeSnapshot, removed: set[str], desired: Collection[str]

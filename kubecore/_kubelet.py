@@ -68,6 +68,7 @@ from kubecore._status_manager import StatusManager
 from kubecore._termination import PodLifecycle, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._updates import Operation, PodUpdate
+from kubecore._volume_sources import ObjectLookup
 from kubecore._volumes import VolumeManager
 from kubecore._workers import Inbox, PodWorkers
 
@@ -111,6 +112,10 @@ class KubeletConfig:
     backoff_max: float = 300.0
     """The cap of those delays."""
     host_ip: str = ""
+    pvc_dir: str = ""
+    """A persistentVolumeClaim volume mounts ``<pvc_dir>/<namespace>/<claimName>`` (which must
+    exist); empty: such pods are refused at admission, there being no API server to bind
+    claims."""
 
 
 @attrs.frozen
@@ -165,6 +170,7 @@ class Kubelet:
         metrics: Metrics | None = None,
         sources: Iterable[str] = (),
         pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
+        objects: ObjectLookup | None = None,
     ) -> None:
         self.config = cfg = config or KubeletConfig()
         self.clock: Clock = clock or SystemClock()
@@ -179,8 +185,14 @@ class Kubelet:
         self.recorder = FanoutRecorder(recorders)
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
-        self.volumes = VolumeManager(cfg.root_dir, cfg.node_name)
-        self.admission = Admission(max_pods=cfg.max_pods, allow_privileged=cfg.allow_privileged)
+        self.volumes = VolumeManager(
+            cfg.root_dir, cfg.node_name, objects=objects, pvc_dir=cfg.pvc_dir
+        )
+        self.admission = Admission(
+            max_pods=cfg.max_pods,
+            allow_privileged=cfg.allow_privileged,
+            claims_served=bool(cfg.pvc_dir),
+        )
         self.image_lock = threading.Lock()
         self.executor = Executor(
             self.runtime,
@@ -480,6 +492,16 @@ class Kubelet:
         except Exception:
             logger.exception("housekeeping failed")
             collected = 0
+        try:
+            evictions = self.housekeeping.volume_chores(
+                [st.pod for st in desired.values()], snapshot, mono=mono
+            )
+        except Exception:
+            logger.exception("volume housekeeping failed")
+            evictions = []
+        for pod, rejection in evictions:
+            self.desired.evict(pod, rejection, now)
+            self._wake.set()
         self._gauges.update(snapshot, view.ready, view.running)
 
         actions: dict[str, str] = {}

@@ -233,6 +233,8 @@ class ContainerStats:
     cpu_usage_nanos: int | None = None
     memory_working_set_bytes: int | None = None
     memory_usage_bytes: int | None = None
+    writable_layer_bytes: int | None = None
+    """Disk used by the container's writable layer (CRI's ``writable_layer``); None: unknown."""
 
 
 @attrs.frozen

@@ -313,4 +313,3 @@ def object_payload(
                 )
         return payload
     return None
-

@@ -29,7 +29,7 @@ import attrs
 
 from kubecore._atomic_writer import write_atomically
 from kubecore._errors import MountFailed, RootDirInUse
-from kubecore._model import Container, Pod, Volume
+from kubecore._model import Pod, Volume
 from kubecore._quantity import memory_bytes
 from kubecore._volume_sources import (
     DictObjects,
@@ -103,6 +103,8 @@ def directory_usage(path: str) -> int:
             seen.add(key)
             total += st.st_blocks * 512
     return total
+
+
 _MAX_MESSAGE = 4096
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import attrs
 
 from kubecore import (
     Clock,
@@ -17,6 +20,7 @@ from kubecore import (
     ContainerStats,
     ExecResult,
     InvalidConfig,
+    Mount,
     NotFound,
     RuntimeContainer,
     RuntimeEvent,
@@ -30,7 +34,8 @@ from kubecore import (
     Subscription,
     SystemClock,
 )
-from kubecore.labels import MANAGED_LABEL
+from kubecore.labels import MANAGED_LABEL, POD_UID_LABEL
+from kubecore.volumes import MountPropagation
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
     StateDetail,
@@ -100,6 +105,45 @@ def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
     return args
 
 
+_PROPAGATION_OPTION = {
+    MountPropagation.PRIVATE: "",
+    MountPropagation.HOST_TO_CONTAINER: ",rslave",
+    MountPropagation.BIDIRECTIONAL: ",rshared",
+}
+
+
+def bind_of(mount: Mount) -> str:
+    """A bind in ``docker run -v`` form, with its propagation (rprivate is Docker's default)."""
+    mode = ("ro" if mount.read_only else "rw") + _PROPAGATION_OPTION[mount.propagation]
+    return f"{mount.host_path}:{mount.container_path}:{mode}"
+
+
+def tmpfs_volume_name(mount: Mount) -> str:
+    """One Docker volume per pod volume: every container of the pod mounting it shares it."""
+    return "kubecore-tmpfs-" + hashlib.sha256(mount.host_path.encode()).hexdigest()[:24]
+
+
+def memory_mount_of(mount: Mount, labels: Mapping[str, str]) -> dict[str, Any]:
+    """An emptyDir of medium Memory: a local-driver volume backed by a tmpfs of the given size,
+    labelled with the pod so that removing its sandbox removes it."""
+    options = {"type": "tmpfs", "device": "tmpfs"}
+    if mount.size_limit_bytes is not None:
+        options["o"] = f"size={mount.size_limit_bytes}"
+    return {
+        "Target": mount.container_path,
+        "Source": tmpfs_volume_name(mount),
+        "Type": "volume",
+        "ReadOnly": mount.read_only,
+        "VolumeOptions": {
+            "Labels": {
+                MANAGED_LABEL: "true",
+                POD_UID_LABEL: labels.get(POD_UID_LABEL, ""),
+            },
+            "DriverConfig": {"Name": "local", "Options": options},
+        },
+    }
+
+
 def container_create_args(
     sandbox_id: str, config: ContainerConfig, sandbox: SandboxConfig
 ) -> dict[str, Any]:
@@ -115,11 +159,12 @@ def container_create_args(
         "restart_policy": _NO_RESTART,
         "privileged": config.privileged,
     }
-    if config.mounts:
-        host["binds"] = [
-            f"{m.host_path}:{m.container_path}:{'ro' if m.read_only else 'rw'}"
-            for m in config.mounts
-        ]
+    binds = [bind_of(m) for m in config.mounts if not m.memory_backed]
+    if binds:
+        host["binds"] = binds
+    tmpfs = [memory_mount_of(m, config.labels) for m in config.mounts if m.memory_backed]
+    if tmpfs:
+        host["mounts"] = tmpfs
     if config.cpu_shares is not None:
         host["cpu_shares"] = config.cpu_shares
     if config.cpu_quota is not None:
@@ -277,7 +322,34 @@ class DockerRuntime:
             )
         for member in members:
             self._remove(member["Id"])
+        pod_uid = self._sandbox_pod_uid(sandbox_id)
         self._remove(sandbox_id)
+        if pod_uid:
+            self._remove_pod_volumes(pod_uid)
+
+    def _sandbox_pod_uid(self, sandbox_id: str) -> str:
+        try:
+            with engine_errors(Subject.SANDBOX):
+                data = self._api().inspect_container(sandbox_id)
+        except NotFound:
+            return ""
+        return str((data.get("Config") or {}).get("Labels", {}).get(POD_UID_LABEL, ""))
+
+    def _remove_pod_volumes(self, pod_uid: str) -> None:
+        """The pod's Memory emptyDirs go with its sandbox (one still used by another sandbox of
+        the pod stays: Docker refuses, and the next removal takes it)."""
+        with engine_errors():
+            found = self._api().volumes(
+                filters={"label": [MANAGED_LABEL, f"{POD_UID_LABEL}={pod_uid}"]}
+            )
+        for volume in found.get("Volumes") or ():
+            try:
+                with engine_errors():
+                    self._api().remove_volume(volume["Name"])
+            except (NotFound, Conflict):
+                pass
+            except ContainerRuntimeError as error:
+                log.info("keeping volume %s for now: %s", volume["Name"], error)
 
     def sandbox_status(self, sandbox_id: str) -> RuntimeSandbox:
         summary = summary_from_inspect(self._inspect(sandbox_id, Subject.SANDBOX))
@@ -458,11 +530,13 @@ class DockerRuntime:
     def container_stats(self) -> list[ContainerStats]:
         api = self._api()
         with engine_errors():
+            # size: the writable layer's bytes (SizeRw), for ephemeral-storage accounting
             running = api.containers(
                 filters={
                     "label": [MANAGED_LABEL, f"{DOCKER_TYPE_LABEL}={CONTAINER_TYPE}"],
                     "status": "running",
-                }
+                },
+                size=True,
             )
         # one_shot skips the engine's second sample (about 1 s per container); API 1.41 and later.
         one_shot = self._connection.api_version_at_least("1.41")
@@ -476,7 +550,10 @@ class DockerRuntime:
                         data = api.stats(entry["Id"], stream=False)
             except (ContainerNotFound, Conflict):
                 continue
-            result.append(stats_from(entry["Id"], data, self._clock.now()))
+            stats = stats_from(entry["Id"], data, self._clock.now())
+            if isinstance(entry.get("SizeRw"), int):
+                stats = attrs.evolve(stats, writable_layer_bytes=entry["SizeRw"])
+            result.append(stats)
         return result
 
     def close(self) -> None:

@@ -140,6 +140,8 @@ class Behaviour:
     exceeds the container's ``memory_limit``."""
     memory_bytes: int = 4 * MiB
     cpu_fraction: float = 0.01
+    writable_layer_bytes: int = 0
+    """Disk its writable layer uses (reported by ``container_stats``)."""
     ports: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)
     """TCP ports it listens on (inside its sandbox's network) while running."""
     reason: str = ""
@@ -838,6 +840,7 @@ class FakeRuntime:
                     ),
                     memory_working_set_bytes=rec.behaviour.memory_bytes,
                     memory_usage_bytes=rec.behaviour.memory_bytes,
+                    writable_layer_bytes=rec.behaviour.writable_layer_bytes,
                 )
                 for rec in self._containers.values()
                 if rec.managed and rec.state is RuntimeState.RUNNING

@@ -155,6 +155,11 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
     ),
     "backoff_max": FieldHelp("seconds those delays grow to at most", "SECONDS", SECONDS),
     "host_ip": FieldHelp("the node's IP reported as the pods' hostIP", "IP"),
+    "pvc_dir": FieldHelp(
+        "serve persistentVolumeClaim volumes from DIR/<namespace>/<claimName>"
+        " (refused without it: there is no API server to bind claims)",
+        "DIR",
+    ),
 }
 
 _KIND_OF_TYPE: Mapping[str, Kind] = {

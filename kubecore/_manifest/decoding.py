@@ -624,9 +624,7 @@ _PVC_VOLUME = _Spec(
     m.PersistentVolumeClaimVolumeSource,
     (_F("claimName", _Str(), required=True, always=True), _F("readOnly", _Bool())),
 )
-_IMAGE_VOLUME = _Spec(
-    m.ImageVolumeSource, (_F("reference", _Str()), _F("pullPolicy", _Str()))
-)
+_IMAGE_VOLUME = _Spec(m.ImageVolumeSource, (_F("reference", _Str()), _F("pullPolicy", _Str())))
 _SUPPORTED_VOLUME_SOURCES = (
     "emptyDir",
     "hostPath",

@@ -527,7 +527,9 @@ def _relative_path_problem(value: str) -> str | None:
 
 def _check_mode(errs: _Problems, where: str, mode: int | None) -> None:
     if mode is not None and not 0 <= mode <= 0o777:
-        errs.append(FieldError(where, f"must be a file mode between 0 and 0777 (octal), got {mode}"))
+        errs.append(
+            FieldError(where, f"must be a file mode between 0 and 0777 (octal), got {mode}")
+        )
 
 
 def _check_items(errs: _Problems, where: str, items: Sequence[m.KeyToPath]) -> None:
@@ -571,7 +573,9 @@ def _check_downward_files(
                 )
         if file.resource_field_ref is not None:
             ref = file.resource_field_ref
-            _check_enum(errs, _field(at, "resourceFieldRef.resource"), ref.resource, _DOWNWARD_RESOURCES)
+            _check_enum(
+                errs, _field(at, "resourceFieldRef.resource"), ref.resource, _DOWNWARD_RESOURCES
+            )
             if ref.container_name == "":
                 errs.append(
                     FieldError(
@@ -582,7 +586,9 @@ def _check_downward_files(
             if ref.divisor:
                 try:
                     if parse_quantity(ref.divisor) <= 0:
-                        errs.append(FieldError(_field(at, "resourceFieldRef.divisor"), "must be positive"))
+                        errs.append(
+                            FieldError(_field(at, "resourceFieldRef.divisor"), "must be positive")
+                        )
                 except ValueError as exc:
                     errs.append(FieldError(_field(at, "resourceFieldRef.divisor"), str(exc)))
 
@@ -688,7 +694,9 @@ def _check_volume_mount(
         _check_enum(errs, at, mount.mount_propagation, _MOUNT_PROPAGATIONS)
         if mount.mount_propagation == "Bidirectional" and not container.privileged:
             errs.append(
-                FieldError(at, "Bidirectional mount propagation is available only to privileged containers")
+                FieldError(
+                    at, "Bidirectional mount propagation is available only to privileged containers"
+                )
             )
 
 

@@ -1,0 +1,50 @@
+"""Volumes: the model of every volume source, the object lookup configMap and secret volumes read,
+the atomic writer, and the runtime's mount propagation."""
+
+from kubecore._atomic_writer import FileProjection, write_atomically
+from kubecore._errors import MountFailed
+from kubecore._model import (
+    ConfigMapProjection,
+    ConfigMapVolumeSource,
+    DownwardAPIProjection,
+    DownwardAPIVolumeFile,
+    DownwardAPIVolumeSource,
+    ImageVolumeSource,
+    KeyToPath,
+    ObjectFieldSelector,
+    PersistentVolumeClaimVolumeSource,
+    ProjectedVolumeSource,
+    ResourceFieldSelector,
+    SecretProjection,
+    SecretVolumeSource,
+    ServiceAccountTokenProjection,
+    VolumeProjection,
+)
+from kubecore._runtime import MountPropagation
+from kubecore._volume_sources import DictObjects, ObjectLookup
+from kubecore._volumes import PodVolume
+
+__all__ = [
+    "ConfigMapProjection",
+    "ConfigMapVolumeSource",
+    "DictObjects",
+    "DownwardAPIProjection",
+    "DownwardAPIVolumeFile",
+    "DownwardAPIVolumeSource",
+    "FileProjection",
+    "ImageVolumeSource",
+    "KeyToPath",
+    "MountFailed",
+    "MountPropagation",
+    "ObjectFieldSelector",
+    "ObjectLookup",
+    "PersistentVolumeClaimVolumeSource",
+    "PodVolume",
+    "ProjectedVolumeSource",
+    "ResourceFieldSelector",
+    "SecretProjection",
+    "SecretVolumeSource",
+    "ServiceAccountTokenProjection",
+    "VolumeProjection",
+    "write_atomically",
+]
