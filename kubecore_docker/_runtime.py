@@ -34,7 +34,7 @@ from kubecore import (
     Subscription,
     SystemClock,
 )
-from kubecore.labels import MANAGED_LABEL, POD_UID_LABEL
+from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
 from kubecore.volumes import MountPropagation
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
@@ -138,6 +138,7 @@ def memory_mount_of(mount: Mount, labels: Mapping[str, str]) -> dict[str, Any]:
             "Labels": {
                 MANAGED_LABEL: "true",
                 POD_UID_LABEL: labels.get(POD_UID_LABEL, ""),
+                POD_NAMESPACE_LABEL: labels.get(POD_NAMESPACE_LABEL, ""),
             },
             "DriverConfig": {"Name": "local", "Options": options},
         },
