@@ -64,7 +64,7 @@ from kubecore._runtime import (
     SandboxConfig,
     SandboxState,
 )
-from kubecore._translate import container_config, sandbox_config
+from kubecore._translate import container_config, sandbox_config, sandbox_held_mounts
 from kubecore._volumes import PodVolume, VolumeManager
 
 logger = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ class Executor:
     ) -> _Target:
         """The sandbox the plan's containers join (created now if the plan says so)."""
         if actions.create_sandbox:
-            sandbox_id, config = self.create_sandbox(pod, actions.attempt, dns)
+            sandbox_id, config = self.create_sandbox(pod, actions.attempt, dns, volumes)
             pod_ip = ""
         else:
             sandbox_id = actions.sandbox_id
@@ -369,11 +369,18 @@ class Executor:
         return _Target(sandbox_id, config, pod_ip, volumes)
 
     def create_sandbox(
-        self, pod: Pod, attempt: int, dns: DNSConfig | None
+        self,
+        pod: Pod,
+        attempt: int,
+        dns: DNSConfig | None,
+        volumes: Mapping[str, PodVolume] | None = None,
     ) -> tuple[str, SandboxConfig]:
         config = sandbox_config(
             pod, attempt, dns=dns, sandbox_image=self.sandbox_image, node_name=self.node_name
         )
+        held = sandbox_held_mounts(volumes or {})
+        if held:
+            config = attrs.evolve(config, mounts=held)
         try:
             if self.sandbox_image and self.puller.image_status(self.sandbox_image) is None:
                 self._pull(pod, self.sandbox_image, "")

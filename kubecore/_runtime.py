@@ -133,6 +133,11 @@ class SandboxConfig:
     annotations: Mapping[str, str] = attrs.field(factory=dict)
     image: str = ""
     """The sandbox (pause) image; empty means the runtime's default."""
+    mounts: tuple[Mount, ...] = ()
+    """Volumes the sandbox holds for the pod's lifetime: the pod's memory-backed emptyDirs,
+    so that their tmpfs (and what it holds) outlives a restart of every container using it, as
+    the kubelet's host tmpfs does. Mounted out of the way in the sandbox (no CRI field: the
+    kubelet needs none, its tmpfs lives on the host)."""
 
 
 @attrs.frozen

@@ -350,6 +350,24 @@ _PROPAGATION = {
 }
 
 
+SANDBOX_VOLUMES_DIR = "/.kubecore/volumes"
+"""Where a sandbox holds the pod's memory-backed volumes (nothing runs there to see them)."""
+
+
+def sandbox_held_mounts(volumes: Mapping[str, PodVolume]) -> tuple[Mount, ...]:
+    """The memory-backed volumes a pod's sandbox holds open for the pod's lifetime."""
+    return tuple(
+        Mount(
+            v.host_path,
+            f"{SANDBOX_VOLUMES_DIR}/{name}",
+            memory_backed=True,
+            size_limit_bytes=v.size_limit_bytes,
+        )
+        for name, v in sorted(volumes.items())
+        if v.memory_backed
+    )
+
+
 def container_mounts(
     container: Container,
     volumes: Mapping[str, str | PodVolume],

@@ -82,6 +82,12 @@ def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
         "hostname": config.hostname or None,
         "use_config_proxy": False,
     }
+    held = [memory_mount_of(m, config.labels) for m in config.mounts if m.memory_backed]
+    if held:
+        host["mounts"] = held
+    binds = [bind_of(m) for m in config.mounts if not m.memory_backed]
+    if binds:
+        host["binds"] = binds
     if config.host_network:
         host["network_mode"] = "host"
     else:

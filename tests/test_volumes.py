@@ -235,6 +235,9 @@ spec:
     assert mounts["/dev/shm"].memory_backed
     assert mounts["/dev/shm"].size_limit_bytes == 64 * 2**20
     assert not mounts["/scratch"].memory_backed
+    (sandbox,) = node.runtime.list_sandboxes()
+    (held,) = node.runtime.sandbox_config(sandbox.id).mounts  # keeps the tmpfs for the pod
+    assert (held.host_path, held.memory_backed) == (mounts["/dev/shm"].host_path, True)
     assert stat.S_IMODE(os.stat(mounts["/scratch"].host_path).st_mode) == 0o777
 
 

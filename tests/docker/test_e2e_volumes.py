@@ -137,6 +137,29 @@ def test_a_memory_empty_dir_is_a_sized_tmpfs_shared_by_the_containers(
     wait_for(lambda: not volumes(), timeout=30, what="the tmpfs removed with the pod")
 
 
+def test_a_memory_empty_dir_outlives_a_restart_of_its_only_container(
+    agent: Agent, engine: TestEngine, namespace: str
+) -> None:
+    pod = one_pod(
+        namespace,
+        engine,
+        [{"name": "cache", "emptyDir": {"medium": "Memory"}}],
+        [{"name": "cache", "mountPath": "/cache"}],
+    )
+    kubelet = agent([pod])
+    wait_pod(kubelet, namespace, "p", all_running)
+    run(kubelet, namespace, "echo kept > /cache/f")
+    kubelet.exec(namespace, "p", "app", ["kill", "1"])  # exits 0 on TERM; Always restarts it
+    wait_pod(
+        kubelet,
+        namespace,
+        "p",
+        lambda p: all_running(p) and p.status.container_statuses[0].restart_count == 1,  # type: ignore[union-attr]
+        timeout=30,
+    )
+    assert run(kubelet, namespace, "cat /cache/f") == "kept\n"
+
+
 def test_config_map_files_their_modes_and_an_edit(
     agent: Agent, engine: TestEngine, namespace: str, objects: DictObjects
 ) -> None:
