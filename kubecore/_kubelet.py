@@ -68,7 +68,6 @@ from kubecore._status_manager import StatusManager
 from kubecore._termination import PodLifecycle, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._updates import Operation, PodUpdate
-from kubecore._volume_sources import ObjectLookup
 from kubecore._volumes import VolumeManager
 from kubecore._workers import Inbox, PodWorkers
 
@@ -170,7 +169,6 @@ class Kubelet:
         metrics: Metrics | None = None,
         sources: Iterable[str] = (),
         pull_secrets: Mapping[tuple[str, str], Keyring] | None = None,
-        objects: ObjectLookup | None = None,
     ) -> None:
         self.config = cfg = config or KubeletConfig()
         self.clock: Clock = clock or SystemClock()
@@ -185,9 +183,7 @@ class Kubelet:
         self.recorder = FanoutRecorder(recorders)
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
-        self.volumes = VolumeManager(
-            cfg.root_dir, cfg.node_name, objects=objects, pvc_dir=cfg.pvc_dir
-        )
+        self.volumes = VolumeManager(cfg.root_dir, cfg.node_name, pvc_dir=cfg.pvc_dir)
         self.admission = Admission(
             max_pods=cfg.max_pods,
             allow_privileged=cfg.allow_privileged,

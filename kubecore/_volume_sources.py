@@ -32,31 +32,71 @@ DEFAULT_MODE = 0o644
 """Kubernetes' ``defaultMode`` for configMap, secret, downwardAPI and projected files."""
 
 
+class ConfigMapData(Protocol):
+    """What a volume reads of a ConfigMap (the object store's ``ConfigMap`` has these)."""
+
+    @property
+    def data(self) -> Mapping[str, str]: ...
+
+    @property
+    def binary_data(self) -> Mapping[str, bytes]: ...
+
+
+class SecretData(Protocol):
+    """What a volume reads of a Secret: ``data`` decoded, ``string_data`` winning over it."""
+
+    @property
+    def data(self) -> Mapping[str, bytes]: ...
+
+    @property
+    def string_data(self) -> Mapping[str, str]: ...
+
+
 @runtime_checkable
 class ObjectLookup(Protocol):
-    """Read access to the ConfigMaps and Secrets on the node, by namespace and name.
+    """Read access to the ConfigMaps and Secrets on the node, by namespace and name (None: no
+    such object). The agent's object store is one; ``DictObjects`` is a plain stand-in."""
 
-    Each returns the object's data as key -> bytes (a ConfigMap's ``data`` encoded as UTF-8 and
-    its ``binaryData``; a Secret's decoded ``data`` and ``stringData``), or None when there is no
-    such object."""
+    def get_config_map(self, namespace: str, name: str) -> ConfigMapData | None: ...
 
-    def get_config_map(self, namespace: str, name: str) -> Mapping[str, bytes] | None: ...
+    def get_secret(self, namespace: str, name: str) -> SecretData | None: ...
 
-    def get_secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None: ...
+
+@attrs.frozen
+class StoredConfigMap:
+    data: Mapping[str, str] = attrs.field(factory=dict)
+    binary_data: Mapping[str, bytes] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class StoredSecret:
+    data: Mapping[str, bytes] = attrs.field(factory=dict, repr=False)
+    string_data: Mapping[str, str] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.define
 class DictObjects:
-    """An ``ObjectLookup`` over plain dicts, keyed by (namespace, name); change them freely."""
+    """An ``ObjectLookup`` over plain dicts keyed by (namespace, name) holding each object's
+    data as key -> bytes; change them freely."""
 
     config_maps: dict[tuple[str, str], Mapping[str, bytes]] = attrs.field(factory=dict)
     secrets: dict[tuple[str, str], Mapping[str, bytes]] = attrs.field(factory=dict)
 
-    def get_config_map(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
-        return self.config_maps.get((namespace, name))
+    def get_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
+        found = self.config_maps.get((namespace, name))
+        return None if found is None else StoredConfigMap(binary_data=dict(found))
 
-    def get_secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
-        return self.secrets.get((namespace, name))
+    def get_secret(self, namespace: str, name: str) -> SecretData | None:
+        found = self.secrets.get((namespace, name))
+        return None if found is None else StoredSecret(data=dict(found))
+
+
+def config_map_bytes(config_map: ConfigMapData) -> dict[str, bytes]:
+    return {**{k: v.encode() for k, v in config_map.data.items()}, **config_map.binary_data}
+
+
+def secret_bytes(secret: SecretData) -> dict[str, bytes]:
+    return {**secret.data, **{k: v.encode() for k, v in secret.string_data.items()}}
 
 
 # --- hostPath -----------------------------------------------------------------------------------
@@ -144,14 +184,9 @@ def config_map_payload(
     optional: bool,
     default_mode: int,
 ) -> dict[str, FileProjection]:
-    return _key_payload(
-        "configmap",
-        name,
-        objects.get_config_map(namespace, name),
-        items,
-        optional,
-        default_mode,
-    )
+    found = objects.get_config_map(namespace, name)
+    data = None if found is None else config_map_bytes(found)
+    return _key_payload("configmap", name, data, items, optional, default_mode)
 
 
 def secret_payload(
@@ -162,9 +197,9 @@ def secret_payload(
     optional: bool,
     default_mode: int,
 ) -> dict[str, FileProjection]:
-    return _key_payload(
-        "secret", name, objects.get_secret(namespace, name), items, optional, default_mode
-    )
+    found = objects.get_secret(namespace, name)
+    data = None if found is None else secret_bytes(found)
+    return _key_payload("secret", name, data, items, optional, default_mode)
 
 
 # --- downwardAPI --------------------------------------------------------------------------------

@@ -43,8 +43,9 @@ def node_with(tmp: Path, objects: DictObjects | None = None, **config: Any) -> N
         config=KubeletConfig(**config),
         health_checker=checker,
         clock=clock,
-        objects=objects,
     )
+    if objects is not None:
+        kubelet.volumes.objects = objects
     return Node(runtime, clock, kubelet, checker, tmp)
 
 

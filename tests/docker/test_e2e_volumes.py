@@ -72,8 +72,8 @@ def agent(
             DockerPuller(connection),
             config=KubeletConfig(**values),
             clock=SystemClock(),
-            objects=objects,
         )
+        kubelet.volumes.objects = objects
         made.append((kubelet, runtime))
         kubelet.set_pods(pods)
         kubelet.start()
