@@ -296,7 +296,8 @@ def test_volume_rules() -> None:
         "spec.containers[0].volumeMounts[3].mountPath: duplicate mount path '/a' "
         "(also volumeMounts[0])",
         "spec.volumes[1].name: duplicate volume name 'a' (also volumes[0])",
-        "spec.volumes[2]: must have a volume source (emptyDir or hostPath); got none",
+        "spec.volumes[2]: must have a volume source (emptyDir, hostPath, configMap, secret,"
+        " downwardAPI, projected, persistentVolumeClaim, image); got none",
         "spec.volumes[3]: must have exactly one volume source, got emptyDir and hostPath",
     ]
 
