@@ -52,6 +52,7 @@ from kubecore import (
     ImageNotFound,
     ImagePullError,
     InvalidConfig,
+    Mount,
     PullProgress,
     RegistryAuth,
     RuntimeContainer,
@@ -148,6 +149,24 @@ class Behaviour:
     """Reason reported on exit ('' derives it: ``Completed`` for 0, else ``Error``)."""
     timeline: tuple[TimedLog | TimedFile, ...] = attrs.field(default=(), converter=_timeline)
     """Lines printed and files written at given offsets after start."""
+
+
+PROC_MOUNTS = "/proc/mounts"
+
+
+def proc_mounts(mounts: Sequence[Mount]) -> str:
+    """The container's mount table as Linux shows it, from its config: a memory-backed mount is
+    a tmpfs with its size (in KiB, as the kernel prints it), a bind shows its host path."""
+    lines = []
+    for m in mounts:
+        options = ["ro" if m.read_only else "rw"]
+        if m.memory_backed:
+            if m.size_limit_bytes is not None:
+                options.append(f"size={m.size_limit_bytes // 1024}k")
+            lines.append(f"tmpfs {m.container_path} tmpfs {','.join(options)} 0 0\n")
+        else:
+            lines.append(f"{m.host_path} {m.container_path} bind {','.join(options)} 0 0\n")
+    return "".join(lines)
 
 
 @attrs.frozen
@@ -688,6 +707,7 @@ class FakeRuntime:
                 pod=pod,
                 changes=self._container_changes,
             )
+            rec.files[PROC_MOUNTS] = proc_mounts(config.mounts)
             self._containers[cid] = rec
             self._container_changes.count += 1
             self._container_names[(pod, config.name, config.attempt)] = cid

@@ -69,6 +69,7 @@ from kubecore._errors import (
     ContainerRuntimeError,
     ImageNotFound,
     ImagePullError,
+    InvalidConfig,
     RuntimeTimeout,
     SandboxNotFound,
 )
@@ -85,6 +86,7 @@ from kubecore._runtime import (
     RESTART_COUNT_ANNOTATION,
     ContainerConfig,
     ContainerRuntime,
+    Mount,
     ProbeOutcome,
     ProbeTarget,
     Puller,
@@ -156,6 +158,9 @@ class Workloads:
     """A reference whose pull must fail (the default points at a closed loopback port)."""
     sandbox_image: str = ""
     tcp_port: int = 8080
+    show_mounts: Command | None = None
+    """An exec command printing the container's ``/proc/mounts`` (to see a tmpfs and its size);
+    None: the suite checks only that a memory-backed mount is applied or refused."""
     timeout: float = 30.0
     """Upper bound of every wait, in (the clock's) seconds."""
 
@@ -182,6 +187,7 @@ def busybox_workloads(image: str = "busybox:1.36", **overrides: object) -> Workl
         serve_tcp=serve,
         check_tcp=lambda port: ("wget", "-q", "-O-", f"http://127.0.0.1:{port}/"),
         consume_memory=("sh", "-c", "tail /dev/zero"),
+        show_mounts=("cat", "/proc/mounts"),
     )
     return attrs.evolve(workloads, **overrides)  # type: ignore[arg-type]
 
@@ -623,6 +629,35 @@ class RuntimeConformance:
             rt.container_status(container_id)
         rt.remove_container(container_id)
         rt.stop_container(container_id, self.STOP_TIMEOUT)
+
+    def test_a_memory_backed_mount_is_a_sized_tmpfs_or_refused(
+        self, harness: Harness, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        """An emptyDir of medium Memory: a tmpfs of the asked size, or ``InvalidConfig`` at
+        creation; never a plain directory in its place."""
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        host = tmp_path_factory.mktemp("memory-volume")
+        mount = Mount(str(host), "/kc-memory", memory_backed=True, size_limit_bytes=8 * MiB)
+        config = attrs.evolve(
+            harness.container_config(sandbox[1], harness.workloads.run_forever),
+            mounts=(mount,),
+        )
+        try:
+            container_id = rt.create_container(sandbox[0], config, sandbox[1])
+        except InvalidConfig:
+            return
+        harness.containers.append(container_id)
+        rt.start_container(container_id)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        show = harness.workloads.show_mounts
+        if show is None:
+            return
+        table = rt.exec_sync(container_id, list(show), 10).stdout.decode()
+        lines = [line.split() for line in table.splitlines()]
+        (fields,) = [f for f in lines if f[1:2] == ["/kc-memory"]] or [["missing"]]
+        assert fields[2:3] == ["tmpfs"], table
+        assert "size=8192k" in fields[3].split(","), table
 
     def test_stop_a_created_container(self, harness: Harness) -> None:
         sandbox = harness.run_sandbox()
