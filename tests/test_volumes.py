@@ -242,6 +242,11 @@ spec:
     assert stat.S_IMODE(os.stat(mounts["/scratch"].host_path).st_mode) == 0o777
 
 
+def test_a_huge_pages_empty_dir_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"emptyDir\.medium: not supported: HugePages"):
+        pod_with_volume("{name: v, emptyDir: {medium: HugePages}}")
+
+
 def test_a_disk_empty_dir_over_its_size_limit_evicts_the_pod(tmp_path: Path) -> None:
     node = node_with(tmp_path)
     node.kubelet.set_pods([pod_with_volume("{name: v, emptyDir: {sizeLimit: 1Mi}}")])

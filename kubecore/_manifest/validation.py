@@ -462,7 +462,15 @@ def _check_volumes(errs: _Problems, path: str, volumes: Sequence[m.Volume]) -> f
         if volume.empty_dir is not None:
             empty = volume.empty_dir
             medium = empty.medium
-            if medium not in ("", "Memory") and not medium.startswith("HugePages"):
+            if medium.startswith("HugePages"):
+                errs.append(
+                    FieldError(
+                        _field(where, "emptyDir.medium"),
+                        f"not supported: {medium} needs huge pages set aside on the node, and"
+                        " kubecore does not manage them",
+                    )
+                )
+            elif medium not in ("", "Memory"):
                 errs.append(
                     FieldError(
                         _field(where, "emptyDir.medium"),

@@ -277,3 +277,41 @@ def test_create_arguments() -> None:
     host = only_args["host_config"]
     assert host["network_mode"] == host["ipc_mode"] == "container:sb1"
     assert "dns" not in host and "port_bindings" not in host
+
+
+def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> None:
+    from kubecore._runtime import (
+        POD_UID_LABEL,
+        ContainerConfig,
+        Mount,
+        MountPropagation,
+        SandboxConfig,
+    )
+    from kubecore_docker._runtime import container_create_args, sandbox_create_args
+
+    memory = Mount(
+        "/root/pods/u/volumes/e/cache", "/cache", memory_backed=True, size_limit_bytes=2**20
+    )
+    config = ContainerConfig(
+        name="app",
+        image="busybox",
+        labels={POD_UID_LABEL: "u"},
+        mounts=(
+            Mount("/h", "/in", propagation=MountPropagation.HOST_TO_CONTAINER),
+            Mount("/b", "/both", True, propagation=MountPropagation.BIDIRECTIONAL),
+            memory,
+        ),
+    )
+    sandbox = SandboxConfig("p", "ns", "u", labels={POD_UID_LABEL: "u"}, mounts=(memory,))
+    host = container_create_args("sid", config, sandbox)["host_config"]
+    assert host["binds"] == ["/h:/in:rw,rslave", "/b:/both:ro,rshared"]
+    (tmpfs,) = host["mounts"]
+    assert tmpfs["Type"] == "volume" and tmpfs["Target"] == "/cache"
+    assert tmpfs["VolumeOptions"]["DriverConfig"]["Options"] == {
+        "type": "tmpfs",
+        "device": "tmpfs",
+        "o": "size=1048576",
+    }
+    assert tmpfs["VolumeOptions"]["Labels"][POD_UID_LABEL] == "u"
+    (held,) = sandbox_create_args(sandbox, "pause")["host_config"]["mounts"]
+    assert held["Source"] == tmpfs["Source"]  # the sandbox keeps the same tmpfs alive
