@@ -139,7 +139,8 @@ class Housekeeping:
         return evictions
 
     def _writable_layers(self, snapshot: RuntimeSnapshot) -> dict[str, dict[str, int]]:
-        """Pod UID -> container name -> writable layer bytes, as the runtime reports them."""
+        """Pod UID -> container name -> bytes of its writable layer and logs, as far as the
+        runtime reports them."""
         try:
             stats = {s.container_id: s for s in self._runtime.container_stats()}
         except ContainerRuntimeError as exc:
@@ -148,11 +149,12 @@ class Housekeeping:
         usage: dict[str, dict[str, int]] = {}
         for c in snapshot.containers:
             found = stats.get(c.id)
-            if found is None or found.writable_layer_bytes is None:
+            if found is None:
                 continue
+            used = (found.writable_layer_bytes or 0) + (found.logs_bytes or 0)
             by_name = usage.setdefault(c.labels.get(POD_UID_LABEL, ""), {})
             name = container_name(c)
-            by_name[name] = by_name.get(name, 0) + found.writable_layer_bytes
+            by_name[name] = by_name.get(name, 0) + used
         return usage
 
     def _prune_messages(

@@ -2,8 +2,9 @@
 emptyDir above its ``sizeLimit``, a pod above the sum of its containers' ``ephemeral-storage``
 limits, or a container above its own limit is evicted (phase Failed, reason ``Evicted``).
 
-A container's usage is its writable layer as the runtime reports it (``ContainerStats.
-writable_layer_bytes``; 0 where the runtime cannot tell); a pod's adds its disk emptyDirs.
+A container's usage is its writable layer and its log file as the runtime reports them
+(``ContainerStats.writable_layer_bytes`` and ``logs_bytes``; 0 where the runtime cannot tell); a
+pod's adds its disk emptyDirs.
 """
 
 from __future__ import annotations

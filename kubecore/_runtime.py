@@ -240,6 +240,8 @@ class ContainerStats:
     memory_usage_bytes: int | None = None
     writable_layer_bytes: int | None = None
     """Disk used by the container's writable layer (CRI's ``writable_layer``); None: unknown."""
+    logs_bytes: int | None = None
+    """Disk used by the container's log file (the Summary API's ``logs``); None: unknown."""
 
 
 @attrs.frozen

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -223,6 +224,8 @@ class DockerRuntime:
         """Names of the sandboxes this process is creating and starting (not interrupted)."""
         self._watchers: list[EventWatcher] = []
         self._closed = False
+        self._engine_root: str | None = None
+        """The engine's root directory (``DockerRootDir``), read once when first needed."""
 
     @property
     def connection(self) -> DockerConnection:
@@ -560,8 +563,29 @@ class DockerRuntime:
             stats = stats_from(entry["Id"], data, self._clock.now())
             if isinstance(entry.get("SizeRw"), int):
                 stats = attrs.evolve(stats, writable_layer_bytes=entry["SizeRw"])
+            logs = self._log_file_size(entry["Id"])
+            if logs is not None:
+                stats = attrs.evolve(stats, logs_bytes=logs)
             result.append(stats)
         return result
+
+    def _log_file_size(self, container_id: str) -> int | None:
+        """The size of the container's json-file log, when the engine runs on this host (its
+        path is the engine's convention under its root directory; one ``info`` call, once)."""
+        if not self._connection.is_local():
+            return None
+        if self._engine_root is None:
+            with engine_errors():
+                self._engine_root = str(self._api().info().get("DockerRootDir") or "")
+        if not self._engine_root:
+            return None
+        path = os.path.join(
+            self._engine_root, "containers", container_id, f"{container_id}-json.log"
+        )
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return None
 
     def close(self) -> None:
         self._closed = True

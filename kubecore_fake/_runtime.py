@@ -861,6 +861,7 @@ class FakeRuntime:
                     memory_working_set_bytes=rec.behaviour.memory_bytes,
                     memory_usage_bytes=rec.behaviour.memory_bytes,
                     writable_layer_bytes=rec.behaviour.writable_layer_bytes,
+                    logs_bytes=sum(len(line.encode()) for _, line in rec.logs),
                 )
                 for rec in self._containers.values()
                 if rec.managed and rec.state is RuntimeState.RUNNING

@@ -280,6 +280,16 @@ def test_ephemeral_storage_limit_counts_the_writable_layer(tmp_path: Path) -> No
     )
 
 
+def test_ephemeral_storage_counts_the_logs(tmp_path: Path) -> None:
+    node = node_with(tmp_path)
+    node.runtime.script(command="server", behaviour=Behaviour(logs=("x" * 1024,) * 2048))
+    node.kubelet.set_pods(
+        [pod_with_volume("{name: v, emptyDir: {}}", resources="{limits: {ephemeral-storage: 1Mi}}")]
+    )
+    node.run_until(lambda: node.status().phase == "Failed")
+    assert node.status().reason == "Evicted"
+
+
 def test_container_limit_is_checked_after_the_pods_total() -> None:
     pod = pod_of(f"""
 apiVersion: v1

@@ -400,3 +400,38 @@ def test_local_storage_over_its_limit_evicts_the_pod(
         else "Pod ephemeral local storage usage exceeds the total limit of containers 8Mi. "
     )
     assert evicted.status.message == expected
+
+
+def test_container_logs_count_toward_ephemeral_storage(
+    agent: Agent, engine: TestEngine, namespace: str
+) -> None:
+    chatty = [
+        "sh",
+        "-c",
+        "trap 'exit 0' TERM; yes | head -n 200000; while :; do sleep 1 & wait $!; done",
+    ]
+    pod = make_pod(
+        "p",
+        namespace,
+        [
+            container(
+                "app",
+                engine.image,
+                chatty,
+                resources={"limits": {"ephemeral-storage": "4Mi"}},
+            )
+        ],
+    )
+    kubelet = agent([pod])
+    evicted = wait_pod(
+        kubelet,
+        namespace,
+        "p",
+        lambda p: p.status is not None and p.status.phase == "Failed",
+        timeout=30,
+    )
+    assert evicted.status is not None
+    assert (evicted.status.reason, evicted.status.message) == (
+        "Evicted",
+        "Pod ephemeral local storage usage exceeds the total limit of containers 4Mi. ",
+    )
