@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,8 @@ from kubecore._model import (
     Volume,
 )
 from kubecore._quantity import parse_quantity
+
+_SUBSCRIPT_RE = re.compile(r"metadata\.(labels|annotations)\['([^']+)'\]")
 
 DEFAULT_MODE = 0o644
 """Kubernetes' ``defaultMode`` for configMap, secret, downwardAPI and projected files."""
@@ -281,6 +284,10 @@ def downward_payload(
                 value = _format_map(meta.labels)
             elif field == "metadata.annotations":
                 value = _format_map(meta.annotations)
+            elif (one := _SUBSCRIPT_RE.fullmatch(field)) is not None:
+                kind, key = one.groups()
+                values = meta.labels if kind == "labels" else meta.annotations
+                value = values.get(key, "").encode()
             else:
                 raise ValueError(f"unsupported fieldRef {field!r}")
             payload[file.path] = FileProjection(value, mode)

@@ -392,6 +392,7 @@ def test_downward_api_files_and_labels_updated_in_place(tmp_path: Path) -> None:
         "{path: name, fieldRef: {fieldPath: metadata.name}},"
         "{path: labels, fieldRef: {fieldPath: metadata.labels}},"
         "{path: annotations, fieldRef: {fieldPath: metadata.annotations}},"
+        "{path: app, fieldRef: {fieldPath: \"metadata.labels['app']\"}},"
         "{path: mem, resourceFieldRef: {containerName: app, resource: limits.memory,"
         " divisor: 1Mi}},"
         "{path: cpu, resourceFieldRef: {containerName: app, resource: requests.cpu,"
@@ -405,6 +406,7 @@ def test_downward_api_files_and_labels_updated_in_place(tmp_path: Path) -> None:
     assert (host / "labels").read_text() == 'app="web"'
     # every annotation, the agent's own source annotation too (as a static pod's shows it)
     assert 'note="a \\"b\\""' in (host / "annotations").read_text().splitlines()
+    assert (host / "app").read_text() == "web"
     assert (host / "mem").read_text() == "64"
     assert (host / "cpu").read_text() == "250"
     relabelled = attrs.evolve(

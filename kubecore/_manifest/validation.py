@@ -501,6 +501,7 @@ _VOLUME_SOURCE_NAMES = (
 _MOUNT_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
 _DOWNWARD_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid")
 _DOWNWARD_MAP_FIELDS = ("metadata.labels", "metadata.annotations")
+_DOWNWARD_SUBSCRIPT_RE = re.compile(r"metadata\.(labels|annotations)\['([^']+)'\]")
 _DOWNWARD_RESOURCES = (
     "limits.cpu",
     "limits.memory",
@@ -566,17 +567,19 @@ def _check_downward_files(
             errs.append(FieldError(at, "must have exactly one of fieldRef or resourceFieldRef"))
         if file.field_ref is not None:
             field_path = file.field_ref.field_path
-            base = field_path.split("[", 1)[0]
-            if field_path not in _DOWNWARD_FIELDS and field_path not in _DOWNWARD_MAP_FIELDS:
-                hint = (
-                    " (a single label or annotation is for env, not volumes)"
-                    if base in _DOWNWARD_MAP_FIELDS
-                    else ""
-                )
+            subscripted = _DOWNWARD_SUBSCRIPT_RE.fullmatch(field_path)
+            if (
+                field_path not in _DOWNWARD_FIELDS
+                and field_path not in _DOWNWARD_MAP_FIELDS
+                and subscripted is None
+            ):
                 errs.append(
                     FieldError(
                         _field(at, "fieldRef.fieldPath"),
-                        _one_of(field_path, [*_DOWNWARD_FIELDS, *_DOWNWARD_MAP_FIELDS]) + hint,
+                        _one_of(
+                            field_path,
+                            [*_DOWNWARD_FIELDS, *_DOWNWARD_MAP_FIELDS, "metadata.labels['<key>']"],
+                        ),
                     )
                 )
         if file.resource_field_ref is not None:
