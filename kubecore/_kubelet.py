@@ -40,6 +40,7 @@ from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
+from kubecore._node_fit import node_labels, parse_node_labels
 from kubecore._observed import container_age
 from kubecore._pod_workers import Outcome, PodSyncer, Work
 from kubecore._podconfig import PodConfig
@@ -111,6 +112,13 @@ class KubeletConfig:
     backoff_max: float = 300.0
     """The cap of those delays."""
     host_ip: str = ""
+    node_labels: tuple[str, ...] = ()
+    """``key=value`` labels of the node (each entry may hold several, comma separated), beside
+    the well-known ``kubernetes.io/hostname``, ``/os`` and ``/arch`` it always has."""
+
+    def labels(self) -> dict[str, str]:
+        """The node's labels: the well-known ones, then ``node_labels`` (which may override)."""
+        return node_labels(self.node_name, parse_node_labels(self.node_labels))
 
 
 @attrs.frozen
@@ -180,7 +188,12 @@ class Kubelet:
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
         self.volumes = VolumeManager(cfg.root_dir, cfg.node_name)
-        self.admission = Admission(max_pods=cfg.max_pods, allow_privileged=cfg.allow_privileged)
+        self.admission = Admission(
+            max_pods=cfg.max_pods,
+            allow_privileged=cfg.allow_privileged,
+            node_name=cfg.node_name,
+            labels=cfg.labels(),
+        )
         self.image_lock = threading.Lock()
         self.executor = Executor(
             self.runtime,

@@ -19,6 +19,7 @@ import attrs
 import yaml
 
 import kubecore
+from kubecore._node_fit import parse_node_labels
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT
 
 ENV_PREFIX = "KUBECORE_"
@@ -155,6 +156,11 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
     ),
     "backoff_max": FieldHelp("seconds those delays grow to at most", "SECONDS", SECONDS),
     "host_ip": FieldHelp("the node's IP reported as the pods' hostIP", "IP"),
+    "node_labels": FieldHelp(
+        "labels of the node, checked against pods' nodeSelector and node affinity, beside"
+        " kubernetes.io/hostname, /os and /arch (comma separated; repeatable)",
+        "KEY=VALUE,...",
+    ),
 }
 
 _KIND_OF_TYPE: Mapping[str, Kind] = {
@@ -574,4 +580,8 @@ def kubelet_config_values(settings: Mapping[str, Any]) -> dict[str, Any]:
         raise UsageError("--image-gc-low must not be above --image-gc-high")
     if values.get("backoff_initial", 0) > values.get("backoff_max", math.inf):
         raise UsageError("--backoff-initial must not be above --backoff-max")
+    try:
+        parse_node_labels(values.get("node_labels", ()))
+    except ValueError as error:
+        raise UsageError(f"--node-labels: {error}") from None
     return values

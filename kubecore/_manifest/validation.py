@@ -597,6 +597,22 @@ _OS_NAMES = ("linux", "windows")
 _NODE_NAME_FIELD = "metadata.name"
 
 
+def _label_value_problem(value: str) -> str | None:
+    if value and (len(value) > 63 or not _QUALIFIED_NAME_RE.fullmatch(value)):
+        return (
+            f"invalid label value {value!r}: must be at most 63 characters of letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    return None
+
+
+def label_problem(key: str, value: str) -> str | None:
+    """What is wrong with a label (None when it is valid)."""
+    if key == "":
+        return "the key must not be empty"
+    return _qualified_name_problem(key) or _label_value_problem(value)
+
+
 def _check_label_key(errs: _Problems, path: str, key: str) -> None:
     if key == "":
         errs.append(FieldError(path, "required"))
@@ -605,14 +621,8 @@ def _check_label_key(errs: _Problems, path: str, key: str) -> None:
 
 
 def _check_label_value(errs: _Problems, path: str, value: str) -> None:
-    if value and (len(value) > 63 or not _QUALIFIED_NAME_RE.fullmatch(value)):
-        errs.append(
-            FieldError(
-                path,
-                f"invalid label value {value!r}: must be at most 63 characters of letters, "
-                "digits, '-', '_' or '.', starting and ending with a letter or digit",
-            )
-        )
+    if problem := _label_value_problem(value):
+        errs.append(FieldError(path, problem))
 
 
 def _check_values_for_operator(
