@@ -209,6 +209,7 @@ class Kubelet:
             backoff_initial=cfg.backoff_initial,
             backoff_max=cfg.backoff_max,
             node_name=cfg.node_name,
+            cluster_domain=cfg.cluster_domain,
         )
         self.gc_policy = ContainerGCPolicy(cfg.gc_max_dead_per_container, cfg.gc_min_age)
         self.image_gc = ImageGC(

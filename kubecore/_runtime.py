@@ -101,6 +101,26 @@ class DNSConfig:
     options: tuple[str, ...] = ()
 
 
+class NamespaceMode(enum.Enum):
+    """CRI's ``NamespaceMode``: whose namespace a container uses."""
+
+    POD = "POD"
+    """The pod's: shared by its containers (the sandbox's)."""
+    CONTAINER = "CONTAINER"
+    """The container's own."""
+    NODE = "NODE"
+    """The node's (hostPID, hostIPC, hostNetwork)."""
+
+
+@attrs.frozen
+class NamespaceOption:
+    """CRI's ``NamespaceOption``: the namespaces of a pod's containers."""
+
+    network: NamespaceMode = NamespaceMode.POD
+    pid: NamespaceMode = NamespaceMode.CONTAINER
+    ipc: NamespaceMode = NamespaceMode.POD
+
+
 @attrs.frozen
 class SandboxConfig:
     name: str
@@ -115,6 +135,9 @@ class SandboxConfig:
     annotations: Mapping[str, str] = attrs.field(factory=dict)
     image: str = ""
     """The sandbox (pause) image; empty means the runtime's default."""
+    namespace_options: NamespaceOption = attrs.field(factory=NamespaceOption)
+    """pid POD: shareProcessNamespace; pid/ipc NODE: hostPID/hostIPC; network NODE mirrors
+    ``host_network``."""
 
 
 @attrs.frozen
