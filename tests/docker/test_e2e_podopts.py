@@ -196,3 +196,22 @@ def test_pod_level_limits_cap_containers_without_their_own(
     assert (own["Memory"], own["CpuQuota"]) == (32 << 20, 50_000)
     labels = {c["Labels"][CONTAINER_NAME_LABEL] for c in engine_containers(raw, namespace)}
     assert labels == {"POD", "free", "own"}
+
+
+def test_a_host_network_pod_with_host_aliases_sees_the_nodes_hosts_and_its_aliases(
+    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+) -> None:
+    pod = make_pod(
+        "hn",
+        namespace,
+        [container("app", engine.image)],
+        hostNetwork=True,
+        hostAliases=[{"ip": "10.9.8.7", "hostnames": ["alias.example"]}],
+    )
+    kubelet = make_agent([pod])
+    running = wait_pod(kubelet, namespace, "hn", all_running, what="hn running")
+    inspected = raw.inspect_container(running_ids(running)["app"])
+    assert {m["Destination"] for m in inspected["Mounts"]} >= {"/etc/hosts"}
+    hosts = text(exec_until(kubelet, namespace, "hn", "app", ["cat", "/etc/hosts"]))
+    assert hosts.startswith("# Kubernetes-managed hosts file (host network).\n")
+    assert hosts.endswith("# Entries added by HostAliases.\n10.9.8.7\talias.example\n")
