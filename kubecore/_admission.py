@@ -1,5 +1,7 @@
-"""Pod admission: privileged containers, persistentVolumeClaims without ``--pvc-dir``, the
-node's pod limit and host-port conflicts (the earlier pod wins).
+"""Pod admission: privileged containers and host namespaces, persistentVolumeClaims without
+``--pvc-dir``, the node's pod limit, the resources the node does not have (hugepages, extended
+resources), the node's labels (``nodeSelector``, required node affinity) and host-port conflicts
+(the earlier pod wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -8,16 +10,28 @@ Rejection is final for that pod UID.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from kubecore._model import Pod
+from kubecore._node_fit import (
+    NODE_AFFINITY,
+    NODE_AFFINITY_MESSAGE,
+    insufficient_resource,
+    node_labels,
+    pod_matches_node,
+    scheduler_only_fields,
+)
+
+logger = logging.getLogger(__name__)
 
 HOST_PORT_CONFLICT = "HostPortConflict"
 OUT_OF_PODS = "OutOfpods"
 PRIVILEGED_NOT_ALLOWED = "PrivilegedNotAllowed"
 UNBOUND_CLAIM = "UnboundPersistentVolumeClaim"
+HOST_NAMESPACES_NOT_ALLOWED = "HostNamespacesNotAllowed"
 
 
 @attrs.frozen
@@ -55,6 +69,27 @@ def claim_rejection(pod: Pod) -> Rejection | None:
     return None
 
 
+def host_namespaces_rejection(pod: Pod) -> Rejection | None:
+    """hostPID and hostIPC give a pod the node's processes and IPC: gated like privileged."""
+    asked = [
+        name for name, on in (("hostPID", pod.spec.host_pid), ("hostIPC", pod.spec.host_ipc)) if on
+    ]
+    if not asked:
+        return None
+    return Rejection(
+        HOST_NAMESPACES_NOT_ALLOWED,
+        f"Pod was rejected: the pod asks for {' and '.join(asked)}, and this node does not allow"
+        " host namespaces (KubeletConfig.allow_privileged is False)",
+    )
+
+
+def node_fit_rejection(pod: Pod, labels: Mapping[str, str], node_name: str) -> Rejection | None:
+    """The pod's node selector and required node affinity against this node's labels."""
+    if pod_matches_node(pod, labels, node_name):
+        return None
+    return Rejection(NODE_AFFINITY, f"Pod was rejected: {NODE_AFFINITY_MESSAGE}")
+
+
 HostPortKey = tuple[str, int, str]
 
 
@@ -83,15 +118,35 @@ def _conflicts(key: HostPortKey, used: dict[tuple[int, str], set[str]]) -> bool:
     return ip in wildcard or ip in ips or any(u in wildcard for u in ips)
 
 
+def _log_scheduler_only_fields(pod: Pod) -> None:
+    if logger.isEnabledFor(logging.DEBUG) and (fields := scheduler_only_fields(pod)):
+        logger.debug(
+            "pod %s/%s: accepted, not acted on by a node (scheduler / API server fields): %s",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            ", ".join(fields),
+            extra={"pod": pod.full_name},
+        )
+
+
 class Admission:
     """Remembers which pods were admitted or rejected, so that the earlier pod keeps winning."""
 
     def __init__(
-        self, *, max_pods: int = 110, allow_privileged: bool = False, claims_served: bool = False
+        self,
+        *,
+        max_pods: int = 110,
+        allow_privileged: bool = False,
+        claims_served: bool = False,
+        node_name: str = "",
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
         self.claims_served = claims_served
+        self.node_name = node_name
+        self.labels: Mapping[str, str] = node_labels(node_name) if labels is None else labels
+        """The node's labels ``nodeSelector`` and node affinity are checked against."""
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -143,6 +198,7 @@ class Admission:
                 continue
             self._admitted[pod.uid] = pod
             admitted.append(pod)
+            _log_scheduler_only_fields(pod)
             for ip, port, proto in host_ports(pod):
                 used.setdefault((port, proto), set()).add(ip)
         order = {p.uid: i for i, p in enumerate(pods)}
@@ -152,8 +208,10 @@ class Admission:
     def _check(
         self, pod: Pod, used: dict[tuple[int, str], set[str]], count: int
     ) -> Rejection | None:
-        if not self.allow_privileged and (refused := privileged_rejection(pod)) is not None:
-            return refused
+        if not self.allow_privileged:
+            refused = privileged_rejection(pod) or host_namespaces_rejection(pod)
+            if refused is not None:
+                return refused
         if not self.claims_served and (refused := claim_rejection(pod)) is not None:
             return refused
         if count >= self.max_pods:
@@ -161,6 +219,11 @@ class Admission:
                 OUT_OF_PODS,
                 f"Pod was rejected: the node already runs its maximum of {self.max_pods} pods",
             )
+        # The node has no hugepages or extended resources, so nothing is in use either.
+        if (short := insufficient_resource(pod, {})) is not None:
+            return Rejection(short[0], f"Pod was rejected: {short[1]}")
+        if (unfit := node_fit_rejection(pod, self.labels, self.node_name)) is not None:
+            return unfit
         mine: dict[tuple[int, str], set[str]] = {}
         for key in host_ports(pod):
             if _conflicts(key, used) or _conflicts(key, mine):

@@ -49,6 +49,7 @@ import yaml
 
 import kubecore
 from kubecore import FieldError, Kubelet, Operation, Pod, PodUpdate, ValidationError
+from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore.events import Event
 from kubecore.manifest import assign_uid, load_pods_from_dict, pod_to_dict, stamp_source
 from kubecore.sources import SourceProblem
@@ -768,7 +769,10 @@ def node_document(kubelet: Kubelet, node: str, *, ready: bool, reason: str) -> d
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}},
+        "metadata": {
+            "name": node,
+            "labels": node_labels(node, parse_node_labels(kubelet.config.node_labels)),
+        },
         "status": {
             "addresses": addresses,
             "capacity": capacity,
@@ -785,6 +789,7 @@ def node_document(kubelet: Kubelet, node: str, *, ready: bool, reason: str) -> d
                 "kubeletVersion": f"kubecore/{kubecore.__version__}",
                 "containerRuntimeVersion": runtime_version,
                 "operatingSystem": "linux",
+                "architecture": machine_arch(),
             },
         },
     }

@@ -35,6 +35,7 @@ from kubecore._errors import (
     ContainerNotFound,
     ContainerRuntimeError,
     ImagePullError,
+    InvalidConfig,
     KubecoreError,
     MountFailed,
 )
@@ -64,7 +65,12 @@ from kubecore._runtime import (
     SandboxConfig,
     SandboxState,
 )
-from kubecore._translate import container_config, sandbox_config, sandbox_held_mounts
+from kubecore._translate import (
+    container_config,
+    managed_hosts_file,
+    sandbox_config,
+    sandbox_held_mounts,
+)
 from kubecore._volumes import PodVolume, VolumeManager
 
 logger = logging.getLogger(__name__)
@@ -97,6 +103,8 @@ class _Target:
     sandbox_config: SandboxConfig
     pod_ip: str
     volume_paths: Mapping[str, PodVolume]
+    hosts_file: str = ""
+    """The pod's managed ``/etc/hosts`` ('' when the pod keeps the runtime's)."""
 
 
 @attrs.frozen
@@ -200,6 +208,8 @@ class Executor:
         backoff_initial: float = 10.0,
         backoff_max: float = 300.0,
         node_name: str = "",
+        cluster_domain: str = "",
+        node_hosts_file: str = "/etc/hosts",
     ) -> None:
         self.runtime = runtime
         self.puller = puller
@@ -214,6 +224,8 @@ class Executor:
         self.backoff_initial = backoff_initial
         self.node_name = node_name
         self.backoff_max = backoff_max
+        self.cluster_domain = cluster_domain
+        self.node_hosts_file = node_hosts_file
 
     def _next_backoff(self, previous: BackoffEntry | None, now: float) -> BackoffEntry:
         return next_backoff(previous, now, initial=self.backoff_initial, cap=self.backoff_max)
@@ -362,11 +374,39 @@ class Executor:
             sandbox_id = actions.sandbox_id
             current = next((s for s in observed.sandboxes if s.id == sandbox_id), None)
             attempt = current.attempt if current is not None else actions.attempt
-            config = sandbox_config(
-                pod, attempt, dns=dns, sandbox_image=self.sandbox_image, node_name=self.node_name
-            )
+            config = self._sandbox_config(pod, attempt, dns)
             pod_ip = current.ip if current is not None else ""
-        return _Target(sandbox_id, config, pod_ip, volumes)
+        if not pod_ip and not pod.spec.host_network:
+            pod_ip = self.runtime.sandbox_status(sandbox_id).ip
+        hosts = self._hosts_file(pod, pod_ip)
+        return _Target(sandbox_id, config, pod_ip, volumes, hosts)
+
+    def _sandbox_config(self, pod: Pod, attempt: int, dns: DNSConfig | None) -> SandboxConfig:
+        try:
+            return sandbox_config(
+                pod,
+                attempt,
+                dns=dns,
+                sandbox_image=self.sandbox_image,
+                node_name=self.node_name,
+                cluster_domain=self.cluster_domain,
+            )
+        except ValueError as exc:
+            raise InvalidConfig(str(exc)) from exc
+
+    def _hosts_file(self, pod: Pod, pod_ip: str) -> str:
+        """Write the pod's managed hosts file as the kubelet does; its path ('' for none)."""
+        node_hosts = ""
+        if pod.spec.host_network and pod.spec.host_aliases:
+            try:
+                with open(self.node_hosts_file, encoding="utf-8", errors="replace") as f:
+                    node_hosts = f.read()
+            except OSError:
+                node_hosts = ""
+        content = managed_hosts_file(
+            pod, pod_ip=pod_ip, cluster_domain=self.cluster_domain, node_hosts=node_hosts
+        )
+        return "" if content is None else self.volumes.write_etc_hosts(pod.uid, content)
 
     def create_sandbox(
         self,
@@ -375,13 +415,11 @@ class Executor:
         dns: DNSConfig | None,
         volumes: Mapping[str, PodVolume] | None = None,
     ) -> tuple[str, SandboxConfig]:
-        config = sandbox_config(
-            pod, attempt, dns=dns, sandbox_image=self.sandbox_image, node_name=self.node_name
-        )
-        held = sandbox_held_mounts(volumes or {})
-        if held:
-            config = attrs.evolve(config, mounts=held)
         try:
+            config = self._sandbox_config(pod, attempt, dns)
+            held = sandbox_held_mounts(volumes or {})
+            if held:
+                config = attrs.evolve(config, mounts=held)
             if self.sandbox_image and self.puller.image_status(self.sandbox_image) is None:
                 self._pull(pod, self.sandbox_image, "")
             sandbox_id = self.runtime.run_sandbox(config)
@@ -550,6 +588,7 @@ class Executor:
             is_init=is_init,
             node_name=self.node_name,
             sub_paths=self._sub_paths(pod, container, target.volume_paths),
+            hosts_file=target.hosts_file,
         )
         try:
             container_id = self.runtime.create_container(

@@ -40,6 +40,7 @@ from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
+from kubecore._node_fit import node_labels, parse_node_labels
 from kubecore._observed import container_age
 from kubecore._pod_workers import Outcome, PodSyncer, Work
 from kubecore._podconfig import PodConfig
@@ -115,6 +116,13 @@ class KubeletConfig:
     """A persistentVolumeClaim volume mounts ``<pvc_dir>/<namespace>/<claimName>`` (which must
     exist); empty: such pods are refused at admission, there being no API server to bind
     claims."""
+    node_labels: tuple[str, ...] = ()
+    """``key=value`` labels of the node (each entry may hold several, comma separated), beside
+    the well-known ``kubernetes.io/hostname``, ``/os`` and ``/arch`` it always has."""
+
+    def labels(self) -> dict[str, str]:
+        """The node's labels: the well-known ones, then ``node_labels`` (which may override)."""
+        return node_labels(self.node_name, parse_node_labels(self.node_labels))
 
 
 @attrs.frozen
@@ -188,6 +196,8 @@ class Kubelet:
             max_pods=cfg.max_pods,
             allow_privileged=cfg.allow_privileged,
             claims_served=bool(cfg.pvc_dir),
+            node_name=cfg.node_name,
+            labels=cfg.labels(),
         )
         self.image_lock = threading.Lock()
         self.executor = Executor(
@@ -204,6 +214,7 @@ class Kubelet:
             backoff_initial=cfg.backoff_initial,
             backoff_max=cfg.backoff_max,
             node_name=cfg.node_name,
+            cluster_domain=cfg.cluster_domain,
         )
         self.gc_policy = ContainerGCPolicy(cfg.gc_max_dead_per_container, cfg.gc_min_age)
         self.image_gc = ImageGC(

@@ -47,6 +47,8 @@ class ObjectMeta:
     uid: str = ""
     labels: dict[str, str] = attrs.field(factory=dict)
     annotations: dict[str, str] = attrs.field(factory=dict)
+    generate_name: str = ""
+    """Kept as written; only an API server makes a name from it (``name`` stays required)."""
 
 
 @attrs.frozen
@@ -309,6 +311,142 @@ class LocalObjectReference:
     name: str
 
 
+# --- scheduler-only fields: decoded, validated and dumped; the node does not act on them except
+# nodeSelector and required node affinity (admission) and readinessGates (the Ready condition).
+
+
+@attrs.frozen
+class Toleration:
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+@attrs.frozen
+class LabelSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class LabelSelector:
+    match_labels: dict[str, str] = attrs.field(factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
+@attrs.frozen
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str = ""
+    node_taints_policy: str = ""
+    match_label_keys: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class PodSchedulingGate:
+    name: str
+
+
+@attrs.frozen
+class NodeSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class NodeSelectorTerm:
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@attrs.frozen
+class NodeSelector:
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+@attrs.frozen
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@attrs.frozen
+class NodeAffinity:
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+@attrs.frozen
+class PodAffinityTerm:
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class WeightedPodAffinityTerm:
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+@attrs.frozen
+class PodAffinity:
+    """``podAffinity`` and ``podAntiAffinity`` (the same shape)."""
+
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@attrs.frozen
+class Affinity:
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+@attrs.frozen
+class PodReadinessGate:
+    condition_type: str
+
+
+@attrs.frozen
+class PodOS:
+    name: str
+
+
+# --- pod-level options ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class HostAlias:
+    ip: str
+    hostnames: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class PodDNSConfigOption:
+    name: str = ""
+    value: str = ""
+
+
+@attrs.frozen
+class PodDNSConfig:
+    nameservers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[PodDNSConfigOption, ...] = ()
+
+
 @attrs.frozen
 class PodSpec:
     containers: tuple[Container, ...]
@@ -320,6 +458,34 @@ class PodSpec:
     termination_grace_period_seconds: int = DEFAULT_TERMINATION_GRACE_PERIOD
     node_name: str = ""
     image_pull_secrets: tuple[LocalObjectReference, ...] = ()
+    # scheduler and API-server fields
+    node_selector: dict[str, str] = attrs.field(factory=dict)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    scheduler_name: str = ""
+    service_account_name: str = ""
+    service_account: str = ""
+    """The deprecated alias of ``service_account_name``."""
+    automount_service_account_token: bool | None = None
+    overhead: dict[str, str] = attrs.field(factory=dict)
+    readiness_gates: tuple[PodReadinessGate, ...] = ()
+    os: PodOS | None = None
+    enable_service_links: bool | None = None
+    # pod-level options
+    share_process_namespace: bool | None = None
+    host_pid: bool = False
+    host_ipc: bool = False
+    host_aliases: tuple[HostAlias, ...] = ()
+    hostname: str = ""
+    subdomain: str = ""
+    set_hostname_as_fqdn: bool | None = None
+    dns_config: PodDNSConfig | None = None
+    resources: ResourceRequirements | None = None
 
 
 # --- status -----------------------------------------------------------------------------------

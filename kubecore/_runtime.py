@@ -119,6 +119,26 @@ class DNSConfig:
     options: tuple[str, ...] = ()
 
 
+class NamespaceMode(enum.Enum):
+    """CRI's ``NamespaceMode``: whose namespace a container uses."""
+
+    POD = "POD"
+    """The pod's: shared by its containers (the sandbox's)."""
+    CONTAINER = "CONTAINER"
+    """The container's own."""
+    NODE = "NODE"
+    """The node's (hostPID, hostIPC, hostNetwork)."""
+
+
+@attrs.frozen
+class NamespaceOption:
+    """CRI's ``NamespaceOption``: the namespaces of a pod's containers."""
+
+    network: NamespaceMode = NamespaceMode.POD
+    pid: NamespaceMode = NamespaceMode.CONTAINER
+    ipc: NamespaceMode = NamespaceMode.POD
+
+
 @attrs.frozen
 class SandboxConfig:
     name: str
@@ -138,6 +158,9 @@ class SandboxConfig:
     so that their tmpfs (and what it holds) outlives a restart of every container using it, as
     the kubelet's host tmpfs does. Mounted out of the way in the sandbox (no CRI field: the
     kubelet needs none, its tmpfs lives on the host)."""
+    namespace_options: NamespaceOption = attrs.field(factory=NamespaceOption)
+    """pid POD: shareProcessNamespace; pid/ipc NODE: hostPID/hostIPC; network NODE mirrors
+    ``host_network``."""
 
 
 @attrs.frozen

@@ -25,6 +25,7 @@ from kubecore._model import (
     Pod,
     PodCondition,
     PodPhase,
+    PodReadinessGate,
     PodStatus,
 )
 from kubecore._observed import Record, View
@@ -255,6 +256,19 @@ def _names(statuses: Sequence[ContainerStatus]) -> str:
     return "[" + " ".join(st.name for st in statuses) + "]"
 
 
+def _readiness_gates_unmet(gates: tuple[PodReadinessGate, ...]) -> tuple[str, str]:
+    """Reason and message of readiness gates not met ('' when there are none). A gate's condition
+    is set by an API client; with no API server nothing sets it, so, as the kubelet does for a
+    condition that does not exist, the pod stays NotReady."""
+    if not gates:
+        return "", ""
+    missing = [
+        f'corresponding condition of pod readiness gate "{gate.condition_type}" does not exist.'
+        for gate in gates
+    ]
+    return "ReadinessGatesNotReady", ", ".join(missing)
+
+
 def compute_pod_status(
     pod: Pod,
     observed: ObservedPod,
@@ -335,11 +349,17 @@ def compute_pod_status(
         ready_reason = "ContainersNotReady" if unready else ""
         ready_message = f"containers with unready status: {_names(unready)}" if unready else ""
     initialized = not incomplete or phase == "Succeeded"
-    ready = not unready and phase not in _TERMINAL_PHASES
+    containers_ready = not unready and phase not in _TERMINAL_PHASES
+    gates_reason, gates_message = _readiness_gates_unmet(spec.readiness_gates)
+    ready = containers_ready and not gates_reason
+    if containers_ready and gates_reason:
+        pod_ready_reason, pod_ready_message = gates_reason, gates_message
+    else:
+        pod_ready_reason, pod_ready_message = ready_reason, ready_message
     conditions = (
         _condition("Initialized", initialized, init_reason, init_message, before, stamp),
-        _condition("Ready", ready, ready_reason, ready_message, before, stamp),
-        _condition("ContainersReady", ready, ready_reason, ready_message, before, stamp),
+        _condition("Ready", ready, pod_ready_reason, pod_ready_message, before, stamp),
+        _condition("ContainersReady", containers_ready, ready_reason, ready_message, before, stamp),
         _condition("PodScheduled", True, "", "", before, stamp),
     )
 

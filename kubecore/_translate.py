@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kubecore._model import Container, Pod
+from kubecore._model import Container, Pod, PodDNSConfig
 from kubecore._quantity import cpu_millis, memory_bytes
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
@@ -33,6 +33,8 @@ from kubecore._runtime import (
     DNSConfig,
     Mount,
     MountPropagation,
+    NamespaceMode,
+    NamespaceOption,
     PortMapping,
     SandboxConfig,
 )
@@ -159,14 +161,24 @@ def container_hash(container: Container) -> str:
 
 def _sandbox_digest(pod: Pod) -> str:
     spec = pod.spec
-    return _digest(
-        {
-            "hostname": pod.metadata.name,
-            "host_network": spec.host_network,
-            "dns_policy": spec.dns_policy,
-            "ports": [_canonical(p) for c in spec.containers for p in c.ports],
-        }
-    )
+    built_from: dict[str, Any] = {
+        "hostname": pod.metadata.name,
+        "host_network": spec.host_network,
+        "dns_policy": spec.dns_policy,
+        "ports": [_canonical(p) for c in spec.containers for p in c.ports],
+    }
+    # Pod-level options, only when set: a pod without them keeps the hash it always had.
+    options = {
+        "pod_hostname": spec.hostname,
+        "subdomain": spec.subdomain,
+        "set_hostname_as_fqdn": spec.set_hostname_as_fqdn,
+        "share_process_namespace": spec.share_process_namespace,
+        "host_pid": spec.host_pid,
+        "host_ipc": spec.host_ipc,
+        "dns_config": spec.dns_config,
+    }
+    built_from.update((k, _canonical(v)) for k, v in options.items() if v not in (None, "", False))
+    return _digest(built_from)
 
 
 def sandbox_hash(pod: Pod) -> str:
@@ -217,6 +229,95 @@ def _hostname(name: str) -> str:
     return name[:MAX_HOSTNAME].rstrip("-.") if len(name) > MAX_HOSTNAME else name
 
 
+MAX_FQDN = 64
+
+
+def pod_hostname_and_domain(pod: Pod, cluster_domain: str) -> tuple[str, str]:
+    """The pod's hostname (``spec.hostname``, else its name) and domain
+    (``<subdomain>.<namespace>.svc.<cluster domain>`` when it has a subdomain, else '')."""
+    spec = pod.spec
+    hostname = spec.hostname or _hostname(pod.metadata.name)
+    domain = ""
+    if spec.subdomain and cluster_domain:
+        domain = f"{spec.subdomain}.{pod.metadata.namespace}.svc.{cluster_domain}"
+    return hostname, domain
+
+
+def sandbox_hostname(pod: Pod, cluster_domain: str) -> str:
+    """The hostname a pod's containers see: the FQDN when ``setHostnameAsFQDN`` and it has a
+    domain. A FQDN longer than 64 characters raises ``ValueError`` (the kubelet's limit)."""
+    hostname, domain = pod_hostname_and_domain(pod, cluster_domain)
+    if not (pod.spec.set_hostname_as_fqdn and domain):
+        return hostname
+    fqdn = f"{hostname}.{domain}"
+    if len(fqdn) > MAX_FQDN:
+        raise ValueError(
+            f"failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} is too"
+            f" long ({MAX_FQDN} characters is the max, {len(fqdn)} characters requested)"
+        )
+    return fqdn
+
+
+def namespace_options(pod: Pod) -> NamespaceOption:
+    """CRI's namespace modes for the pod's containers."""
+    spec = pod.spec
+    return NamespaceOption(
+        network=NamespaceMode.NODE if spec.host_network else NamespaceMode.POD,
+        pid=(
+            NamespaceMode.NODE
+            if spec.host_pid
+            else NamespaceMode.POD
+            if spec.share_process_namespace
+            else NamespaceMode.CONTAINER
+        ),
+        ipc=NamespaceMode.NODE if spec.host_ipc else NamespaceMode.POD,
+    )
+
+
+_HOSTS_HEADER = """\
+# Kubernetes-managed hosts file.
+127.0.0.1\tlocalhost
+::1\tlocalhost ip6-localhost ip6-loopback
+fe00::0\tip6-localnet
+fe00::0\tip6-mcastprefix
+fe00::1\tip6-allnodes
+fe00::2\tip6-allrouters
+"""
+
+
+def _host_alias_lines(pod: Pod) -> str:
+    if not pod.spec.host_aliases:
+        return ""
+    lines = [f"{a.ip}\t{chr(9).join(a.hostnames)}\n" for a in pod.spec.host_aliases]
+    return "\n# Entries added by HostAliases.\n" + "".join(lines)
+
+
+def managed_hosts_file(
+    pod: Pod, *, pod_ip: str, cluster_domain: str, node_hosts: str = ""
+) -> str | None:
+    """The ``/etc/hosts`` the kubelet writes for a pod (None: the pod keeps the runtime's own).
+
+    A pod on the pod network gets localhost entries, its own IP with its FQDN and hostname, and
+    its ``hostAliases``. A host-network pod sees the node's file (``node_hosts``), plus its
+    ``hostAliases`` when it has some.
+    """
+    if pod.spec.host_network:
+        if not pod.spec.host_aliases:
+            return None
+        return (
+            "# Kubernetes-managed hosts file (host network).\n"
+            + node_hosts
+            + _host_alias_lines(pod)
+        )
+    hostname, domain = pod_hostname_and_domain(pod, cluster_domain)
+    own = ""
+    if pod_ip:
+        own = (
+            f"{pod_ip}\t{hostname}.{domain}\t{hostname}\n" if domain else f"{pod_ip}\t{hostname}\n"
+        )
+    return _HOSTS_HEADER + own + _host_alias_lines(pod)
+
+
 def _protocol(value: str) -> str:
     upper = str(value).upper()
     return upper if upper in ("TCP", "UDP", "SCTP") else "TCP"
@@ -229,9 +330,11 @@ def sandbox_config(
     dns: DNSConfig | None,
     sandbox_image: str = "",
     node_name: str = "",
+    cluster_domain: str = "",
 ) -> SandboxConfig:
     """The sandbox of a pod: hostname, every app container's ports (a port whose hostPort is 0 is
-    listed but not bound by adapters), host network, DNS, labels and annotations.
+    listed but not bound by adapters), host network, namespace modes, DNS, labels and
+    annotations. Raises ``ValueError`` for a hostname the kubelet could not set.
 
     The pod's own labels and annotations are carried too; kubecore's keys win over them.
     """
@@ -262,13 +365,14 @@ def sandbox_config(
         uid=meta.uid,
         attempt=attempt,
         # A host-network pod keeps the node's hostname, as the kubelet does.
-        hostname="" if spec.host_network else _hostname(meta.name),
+        hostname="" if spec.host_network else sandbox_hostname(pod, cluster_domain),
         host_network=spec.host_network,
         ports=ports,
         dns=dns,
         labels=labels,
         annotations=annotations,
         image=sandbox_image,
+        namespace_options=namespace_options(pod),
     )
 
 
@@ -314,11 +418,28 @@ def dns_config(
     * ``Default``: the host's resolv.conf (None when it says nothing: the runtime's default).
     * ``None``: an empty config (the pod names no resolver).
 
+    ``spec.dnsConfig`` is then merged in, as the kubelet does: its nameservers and searches are
+    appended (duplicates dropped), its options replace those of the same name.
     Lists are capped as today's kubelet does: 3 nameservers, 32 search domains / 2048 chars.
     """
+    base = _policy_dns(pod, cluster_dns=cluster_dns, cluster_domain=cluster_domain, host=host)
+    extra = pod.spec.dns_config
+    if extra is None:
+        return None if base is None else _fit(base.nameservers, base.searches, base.options)
+    base = base or ResolvConf()
+    return _fit(
+        base.nameservers + extra.nameservers,
+        base.searches + extra.searches,
+        _merge_dns_options(base.options, extra),
+    )
+
+
+def _policy_dns(
+    pod: Pod, *, cluster_dns: tuple[str, ...], cluster_domain: str, host: ResolvConf
+) -> ResolvConf | None:
     policy = pod.spec.dns_policy
     if policy == "None":
-        return DNSConfig()
+        return ResolvConf()
     cluster_first = policy == "ClusterFirstWithHostNet" or (
         policy == "ClusterFirst" and not pod.spec.host_network
     )
@@ -328,10 +449,17 @@ def dns_config(
             ns = pod.metadata.namespace
             own = (f"{ns}.svc.{cluster_domain}", f"svc.{cluster_domain}", cluster_domain)
             searches = own + searches
-        return _fit(tuple(cluster_dns) + host.nameservers, searches, CLUSTER_FIRST_OPTIONS)
+        return ResolvConf(tuple(cluster_dns) + host.nameservers, searches, CLUSTER_FIRST_OPTIONS)
     if not (host.nameservers or host.searches or host.options):
         return None
-    return _fit(host.nameservers, host.searches, host.options)
+    return host
+
+
+def _merge_dns_options(options: tuple[str, ...], extra: PodDNSConfig) -> tuple[str, ...]:
+    merged = {option.split(":", 1)[0]: option for option in options}
+    for option in extra.options:
+        merged[option.name] = f"{option.name}:{option.value}" if option.value else option.name
+    return tuple(merged.values())
 
 
 # --- containers ---------------------------------------------------------------------------------
@@ -340,6 +468,21 @@ def dns_config(
 def _cpu_millis_of(resources: Mapping[str, str]) -> int:
     value = resources.get("cpu")
     return cpu_millis(value) if value else 0
+
+
+def effective_limits(pod: Pod, container: Container) -> Mapping[str, str]:
+    """The container's limits, with the pod-level limit of each resource (``spec.resources``)
+    standing in for one the container does not set.
+
+    A runtime without a pod cgroup (Docker) cannot bound the pod as a whole; capping each
+    container that has no limit of its own at the pod's is the nearest it can do: no container
+    exceeds the pod's limit, though together they may.
+    """
+    pod_resources = pod.spec.resources
+    own = container.resources.limits
+    if pod_resources is None or not pod_resources.limits:
+        return own
+    return {**pod_resources.limits, **own}
 
 
 _PROPAGATION = {
@@ -414,20 +557,24 @@ def container_config(
     is_init: bool = False,
     node_name: str = "",
     sub_paths: Mapping[tuple[str, str], str] | None = None,
+    hosts_file: str = "",
 ) -> ContainerConfig:
     """One run of a container: env in spec order, binds, resources, labels and annotations.
 
     ``volume_paths`` maps each volume name to its host directory or ``PodVolume``; a mount
     naming a volume that is not there raises ``ValueError`` (validation rejects such pods
-    first). ``sub_paths``: see ``container_mounts``.
+    first). ``sub_paths``: see ``container_mounts``. ``hosts_file``: the pod's managed hosts
+    file, mounted on ``/etc/hosts``.
     """
     mounts = container_mounts(container, volume_paths, sub_paths)
     if termination_message_host_path and container.termination_message_path:
         mounts.append(Mount(termination_message_host_path, container.termination_message_path))
+    if hosts_file:
+        mounts.append(Mount(hosts_file, "/etc/hosts"))
 
-    requests, limits = container.resources.requests, container.resources.limits
+    requests, limits = container.resources.requests, effective_limits(pod, container)
     # Kubernetes defaults a missing cpu request to the limit.
-    request_milli = _cpu_millis_of(requests) or _cpu_millis_of(limits)
+    request_milli = _cpu_millis_of(requests) or _cpu_millis_of(container.resources.limits)
     limit_milli = _cpu_millis_of(limits)
     quota = milli_cpu_to_quota(limit_milli)
     memory = limits.get("memory")

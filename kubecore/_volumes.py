@@ -10,6 +10,7 @@ Layout under the agent's root dir (as the kubelet's)::
     <root>/pods/<uid>/volumes/kubernetes.io~downward-api/<volume>     the secret and projected
     <root>/pods/<uid>/volumes/kubernetes.io~projected/<volume>        plugin dirs are 0700)
     <root>/pods/<uid>/containers/<container>/<restart>/termination-log
+    <root>/pods/<uid>/etc-hosts                             the pod's managed /etc/hosts
 
 One agent process uses a root dir at a time (an exclusive ``flock`` on the lock file, taken before
 the first change; agents in one process, such as a harness restarting its agent, share it), and an
@@ -416,6 +417,22 @@ class VolumeManager:
         path = self.termination_log_path(uid, container, restart_count)
         _make_dirs(os.path.dirname(path))
         os.close(os.open(path, _CREATE_EMPTY, 0o666))
+        return path
+
+    def write_etc_hosts(self, uid: str, content: str) -> str:
+        """Write the pod's managed hosts file (``<pod dir>/etc-hosts``) unless it already says
+        ``content``; return its path. Written in place: running containers bind-mount it."""
+        self._claim(uid)
+        path = os.path.join(self.pod_dir(uid), "etc-hosts")
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read() == content:
+                    return path
+        except OSError:
+            pass
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(content)
+        os.chmod(path, 0o644)
         return path
 
     def read_termination_message(self, uid: str, container: str, restart_count: int) -> str:

@@ -36,6 +36,7 @@ from kubecore import (
     SystemClock,
 )
 from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore.translate import NamespaceMode
 from kubecore.volumes import MountPropagation
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
@@ -75,7 +76,13 @@ def _port_key(container_port: int, protocol: str) -> str:
 
 def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
     """``create_container`` keywords (with ``host_config`` still as keywords) for a sandbox."""
-    host: dict[str, Any] = {"ipc_mode": "shareable", "restart_policy": _NO_RESTART}
+    namespaces = config.namespace_options
+    host: dict[str, Any] = {
+        "ipc_mode": "host" if namespaces.ipc is NamespaceMode.NODE else "shareable",
+        "restart_policy": _NO_RESTART,
+    }
+    if namespaces.pid is NamespaceMode.NODE:
+        host["pid_mode"] = "host"
     args: dict[str, Any] = {
         "image": image,
         "name": sandbox_name(config),
@@ -161,12 +168,18 @@ def container_create_args(
     replaces CMD; with only ``args`` the image's ENTRYPOINT stays.
     """
     joined = f"container:{sandbox_id}"
+    namespaces = sandbox.namespace_options
     host: dict[str, Any] = {
         "network_mode": joined,
-        "ipc_mode": joined,
+        # A sandbox in the node's IPC namespace cannot be joined (it is not "shareable").
+        "ipc_mode": "host" if namespaces.ipc is NamespaceMode.NODE else joined,
         "restart_policy": _NO_RESTART,
         "privileged": config.privileged,
     }
+    if namespaces.pid is NamespaceMode.NODE:
+        host["pid_mode"] = "host"
+    elif namespaces.pid is NamespaceMode.POD:
+        host["pid_mode"] = joined
     binds = [bind_of(m) for m in config.mounts if not m.memory_backed]
     if binds:
         host["binds"] = binds

@@ -72,6 +72,7 @@ from kubecore import (
 )
 from kubecore.images import parse_image_ref
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
+from kubecore.translate import NamespaceMode
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
 
@@ -805,6 +806,7 @@ class FakeRuntime:
             rule = self._exec_rule_locked(view, argv)
             files = dict(rec.files)
             listening = self._listening_locked(rec.sandbox_id, rec)
+            processes = self._processes_locked(rec)
             env = dict(rec.config.env)
         limit = timeout if timeout > 0 else float("inf")
         if rule is not None:
@@ -813,7 +815,7 @@ class FakeRuntime:
             if self._clock.monotonic() - started > limit:
                 raise RuntimeTimeout(f"exec {list(argv)} in {container_id}: timed out")
             return result
-        outcome = _shell.read_exec(argv, env, files, listening)
+        outcome = _shell.read_exec(argv, env, files, listening, processes)
         if outcome.duration > limit:
             self._clock.sleep(limit)
             raise RuntimeTimeout(
@@ -1147,6 +1149,23 @@ class FakeRuntime:
             if same and other.state is RuntimeState.RUNNING:
                 ports.update(other.behaviour.ports)
         return frozenset(ports)
+
+    def _processes_locked(self, rec: _Container) -> tuple[str, ...]:
+        """The command lines ``ps`` in ``rec`` sees, as its sandbox's PID namespace mode says:
+        its own (CONTAINER), its pod's running containers' (POD) or every one's (NODE)."""
+        sandbox = self._sandboxes.get(rec.sandbox_id)
+        mode = sandbox.config.namespace_options.pid if sandbox else NamespaceMode.CONTAINER
+        seen = []
+        for other in self._containers.values():
+            if other.state is not RuntimeState.RUNNING:
+                continue
+            if (
+                other is rec
+                or mode is NamespaceMode.NODE
+                or (mode is NamespaceMode.POD and other.sandbox_id == rec.sandbox_id)
+            ):
+                seen.append(" ".join((*other.config.command, *other.config.args)))
+        return tuple(seen)
 
     def _exec_rule_locked(self, view: RuntimeContainer, argv: tuple[str, ...]) -> _ExecRule | None:
         names = {view.id, view.name, view.labels.get(CONTAINER_NAME_LABEL, view.name)}

@@ -308,8 +308,10 @@ def read_exec(
     env: Mapping[str, str],
     files: Mapping[str, str],
     listening: frozenset[int],
+    processes: Sequence[str] = (),
 ) -> ExecOutcome:
-    """Run an exec command against a container's (fake) files and listening ports."""
+    """Run an exec command against a container's (fake) files, listening ports and the
+    processes (command lines) it can see."""
     stdout: list[str] = []
     stderr: list[str] = []
     duration = 0.0
@@ -354,6 +356,10 @@ def read_exec(
             else:
                 stderr.append(f"{name}: can't connect to remote host: Connection refused\n")
                 status = 1
+        elif name == "ps":
+            lines = (f"{pid:>5} root      0:00 {cmd}\n" for pid, cmd in enumerate(processes, 1))
+            stdout.append("PID   USER     TIME  COMMAND\n" + "".join(lines))
+            status = 0
         elif name in ("test", "[") and len(args) >= 2 and args[0] in ("-e", "-f"):
             status = 0 if args[1] in written else 1
         else:

@@ -195,12 +195,8 @@ def test_unknown_field_with_suggestion() -> None:
 @pytest.mark.parametrize(
     ("where", "key", "value"),
     [
-        ("spec", "affinity", {"nodeAffinity": {}}),
-        ("spec", "tolerations", [{"key": "k"}]),
-        ("spec", "nodeSelector", {"disk": "ssd"}),
-        ("spec", "serviceAccountName", "robot"),
-        ("metadata", "ownerReferences", []),
-        ("metadata", "creationTimestamp", "2024-01-01T00:00:00Z"),
+        ("spec", "runtimeClassName", "gvisor"),
+        ("spec", "resourceClaims", []),
         ("container", "envFrom", []),
         ("container", "tty", True),
     ],
@@ -417,11 +413,14 @@ def test_resource_rules() -> None:
         }
     )
     assert problems_of(data) == [
+        "spec.containers[0].resources.limits[hugepages-2Mi]: required: hugepages-2Mi cannot be "
+        "overcommitted, so its request needs a limit",
         "spec.containers[0].resources.limits[memory]: must not be negative, got '-1'",
         "spec.containers[0].resources.requests[cpu]: must be less than or equal to the cpu "
         "limit (500m), got 2",
         "spec.containers[0].resources.requests[gpu]: unsupported resource name 'gpu': expected "
-        "cpu, memory, ephemeral-storage or hugepages-<size>",
+        "cpu, memory, ephemeral-storage, hugepages-<size> or an extended resource such as "
+        "example.com/dongle",
         "spec.containers[0].resources.requests[memory]: invalid quantity '1Gx': unknown suffix "
         "'Gx' (use m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent like e3)",
     ]

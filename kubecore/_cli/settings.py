@@ -19,6 +19,7 @@ import attrs
 import yaml
 
 import kubecore
+from kubecore._node_fit import parse_node_labels
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT
 
 ENV_PREFIX = "KUBECORE_"
@@ -159,6 +160,11 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
         "serve persistentVolumeClaim volumes from DIR/<namespace>/<claimName>"
         " (refused without it: there is no API server to bind claims)",
         "DIR",
+    ),
+    "node_labels": FieldHelp(
+        "labels of the node, checked against pods' nodeSelector and node affinity, beside"
+        " kubernetes.io/hostname, /os and /arch (comma separated; repeatable)",
+        "KEY=VALUE,...",
     ),
 }
 
@@ -579,4 +585,8 @@ def kubelet_config_values(settings: Mapping[str, Any]) -> dict[str, Any]:
         raise UsageError("--image-gc-low must not be above --image-gc-high")
     if values.get("backoff_initial", 0) > values.get("backoff_max", math.inf):
         raise UsageError("--backoff-initial must not be above --backoff-max")
+    try:
+        parse_node_labels(values.get("node_labels", ()))
+    except ValueError as error:
+        raise UsageError(f"--node-labels: {error}") from None
     return values

@@ -178,16 +178,17 @@ class _OptStr(_Kind):
         return _Str().load(value, path, errs)
 
 
-class _OptInt(_Kind):
-    """An integer that may be absent (``None``), such as a file mode."""
-
-    def load(self, value: object, path: str, errs: _Problems) -> int | None:
-        return _Int().load(value, path, errs)
-
-
 class _OptQuantity(_Kind):
     def load(self, value: object, path: str, errs: _Problems) -> str:
         return _load_quantity(value, path, errs)
+
+
+class _OptInt(_Kind):
+    """An integer that may be unset (``None``, such as a file mode), written back whenever set,
+    even as 0."""
+
+    def load(self, value: object, path: str, errs: _Problems) -> int | None:
+        return _Int().load(value, path, errs)
 
 
 class _IntOrStr(_Kind):
@@ -312,6 +313,10 @@ class _Spec:
     cls: type[Any]
     fields: tuple[_F, ...]
     unsupported: frozenset[str] = frozenset()
+    ignored: frozenset[str] = frozenset()
+    """Fields that are an API server's business: accepted, dropped (never dumped)."""
+    refused: Mapping[str, str] = attrs.field(factory=dict)
+    """Fields refused with their own reason (instead of "not supported by kubecore")."""
     without_default: frozenset[str] = attrs.field(init=False)
     """Attributes the model class needs; filled with the kind's zero when absent and optional."""
 
@@ -346,6 +351,11 @@ class _Spec:
             elif key in self.unsupported:
                 if item is not None:
                     errs.append(FieldError(where, "not supported by kubecore"))
+            elif key in self.refused:
+                if item is not None:
+                    errs.append(FieldError(where, self.refused[key]))
+            elif key in self.ignored:
+                continue
             else:
                 errs.append(FieldError(where, _unknown_field_message(key, known)))
         for field in self.fields:
@@ -679,6 +689,135 @@ _VOLUME = _Spec(
 _LOCAL_OBJECT_REFERENCE = _Spec(
     m.LocalObjectReference, (_F("name", _Str(), required=True, always=True),)
 )
+_TOLERATION = _Spec(
+    m.Toleration,
+    (
+        _F("key", _Str()),
+        _F("operator", _Str()),
+        _F("value", _Str()),
+        _F("effect", _Str()),
+        _F("tolerationSeconds", _OptInt()),
+    ),
+)
+_LABEL_SELECTOR_REQUIREMENT = _Spec(
+    m.LabelSelectorRequirement,
+    (
+        _F("key", _Str(), required=True, always=True),
+        _F("operator", _Str(), required=True, always=True),
+        _F("values", _StrList()),
+    ),
+)
+_LABEL_SELECTOR = _Spec(
+    m.LabelSelector,
+    (
+        _F("matchLabels", _StrMap()),
+        _F("matchExpressions", _ObjList(_LABEL_SELECTOR_REQUIREMENT)),
+    ),
+)
+_TOPOLOGY_SPREAD_CONSTRAINT = _Spec(
+    m.TopologySpreadConstraint,
+    (
+        _F("maxSkew", _Int(), required=True, always=True),
+        _F("topologyKey", _Str(), required=True, always=True),
+        _F("whenUnsatisfiable", _Str(), required=True, always=True),
+        _F("labelSelector", _Obj(_LABEL_SELECTOR, optional=True)),
+        _F("minDomains", _OptInt()),
+        _F("nodeAffinityPolicy", _Str()),
+        _F("nodeTaintsPolicy", _Str()),
+        _F("matchLabelKeys", _StrList()),
+    ),
+)
+_SCHEDULING_GATE = _Spec(m.PodSchedulingGate, (_F("name", _Str(), required=True, always=True),))
+_NODE_SELECTOR_REQUIREMENT = _Spec(
+    m.NodeSelectorRequirement,
+    (
+        _F("key", _Str(), required=True, always=True),
+        _F("operator", _Str(), required=True, always=True),
+        _F("values", _StrList()),
+    ),
+)
+_NODE_SELECTOR_TERM = _Spec(
+    m.NodeSelectorTerm,
+    (
+        _F("matchExpressions", _ObjList(_NODE_SELECTOR_REQUIREMENT)),
+        _F("matchFields", _ObjList(_NODE_SELECTOR_REQUIREMENT)),
+    ),
+)
+_NODE_SELECTOR = _Spec(
+    m.NodeSelector,
+    (_F("nodeSelectorTerms", _ObjList(_NODE_SELECTOR_TERM), required=True, always=True),),
+)
+_PREFERRED_SCHEDULING_TERM = _Spec(
+    m.PreferredSchedulingTerm,
+    (
+        _F("weight", _Int(), required=True, always=True),
+        _F("preference", _Obj(_NODE_SELECTOR_TERM), required=True, always=True),
+    ),
+)
+_NODE_AFFINITY = _Spec(
+    m.NodeAffinity,
+    (
+        _F(
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            _Obj(_NODE_SELECTOR, optional=True),
+        ),
+        _F(
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            _ObjList(_PREFERRED_SCHEDULING_TERM),
+        ),
+    ),
+)
+_POD_AFFINITY_TERM = _Spec(
+    m.PodAffinityTerm,
+    (
+        _F("labelSelector", _Obj(_LABEL_SELECTOR, optional=True)),
+        _F("namespaces", _StrList()),
+        _F("topologyKey", _Str(), required=True, always=True),
+        _F("namespaceSelector", _Obj(_LABEL_SELECTOR, optional=True)),
+        _F("matchLabelKeys", _StrList()),
+        _F("mismatchLabelKeys", _StrList()),
+    ),
+)
+_WEIGHTED_POD_AFFINITY_TERM = _Spec(
+    m.WeightedPodAffinityTerm,
+    (
+        _F("weight", _Int(), required=True, always=True),
+        _F("podAffinityTerm", _Obj(_POD_AFFINITY_TERM), required=True, always=True),
+    ),
+)
+_POD_AFFINITY = _Spec(
+    m.PodAffinity,
+    (
+        _F("requiredDuringSchedulingIgnoredDuringExecution", _ObjList(_POD_AFFINITY_TERM)),
+        _F(
+            "preferredDuringSchedulingIgnoredDuringExecution", _ObjList(_WEIGHTED_POD_AFFINITY_TERM)
+        ),
+    ),
+)
+_AFFINITY = _Spec(
+    m.Affinity,
+    (
+        _F("nodeAffinity", _Obj(_NODE_AFFINITY, optional=True)),
+        _F("podAffinity", _Obj(_POD_AFFINITY, optional=True)),
+        _F("podAntiAffinity", _Obj(_POD_AFFINITY, optional=True)),
+    ),
+)
+_READINESS_GATE = _Spec(
+    m.PodReadinessGate, (_F("conditionType", _Str(), required=True, always=True),)
+)
+_POD_OS = _Spec(m.PodOS, (_F("name", _Str(), required=True, always=True),))
+_HOST_ALIAS = _Spec(
+    m.HostAlias, (_F("ip", _Str(), required=True, always=True), _F("hostnames", _StrList()))
+)
+_DNS_CONFIG_OPTION = _Spec(m.PodDNSConfigOption, (_F("name", _Str()), _F("value", _Str())))
+_POD_DNS_CONFIG = _Spec(
+    m.PodDNSConfig,
+    (
+        _F("nameservers", _StrList()),
+        _F("searches", _StrList()),
+        _F("options", _ObjList(_DNS_CONFIG_OPTION)),
+    ),
+)
 _POD_SPEC = _Spec(
     m.PodSpec,
     (
@@ -691,40 +830,40 @@ _POD_SPEC = _Spec(
         _F("nodeName", _Str()),
         _F("hostNetwork", _Bool()),
         _F("imagePullSecrets", _ObjList(_LOCAL_OBJECT_REFERENCE)),
+        _F("nodeSelector", _StrMap()),
+        _F("affinity", _Obj(_AFFINITY, optional=True)),
+        _F("tolerations", _ObjList(_TOLERATION)),
+        _F("topologySpreadConstraints", _ObjList(_TOPOLOGY_SPREAD_CONSTRAINT)),
+        _F("schedulingGates", _ObjList(_SCHEDULING_GATE)),
+        _F("priority", _OptInt()),
+        _F("priorityClassName", _Str()),
+        _F("preemptionPolicy", _Str()),
+        _F("schedulerName", _Str()),
+        _F("serviceAccountName", _Str()),
+        _F("serviceAccount", _Str()),
+        _F("automountServiceAccountToken", _Bool(optional=True)),
+        _F("overhead", _StrMap(quantities=True)),
+        _F("readinessGates", _ObjList(_READINESS_GATE)),
+        _F("os", _Obj(_POD_OS, optional=True)),
+        _F("enableServiceLinks", _Bool(optional=True)),
+        _F("shareProcessNamespace", _Bool(optional=True)),
+        _F("hostPID", _Bool(), attr="host_pid"),
+        _F("hostIPC", _Bool(), attr="host_ipc"),
+        _F("hostAliases", _ObjList(_HOST_ALIAS)),
+        _F("hostname", _Str()),
+        _F("subdomain", _Str()),
+        _F("setHostnameAsFQDN", _Bool(optional=True), attr="set_hostname_as_fqdn"),
+        _F("dnsConfig", _Obj(_POD_DNS_CONFIG, optional=True)),
+        _F("resources", _Obj(_RESOURCES, optional=True)),
     ),
     unsupported=frozenset(
         {
             "activeDeadlineSeconds",
-            "affinity",
-            "automountServiceAccountToken",
-            "dnsConfig",
-            "enableServiceLinks",
             "ephemeralContainers",
-            "hostAliases",
-            "hostIPC",
-            "hostPID",
             "hostUsers",
-            "hostname",
-            "nodeSelector",
-            "os",
-            "overhead",
-            "preemptionPolicy",
-            "priority",
-            "priorityClassName",
-            "readinessGates",
             "resourceClaims",
-            "resources",
             "runtimeClassName",
-            "schedulerName",
-            "schedulingGates",
             "securityContext",
-            "serviceAccount",
-            "serviceAccountName",
-            "setHostnameAsFQDN",
-            "shareProcessNamespace",
-            "subdomain",
-            "tolerations",
-            "topologySpreadConstraints",
         }
     ),
 )
@@ -736,15 +875,15 @@ _OBJECT_META = _Spec(
         _F("uid", _Str()),
         _F("labels", _StrMap()),
         _F("annotations", _StrMap()),
+        _F("generateName", _Str()),
     ),
-    unsupported=frozenset(
+    # What an API server keeps about an object (``kubectl get -o yaml`` shows them): no node acts
+    # on them, so a manifest saved from a cluster runs as it is.
+    ignored=frozenset(
         {
             "clusterName",
             "creationTimestamp",
-            "deletionGracePeriodSeconds",
-            "deletionTimestamp",
             "finalizers",
-            "generateName",
             "generation",
             "managedFields",
             "ownerReferences",
@@ -752,6 +891,12 @@ _OBJECT_META = _Spec(
             "selfLink",
         }
     ),
+    refused={
+        "deletionGracePeriodSeconds": "set by the API server on a pod being deleted; a manifest"
+        " cannot ask for it (remove the pod from its source to delete it)",
+        "deletionTimestamp": "set by the API server on a pod being deleted; a manifest cannot ask"
+        " for it (remove the pod from its source to delete it)",
+    },
 )
 
 # status

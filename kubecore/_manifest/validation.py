@@ -223,6 +223,12 @@ def _check_probe(
         )
 
 
+def is_extended_resource(name: str) -> bool:
+    """A resource named by a domain (``example.com/dongle``) outside ``kubernetes.io``."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+
+
 def _resource_name_problem(name: str) -> str | None:
     if name in ("cpu", "memory", "ephemeral-storage"):
         return None
@@ -232,10 +238,17 @@ def _resource_name_problem(name: str) -> str | None:
         except ValueError:
             return f"invalid hugepages resource name {name!r}: expected e.g. hugepages-2Mi"
         return None
+    if is_extended_resource(name):
+        return _qualified_name_problem(name)
     return (
-        f"unsupported resource name {name!r}: expected cpu, memory, ephemeral-storage "
-        "or hugepages-<size>"
+        f"unsupported resource name {name!r}: expected cpu, memory, ephemeral-storage, "
+        "hugepages-<size> or an extended resource such as example.com/dongle"
     )
+
+
+def _can_overcommit(name: str) -> bool:
+    # Kubernetes: hugepages and extended resources are handed out whole, never overcommitted.
+    return not (name.startswith(_HUGEPAGES_PREFIX) or is_extended_resource(name))
 
 
 def _check_quantities(errs: _Problems, path: str, values: Mapping[str, str]) -> dict[str, Decimal]:
@@ -254,6 +267,9 @@ def _check_quantities(errs: _Problems, path: str, values: Mapping[str, str]) -> 
         if value < 0:
             errs.append(FieldError(where, f"must not be negative, got {text!r}"))
             continue
+        if is_extended_resource(name) and value != value.to_integral_value():
+            errs.append(FieldError(where, f"must be a whole number, got {text!r}"))
+            continue
         parsed[name] = value
     return parsed
 
@@ -263,10 +279,27 @@ def _check_resources(errs: _Problems, path: str, resources: m.ResourceRequiremen
     limits = _check_quantities(errs, _field(path, "limits"), resources.limits)
     for name, request in requests.items():
         limit = limits.get(name)
-        if limit is not None and request > limit:
+        where = _item(_field(path, "requests"), name)
+        if limit is None:
+            if not _can_overcommit(name):
+                errs.append(
+                    FieldError(
+                        _item(_field(path, "limits"), name),
+                        f"required: {name} cannot be overcommitted, so its request needs a limit",
+                    )
+                )
+        elif not _can_overcommit(name) and request != limit:
             errs.append(
                 FieldError(
-                    _item(_field(path, "requests"), name),
+                    where,
+                    f"must be equal to the {name} limit ({resources.limits[name]}), "
+                    f"got {resources.requests[name]}",
+                )
+            )
+        elif request > limit:
+            errs.append(
+                FieldError(
+                    where,
                     f"must be less than or equal to the {name} limit "
                     f"({resources.limits[name]}), got {resources.requests[name]}",
                 )
@@ -779,6 +812,425 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
             errs.append(
                 FieldError(_field(_item(_field(path, "imagePullSecrets"), i), "name"), "required")
             )
+    _check_scheduling(errs, path, spec)
+    _check_pod_options(errs, path, spec)
+
+
+# --- scheduler-only fields ------------------------------------------------------------------
+
+_TOLERATION_OPERATORS = ("Equal", "Exists")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+_INCLUSION_POLICIES = ("Honor", "Ignore")
+_PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+_OS_NAMES = ("linux", "windows")
+_NODE_NAME_FIELD = "metadata.name"
+
+
+def _label_value_problem(value: str) -> str | None:
+    if value and (len(value) > 63 or not _QUALIFIED_NAME_RE.fullmatch(value)):
+        return (
+            f"invalid label value {value!r}: must be at most 63 characters of letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    return None
+
+
+def label_problem(key: str, value: str) -> str | None:
+    """What is wrong with a label (None when it is valid)."""
+    if key == "":
+        return "the key must not be empty"
+    return _qualified_name_problem(key) or _label_value_problem(value)
+
+
+def _check_label_key(errs: _Problems, path: str, key: str) -> None:
+    if key == "":
+        errs.append(FieldError(path, "required"))
+    elif problem := _qualified_name_problem(key):
+        errs.append(FieldError(path, problem))
+
+
+def _check_label_value(errs: _Problems, path: str, value: str) -> None:
+    if problem := _label_value_problem(value):
+        errs.append(FieldError(path, problem))
+
+
+def _check_values_for_operator(
+    errs: _Problems, path: str, operator: str, values: Sequence[str]
+) -> None:
+    where = _field(path, "values")
+    if operator in ("In", "NotIn") and not values:
+        errs.append(FieldError(where, f"required: at least one value for operator {operator}"))
+    elif operator in ("Exists", "DoesNotExist") and values:
+        errs.append(FieldError(where, f"must be empty for operator {operator}"))
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(FieldError(where, f"must have exactly one value for operator {operator}"))
+        elif not re.fullmatch(r"-?[0-9]{1,18}", values[0]):
+            errs.append(
+                FieldError(
+                    _item(where, 0),
+                    f"must be an integer for operator {operator}, got {values[0]!r}",
+                )
+            )
+
+
+def _check_label_selector(errs: _Problems, path: str, selector: m.LabelSelector | None) -> None:
+    if selector is None:
+        return
+    for key, value in selector.match_labels.items():
+        where = _item(_field(path, "matchLabels"), key)
+        _check_label_key(errs, where, key)
+        _check_label_value(errs, where, value)
+    for i, req in enumerate(selector.match_expressions):
+        where = _item(_field(path, "matchExpressions"), i)
+        _check_label_key(errs, _field(where, "key"), req.key)
+        if req.operator not in _LABEL_SELECTOR_OPERATORS:
+            errs.append(
+                FieldError(
+                    _field(where, "operator"), _one_of(req.operator, _LABEL_SELECTOR_OPERATORS)
+                )
+            )
+        else:
+            _check_values_for_operator(errs, where, req.operator, req.values)
+
+
+def _check_node_selector_term(errs: _Problems, path: str, term: m.NodeSelectorTerm) -> None:
+    for i, req in enumerate(term.match_expressions):
+        where = _item(_field(path, "matchExpressions"), i)
+        _check_label_key(errs, _field(where, "key"), req.key)
+        if req.operator not in _NODE_SELECTOR_OPERATORS:
+            errs.append(
+                FieldError(
+                    _field(where, "operator"), _one_of(req.operator, _NODE_SELECTOR_OPERATORS)
+                )
+            )
+        else:
+            _check_values_for_operator(errs, where, req.operator, req.values)
+    for i, req in enumerate(term.match_fields):
+        where = _item(_field(path, "matchFields"), i)
+        if req.key != _NODE_NAME_FIELD:
+            errs.append(
+                FieldError(
+                    _field(where, "key"),
+                    f"unsupported field {req.key!r}: must be {_NODE_NAME_FIELD}",
+                )
+            )
+        if req.operator not in ("In", "NotIn"):
+            errs.append(
+                FieldError(_field(where, "operator"), _one_of(req.operator, ("In", "NotIn")))
+            )
+        elif len(req.values) != 1:
+            errs.append(
+                FieldError(_field(where, "values"), "must have exactly one value (a node name)")
+            )
+
+
+def _check_weight(errs: _Problems, path: str, weight: int) -> None:
+    if not 1 <= weight <= 100:
+        errs.append(FieldError(path, f"must be 1-100, got {weight}"))
+
+
+def _check_node_affinity(errs: _Problems, path: str, affinity: m.NodeAffinity) -> None:
+    required = affinity.required_during_scheduling_ignored_during_execution
+    if required is not None:
+        where = _field(path, "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
+        if not required.node_selector_terms:
+            errs.append(FieldError(where, "required: at least one term"))
+        for i, term in enumerate(required.node_selector_terms):
+            _check_node_selector_term(errs, _item(where, i), term)
+    preferred = affinity.preferred_during_scheduling_ignored_during_execution
+    for i, weighted in enumerate(preferred):
+        where = _item(_field(path, "preferredDuringSchedulingIgnoredDuringExecution"), i)
+        _check_weight(errs, _field(where, "weight"), weighted.weight)
+        _check_node_selector_term(errs, _field(where, "preference"), weighted.preference)
+
+
+def _check_pod_affinity_term(errs: _Problems, path: str, term: m.PodAffinityTerm) -> None:
+    _check_label_key(errs, _field(path, "topologyKey"), term.topology_key)
+    _check_label_selector(errs, _field(path, "labelSelector"), term.label_selector)
+    _check_label_selector(errs, _field(path, "namespaceSelector"), term.namespace_selector)
+    for i, namespace in enumerate(term.namespaces):
+        _check_name(errs, _item(_field(path, "namespaces"), i), namespace, _dns_label_problem)
+
+
+def _check_pod_affinity(errs: _Problems, path: str, affinity: m.PodAffinity) -> None:
+    required = affinity.required_during_scheduling_ignored_during_execution
+    for i, term in enumerate(required):
+        _check_pod_affinity_term(
+            errs, _item(_field(path, "requiredDuringSchedulingIgnoredDuringExecution"), i), term
+        )
+    preferred = affinity.preferred_during_scheduling_ignored_during_execution
+    for i, weighted in enumerate(preferred):
+        where = _item(_field(path, "preferredDuringSchedulingIgnoredDuringExecution"), i)
+        _check_weight(errs, _field(where, "weight"), weighted.weight)
+        _check_pod_affinity_term(errs, _field(where, "podAffinityTerm"), weighted.pod_affinity_term)
+
+
+def _check_tolerations(errs: _Problems, path: str, tolerations: Sequence[m.Toleration]) -> None:
+    for i, toleration in enumerate(tolerations):
+        where = _item(path, i)
+        operator = toleration.operator or "Equal"
+        if toleration.key:
+            _check_label_key(errs, _field(where, "key"), toleration.key)
+        elif operator != "Exists":
+            errs.append(FieldError(_field(where, "operator"), "must be Exists when key is empty"))
+        if operator not in _TOLERATION_OPERATORS:
+            errs.append(
+                FieldError(_field(where, "operator"), _one_of(operator, _TOLERATION_OPERATORS))
+            )
+        elif operator == "Exists" and toleration.value:
+            errs.append(FieldError(_field(where, "value"), "must be empty when operator is Exists"))
+        if toleration.effect and toleration.effect not in _TAINT_EFFECTS:
+            errs.append(
+                FieldError(_field(where, "effect"), _one_of(toleration.effect, _TAINT_EFFECTS))
+            )
+        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
+            errs.append(
+                FieldError(
+                    _field(where, "effect"),
+                    "must be NoExecute when tolerationSeconds is set",
+                )
+            )
+
+
+def _check_spread_constraints(
+    errs: _Problems, path: str, constraints: Sequence[m.TopologySpreadConstraint]
+) -> None:
+    for i, constraint in enumerate(constraints):
+        where = _item(path, i)
+        if constraint.max_skew < 1:
+            errs.append(
+                FieldError(
+                    _field(where, "maxSkew"), f"must be at least 1, got {constraint.max_skew}"
+                )
+            )
+        _check_label_key(errs, _field(where, "topologyKey"), constraint.topology_key)
+        _check_enum(
+            errs,
+            _field(where, "whenUnsatisfiable"),
+            constraint.when_unsatisfiable,
+            _WHEN_UNSATISFIABLE,
+        )
+        if constraint.min_domains is not None:
+            if constraint.min_domains < 1:
+                errs.append(
+                    FieldError(
+                        _field(where, "minDomains"),
+                        f"must be at least 1, got {constraint.min_domains}",
+                    )
+                )
+            elif constraint.when_unsatisfiable != "DoNotSchedule":
+                errs.append(
+                    FieldError(
+                        _field(where, "minDomains"),
+                        "can only be set when whenUnsatisfiable is DoNotSchedule",
+                    )
+                )
+        for name, policy in (
+            ("nodeAffinityPolicy", constraint.node_affinity_policy),
+            ("nodeTaintsPolicy", constraint.node_taints_policy),
+        ):
+            if policy and policy not in _INCLUSION_POLICIES:
+                errs.append(FieldError(_field(where, name), _one_of(policy, _INCLUSION_POLICIES)))
+        _check_label_selector(errs, _field(where, "labelSelector"), constraint.label_selector)
+
+
+def _check_scheduling(errs: _Problems, path: str, spec: m.PodSpec) -> None:
+    """The fields only a scheduler or an API server acts on (the node checks nodeSelector and
+    required node affinity at admission): their values must still be well formed."""
+    for key, value in spec.node_selector.items():
+        where = _item(_field(path, "nodeSelector"), key)
+        _check_label_key(errs, where, key)
+        _check_label_value(errs, where, value)
+    affinity = spec.affinity
+    if affinity is not None:
+        where = _field(path, "affinity")
+        if affinity.node_affinity is not None:
+            _check_node_affinity(errs, _field(where, "nodeAffinity"), affinity.node_affinity)
+        if affinity.pod_affinity is not None:
+            _check_pod_affinity(errs, _field(where, "podAffinity"), affinity.pod_affinity)
+        if affinity.pod_anti_affinity is not None:
+            _check_pod_affinity(errs, _field(where, "podAntiAffinity"), affinity.pod_anti_affinity)
+    _check_tolerations(errs, _field(path, "tolerations"), spec.tolerations)
+    _check_spread_constraints(
+        errs, _field(path, "topologySpreadConstraints"), spec.topology_spread_constraints
+    )
+    gates: set[str] = set()
+    for i, gate in enumerate(spec.scheduling_gates):
+        where = _field(_item(_field(path, "schedulingGates"), i), "name")
+        _check_label_key(errs, where, gate.name)
+        if gate.name in gates:
+            errs.append(FieldError(where, f"duplicate scheduling gate {gate.name!r}"))
+        gates.add(gate.name)
+    if spec.preemption_policy:
+        _check_enum(
+            errs, _field(path, "preemptionPolicy"), spec.preemption_policy, _PREEMPTION_POLICIES
+        )
+    for name, value in (
+        ("schedulerName", spec.scheduler_name),
+        ("priorityClassName", spec.priority_class_name),
+        ("serviceAccountName", spec.service_account_name),
+        ("serviceAccount", spec.service_account),
+    ):
+        if value and (problem := _dns_subdomain_problem(value)):
+            errs.append(FieldError(_field(path, name), problem))
+    if (
+        spec.service_account
+        and spec.service_account_name
+        and spec.service_account != spec.service_account_name
+    ):
+        errs.append(
+            FieldError(
+                _field(path, "serviceAccount"),
+                f"must equal serviceAccountName ({spec.service_account_name!r}) when both are set",
+            )
+        )
+    _check_quantities(errs, _field(path, "overhead"), spec.overhead)
+    for i, readiness_gate in enumerate(spec.readiness_gates):
+        _check_label_key(
+            errs,
+            _field(_item(_field(path, "readinessGates"), i), "conditionType"),
+            readiness_gate.condition_type,
+        )
+    if spec.os is not None:
+        where = _field(path, "os.name")
+        if spec.os.name == "windows":
+            errs.append(
+                FieldError(where, "unsupported value 'windows': kubecore runs Linux containers")
+            )
+        elif spec.os.name != "linux":
+            _check_enum(errs, where, spec.os.name, _OS_NAMES)
+
+
+# --- pod-level options ----------------------------------------------------------------------
+
+MAX_DNS_NAMESERVERS = 3
+MAX_DNS_SEARCH_PATHS = 32
+MAX_DNS_SEARCH_CHARS = 2048
+MAX_FQDN = 64
+_POD_RESOURCES = ("cpu", "memory")
+
+
+def _check_ip(errs: _Problems, path: str, value: str) -> None:
+    if value == "":
+        errs.append(FieldError(path, "required"))
+        return
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        errs.append(FieldError(path, f"invalid IP address {value!r}"))
+
+
+def _check_dns_config(errs: _Problems, path: str, spec: m.PodSpec) -> None:
+    config = spec.dns_config
+    if config is None:
+        if spec.dns_policy == "None":
+            errs.append(FieldError(_field(path, "dnsConfig"), "required when dnsPolicy is None"))
+        return
+    where = _field(path, "dnsConfig")
+    if spec.dns_policy == "None" and not config.nameservers:
+        errs.append(
+            FieldError(
+                _field(where, "nameservers"),
+                "required: at least one nameserver when dnsPolicy is None",
+            )
+        )
+    if len(config.nameservers) > MAX_DNS_NAMESERVERS:
+        errs.append(
+            FieldError(
+                _field(where, "nameservers"),
+                f"must have at most {MAX_DNS_NAMESERVERS} entries, got {len(config.nameservers)}",
+            )
+        )
+    for i, server in enumerate(config.nameservers):
+        _check_ip(errs, _item(_field(where, "nameservers"), i), server)
+    if len(config.searches) > MAX_DNS_SEARCH_PATHS:
+        errs.append(
+            FieldError(
+                _field(where, "searches"),
+                f"must have at most {MAX_DNS_SEARCH_PATHS} entries, got {len(config.searches)}",
+            )
+        )
+    if len(" ".join(config.searches)) > MAX_DNS_SEARCH_CHARS:
+        errs.append(
+            FieldError(
+                _field(where, "searches"), f"must be at most {MAX_DNS_SEARCH_CHARS} characters"
+            )
+        )
+    for i, search in enumerate(config.searches):
+        if problem := _dns_subdomain_problem(search.rstrip(".")):
+            errs.append(FieldError(_item(_field(where, "searches"), i), problem))
+    for i, option in enumerate(config.options):
+        if not option.name:
+            errs.append(FieldError(_field(_item(_field(where, "options"), i), "name"), "required"))
+
+
+def _check_pod_resources(errs: _Problems, path: str, spec: m.PodSpec) -> None:
+    resources = spec.resources
+    if resources is None:
+        return
+    for group, values in (("requests", resources.requests), ("limits", resources.limits)):
+        for name in values:
+            if name not in _POD_RESOURCES:
+                errs.append(
+                    FieldError(
+                        _item(_field(path, group), name),
+                        f"unsupported pod-level resource {name!r}: must be cpu or memory",
+                    )
+                )
+    _check_resources(
+        errs,
+        path,
+        m.ResourceRequirements(
+            {k: v for k, v in resources.requests.items() if k in _POD_RESOURCES},
+            {k: v for k, v in resources.limits.items() if k in _POD_RESOURCES},
+        ),
+    )
+    for name, text in resources.requests.items():
+        if name not in _POD_RESOURCES:
+            continue
+        try:
+            pod_request = parse_quantity(text)
+            containers = sum(
+                (
+                    parse_quantity(c.resources.requests[name])
+                    for c in spec.containers
+                    if name in c.resources.requests
+                ),
+                Decimal(0),
+            )
+        except ValueError:
+            continue
+        if containers > pod_request:
+            errs.append(
+                FieldError(
+                    _item(_field(path, "requests"), name),
+                    f"must be at least the sum of the containers' {name} requests, got {text}",
+                )
+            )
+
+
+def _check_pod_options(errs: _Problems, path: str, spec: m.PodSpec) -> None:
+    for name, value in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
+        if value and (problem := _dns_label_problem(value)):
+            errs.append(FieldError(_field(path, name), problem))
+    for i, alias in enumerate(spec.host_aliases):
+        where = _item(_field(path, "hostAliases"), i)
+        _check_ip(errs, _field(where, "ip"), alias.ip)
+        if not alias.hostnames:
+            errs.append(FieldError(_field(where, "hostnames"), "required: at least one hostname"))
+        for j, hostname in enumerate(alias.hostnames):
+            if problem := _dns_subdomain_problem(hostname):
+                errs.append(FieldError(_item(_field(where, "hostnames"), j), problem))
+    if spec.share_process_namespace and spec.host_pid:
+        errs.append(
+            FieldError(_field(path, "shareProcessNamespace"), "cannot be set when hostPID is true")
+        )
+    _check_dns_config(errs, path, spec)
+    _check_pod_resources(errs, _field(path, "resources"), spec)
 
 
 def _check_status(errs: _Problems, path: str, status: m.PodStatus) -> None:

@@ -87,6 +87,8 @@ from kubecore._runtime import (
     ContainerConfig,
     ContainerRuntime,
     Mount,
+    NamespaceMode,
+    NamespaceOption,
     ProbeOutcome,
     ProbeTarget,
     Puller,
@@ -152,6 +154,9 @@ class Workloads:
     """An exec command that prints the text."""
     sleep: Callable[[float], Command] = _sleep
     """An exec command that takes that many seconds."""
+    list_processes: Command | None = None
+    """An exec command that prints the command lines of the processes it sees (``ps``); None
+    skips the PID-namespace checks."""
     pullable_image: str | None = None
     """An image the suite may pull, use and remove (nothing else may use it); None skips that."""
     absent_image: str = "localhost:1/kubecore-conformance/absent:never"
@@ -188,6 +193,7 @@ def busybox_workloads(image: str = "busybox:1.36", **overrides: object) -> Workl
         check_tcp=lambda port: ("wget", "-q", "-O-", f"http://127.0.0.1:{port}/"),
         consume_memory=("sh", "-c", "tail /dev/zero"),
         show_mounts=("cat", "/proc/mounts"),
+        list_processes=("ps",),
     )
     return attrs.evolve(workloads, **overrides)  # type: ignore[arg-type]
 
@@ -658,6 +664,32 @@ class RuntimeConformance:
         (fields,) = [f for f in lines if f[1:2] == ["/kc-memory"]] or [["missing"]]
         assert fields[2:3] == ["tmpfs"], table
         assert "size=8192k" in fields[3].split(","), table
+
+    @pytest.mark.parametrize("mode", [NamespaceMode.POD, NamespaceMode.CONTAINER])
+    def test_pid_namespace_mode_is_applied_or_refused(
+        self, harness: Harness, mode: NamespaceMode
+    ) -> None:
+        """``namespace_options.pid`` POD (shareProcessNamespace): a container sees its pod
+        mates' processes; CONTAINER: it does not. A runtime that cannot share refuses the
+        container (a ``ContainerRuntimeError``), never runs it unshared."""
+        ps = harness.workloads.list_processes
+        if ps is None:
+            pytest.skip("the workloads name no command that lists processes")
+        config = attrs.evolve(harness.sandbox_config(), namespace_options=NamespaceOption(pid=mode))
+        sandbox = harness.run_sandbox(config)
+        marker = f"pid-marker-{uuid.uuid4().hex[:8]}"
+        harness.start(sandbox, harness.workloads.print_and_run(marker))
+        try:
+            looker = harness.start(sandbox, harness.workloads.run_forever)
+        except ContainerRuntimeError:
+            if mode is NamespaceMode.POD:
+                return  # refused clearly
+            raise
+        harness.wait_state(looker, RuntimeState.RUNNING)
+        result = harness.runtime.exec_sync(looker, list(ps), self.STOP_TIMEOUT * 5)
+        assert result.exit_code == 0, result
+        seen = marker.encode() in result.stdout
+        assert seen is (mode is NamespaceMode.POD), result.stdout.decode(errors="replace")
 
     def test_stop_a_created_container(self, harness: Harness) -> None:
         sandbox = harness.run_sandbox()
