@@ -40,6 +40,7 @@ from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
+from kubecore._objects import ObjectStore
 from kubecore._observed import container_age
 from kubecore._pod_workers import Outcome, PodSyncer, Work
 from kubecore._podconfig import PodConfig
@@ -179,6 +180,8 @@ class Kubelet:
         self.recorder = FanoutRecorder(recorders)
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
+        self.objects = ObjectStore()
+        """The ConfigMaps and Secrets from every source (``get_config_map``, ``get_secret``)."""
         self.volumes = VolumeManager(cfg.root_dir, cfg.node_name)
         self.admission = Admission(max_pods=cfg.max_pods, allow_privileged=cfg.allow_privileged)
         self.image_lock = threading.Lock()
@@ -290,8 +293,11 @@ class Kubelet:
     # --- desired state ----------------------------------------------------------------------
 
     def update(self, update: PodUpdate) -> None:
-        """Apply a source's update (thread-safe). The source counts as registered from now on."""
-        if self.pod_config.apply(update):
+        """Apply a source's update (thread-safe). The source counts as registered from now on
+        (unless the update only adds or removes ConfigMaps and Secrets)."""
+        objects_only = bool(update.objects) and not update.pods and update.op is not Operation.SET
+        changed = False if objects_only else self.pod_config.apply(update)
+        if self.objects.apply(update) or changed:
             self._wake.set()
 
     def register_source(self, source: str) -> None:
