@@ -27,6 +27,7 @@ from kubecore._admission import Admission
 from kubecore._clock import Clock, SystemClock
 from kubecore._credentials import Keyring
 from kubecore._desired import DesiredPods
+from kubecore._env import NodeInfo, host_capacity
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
@@ -199,7 +200,11 @@ class Kubelet:
             backoff_initial=cfg.backoff_initial,
             backoff_max=cfg.backoff_max,
             node_name=cfg.node_name,
+            objects=self.objects,
+            node=NodeInfo(cfg.node_name, cfg.host_ip, host_capacity(cfg.root_dir)),
         )
+        self.objects.subscribe(lambda: self._wake.set())
+        self._objects_revision = self.objects.revision
         self.gc_policy = ContainerGCPolicy(cfg.gc_max_dead_per_container, cfg.gc_min_age)
         self.image_gc = ImageGC(
             self.puller,
@@ -422,6 +427,11 @@ class Kubelet:
         resync = mono - self._last_resync >= self.config.resync_interval
         if resync:
             self._last_resync = mono
+        objects_revision = self.objects.revision
+        if objects_revision != self._objects_revision:
+            # A ConfigMap or Secret changed: every pod that reads one is synced again.
+            self._objects_revision = objects_revision
+            resync = True
         desired = self.desired.states  # replaced whole by a refresh, never changed in place
         states = list(desired.values())
         posted = self.inbox.take()
