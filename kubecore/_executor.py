@@ -30,7 +30,7 @@ from kubecore._actions import (
 )
 from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
-from kubecore._credentials import Keyring, pod_registry_auth
+from kubecore._credentials import Keyring, PullSecrets, pod_registry_auth
 from kubecore._env import (
     ContainerConfigError,
     NodeInfo,
@@ -220,7 +220,7 @@ class Executor:
         self.sandbox_image = sandbox_image
         self.pull_limiter = pull_limiter
         self.image_lock = image_lock or threading.Lock()
-        self.pull_secrets = pull_secrets
+        self.pull_secrets = PullSecrets(self.objects, pull_secrets)
         self.backoff_initial = backoff_initial
         self.node_name = node_name
         self.backoff_max = backoff_max
@@ -396,7 +396,9 @@ class Executor:
             start = self.clock.monotonic()
             try:
                 auth = (
-                    pod_registry_auth(pod, image, self.pull_secrets) if self.pull_secrets else None
+                    pod_registry_auth(pod, image, self.pull_secrets)
+                    if pod.spec.image_pull_secrets
+                    else None
                 )
                 self.puller.pull(image, auth)
             except ContainerRuntimeError as exc:
