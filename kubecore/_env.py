@@ -21,17 +21,12 @@ from typing import Protocol
 
 import attrs
 
-from kubecore._errors import KubecoreError
+from kubecore._errors import ContainerConfigError
 from kubecore._manifest.validation import FIELD_REF_SUBSCRIPT_RE
 from kubecore._model import ConfigMap, Container, Pod, Secret
 from kubecore._quantity import parse_quantity
 
 _ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
-
-
-class ContainerConfigError(KubecoreError):
-    """A container's configuration cannot be made (a ConfigMap, Secret or key it needs is
-    missing): the container waits with ``CreateContainerConfigError``."""
 
 
 class ObjectReader(Protocol):

@@ -32,7 +32,6 @@ from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
 from kubecore._credentials import Keyring, PullSecrets, pod_registry_auth
 from kubecore._env import (
-    ContainerConfigError,
     NodeInfo,
     ObjectReader,
     ResolvedContainer,
@@ -40,6 +39,7 @@ from kubecore._env import (
     needs_pod_ip,
 )
 from kubecore._errors import (
+    ContainerConfigError,
     ContainerNotFound,
     ContainerRuntimeError,
     ImagePullError,
