@@ -368,11 +368,10 @@ def attach(
     node = kubelet.config.node_name
     source = EtcdSource(client, node, prefix=prefix)
     kubelet.register_source(source.name)
+    # Not registered: they hold no pods, so deleting a pod need not wait for them.
     object_sources = tuple(
         EtcdObjectSource(client, node, kind, prefix=prefix) for kind in OBJECT_RESOURCES
     )
-    for object_source in object_sources:
-        kubelet.register_source(object_source.name)
     events = EtcdEventRecorder(client, node, prefix=prefix, ttl=event_ttl)
     if isinstance(kubelet.recorder, FanoutRecorder):
         kubelet.recorder.recorders = (*kubelet.recorder.recorders, events)
