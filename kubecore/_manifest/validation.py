@@ -846,6 +846,8 @@ def _decode_object(data: Mapping[str, object], path: str) -> tuple[m.KubeObject,
                 FieldError(_item(_field(path, "binaryData"), key), "duplicate of a key in data")
             )
     else:
+        if not obj.type:  # the API server's default
+            obj = attrs.evolve(obj, type=m.SECRET_TYPE_OPAQUE)
         if obj.string_data:
             merged = {**obj.data, **{k: v.encode() for k, v in obj.string_data.items()}}
             obj = attrs.evolve(obj, data=merged, string_data={})
