@@ -560,3 +560,29 @@ def test_corpus_command_args_expand_as_the_docs_say(tmp_path: Path) -> None:
         "Warm greetings to The Most Honorable Kubernetes",
         "costs $5",
     )
+
+
+# --- kubecore run --once ----------------------------------------------------------------------
+
+
+def test_run_once_reads_objects_from_the_manifest_directory(tmp_path: Path) -> None:
+    from tests.test_cli import run_args, run_cli
+
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "objects.yaml").write_text(SETTINGS + "---" + DB_SECRET)
+    (manifests / "web.yaml").write_text(APP)
+    code, out, err = run_cli(*run_args(tmp_path, str(manifests), "--runtime", "fake", "--once"))
+    assert code == 0, out + err
+    assert out.splitlines()[1].split()[:3] == ["web", "1/1", "Running"]
+
+    (manifests / "objects.yaml").write_text(SETTINGS)  # the Secret is gone
+    code, out, err = run_cli(
+        *run_args(tmp_path / "again", str(manifests), "--runtime", "fake", "--once")
+    )
+    assert code == 1
+    assert (
+        'pod default/web failed: container app: CreateContainerConfigError (secret "db" not found)'
+        in out
+    )
+    assert SECRET_VALUE not in out + err
