@@ -586,3 +586,77 @@ def test_run_once_reads_objects_from_the_manifest_directory(tmp_path: Path) -> N
         in out
     )
     assert SECRET_VALUE not in out + err
+
+
+@pytest.mark.parametrize(
+    ("resource", "divisor", "ok"),
+    [
+        ("limits.cpu", "1m", True),
+        ("limits.cpu", "1000m", True),
+        ("limits.cpu", "2", False),
+        ("requests.memory", "1Mi", True),
+        ("limits.ephemeral-storage", "1G", True),
+        ("limits.memory", "3Mi", False),
+        ("limits.memory", "lots", False),
+    ],
+)
+def test_resource_field_ref_divisors(resource: str, divisor: str, ok: bool) -> None:
+    text = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  containers:
+  - name: c
+    image: busybox:1.35
+    env:
+    - name: V
+      valueFrom: {{resourceFieldRef: {{resource: {resource}, divisor: "{divisor}"}}}}
+"""
+    found = problems(text)
+    assert (found == []) is ok, found
+    if not ok:
+        assert found[0].startswith("spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor:")
+
+
+def test_env_source_rules() -> None:
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    image: busybox:1.35
+    envFrom:
+    - {prefix: "1x", configMapRef: {name: a}}
+    - {configMapRef: {name: a}, secretRef: {name: b}}
+    - {}
+    env:
+    - {name: A, value: v, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - name: B
+      valueFrom: {}
+    - name: C
+      valueFrom: {configMapKeyRef: {key: "bad key"}}
+    - name: D
+      valueFrom: {resourceFieldRef: {resource: limits.cpu, containerName: other}}
+    - name: E
+      valueFrom: {fieldRef: {fieldPath: metadata.name}, secretKeyRef: {name: s, key: k}}
+"""
+    assert problems(text) == [
+        "spec.containers[0].env[0].valueFrom: may not be specified when `value` is not empty",
+        "spec.containers[0].env[1].valueFrom: must specify one of fieldRef, resourceFieldRef,"
+        " configMapKeyRef, secretKeyRef",
+        "spec.containers[0].env[2].valueFrom.configMapKeyRef.key: invalid key 'bad key': must be"
+        " at most 253 characters of letters, digits, '-', '_' or '.', and not '.', '..' or"
+        " start with '..'",
+        "spec.containers[0].env[2].valueFrom.configMapKeyRef.name: required",
+        "spec.containers[0].env[3].valueFrom.resourceFieldRef.containerName: no container named"
+        " 'other' in the pod",
+        "spec.containers[0].env[4].valueFrom: may not have more than one source, got fieldRef,"
+        " secretKeyRef",
+        "spec.containers[0].envFrom[0].prefix: invalid environment variable prefix '1x': use"
+        " letters, digits, '_', '-' and '.', not starting with a digit",
+        "spec.containers[0].envFrom[1]: may not have more than one field specified at a time",
+        "spec.containers[0].envFrom[2]: must specify one of configMapRef or secretRef",
+    ]

@@ -426,19 +426,20 @@ def _check_env_source(errs: _Problems, path: str, env: m.EnvVar) -> None:
             errs.append(FieldError(_field(ref_path, "key"), problem))
 
 
-_CPU_DIVISORS = (Decimal("1"), Decimal("0.001"))
+_CPU_DIVISORS = ("1m", "1")
+_BYTE_DIVISORS = ("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
 
 
 def _check_divisor(errs: _Problems, path: str, resource: str, divisor: str) -> None:
+    """Kubernetes accepts only these divisors (by value: ``1000m`` is ``1``)."""
+    allowed = _CPU_DIVISORS if resource.endswith(".cpu") else _BYTE_DIVISORS
     try:
         value = parse_quantity(divisor)
     except ValueError as exc:
         errs.append(FieldError(path, str(exc)))
         return
-    if value <= 0:
-        errs.append(FieldError(path, f"must be greater than 0, got {divisor!r}"))
-    elif resource.endswith(".cpu") and value not in _CPU_DIVISORS:
-        errs.append(FieldError(path, f"must be 1 or 1m for cpu, got {divisor!r}"))
+    if value not in {parse_quantity(a) for a in allowed}:
+        errs.append(FieldError(path, f"must be one of {', '.join(allowed)}, got {divisor!r}"))
 
 
 def _check_env_from(errs: _Problems, path: str, source: m.EnvFromSource) -> None:
