@@ -182,6 +182,13 @@ def object_from_protobuf(body: bytes) -> dict[str, Any]:
     return document
 
 
+def _contents(obj: KubeObject) -> tuple[object, ...]:
+    """What ``immutable`` freezes: the data and the flag itself."""
+    if isinstance(obj, Secret):
+        return (obj.data, obj.type, obj.immutable)
+    return (obj.data, obj.binary_data, obj.immutable)
+
+
 def _rfc3339(when: float) -> str:
     moment = datetime.datetime.fromtimestamp(when, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -484,7 +491,7 @@ class ObjectApi:
         *,
         upsert: bool = False,
     ) -> None:
-        from kubecore._apiserver import _bad_request
+        from kubecore._apiserver import ApiError, _bad_request
 
         with self._api._write_lock:
             key = (kind, namespace, name)
@@ -498,6 +505,24 @@ class ObjectApi:
                 raise _bad_request("the name of the object does not match the name on the URL")
             data["metadata"]["name"] = name
             obj = self._decode(data, kind)
+            if owned is not None and owned.immutable and _contents(obj) != _contents(owned):
+                raise ApiError(
+                    HTTPStatus.UNPROCESSABLE_ENTITY,
+                    "Invalid",
+                    f'{kind} "{name}" is invalid: data: Forbidden: field is immutable when'
+                    " `immutable` is set",
+                    details={
+                        "name": name,
+                        "kind": kind,
+                        "causes": [
+                            {
+                                "reason": "FieldValueForbidden",
+                                "field": "data",
+                                "message": "Forbidden: field is immutable when `immutable` is set",
+                            }
+                        ],
+                    },
+                )
             stored = self._store(obj, self._api._dry_run(request))
         code = HTTPStatus.OK if owned is not None else HTTPStatus.CREATED
         self._api._json(exchange, stored, code)

@@ -158,3 +158,16 @@ def test_objects_of_a_manifest_file_are_read_only(node: Node, certs: Certs) -> N
     refused = kubectl.run("delete", "configmap", "static-config", check=False)
     assert refused.returncode == 1
     assert 'configmaps "static-config" is forbidden' in refused.stderr
+
+
+def test_an_immutable_config_map_cannot_change(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    manifest = node.tmp / "frozen.yaml"
+    frozen = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: frozen}\nimmutable: true\n"
+    manifest.write_text(frozen + "data: {a: '1'}\n")
+    kubectl.out("apply", "-f", str(manifest))
+    manifest.write_text(frozen + "data: {a: '2'}\n")
+    refused = kubectl.run("apply", "-f", str(manifest), check=False)
+    assert refused.returncode == 1
+    assert "field is immutable when `immutable` is set" in refused.stderr
+    assert node.kubelet.objects.get_config_map("default", "frozen").data == {"a": "1"}
