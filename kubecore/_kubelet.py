@@ -429,7 +429,8 @@ class Kubelet:
             self._last_resync = mono
         objects_revision = self.objects.revision
         if objects_revision != self._objects_revision:
-            # A ConfigMap or Secret changed: every pod that reads one is synced again.
+            # A ConfigMap or Secret changed: every pod is planned again (a container waiting
+            # for it starts now, not at the next resync).
             self._objects_revision = objects_revision
             resync = True
         desired = self.desired.states  # replaced whole by a refresh, never changed in place
