@@ -171,3 +171,17 @@ def test_an_immutable_config_map_cannot_change(node: Node, certs: Certs) -> None
     assert refused.returncode == 1
     assert "field is immutable when `immutable` is set" in refused.stderr
     assert node.kubelet.objects.get_config_map("default", "frozen").data == {"a": "1"}
+
+
+def test_server_side_apply_describe_and_label(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    objects = node.tmp / "objects.yaml"
+    objects.write_text(OBJECTS)
+    assert kubectl.out("apply", "--server-side", "-f", str(objects)) == (
+        "configmap/settings serverside-applied\nsecret/db serverside-applied\n"
+    )
+    described = kubectl.out("describe", "secret", "db")
+    assert "password:  15 bytes" in described and SECRET_VALUE not in described
+    assert kubectl.out("label", "cm", "settings", "tier=web") == "configmap/settings labeled\n"
+    assert table(kubectl.out("get", "cm", "-l", "tier=web", "--no-headers"))[0][0] == "settings"
+    assert kubectl.run("get", "cm", "-l", "tier=db").stdout == ""
