@@ -660,3 +660,35 @@ spec:
         "spec.containers[0].envFrom[1]: may not have more than one field specified at a time",
         "spec.containers[0].envFrom[2]: must specify one of configMapRef or secretRef",
     ]
+
+
+def test_secret_types_need_their_keys() -> None:
+    def secret(kind: str, data: str) -> str:
+        return f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ntype: {kind}\n{data}\n"
+
+    assert problems(secret("kubernetes.io/tls", "stringData: {tls.crt: x}")) == [
+        "data[tls.key]: required for a Secret of type kubernetes.io/tls"
+    ]
+    assert problems(secret("kubernetes.io/basic-auth", "stringData: {user: x}")) == [
+        "data: a Secret of type kubernetes.io/basic-auth needs a username or a password"
+    ]
+    assert problems(secret("kubernetes.io/ssh-auth", "stringData: {ssh-privatekey: k}")) == []
+    assert problems(secret("kubernetes.io/dockercfg", "stringData: {.dockercfg: '[1]'}")) == [
+        "data[.dockercfg]: must be a JSON object (value not shown)"
+    ]
+
+
+def test_a_list_holds_config_maps_beside_pods() -> None:
+    text = """
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: v}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p}
+  spec: {containers: [{name: c, image: busybox:1.35}]}
+"""
+    pods, objects = load(text)
+    assert [p.metadata.name for p in pods] == ["p"]
+    assert [(o.kind, o.metadata.name) for o in objects] == [("ConfigMap", "c")]

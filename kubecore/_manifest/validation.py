@@ -867,10 +867,32 @@ _SECRET_TYPE_KEYS = {
 }
 
 
+_SECRET_TYPE_REQUIRED = {
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+}
+"""Keys the API server requires of these Secret types (besides the docker config types)."""
+
+
 def _secret_type_problems(secret: m.Secret, path: str) -> _Problems:
+    required = _SECRET_TYPE_REQUIRED.get(secret.type, ())
+    missing = [
+        FieldError(_item(_field(path, "data"), k), f"required for a Secret of type {secret.type}")
+        for k in required
+        if k not in secret.data
+    ]
+    if secret.type == "kubernetes.io/basic-auth" and not (
+        secret.data.keys() & {"username", "password"}
+    ):
+        missing.append(
+            FieldError(
+                _field(path, "data"),
+                "a Secret of type kubernetes.io/basic-auth needs a username or a password",
+            )
+        )
     key = _SECRET_TYPE_KEYS.get(secret.type)
     if key is None:
-        return []
+        return missing
     where = _item(_field(path, "data"), key)
     raw = secret.data.get(key)
     if raw is None:
