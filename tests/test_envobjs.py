@@ -692,3 +692,37 @@ items:
     pods, objects = load(text)
     assert [p.metadata.name for p in pods] == ["p"]
     assert [(o.kind, o.metadata.name) for o in objects] == [("ConfigMap", "c")]
+
+
+def test_a_file_turned_bad_keeps_its_last_good_objects(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    manifest = tmp_path / "secret.yaml"
+    manifest.write_text(DB_SECRET)
+    source = FileSource(tmp_path, settle=0)
+    first = source.poll(0.0)
+    assert first is not None and first.objects is not None and len(first.objects) == 1
+    manifest.write_text(DB_SECRET.replace("user: shop", f"user: [{SECRET_VALUE}]"))
+    assert source.refresh() is None  # nothing changes for the agent
+    assert source.objects == first.objects
+    (problem,) = source.problems
+    assert "stringData[user]: expected a string (value not shown)" in str(problem)
+    assert SECRET_VALUE not in caplog.text + str(problem)
+
+
+@given(
+    st.dictionaries(
+        st.from_regex(r"[A-Z_][A-Z0-9_]{0,5}", fullmatch=True),
+        st.text(alphabet=st.characters(blacklist_characters="$")),
+        max_size=4,
+    )
+)
+def test_plain_values_pass_through_unchanged(values: dict[str, str]) -> None:
+    from kubecore._model import Container, EnvVar, Pod, PodSpec
+
+    container = Container(
+        name="c", image="busybox", env=tuple(EnvVar(k, v) for k, v in values.items())
+    )
+    pod = Pod(ObjectMeta(name="p"), PodSpec(containers=(container,)))
+    resolved = container_environment(pod, container, ObjectStore(), NodeInfo())
+    assert dict(resolved.env) == values
