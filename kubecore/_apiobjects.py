@@ -14,20 +14,32 @@ import copy
 import datetime
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
+from kubecore._apiserver import (
+    _SERVER_FIELDS,
+    ApiError,
+    Exchange,
+    KubeApi,
+    _bad_request,
+    _has_body,
+    _not_found,
+    _Request,
+    _table,
+    field_selector,
+    human_duration,
+    label_selector,
+    merge_patch,
+    parse_rfc3339,
+    wants_table,
+)
+from kubecore._apiserver import OBJECT_RESOURCES as RESOURCES
 from kubecore._errors import ValidationError
 from kubecore._manifest.decoding import object_to_dict
 from kubecore._manifest.validation import _decode_object
 from kubecore._model import KubeObject, Secret
 from kubecore._objects import ObjectKey, ObjectStore, object_key
 from kubecore._sources import StaticSource
-
-if TYPE_CHECKING:
-    from kubecore._apiserver import Exchange, _Request
-
-RESOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}
-"""The resources served, by their URL name."""
 
 
 def _column(name: str, description: str, fmt: str = "") -> dict[str, Any]:
@@ -204,7 +216,7 @@ class ObjectApi:
         *,
         now: Callable[[], float],
         token_ok: Callable[[str], bool],
-        api: Any,
+        api: KubeApi,
     ) -> None:
         self.store = store
         self.source = source
@@ -225,8 +237,6 @@ class ObjectApi:
         namespace: str | None,
         name: str | None,
     ) -> None:
-        from kubecore._apiserver import ApiError
-
         kind = RESOURCES[resource]
         method = request.method
         if kind == "Secret" and method in ("GET", "HEAD"):
@@ -260,8 +270,6 @@ class ObjectApi:
             )
 
     def _require_token(self, exchange: Exchange) -> None:
-        from kubecore._apiserver import ApiError
-
         scheme, _, given = (exchange.headers.get("Authorization") or "").partition(" ")
         if scheme.lower() == "bearer" and self._token_ok(given.strip()):
             return
@@ -295,8 +303,6 @@ class ObjectApi:
         ]
 
     def _find(self, kind: str, namespace: str, name: str) -> KubeObject:
-        from kubecore._apiserver import _not_found
-
         getter = self.store.get_config_map if kind == "ConfigMap" else self.store.get_secret
         found = getter(namespace, name)
         if found is None:
@@ -304,8 +310,6 @@ class ObjectApi:
         return found
 
     def _cells(self, obj: KubeObject, now: float) -> list[Any]:
-        from kubecore._apiserver import human_duration, parse_rfc3339
-
         body = self._body_of(obj)
         age = human_duration(now - parse_rfc3339(body["metadata"]["creationTimestamp"]))
         if isinstance(obj, Secret):
@@ -321,8 +325,6 @@ class ObjectApi:
         *,
         single: bool,
     ) -> None:
-        from kubecore._apiserver import _table, wants_table
-
         objects = list(objects)
         version = str(self.store.revision)
         if wants_table(request.accept):
@@ -346,8 +348,6 @@ class ObjectApi:
     def _list(
         self, exchange: Exchange, request: _Request, kind: str, namespace: str | None
     ) -> None:
-        from kubecore._apiserver import field_selector, label_selector
-
         labels = label_selector(request.param("labelSelector"))
         fields = field_selector(request.param("fieldSelector"), _FIELDS[kind])
         objects = [
@@ -367,8 +367,6 @@ class ObjectApi:
     def _body(self, exchange: Exchange) -> object:
         """The JSON or YAML body, or the protobuf one kubectl's typed commands send (``kubectl
         create configmap|secret``), read into the JSON shape."""
-        from kubecore._apiserver import _bad_request
-
         content_type = (exchange.headers.get("Content-Type") or "").split(";")[0].strip()
         if content_type != PROTOBUF_TYPE:
             return self._api._body(exchange)
@@ -378,8 +376,6 @@ class ObjectApi:
             raise _bad_request(f"the protobuf body cannot be read: {error}") from None
 
     def _decode(self, data: dict[str, Any], kind: str) -> KubeObject:
-        from kubecore._apiserver import ApiError
-
         try:
             obj, problems = _decode_object(data, "")
             if problems:
@@ -397,8 +393,6 @@ class ObjectApi:
         return obj
 
     def _clean(self, data: object, kind: str, namespace: str) -> dict[str, Any]:
-        from kubecore._apiserver import _SERVER_FIELDS, _bad_request
-
         if not isinstance(data, dict):
             raise _bad_request(f"the body must be a JSON object (a v1 {kind})")
         if data.get("kind", kind) != kind or data.get("apiVersion", "v1") != "v1":
@@ -420,8 +414,6 @@ class ObjectApi:
         return body
 
     def _refuse_foreign(self, kind: str, namespace: str, name: str) -> NoReturn:
-        from kubecore._apiserver import ApiError
-
         self._find(kind, namespace, name)  # 404 when it is nowhere
         raise ApiError(
             HTTPStatus.FORBIDDEN,
@@ -440,8 +432,6 @@ class ObjectApi:
         return self._body_of(obj)
 
     def _create(self, exchange: Exchange, request: _Request, kind: str, namespace: str) -> None:
-        from kubecore._apiserver import ApiError
-
         obj = self._decode(self._clean(self._body(exchange), kind, namespace), kind)
         with self._api._write_lock:
             getter = self.store.get_config_map if kind == "ConfigMap" else self.store.get_secret
@@ -458,8 +448,6 @@ class ObjectApi:
     def _patch(
         self, exchange: Exchange, request: _Request, kind: str, namespace: str, name: str
     ) -> None:
-        from kubecore._apiserver import ApiError, merge_patch
-
         content_type = (exchange.headers.get("Content-Type") or "").split(";")[0].strip()
         patch = self._api._body(exchange)
         if content_type == "application/apply-patch+yaml":
@@ -491,8 +479,6 @@ class ObjectApi:
         *,
         upsert: bool = False,
     ) -> None:
-        from kubecore._apiserver import ApiError, _bad_request
-
         with self._api._write_lock:
             key = (kind, namespace, name)
             owned = self._owned.get(key)
@@ -530,8 +516,6 @@ class ObjectApi:
     def _delete(
         self, exchange: Exchange, request: _Request, kind: str, namespace: str, name: str
     ) -> None:
-        from kubecore._apiserver import _has_body
-
         if _has_body(exchange):
             exchange._read_body()  # DeleteOptions: nothing in them applies to these objects
         with self._api._write_lock:

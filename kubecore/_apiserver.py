@@ -48,8 +48,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import attrs
 import yaml
 
-from kubecore._apiobjects import RESOURCES as OBJECT_RESOURCES
-from kubecore._apiobjects import ObjectApi
 from kubecore._errors import KubecoreError, NotFound, ValidationError
 from kubecore._events import MemoryRecorder
 from kubecore._executor import container_name_of, restart_count_of
@@ -93,6 +91,8 @@ _SERVER_FIELDS = (
 )
 """Metadata the server writes (or kubecore does not keep): dropped from what a client sends."""
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+OBJECT_RESOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}
+"""The resources besides pods served (``kubecore._apiobjects``), by their URL name."""
 _STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
 
@@ -889,6 +889,8 @@ class KubeApi:
         self._anonymous_reads = anonymous_reads
         self._write_lock = threading.Lock()
         self.log = PodLog(kubelet.clock.now)
+        from kubecore._apiobjects import ObjectApi  # it builds on this module
+
         self.objects = ObjectApi(
             kubelet.objects, source, now=kubelet.clock.now, token_ok=self._token_ok, api=self
         )

@@ -185,3 +185,35 @@ def test_server_side_apply_describe_and_label(node: Node, certs: Certs) -> None:
     assert kubectl.out("label", "cm", "settings", "tier=web") == "configmap/settings labeled\n"
     assert table(kubectl.out("get", "cm", "-l", "tier=web", "--no-headers"))[0][0] == "settings"
     assert kubectl.run("get", "cm", "-l", "tier=db").stdout == ""
+
+
+def test_protobuf_bodies_read_into_the_json_shape() -> None:
+    from kubecore._apiobjects import object_from_protobuf
+    from kubecore._apiserver import _message, _text, _varint
+
+    def entry(number: int, key: str, value: bytes) -> bytes:
+        return _message(number, _text(1, key) + _message(2, value))
+
+    meta = _text(1, "db") + _text(3, "team") + entry(11, "app", b"web")
+    secret = (
+        _message(1, meta)
+        + entry(2, "password", SECRET_VALUE.encode())
+        + _text(3, "Opaque")
+        + entry(4, "user", b"shop")
+        + _varint(5 << 3)
+        + _varint(1)
+    )
+    envelope = b"k8s\x00" + _message(1, _text(1, "v1") + _text(2, "Secret")) + _message(2, secret)
+    assert object_from_protobuf(envelope) == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "team", "labels": {"app": "web"}},
+        "data": {"password": base64.b64encode(SECRET_VALUE.encode()).decode()},
+        "type": "Opaque",
+        "stringData": {"user": "shop"},
+        "immutable": True,
+    }
+    with pytest.raises(ValueError, match="only ConfigMap and Secret"):
+        object_from_protobuf(b"k8s\x00" + _message(1, _text(2, "Pod")))
+    with pytest.raises(ValueError):
+        object_from_protobuf(b"k8s\x00\x0a\xff")
