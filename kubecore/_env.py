@@ -23,7 +23,14 @@ import attrs
 
 from kubecore._errors import ContainerConfigError
 from kubecore._manifest.validation import FIELD_REF_SUBSCRIPT_RE
-from kubecore._model import ConfigMap, Container, Pod, Secret
+from kubecore._model import (
+    ConfigMap,
+    Container,
+    EnvVarSource,
+    Pod,
+    ResourceFieldSelector,
+    Secret,
+)
 from kubecore._quantity import parse_quantity
 
 _ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
@@ -127,13 +134,16 @@ def _field_value(pod: Pod, field_path: str, node: NodeInfo, pod_ips: Sequence[st
     return getter()
 
 
-def _resource_value(pod: Pod, container: Container, resource: str, divisor: str, node: NodeInfo,
-                    container_name: str) -> str:  # fmt: skip
-    if container_name:
+def _resource_value(
+    pod: Pod, container: Container, selector: ResourceFieldSelector, node: NodeInfo
+) -> str:
+    """The kubelet's value of a ``resourceFieldRef``: the container's (or the named one's) limit
+    or request divided by ``divisor``, rounded up; a missing limit is the node's capacity."""
+    target = container
+    if selector.container_name:
         named = (*pod.spec.init_containers, *pod.spec.containers)
-        target = next((c for c in named if c.name == container_name), container)
-    else:
-        target = container
+        target = next((c for c in named if c.name == selector.container_name), container)
+    resource, divisor = selector.resource, selector.divisor
     kind, _, name = resource.partition(".")
     table = target.resources.limits if kind == "limits" else target.resources.requests
     written = table.get(name)
@@ -212,6 +222,48 @@ def _env_from(
     return env, skipped
 
 
+def _value_from(
+    pod: Pod,
+    container: Container,
+    source: EnvVarSource,
+    objects: ObjectReader,
+    node: NodeInfo,
+    pod_ips: Sequence[str],
+) -> str | None:
+    """One ``valueFrom``; None when an optional object or key is missing (the variable is not
+    set)."""
+    namespace = pod.metadata.namespace
+    if source.config_map_key_ref is not None:
+        ref = source.config_map_key_ref
+        config_map = objects.get_config_map(namespace, ref.name)
+        if config_map is None:
+            if ref.optional:
+                return None
+            raise _not_found("configmap", ref.name)
+        if ref.key in config_map.data:  # the kubelet reads ``data`` only, not binaryData
+            return config_map.data[ref.key]
+        if ref.optional:
+            return None
+        raise _key_not_found(ref.key, "ConfigMap", namespace, ref.name)
+    if source.secret_key_ref is not None:
+        sref = source.secret_key_ref
+        secret = objects.get_secret(namespace, sref.name)
+        if secret is None:
+            if sref.optional:
+                return None
+            raise _not_found("secret", sref.name)
+        if sref.key in secret.data:
+            return secret.data[sref.key].decode("utf-8", "replace")
+        if sref.optional:
+            return None
+        raise _key_not_found(sref.key, "Secret", namespace, sref.name)
+    if source.field_ref is not None:
+        return _field_value(pod, source.field_ref.field_path, node, pod_ips)
+    if source.resource_field_ref is not None:
+        return _resource_value(pod, container, source.resource_field_ref, node)
+    return None  # validation refuses a valueFrom without a source
+
+
 def container_environment(
     pod: Pod,
     container: Container,
@@ -220,42 +272,15 @@ def container_environment(
     pod_ips: Sequence[str] = (),
 ) -> ResolvedContainer:
     """The container's environment and its expanded command and args (see the module doc)."""
-    namespace = pod.metadata.namespace
     env, skipped = _env_from(pod, container, objects)
     for var in container.env:
         source = var.value_from
         if source is None:
             env[var.name] = expand(var.value, env.get) if var.value else ""
             continue
-        if source.config_map_key_ref is not None:
-            ref = source.config_map_key_ref
-            config_map = objects.get_config_map(namespace, ref.name)
-            if config_map is None:
-                if ref.optional:
-                    continue
-                raise _not_found("configmap", ref.name)
-            if ref.key in config_map.data:  # the kubelet reads ``data`` only, not binaryData
-                env[var.name] = config_map.data[ref.key]
-            elif not ref.optional:
-                raise _key_not_found(ref.key, "ConfigMap", namespace, ref.name)
-        elif source.secret_key_ref is not None:
-            sref = source.secret_key_ref
-            secret = objects.get_secret(namespace, sref.name)
-            if secret is None:
-                if sref.optional:
-                    continue
-                raise _not_found("secret", sref.name)
-            if sref.key in secret.data:
-                env[var.name] = secret.data[sref.key].decode("utf-8", "replace")
-            elif not sref.optional:
-                raise _key_not_found(sref.key, "Secret", namespace, sref.name)
-        elif source.field_ref is not None:
-            env[var.name] = _field_value(pod, source.field_ref.field_path, node, pod_ips)
-        elif source.resource_field_ref is not None:
-            res = source.resource_field_ref
-            env[var.name] = _resource_value(
-                pod, container, res.resource, res.divisor, node, res.container_name
-            )
+        value = _value_from(pod, container, source, objects, node, pod_ips)
+        if value is not None:
+            env[var.name] = value
     return ResolvedContainer(
         env=tuple(env.items()),
         command=tuple(expand(part, env.get) for part in container.command),
