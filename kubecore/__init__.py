@@ -11,6 +11,7 @@ registry and the clocks. Helpers live in small public namespaces:
 * ``kubecore.labels``: the labels and annotations on runtime objects
 * ``kubecore.manifest``: load, validate and dump pod manifests
 * ``kubecore.metrics``: the agent's Prometheus metrics
+* ``kubecore.objects``: ConfigMaps, Secrets, their store, and env resolution
 * ``kubecore.planner``: the pure planner, pod status and back-off
 * ``kubecore.plugins``: the plugin manager behind ``load_runtime``
 * ``kubecore.quantity``: resource quantities
@@ -29,6 +30,7 @@ from kubecore import images as images
 from kubecore import labels as labels
 from kubecore import manifest as manifest
 from kubecore import metrics as metrics
+from kubecore import objects as objects
 from kubecore import planner as planner
 from kubecore import plugins as plugins
 from kubecore import quantity as quantity
@@ -251,6 +253,7 @@ for _namespace in (
     labels,
     manifest,
     metrics,
+    objects,
     planner,
     plugins,
     quantity,

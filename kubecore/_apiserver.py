@@ -53,6 +53,7 @@ from kubecore._events import MemoryRecorder
 from kubecore._executor import container_name_of, restart_count_of
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model import Pod
+from kubecore._objects import ObjectStore
 from kubecore._runtime import Event, RuntimeContainer, RuntimeSnapshot
 from kubecore._serving import BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
@@ -90,6 +91,8 @@ _SERVER_FIELDS = (
 )
 """Metadata the server writes (or kubecore does not keep): dropped from what a client sends."""
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+OBJECT_RESOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}
+"""The resources besides pods served (``kubecore._apiobjects``), by their URL name."""
 _STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
 
@@ -250,6 +253,9 @@ class ApiKubelet(Protocol):
 
     @property
     def config(self) -> _Config: ...
+
+    @property
+    def objects(self) -> ObjectStore: ...
 
     def pods(self) -> list[Pod]: ...
 
@@ -883,6 +889,11 @@ class KubeApi:
         self._anonymous_reads = anonymous_reads
         self._write_lock = threading.Lock()
         self.log = PodLog(kubelet.clock.now)
+        from kubecore._apiobjects import ObjectApi  # it builds on this module
+
+        self.objects = ObjectApi(
+            kubelet.objects, source, now=kubelet.clock.now, token_ok=self._token_ok, api=self
+        )
         self.started = rfc3339(kubelet.clock.now())
 
     @property
@@ -914,6 +925,9 @@ class KubeApi:
                 error.headers,
             )
 
+    def _token_ok(self, given: str) -> bool:
+        return self._token is not None and hmac.compare_digest(given.encode(), self._token.encode())
+
     def _authenticate(self, header: str, method: str, tls: bool) -> None:
         if method not in _WRITE_METHODS and self._anonymous_reads:
             return
@@ -935,7 +949,10 @@ class KubeApi:
     def _route(self, exchange: Exchange, request: _Request) -> None:
         s = request.segments
         if request.method not in ("GET", "HEAD") and not (
-            len(s) >= 4 and s[:2] == ("api", "v1") and s[2] == "namespaces" and s[4:5] == ("pods",)
+            len(s) >= 4
+            and s[:2] == ("api", "v1")
+            and s[2] == "namespaces"
+            and s[4:5] in (("pods",), *((r,) for r in OBJECT_RESOURCES))
         ):
             raise ApiError(
                 HTTPStatus.METHOD_NOT_ALLOWED,
@@ -966,6 +983,8 @@ class KubeApi:
             self._list_events(exchange, request, None)
         elif rest == ("namespaces",):
             self._list_namespaces(exchange, request)
+        elif len(rest) == 1 and rest[0] in OBJECT_RESOURCES:
+            self.objects.handle(exchange, request, rest[0], None, None)
         elif rest[0] == "namespaces" and len(rest) == 2:
             self._json(exchange, namespace_object(rest[1], self.started))
         elif rest[0] == "namespaces" and len(rest) >= 3:
@@ -985,6 +1004,9 @@ class KubeApi:
             self._list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self._get_event(exchange, namespace, rest[1])
+        elif kind in OBJECT_RESOURCES and len(rest) <= 2:
+            name = rest[1] if len(rest) == 2 else None
+            self.objects.handle(exchange, request, kind, namespace, name)
         elif kind != "pods":
             raise ApiError(
                 HTTPStatus.NOT_FOUND,
@@ -1647,6 +1669,13 @@ API_RESOURCES: dict[str, Any] = {
         _resource("pods/log", "Pod", ["get"]),
         _resource("pods/status", "Pod", ["get"]),
         _resource("events", "Event", ["get", "list"], short=["ev"]),
+        _resource(
+            "configmaps",
+            "ConfigMap",
+            ["create", "delete", "get", "list", "patch", "update"],
+            short=["cm"],
+        ),
+        _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
     ],
 }

@@ -20,7 +20,7 @@ import binascii
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +29,12 @@ import attrs
 from kubecore._errors import RegistryConfigError as RegistryConfigError
 from kubecore._imageref import registry_host as registry_host  # public through kubecore
 from kubecore._imageref import registry_of
-from kubecore._model import Pod
+from kubecore._model import (
+    SECRET_TYPE_DOCKER_CONFIG_JSON,
+    SECRET_TYPE_DOCKERCFG,
+    Pod,
+    Secret,
+)
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 
 logger = logging.getLogger(__name__)
@@ -180,6 +185,58 @@ class ChainKeyring:
             if found is not None:
                 return found
         return None
+
+
+_DOCKER_SECRET_KEYS = {
+    SECRET_TYPE_DOCKER_CONFIG_JSON: ".dockerconfigjson",
+    SECRET_TYPE_DOCKERCFG: ".dockercfg",
+}
+
+
+def secret_keyring(secret: Secret) -> DockerKeyring | None:
+    """The keyring of a ``kubernetes.io/dockerconfigjson`` or ``kubernetes.io/dockercfg``
+    Secret; None for another type or a malformed config (logged, without its values)."""
+    key = _DOCKER_SECRET_KEYS.get(secret.type)
+    if key is None or key not in secret.data:
+        return None
+    where = f"secret {secret.metadata.namespace}/{secret.metadata.name}"
+    try:
+        return DockerKeyring.from_json(secret.data[key], where)
+    except RegistryConfigError as exc:
+        logger.warning("pull secret unusable: %s", exc)
+        return None
+
+
+class SecretReader(Protocol):
+    def get_secret(self, namespace: str, name: str) -> Secret | None: ...
+
+
+class PullSecrets(Mapping[tuple[str, str], Keyring]):
+    """``(namespace, name) -> keyring``: the keyrings given to the agent, then the Secret
+    documents of a docker config type in ``secrets`` (read at each lookup, so an updated
+    Secret is used by the next pull)."""
+
+    def __init__(
+        self, secrets: SecretReader, given: Mapping[tuple[str, str], Keyring] | None = None
+    ) -> None:
+        self._secrets = secrets
+        self._given = given or {}
+
+    def __getitem__(self, key: tuple[str, str]) -> Keyring:
+        found = self._given.get(key)
+        if found is not None:
+            return found
+        secret = self._secrets.get_secret(*key)
+        keyring = secret_keyring(secret) if secret is not None else None
+        if keyring is None:
+            raise KeyError(key)
+        return keyring
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
 
 
 def pod_registry_auth(

@@ -153,6 +153,11 @@ class InvalidConfig(ContainerRuntimeError, ValueError):
     """The engine refused a config (a bad image name, an option it does not support)."""
 
 
+class ContainerConfigError(KubecoreError):
+    """A container's configuration cannot be made (a ConfigMap, Secret or key its environment
+    needs is missing): the container waits with ``CreateContainerConfigError``."""
+
+
 class SourceUnavailable(KubecoreError, ValueError):
     """A pod source cannot be used as given (a manifest path that does not exist at start-up)."""
 

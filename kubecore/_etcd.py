@@ -30,6 +30,7 @@ results. One client may be shared by several agents in a process (the many-node 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import collections
 import concurrent.futures
@@ -42,7 +43,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 import yaml
@@ -51,12 +52,20 @@ import kubecore
 from kubecore import FieldError, Kubelet, Operation, Pod, PodUpdate, ValidationError
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore.events import Event
-from kubecore.manifest import assign_uid, load_pods_from_dict, pod_to_dict, stamp_source
+from kubecore.manifest import (
+    assign_uid,
+    load_manifest_lenient,
+    load_pods_from_dict,
+    pod_to_dict,
+    stamp_source,
+)
+from kubecore.objects import KubeObject
 from kubecore.sources import SourceProblem
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Item = TypeVar("Item")
 
 DEFAULT_PREFIX = "/kubecore"
 ETCD_SOURCE = "etcd"
@@ -142,6 +151,51 @@ def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
     data = {**data, "metadata": {**metadata, "namespace": namespace, "name": name}}
     pods = load_pods_from_dict(data, source_name=key)
     return pods[0]
+
+
+OBJECT_RESOURCES = {"ConfigMap": "configmaps", "Secret": "secrets"}
+"""The kinds stored under ``<prefix>/<resource>/<namespace>/<name>`` (not per node: every node
+reads them), by kind."""
+
+
+def objects_prefix(prefix: str, kind: str) -> str:
+    """The keys of the ConfigMaps (``kind="ConfigMap"``) or Secrets start with this."""
+    return f"{_clean_prefix(prefix)}/{OBJECT_RESOURCES[kind]}/"
+
+
+def object_key(prefix: str, kind: str, namespace: str, name: str) -> str:
+    return f"{objects_prefix(prefix, kind)}{namespace}/{name}"
+
+
+def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) -> KubeObject:
+    """The ConfigMap or Secret stored at ``key`` (JSON or YAML), named by the key as a pod is.
+    Raises ``ValidationError``; no message quotes the value (it may be a Secret's)."""
+    try:
+        data = yaml.load(value.decode("utf-8"), Loader=_SAFE_LOADER)
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValidationError((FieldError("", f"not a YAML or JSON document{where}"),)) from None
+    if not isinstance(data, dict):
+        raise ValidationError((FieldError("", f"the value must be one v1 {kind} object"),))
+    if data.get("kind", kind) != kind:
+        raise ValidationError((FieldError("kind", f"must be {kind}, got {data.get('kind')!r}"),))
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValidationError((FieldError("metadata", "must be a mapping"),))
+    errors = [
+        FieldError(f"metadata.{field}", f"is {metadata[field]!r} but the key says {wanted!r}")
+        for field, wanted in (("namespace", namespace), ("name", name))
+        if metadata.get(field) not in (None, "", wanted)
+    ]
+    if errors:
+        raise ValidationError(tuple(errors))
+    metadata = {**metadata, "namespace": namespace, "name": name}
+    data = {"apiVersion": "v1", **data, "kind": kind, "metadata": metadata}
+    _, objects, problems = load_manifest_lenient(json.dumps(data, default=str), source_name=key)
+    if problems:
+        raise ValidationError(tuple(p for e in problems for p in e.problems))
+    return objects[0]
 
 
 def encode_json(document: Mapping[str, Any]) -> bytes:
@@ -468,7 +522,7 @@ class EtcdClient:
 # --- the pod source -----------------------------------------------------------------------------
 
 
-class EtcdSource:
+class _EtcdWatch(abc.ABC, Generic[Item]):
     """The pods bound to one node: ``<prefix>/pods/<node>/<namespace>/<name>``.
 
     ``start()`` runs the watch on the client's loop: list the prefix and queue a ``SET`` with
@@ -483,25 +537,27 @@ class EtcdSource:
     the pod it held before, if any, stays; the other keys go on. ``poll`` never blocks.
     """
 
+    what = "pod"
+
     def __init__(
         self,
         client: EtcdClient,
         node: str,
+        key_prefix: str,
         *,
-        prefix: str = DEFAULT_PREFIX,
-        name: str = ETCD_SOURCE,
+        name: str,
         backoff: float = 0.5,
         max_backoff: float = 10.0,
     ) -> None:
         self._client = client
         self._node = node
-        self._prefix = pods_prefix(prefix, node)
+        self._prefix = key_prefix
         self._name = name
         self._backoff = backoff
         self._max_backoff = max_backoff
         self._lock = threading.Lock()
         self._queue: collections.deque[PodUpdate] = collections.deque()
-        self._pods: dict[str, Pod] = {}
+        self._pods: dict[str, Item] = {}
         self._problems: dict[str, SourceProblem] = {}
         self._listed = False
         self._not_ready = False
@@ -524,10 +580,17 @@ class EtcdSource:
     def key_prefix(self) -> str:
         return self._prefix
 
-    @property
-    def pods(self) -> tuple[Pod, ...]:
+    def _items(self) -> tuple[Item, ...]:
         with self._lock:
             return tuple(self._pods.values())
+
+    @abc.abstractmethod
+    def _update(self, op: Operation, items: tuple[Item, ...]) -> PodUpdate:
+        """The update that says ``op`` of ``items``."""
+
+    @abc.abstractmethod
+    def _decode_value(self, key: str, value: bytes, namespace: str, name: str) -> Item:
+        """The item stored at ``key``; raises ``ValidationError``."""
 
     @property
     def problems(self) -> tuple[SourceProblem, ...]:
@@ -614,7 +677,7 @@ class EtcdSource:
         with self._lock:
             if self._not_ready:
                 self._not_ready = False
-                self._queue.append(PodUpdate(Operation.SET, tuple(self._pods.values()), self._name))
+                self._queue.append(self._update(Operation.SET, tuple(self._pods.values())))
                 logger.info("etcd answers again; watching %s", self._prefix)
 
     async def _relist(self) -> int:
@@ -631,10 +694,10 @@ class EtcdSource:
             self._problems = {}
             for kv in reply.kvs:
                 key = kv.key.decode("utf-8", "replace")
-                pod = self._decode(key, bytes(kv.value)) or previous.get(key)
-                if pod is not None:
-                    self._pods[key] = pod
-            self._queue.append(PodUpdate(Operation.SET, tuple(self._pods.values()), self._name))
+                item = self._decode(key, bytes(kv.value)) or previous.get(key)
+                if item is not None:
+                    self._pods[key] = item
+            self._queue.append(self._update(Operation.SET, tuple(self._pods.values())))
             self._listed = True
             self._revision = revision
             self._not_ready = False
@@ -676,36 +739,107 @@ class EtcdSource:
                 self._problems.pop(key, None)
                 if old is not None:
                     del self._pods[key]
-                    self._queue.append(PodUpdate(Operation.REMOVE, (old,), self._name))
+                    self._queue.append(self._update(Operation.REMOVE, (old,)))
                 return
-            pod = self._decode(key, value)
-            if pod is None or pod == old:
+            item = self._decode(key, value)
+            if item is None or item == old:
                 return
-            self._pods[key] = pod
+            self._pods[key] = item
             op = Operation.ADD if old is None else Operation.UPDATE
-            self._queue.append(PodUpdate(op, (pod,), self._name))
+            self._queue.append(self._update(op, (item,)))
 
-    def _decode(self, key: str, value: bytes) -> Pod | None:
-        """The pod at ``key``, or None with the problem recorded (under the lock)."""
+    def _decode(self, key: str, value: bytes) -> Item | None:
+        """The item at ``key``, or None with the problem recorded (under the lock)."""
         where = split_key(key, self._prefix)
         try:
             if where is None:
-                raise ValidationError(
-                    (FieldError("", "a pod key is <prefix>/pods/<node>/<namespace>/<name>"),)
-                )
-            pod = decode_pod(value, key, *where)
+                shape = f"{self._prefix}<namespace>/<name>"
+                raise ValidationError((FieldError("", f"a {self.what} key is {shape}"),))
+            item = self._decode_value(key, value, *where)
         except ValidationError as error:
             problem = SourceProblem(key, error.problems)
             self._problems[key] = problem
-            logger.warning("etcd: bad pod at %s", problem)
+            logger.warning("etcd: bad %s at %s", self.what, problem)
             return None
         except Exception as error:  # anything the loader did not expect: this key only
             problem = SourceProblem(key, (FieldError("", str(error) or type(error).__name__),))
             self._problems[key] = problem
-            logger.warning("etcd: bad pod at %s", problem)
+            logger.warning("etcd: bad %s at %s", self.what, problem)
             return None
         self._problems.pop(key, None)
+        return item
+
+
+class EtcdSource(_EtcdWatch[Pod]):
+    __doc__ = _EtcdWatch.__doc__
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        node: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        name: str = ETCD_SOURCE,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+    ) -> None:
+        super().__init__(
+            client,
+            node,
+            pods_prefix(prefix, node),
+            name=name,
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        return self._items()
+
+    def _update(self, op: Operation, items: tuple[Pod, ...]) -> PodUpdate:
+        return PodUpdate(op, items, self._name)
+
+    def _decode_value(self, key: str, value: bytes, namespace: str, name: str) -> Pod:
+        pod = decode_pod(value, key, namespace, name)
         return stamp_source(assign_uid(pod, self._name), self._name)
+
+
+class EtcdObjectSource(_EtcdWatch[KubeObject]):
+    """The ConfigMaps (``kind="ConfigMap"``) or Secrets (``kind="Secret"``) every node reads:
+    ``<prefix>/configmaps/<namespace>/<name>`` and ``<prefix>/secrets/<namespace>/<name>``,
+    listed and watched as ``EtcdSource`` does with pods (source ``etcd-configmaps`` /
+    ``etcd-secrets``); its updates carry objects and no pods."""
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        node: str,
+        kind: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+    ) -> None:
+        self.kind = kind
+        self.what = kind
+        super().__init__(
+            client,
+            node,
+            objects_prefix(prefix, kind),
+            name=f"{ETCD_SOURCE}-{OBJECT_RESOURCES[kind]}",
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
+
+    @property
+    def objects(self) -> tuple[KubeObject, ...]:
+        return self._items()
+
+    def _update(self, op: Operation, items: tuple[KubeObject, ...]) -> PodUpdate:
+        return PodUpdate(op, (), self._name, items)
+
+    def _decode_value(self, key: str, value: bytes, namespace: str, name: str) -> KubeObject:
+        return decode_object(value, key, self.kind, namespace, name)
 
 
 # --- the status sink ----------------------------------------------------------------------------

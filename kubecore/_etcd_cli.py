@@ -19,21 +19,24 @@ from typing import IO, Any
 import attrs
 import yaml
 
-from kubecore import Kubelet, Pod
+from kubecore import Kubelet, Pod, ValidationError
 from kubecore._etcd import (
     DEFAULT_EVENT_TTL,
     DEFAULT_LEASE_REFRESH,
     DEFAULT_LEASE_TTL,
     DEFAULT_PREFIX,
+    OBJECT_RESOURCES,
     EtcdClient,
     EtcdCollector,
     EtcdConfig,
     EtcdEventRecorder,
+    EtcdObjectSource,
     EtcdSource,
     EtcdStatusSink,
     EtcdUnavailable,
     encode_json,
     nodes_prefix,
+    object_key,
     parse_endpoints,
     pod_key,
     pods_prefix,
@@ -42,7 +45,8 @@ from kubecore._etcd import (
 )
 from kubecore._status import parse_time, short_duration
 from kubecore.events import FanoutRecorder
-from kubecore.manifest import load_pods_from_file, pod_to_dict
+from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
+from kubecore.objects import KubeObject
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -72,10 +76,26 @@ def etcd_config(
 
 
 def _pods_of(files: Iterable[str | Path]) -> list[Pod]:
+    return _documents_of(files)[0]
+
+
+def _documents_of(files: Iterable[str | Path]) -> tuple[list[Pod], list[KubeObject]]:
+    """The pods, ConfigMaps and Secrets of manifest files; ``ValidationError`` on any problem."""
     pods: list[Pod] = []
+    objects: list[KubeObject] = []
     for file in files:
-        pods.extend(load_pods_from_file(file))
-    return pods
+        found, more, errors = load_manifest_lenient(Path(file))
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ValidationError([p for e in errors for p in e.problems], str(file))
+        pods.extend(found)
+        objects.extend(more)
+    return pods, objects
+
+
+def _object_line(obj: KubeObject, verb: str) -> str:
+    return f"{obj.kind.lower()}/{obj.metadata.name} ({obj.metadata.namespace}) {verb}"
 
 
 def apply(
@@ -86,11 +106,20 @@ def apply(
     **options: Any,
 ) -> str:
     """Bind every pod of the manifest files to ``node``: each is written (v1 JSON) under
-    ``<prefix>/pods/<node>/<namespace>/<name>``. Nothing is written when a file has a problem
-    (``ValidationError``). Returns one ``pod/<name> bound to <node>`` line per pod."""
-    pods = _pods_of(files)
+    ``<prefix>/pods/<node>/<namespace>/<name>``; their ConfigMaps and Secrets go under
+    ``<prefix>/configmaps/<namespace>/<name>`` and ``<prefix>/secrets/...`` (read by every
+    node). Nothing is written when a file has a problem (``ValidationError``). Returns one
+    ``pod/<name> bound to <node>`` or ``configmap/<name> (<namespace>) configured`` line each."""
+    pods, objects = _documents_of(files)
     lines = []
     with EtcdClient(etcd_config(endpoints, **options)) as client:
+        for obj in objects:  # before the pods, which may need them at once
+            meta = obj.metadata
+            key = object_key(prefix, obj.kind, meta.namespace, meta.name)
+            value = encode_json(object_to_dict(obj))
+            unchanged = client.get(key) == value
+            client.put(key, value)
+            lines.append(_object_line(obj, "unchanged" if unchanged else "configured"))
         for pod in pods:
             meta = pod.metadata
             key = pod_key(prefix, node, meta.namespace, meta.name)
@@ -116,9 +145,14 @@ def delete(
     """Unbind pods from ``node``: by name (in ``namespace``), the pods of manifest files, or all of
     them (``all_pods``). Returns one line per pod."""
     targets = [(namespace, name) for name in names]
-    targets += [(p.metadata.namespace, p.metadata.name) for p in _pods_of(files)]
+    pods, objects = _documents_of(files)
+    targets += [(p.metadata.namespace, p.metadata.name) for p in pods]
     lines = []
     with EtcdClient(etcd_config(endpoints, **options)) as client:
+        for obj in objects:
+            meta = obj.metadata
+            deleted = client.delete(object_key(prefix, obj.kind, meta.namespace, meta.name))
+            lines.append(_object_line(obj, "deleted" if deleted else "not found"))
         if all_pods:
             bound, _ = client.get_prefix(pods_prefix(prefix, node))
             targets += [
@@ -291,6 +325,16 @@ class EtcdAttachment:
     source: EtcdSource
     sink: EtcdStatusSink
     events: EtcdEventRecorder
+    object_sources: tuple[EtcdObjectSource, ...] = ()
+    """The ConfigMaps and Secrets every node reads."""
+
+    @property
+    def sources(self) -> tuple[EtcdSource | EtcdObjectSource, ...]:
+        return (self.source, *self.object_sources)
+
+    @property
+    def ready(self) -> bool:
+        return all(source.ready for source in self.sources)
 
     def start(self) -> None:
         self.sink.start()
@@ -299,7 +343,8 @@ class EtcdAttachment:
     def close(self) -> None:
         self.sink.close()
         self.events.close()
-        self.source.close()
+        for source in self.sources:
+            source.close()
         self.client.close()
 
 
@@ -323,6 +368,10 @@ def attach(
     node = kubelet.config.node_name
     source = EtcdSource(client, node, prefix=prefix)
     kubelet.register_source(source.name)
+    # Not registered: they hold no pods, so deleting a pod need not wait for them.
+    object_sources = tuple(
+        EtcdObjectSource(client, node, kind, prefix=prefix) for kind in OBJECT_RESOURCES
+    )
     events = EtcdEventRecorder(client, node, prefix=prefix, ttl=event_ttl)
     if isinstance(kubelet.recorder, FanoutRecorder):
         kubelet.recorder.recorders = (*kubelet.recorder.recorders, events)
@@ -337,7 +386,7 @@ def attach(
         lease_refresh=lease_refresh,
     )
     kubelet.metrics.registry.register(EtcdCollector(client, source, sink, events))
-    return EtcdAttachment(client, source, sink, events)
+    return EtcdAttachment(client, source, sink, events, object_sources)
 
 
 # --- argparse -----------------------------------------------------------------------------------

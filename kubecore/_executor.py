@@ -30,8 +30,16 @@ from kubecore._actions import (
 )
 from kubecore._backoff import next_backoff
 from kubecore._clock import Clock
-from kubecore._credentials import Keyring, pod_registry_auth
+from kubecore._credentials import Keyring, PullSecrets, pod_registry_auth
+from kubecore._env import (
+    NodeInfo,
+    ObjectReader,
+    ResolvedContainer,
+    container_environment,
+    needs_pod_ip,
+)
 from kubecore._errors import (
+    ContainerConfigError,
     ContainerNotFound,
     ContainerRuntimeError,
     ImagePullError,
@@ -43,6 +51,7 @@ from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
+from kubecore._objects import ObjectStore
 from kubecore._observed import container_name, restart_count
 from kubecore._observed import newest_sandbox as _newest_sandbox
 from kubecore._runtime import (
@@ -150,6 +159,8 @@ class TokenBucket:
 
 def _start_failure_reason(exc: Exception) -> str:
     """The waiting reason Kubernetes shows for a container whose start failed this way."""
+    if isinstance(exc, ContainerConfigError):
+        return "CreateContainerConfigError"
     if isinstance(exc, ImageNeverPull):
         return "ErrImageNeverPull"
     if isinstance(exc, ImagePullError):
@@ -210,8 +221,12 @@ class Executor:
         node_name: str = "",
         cluster_domain: str = "",
         node_hosts_file: str = "/etc/hosts",
+        objects: ObjectReader | None = None,
+        node: NodeInfo | None = None,
     ) -> None:
         self.runtime = runtime
+        self.objects: ObjectReader = objects if objects is not None else ObjectStore()
+        self.node = node if node is not None else NodeInfo(name=node_name)
         self.puller = puller
         self.recorder = recorder
         self.clock = clock
@@ -220,7 +235,7 @@ class Executor:
         self.sandbox_image = sandbox_image
         self.pull_limiter = pull_limiter
         self.image_lock = image_lock or threading.Lock()
-        self.pull_secrets = pull_secrets
+        self.pull_secrets = PullSecrets(self.objects, pull_secrets)
         self.backoff_initial = backoff_initial
         self.node_name = node_name
         self.backoff_max = backoff_max
@@ -452,7 +467,9 @@ class Executor:
             start = self.clock.monotonic()
             try:
                 auth = (
-                    pod_registry_auth(pod, image, self.pull_secrets) if self.pull_secrets else None
+                    pod_registry_auth(pod, image, self.pull_secrets)
+                    if pod.spec.image_pull_secrets
+                    else None
                 )
                 self.puller.pull(image, auth)
             except ContainerRuntimeError as exc:
@@ -530,7 +547,7 @@ class Executor:
             self._remove_unstarted(start.replaces)
         self.ensure_image(pod, container, record, init=is_init)
         container_id = self._create_and_start(
-            pod, container, start.restart_count, is_init=is_init, target=target
+            pod, container, start.restart_count, is_init=is_init, target=target, record=record
         )
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
@@ -573,9 +590,17 @@ class Executor:
         record.crash_backoff[name] = self._next_backoff(record.crash_backoff.get(name), now)
 
     def _create_and_start(
-        self, pod: Pod, container: Container, restart_count: int, *, is_init: bool, target: _Target
+        self,
+        pod: Pod,
+        container: Container,
+        restart_count: int,
+        *,
+        is_init: bool,
+        target: _Target,
+        record: PodRecord,
     ) -> str:
         name = container.name
+        resolved = self._environment(pod, container, target, record, is_init=is_init)
         term_path = ""
         if container.termination_message_path:
             term_path = self.volumes.prepare_termination_log(pod.uid, name, restart_count)
@@ -589,6 +614,9 @@ class Executor:
             node_name=self.node_name,
             sub_paths=self._sub_paths(pod, container, target.volume_paths),
             hosts_file=target.hosts_file,
+        )
+        config = attrs.evolve(
+            config, env=resolved.env, command=resolved.command, args=resolved.args
         )
         try:
             container_id = self.runtime.create_container(
@@ -609,6 +637,37 @@ class Executor:
             pod, EventType.NORMAL, "Started", f"Started container {name}", name, init=is_init
         )
         return container_id
+
+    def _environment(
+        self, pod: Pod, container: Container, target: _Target, record: PodRecord, *, is_init: bool
+    ) -> ResolvedContainer:
+        """The container's env, command and args, resolved now (``ContainerConfigError`` when
+        an object or key it needs is missing; a Warning event says so once per message)."""
+        pod_ips: tuple[str, ...] = ()
+        if pod.spec.host_network and self.node.host_ip:
+            pod_ips = (self.node.host_ip,)
+        elif target.pod_ip:
+            pod_ips = (target.pod_ip,)
+        elif needs_pod_ip(container):
+            ip = self.runtime.sandbox_status(target.sandbox_id).ip
+            pod_ips = (ip,) if ip else ()
+        config_key = f"config/{container.name}"
+        try:
+            resolved = container_environment(pod, container, self.objects, self.node, pod_ips)
+        except ContainerConfigError as exc:
+            # A sync retries every pass: say it once per message, until the container starts.
+            if f"{config_key}/{exc}" not in record.warned:
+                record.warned.add(f"{config_key}/{exc}")
+                self.event(
+                    pod, EventType.WARNING, "Failed", f"Error: {exc}", container.name, init=is_init
+                )
+            raise
+        record.warned = {w for w in record.warned if not w.startswith(config_key + "/")}
+        for message in resolved.skipped:
+            self.event(
+                pod, EventType.WARNING, "InvalidEnvironmentVariableNames", message, init=is_init
+            )
+        return resolved
 
     def _post_start(
         self,

@@ -27,6 +27,7 @@ from kubecore._admission import Admission
 from kubecore._clock import Clock, SystemClock
 from kubecore._credentials import Keyring
 from kubecore._desired import DesiredPods
+from kubecore._env import NodeInfo, host_capacity
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
@@ -41,6 +42,7 @@ from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
+from kubecore._objects import ObjectStore
 from kubecore._observed import container_age
 from kubecore._pod_workers import Outcome, PodSyncer, Work
 from kubecore._podconfig import PodConfig
@@ -191,7 +193,11 @@ class Kubelet:
         self.recorder = FanoutRecorder(recorders)
         self.health_checker: HealthChecker = health_checker or DefaultHealthChecker(self.runtime)
         self.pod_config = PodConfig(sources)
-        self.volumes = VolumeManager(cfg.root_dir, cfg.node_name, pvc_dir=cfg.pvc_dir)
+        self.objects = ObjectStore()
+        """The ConfigMaps and Secrets from every source (``get_config_map``, ``get_secret``)."""
+        self.volumes = VolumeManager(
+            cfg.root_dir, cfg.node_name, objects=self.objects, pvc_dir=cfg.pvc_dir
+        )
         self.admission = Admission(
             max_pods=cfg.max_pods,
             allow_privileged=cfg.allow_privileged,
@@ -215,7 +221,11 @@ class Kubelet:
             backoff_max=cfg.backoff_max,
             node_name=cfg.node_name,
             cluster_domain=cfg.cluster_domain,
+            objects=self.objects,
+            node=NodeInfo(cfg.node_name, cfg.host_ip, host_capacity(cfg.root_dir)),
         )
+        self.objects.subscribe(lambda: self._wake.set())
+        self._objects_revision = self.objects.revision
         self.gc_policy = ContainerGCPolicy(cfg.gc_max_dead_per_container, cfg.gc_min_age)
         self.image_gc = ImageGC(
             self.puller,
@@ -309,8 +319,11 @@ class Kubelet:
     # --- desired state ----------------------------------------------------------------------
 
     def update(self, update: PodUpdate) -> None:
-        """Apply a source's update (thread-safe). The source counts as registered from now on."""
-        if self.pod_config.apply(update):
+        """Apply a source's update (thread-safe). The source counts as registered from now on
+        (unless the update only adds or removes ConfigMaps and Secrets)."""
+        objects_only = bool(update.objects) and not update.pods and update.op is not Operation.SET
+        changed = False if objects_only else self.pod_config.apply(update)
+        if self.objects.apply(update) or changed:
             self._wake.set()
 
     def register_source(self, source: str) -> None:
@@ -435,6 +448,12 @@ class Kubelet:
         resync = mono - self._last_resync >= self.config.resync_interval
         if resync:
             self._last_resync = mono
+        objects_revision = self.objects.revision
+        if objects_revision != self._objects_revision:
+            # A ConfigMap or Secret changed: every pod is planned again (a container waiting
+            # for it starts now, not at the next resync).
+            self._objects_revision = objects_revision
+            resync = True
         desired = self.desired.states  # replaced whole by a refresh, never changed in place
         states = list(desired.values())
         posted = self.inbox.take()

@@ -52,9 +52,65 @@ class ObjectMeta:
 
 
 @attrs.frozen
+class ConfigMapKeySelector:
+    key: str
+    name: str = ""
+    optional: bool | None = None
+
+
+@attrs.frozen
+class SecretKeySelector:
+    key: str
+    name: str = ""
+    optional: bool | None = None
+
+
+@attrs.frozen
+class ObjectFieldSelector:
+    field_path: str
+    api_version: str = "v1"
+
+
+@attrs.frozen
+class ResourceFieldSelector:
+    resource: str
+    container_name: str = ""
+    divisor: str = ""
+    """A quantity as written (``1Mi``); empty means 1."""
+
+
+@attrs.frozen
+class EnvVarSource:
+    config_map_key_ref: ConfigMapKeySelector | None = None
+    secret_key_ref: SecretKeySelector | None = None
+    field_ref: ObjectFieldSelector | None = None
+    resource_field_ref: ResourceFieldSelector | None = None
+
+
+@attrs.frozen
 class EnvVar:
     name: str
     value: str = ""
+    value_from: EnvVarSource | None = None
+
+
+@attrs.frozen
+class ConfigMapEnvSource:
+    name: str = ""
+    optional: bool | None = None
+
+
+@attrs.frozen
+class SecretEnvSource:
+    name: str = ""
+    optional: bool | None = None
+
+
+@attrs.frozen
+class EnvFromSource:
+    prefix: str = ""
+    config_map_ref: ConfigMapEnvSource | None = None
+    secret_ref: SecretEnvSource | None = None
 
 
 @attrs.frozen
@@ -152,6 +208,7 @@ class Container:
     args: tuple[str, ...] = ()
     working_dir: str = ""
     env: tuple[EnvVar, ...] = ()
+    env_from: tuple[EnvFromSource, ...] = ()
     ports: tuple[ContainerPort, ...] = ()
     volume_mounts: tuple[VolumeMount, ...] = ()
     resources: ResourceRequirements = attrs.field(factory=ResourceRequirements)
@@ -212,19 +269,6 @@ class SecretVolumeSource:
     items: tuple[KeyToPath, ...] = ()
     default_mode: int | None = None
     optional: bool | None = None
-
-
-@attrs.frozen
-class ObjectFieldSelector:
-    field_path: str
-    api_version: str = "v1"
-
-
-@attrs.frozen
-class ResourceFieldSelector:
-    resource: str
-    container_name: str = ""
-    divisor: str = ""
 
 
 @attrs.frozen
@@ -486,6 +530,42 @@ class PodSpec:
     set_hostname_as_fqdn: bool | None = None
     dns_config: PodDNSConfig | None = None
     resources: ResourceRequirements | None = None
+
+
+# --- ConfigMaps and Secrets ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class ConfigMap:
+    metadata: ObjectMeta
+    data: dict[str, str] = attrs.field(factory=dict)
+    binary_data: dict[str, bytes] = attrs.field(factory=dict)
+    immutable: bool | None = None
+    api_version: str = "v1"
+    kind: str = "ConfigMap"
+
+
+SECRET_TYPE_OPAQUE = "Opaque"
+SECRET_TYPE_DOCKER_CONFIG_JSON = "kubernetes.io/dockerconfigjson"
+SECRET_TYPE_DOCKERCFG = "kubernetes.io/dockercfg"
+
+
+@attrs.frozen
+class Secret:
+    """``data`` holds the decoded bytes; a manifest's ``stringData`` is merged into it when read
+    (its keys win, as the API server does). Values are left out of ``repr``."""
+
+    metadata: ObjectMeta
+    data: dict[str, bytes] = attrs.field(factory=dict, repr=False)
+    string_data: dict[str, str] = attrs.field(factory=dict, repr=False)
+    type: str = SECRET_TYPE_OPAQUE
+    immutable: bool | None = None
+    api_version: str = "v1"
+    kind: str = "Secret"
+
+
+KubeObject = ConfigMap | Secret
+"""The objects (besides pods) that sources deliver to the agent."""
 
 
 # --- status -----------------------------------------------------------------------------------

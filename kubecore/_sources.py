@@ -40,11 +40,12 @@ from kubecore._manifest import (
     MAX_MANIFEST_BYTES,
     assign_uid,
     decode_manifest_bytes,
-    load_pods_lenient,
+    load_manifest_lenient,
     read_manifest_bytes,
     stamp_source,
 )
-from kubecore._model import Pod
+from kubecore._model import KubeObject, Pod
+from kubecore._objects import object_key
 from kubecore._updates import Operation, PodUpdate
 
 logger = logging.getLogger(__name__)
@@ -102,11 +103,21 @@ def _problem_from_exception(where: str, error: Exception) -> SourceProblem:
 
 def parse_manifest(text: str, where: str) -> tuple[tuple[Pod, ...], tuple[FieldError, ...]]:
     """Every valid pod of a manifest text and every problem in it (never raises)."""
+    pods, _objects, problems = parse_documents(text, where)
+    return pods, problems
+
+
+def parse_documents(
+    text: str, where: str
+) -> tuple[tuple[Pod, ...], tuple[KubeObject, ...], tuple[FieldError, ...]]:
+    """Every valid pod, ConfigMap and Secret of a manifest text and every problem in it (never
+    raises)."""
     try:
-        pods, errors = load_pods_lenient(text, source_name=where)
+        pods, objects, errors = load_manifest_lenient(text, source_name=where)
     except Exception as error:  # a YAML syntax error, or anything the loader did not expect
-        return (), _problem_from_exception(where, error).errors
-    return tuple(pods), tuple(problem for error in errors for problem in error.problems)
+        return (), (), _problem_from_exception(where, error).errors
+    problems = tuple(problem for error in errors for problem in error.problems)
+    return tuple(pods), tuple(objects), problems
 
 
 # --- the manifest file / directory source -------------------------------------------------
@@ -134,6 +145,8 @@ class _FileState:
     pods: tuple[Pod, ...]
     """The pods this file contributes now: its last good pods when it has turned bad."""
     problem: SourceProblem | None = None
+    objects: tuple[KubeObject, ...] = ()
+    """Its ConfigMaps and Secrets, kept like its pods."""
 
 
 @attrs.define
@@ -227,12 +240,19 @@ class FileSource:
         self._not_ready = False
         self._duplicates: tuple[SourceProblem, ...] = ()
         self._sent: tuple[Pod, ...] | None = None
+        self._sent_objects: tuple[KubeObject, ...] = ()
         self._next_due: float | None = None
         self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def objects(self) -> tuple[KubeObject, ...]:
+        """The ConfigMaps and Secrets last sent."""
+        with self._lock:
+            return self._sent_objects
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -325,11 +345,14 @@ class FileSource:
             self._check_file(path, settle)
         for path in [p for p in self._pending if p not in listed and p not in self._files]:
             del self._pending[path]
-        pods = self._merge(listed + [p for p in self._files if p not in listed])
-        if pods == self._sent and not recovered:
+        order = listed + [p for p in self._files if p not in listed]
+        pods = self._merge(order)
+        objects = self._merge_objects(order)
+        if pods == self._sent and objects == self._sent_objects and not recovered:
             return None
         self._sent = pods
-        return PodUpdate(Operation.SET, pods, self._name)
+        self._sent_objects = objects
+        return PodUpdate(Operation.SET, pods, self._name, objects)
 
     def _settled(self, path: Path, seen: _Fingerprint | None, now: float | None) -> bool:
         """True when a change of ``path`` (to ``seen``) may be acted on now."""
@@ -386,20 +409,20 @@ class FileSource:
         except ValidationError as error:
             self._record_bad(path, previous, fingerprint, _problem_from_exception(str(path), error))
             return
-        pods, errors = parse_manifest(text, str(path))
+        pods, objects, errors = parse_documents(text, str(path))
         prepared = prepare_pods(pods, self._name)
-        if not prepared and not errors and previous is not None and previous.pods:
+        emptied = previous is not None and (previous.pods or previous.objects)
+        if not prepared and not objects and not errors and emptied:
             errors = (
                 FieldError("", "the file holds no pods now (remove the file to remove its pods)"),
             )
         if errors:
-            self._record_bad(
-                path, previous, fingerprint, SourceProblem(str(path), errors), prepared
-            )
+            problem = SourceProblem(str(path), errors)
+            self._record_bad(path, previous, fingerprint, problem, prepared, objects)
             return
         if previous is not None and previous.problem is not None:
             logger.info("manifest %s is good again", path)
-        self._files[path] = _FileState(fingerprint, prepared)
+        self._files[path] = _FileState(fingerprint, prepared, objects=objects)
 
     def _record_bad(
         self,
@@ -408,8 +431,10 @@ class FileSource:
         fingerprint: _Fingerprint,
         problem: SourceProblem,
         valid: tuple[Pod, ...] = (),
+        valid_objects: tuple[KubeObject, ...] = (),
     ) -> None:
         keep = previous.pods if previous is not None else valid
+        keep_objects = previous.objects if previous is not None else valid_objects
         logger.warning(
             "manifest %s has %d problem(s); %s\n  %s",
             path,
@@ -418,7 +443,7 @@ class FileSource:
             "\n  ".join(str(e) for e in problem.errors),
             extra={"path": str(path), "problems": [str(e) for e in problem.errors]},
         )
-        self._files[path] = _FileState(fingerprint, keep, problem)
+        self._files[path] = _FileState(fingerprint, keep, problem, keep_objects)
 
     def _merge(self, order: list[Path]) -> tuple[Pod, ...]:
         owner: dict[PodKey, Path] = {}
@@ -453,6 +478,15 @@ class FileSource:
                 )
         self._duplicates = found
         return tuple(pods)
+
+    def _merge_objects(self, order: list[Path]) -> tuple[KubeObject, ...]:
+        """Each object once, from the first file (by path order) that defines it."""
+        merged: dict[tuple[str, str, str], KubeObject] = {}
+        for path in order:
+            state = self._files.get(path)
+            for obj in state.objects if state is not None else ():
+                merged.setdefault(object_key(obj), obj)
+        return tuple(merged.values())
 
 
 def _path_problem(path: Path, message: str) -> SourceProblem:
@@ -529,6 +563,7 @@ class HTTPSource:
         self._last_modified = ""
         self._body_hash = ""
         self._sent: tuple[Pod, ...] | None = None
+        self._sent_objects: tuple[KubeObject, ...] = ()
         self._problem: SourceProblem | None = None
         self._failures = 0
         self._not_ready = False
@@ -580,7 +615,7 @@ class HTTPSource:
             self._problem = None
             self._next_due = now + self._interval
             if update is None and self._not_ready and self._sent is not None:
-                update = PodUpdate(Operation.SET, self._sent, self._name)
+                update = PodUpdate(Operation.SET, self._sent, self._name, self._sent_objects)
             self._not_ready = False
             return update
 
@@ -619,24 +654,26 @@ class HTTPSource:
             text = result.body.decode("utf-8")
         except UnicodeDecodeError as error:
             return SourceProblem(self._url, (FieldError("", f"not UTF-8 text: {error}"),))
-        pods, errors = parse_manifest(text, self._url)
+        pods, objects, errors = parse_documents(text, self._url)
         if errors:
             return SourceProblem(self._url, errors)
         self._body_hash = digest
         self._etag = result.etag
         self._last_modified = result.last_modified
         prepared = prepare_pods(pods, self._name)
-        if prepared == self._sent:
+        if prepared == self._sent and objects == self._sent_objects:
             return None
         self._sent = prepared
-        return PodUpdate(Operation.SET, prepared, self._name)
+        self._sent_objects = objects
+        return PodUpdate(Operation.SET, prepared, self._name, objects)
 
 
 # --- the in-process source for embedders --------------------------------------------------
 
 
 class StaticSource:
-    """Pods set by the embedding program: ``set``, ``add``, ``update`` and ``remove``.
+    """Pods set by the embedding program: ``set``, ``add``, ``update`` and ``remove``; ConfigMaps
+    and Secrets with ``set(pods, objects)``, ``put_objects`` and ``remove_objects``.
 
     Each call is queued as one ``PodUpdate`` (SET / ADD / UPDATE / REMOVE) and handed out by
     ``poll``; pass ``sink`` (for example ``kubelet.update``) to deliver each one at once instead.
@@ -672,12 +709,24 @@ class StaticSource:
         with self._lock:
             return self._queue.popleft() if self._queue else None
 
-    def set(self, pods: Iterable[Pod]) -> None:
-        """Replace the whole list: pods not in it are removed."""
+    def set(self, pods: Iterable[Pod], objects: Iterable[KubeObject] | None = None) -> None:
+        """Replace the whole list: pods not in it are removed. ``objects`` (when given) replace
+        the source's ConfigMaps and Secrets the same way."""
         prepared = prepare_pods(pods, self._name)
         with self._lock:
             self._pods = {pod_key(pod): pod for pod in prepared}
-            self._emit(PodUpdate(Operation.SET, tuple(self._pods.values()), self._name))
+            listed = tuple(objects) if objects is not None else None
+            pods_now = tuple(self._pods.values())
+            self._emit(PodUpdate(Operation.SET, pods_now, self._name, listed))
+
+    def put_objects(self, *objects: KubeObject) -> None:
+        """Add or replace ConfigMaps and Secrets (pods are untouched)."""
+        with self._lock:
+            self._emit(PodUpdate(Operation.UPDATE, (), self._name, objects))
+
+    def remove_objects(self, *objects: KubeObject) -> None:
+        with self._lock:
+            self._emit(PodUpdate(Operation.REMOVE, (), self._name, objects))
 
     def add(self, *pods: Pod) -> None:
         prepared = prepare_pods(pods, self._name)

@@ -6,7 +6,7 @@ import enum
 
 import attrs
 
-from kubecore._model import Pod
+from kubecore._model import KubeObject, Pod
 
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
 """Every pod is stamped with the name of the source it came from."""
@@ -28,3 +28,7 @@ class PodUpdate:
     op: Operation
     pods: tuple[Pod, ...]
     source: str
+    objects: tuple[KubeObject, ...] | None = None
+    """ConfigMaps and Secrets, with the same operation as the pods (``SET`` replaces all the
+    source's objects; ``REMOVE`` takes the objects named out). None: the update says nothing
+    about objects (a ``SET`` of pods alone keeps the source's objects)."""

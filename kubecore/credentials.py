@@ -6,7 +6,9 @@ from kubecore._credentials import (
     DockerKeyring,
     Keyring,
     KeyringPuller,
+    PullSecrets,
     pod_registry_auth,
+    secret_keyring,
 )
 
 __all__ = [
@@ -14,5 +16,7 @@ __all__ = [
     "DockerKeyring",
     "Keyring",
     "KeyringPuller",
+    "PullSecrets",
     "pod_registry_auth",
+    "secret_keyring",
 ]

@@ -287,8 +287,8 @@ def test_bad_writes_are_answered_with_a_status(client: Client) -> None:
     assert collection.status_code == 405 and collection.json()["message"] == (
         "DELETE is not supported on pods"
     )
-    configmaps = client.get("/api/v1/namespaces/default/configmaps")
-    assert configmaps.status_code == 404 and "configmaps" in configmaps.json()["message"]
+    services = client.get("/api/v1/namespaces/default/services")
+    assert services.status_code == 404 and "services" in services.json()["message"]
 
 
 def test_watch_streams_changes_from_a_resource_version(node: Node, client: Client) -> None:

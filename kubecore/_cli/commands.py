@@ -277,7 +277,7 @@ def cmd_run(
         raise UsageError(str(error)) from None
     etcd = attach_etcd(kubelet, settings)
     if etcd is not None:
-        sources.append(etcd.source)
+        sources.extend(etcd.sources)
     poller = SourcePoller(sources, kubelet.update, clock=clock)
 
     def close() -> None:
@@ -310,11 +310,12 @@ def cmd_run(
 def wait_for_etcd(etcd: EtcdAttachment, timeout: float) -> None:
     """Start the etcd source and wait (real time, bounded) until it has listed the node's pods:
     ``--once`` then starts from the whole list."""
-    etcd.source.start()
+    for source in etcd.sources:
+        source.start()
     deadline = time.monotonic() + timeout
-    while not etcd.source.ready and time.monotonic() < deadline:
+    while not etcd.ready and time.monotonic() < deadline:
         time.sleep(0.05)
-    if not etcd.source.ready:
+    if not etcd.ready:
         logger.warning("etcd did not answer within %.0f s: its pods are not known", timeout)
 
 

@@ -10,12 +10,19 @@ Reading a manifest happens in passes over plain data, one module each:
    Embedders who build pods in code call it directly.
 """
 
-from kubecore._manifest.decoding import dump_pod_json, dump_pod_yaml, dump_pods_yaml, pod_to_dict
+from kubecore._manifest.decoding import (
+    dump_pod_json,
+    dump_pod_yaml,
+    dump_pods_yaml,
+    object_to_dict,
+    pod_to_dict,
+)
 from kubecore._manifest.documents import (
     MAX_MANIFEST_BYTES,
     DocumentError,
     assign_uid,
     decode_manifest_bytes,
+    load_manifest_lenient,
     load_pods_from_dict,
     load_pods_from_file,
     load_pods_from_string,
@@ -34,10 +41,12 @@ __all__ = [
     "dump_pod_json",
     "dump_pod_yaml",
     "dump_pods_yaml",
+    "load_manifest_lenient",
     "load_pods_from_dict",
     "load_pods_from_file",
     "load_pods_from_string",
     "load_pods_lenient",
+    "object_to_dict",
     "pod_from_dict",
     "pod_to_dict",
     "read_manifest_bytes",

@@ -8,6 +8,8 @@ go on. Writing applies ``omitempty`` and Kubernetes' defaults.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import json
 import re
@@ -249,6 +251,57 @@ class _StrMap(_Kind):
         return not value
 
 
+class _BytesMap(_Kind):
+    """``data`` of a Secret and ``binaryData`` of a ConfigMap: base64 text read into bytes.
+    Problems never quote a value (it may be a secret)."""
+
+    def zero(self) -> dict[str, bytes]:
+        return {}
+
+    def load(self, value: object, path: str, errs: _Problems) -> dict[str, bytes]:
+        if not isinstance(value, Mapping):
+            errs.append(FieldError(path, f"expected a mapping, got {_show(value)}"))
+            return {}
+        out: dict[str, bytes] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                errs.append(FieldError(_item(path, str(key)), "keys must be strings"))
+                continue
+            where = _item(path, key)
+            if not isinstance(item, str):
+                errs.append(FieldError(where, "expected base64 text"))
+                continue
+            try:
+                out[key] = base64.b64decode(item.encode("ascii"), validate=True)
+            except (ValueError, binascii.Error):
+                errs.append(FieldError(where, "not valid base64 (value not shown)"))
+        return out
+
+    def dump(self, value: Any) -> Any:
+        return {k: base64.b64encode(v).decode("ascii") for k, v in value.items()}
+
+    def is_empty(self, value: Any) -> bool:
+        return not value
+
+
+class _SecretStrMap(_StrMap):
+    """``stringData`` of a Secret: like ``_StrMap``, but problems never quote a value."""
+
+    def load(self, value: object, path: str, errs: _Problems) -> dict[str, str]:
+        if not isinstance(value, Mapping):
+            errs.append(FieldError(path, f"expected a mapping, got {_show(value)}"))
+            return {}
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                errs.append(FieldError(_item(path, str(key)), "keys must be strings"))
+            elif not isinstance(item, str):
+                errs.append(FieldError(_item(path, key), "expected a string (value not shown)"))
+            else:
+                out[key] = item
+        return out
+
+
 class _Obj(_Kind):
     """A nested object. ``optional``: ``None`` when absent; else always written, even as ``{}``."""
 
@@ -431,10 +484,68 @@ _LIFECYCLE = _Spec(
     ),
     unsupported=frozenset({"stopSignal"}),
 )
+_CONFIG_MAP_KEY_SELECTOR = _Spec(
+    m.ConfigMapKeySelector,
+    (
+        _F("key", _Str(), required=True, always=True),
+        _F("name", _Str()),
+        _F("optional", _Bool(optional=True)),
+    ),
+)
+_SECRET_KEY_SELECTOR = _Spec(
+    m.SecretKeySelector,
+    (
+        _F("key", _Str(), required=True, always=True),
+        _F("name", _Str()),
+        _F("optional", _Bool(optional=True)),
+    ),
+)
+_OBJECT_FIELD_SELECTOR = _Spec(
+    m.ObjectFieldSelector,
+    (
+        _F("apiVersion", _Str(), always=True),
+        _F("fieldPath", _Str(), required=True, always=True),
+    ),
+)
+_RESOURCE_FIELD_SELECTOR = _Spec(
+    m.ResourceFieldSelector,
+    (
+        _F("containerName", _Str()),
+        _F("resource", _Str(), required=True, always=True),
+        _F("divisor", _OptQuantity()),
+    ),
+)
+_ENV_VAR_SOURCE = _Spec(
+    m.EnvVarSource,
+    (
+        _F("fieldRef", _Obj(_OBJECT_FIELD_SELECTOR, optional=True)),
+        _F("resourceFieldRef", _Obj(_RESOURCE_FIELD_SELECTOR, optional=True)),
+        _F("configMapKeyRef", _Obj(_CONFIG_MAP_KEY_SELECTOR, optional=True)),
+        _F("secretKeyRef", _Obj(_SECRET_KEY_SELECTOR, optional=True)),
+    ),
+    unsupported=frozenset({"fileKeyRef"}),
+)
 _ENV_VAR = _Spec(
     m.EnvVar,
-    (_F("name", _Str(), required=True, always=True), _F("value", _Str())),
-    unsupported=frozenset({"valueFrom"}),
+    (
+        _F("name", _Str(), required=True, always=True),
+        _F("value", _Str()),
+        _F("valueFrom", _Obj(_ENV_VAR_SOURCE, optional=True)),
+    ),
+)
+_CONFIG_MAP_ENV_SOURCE = _Spec(
+    m.ConfigMapEnvSource, (_F("name", _Str()), _F("optional", _Bool(optional=True)))
+)
+_SECRET_ENV_SOURCE = _Spec(
+    m.SecretEnvSource, (_F("name", _Str()), _F("optional", _Bool(optional=True)))
+)
+_ENV_FROM_SOURCE = _Spec(
+    m.EnvFromSource,
+    (
+        _F("prefix", _Str()),
+        _F("configMapRef", _Obj(_CONFIG_MAP_ENV_SOURCE, optional=True)),
+        _F("secretRef", _Obj(_SECRET_ENV_SOURCE, optional=True)),
+    ),
 )
 _CONTAINER_PORT = _Spec(
     m.ContainerPort,
@@ -492,6 +603,7 @@ _CONTAINER = _Spec(
         _F("workingDir", _Str()),
         _F("ports", _ObjList(_CONTAINER_PORT)),
         _F("env", _ObjList(_ENV_VAR)),
+        _F("envFrom", _ObjList(_ENV_FROM_SOURCE)),
         _F("resources", _Obj(_RESOURCES), always=True),
         _F("volumeMounts", _ObjList(_VOLUME_MOUNT)),
         _F("livenessProbe", _Obj(_PROBE, optional=True)),
@@ -504,7 +616,6 @@ _CONTAINER = _Spec(
     ),
     unsupported=frozenset(
         {
-            "envFrom",
             "resizePolicy",
             "restartPolicy",
             "stdin",
@@ -544,18 +655,6 @@ _SECRET_VOLUME = _Spec(
         _F("items", _ObjList(_KEY_TO_PATH)),
         _F("defaultMode", _OptInt()),
         _F("optional", _Bool(optional=True)),
-    ),
-)
-_OBJECT_FIELD_SELECTOR = _Spec(
-    m.ObjectFieldSelector,
-    (_F("apiVersion", _Str(), always=True), _F("fieldPath", _Str(), required=True, always=True)),
-)
-_RESOURCE_FIELD_SELECTOR = _Spec(
-    m.ResourceFieldSelector,
-    (
-        _F("containerName", _Str()),
-        _F("resource", _Str(), required=True, always=True),
-        _F("divisor", _OptQuantity()),
     ),
 )
 _DOWNWARD_API_FILE = _Spec(
@@ -993,6 +1092,38 @@ _POD = _Spec(
         _F("status", _Obj(_POD_STATUS, optional=True)),
     ),
 )
+
+
+_CONFIG_MAP = _Spec(
+    m.ConfigMap,
+    (
+        _F("apiVersion", _Str(), required=True, always=True),
+        _F("kind", _Str(), required=True, always=True),
+        _F("metadata", _Obj(_OBJECT_META), required=True, always=True),
+        _F("data", _StrMap()),
+        _F("binaryData", _BytesMap()),
+        _F("immutable", _Bool(optional=True)),
+    ),
+)
+_SECRET = _Spec(
+    m.Secret,
+    (
+        _F("apiVersion", _Str(), required=True, always=True),
+        _F("kind", _Str(), required=True, always=True),
+        _F("metadata", _Obj(_OBJECT_META), required=True, always=True),
+        _F("type", _Str()),
+        _F("data", _BytesMap()),
+        _F("stringData", _SecretStrMap()),
+        _F("immutable", _Bool(optional=True)),
+    ),
+)
+OBJECT_KINDS = {"ConfigMap": _CONFIG_MAP, "Secret": _SECRET}
+"""The kinds besides Pod a manifest may hold, and how each is read."""
+
+
+def object_to_dict(obj: m.KubeObject) -> dict[str, Any]:
+    """The v1 JSON shape of a ConfigMap or Secret (a Secret's values base64 in ``data``)."""
+    return OBJECT_KINDS[obj.kind].dump(obj)
 
 
 # --- Pod -> v1 JSON / YAML ---------------------------------------------------------------

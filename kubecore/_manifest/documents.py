@@ -23,8 +23,15 @@ import yaml
 from kubecore import _model as m
 from kubecore._errors import DocumentError as DocumentError
 from kubecore._errors import FieldError, ValidationError
-from kubecore._manifest.decoding import MAX_NUMBER_DIGITS, OversizedNumber, _field, _item, _show
-from kubecore._manifest.validation import _decode_pod
+from kubecore._manifest.decoding import (
+    MAX_NUMBER_DIGITS,
+    OBJECT_KINDS,
+    OversizedNumber,
+    _field,
+    _item,
+    _show,
+)
+from kubecore._manifest.validation import _decode_object, _decode_pod
 from kubecore._updates import SOURCE_ANNOTATION
 
 # --- YAML flavour -----------------------------------------------------------------------------
@@ -277,25 +284,33 @@ def _pod_name_of(data: object) -> str:
 
 def _load_documents(
     documents: Sequence[object], source: str, notes: Mapping[int, Sequence[str]] | None = None
-) -> tuple[list[m.Pod], list[ValidationError]]:
+) -> tuple[list[m.Pod], list[m.KubeObject], list[ValidationError]]:
     multi = len(documents) > 1
     pods: list[m.Pod] = []
+    objects: list[m.KubeObject] = []
     errors: list[ValidationError] = []
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str, str], str] = {}
     for index, document in enumerate(documents):
         prefix = f"documents[{index}]" if multi else ""
         for doc in _expand(document, prefix, index, source, errors):
-            pod, problems = _decode_pod(doc.data, doc.path)
+            kind = doc.data.get("kind") if isinstance(doc.data, Mapping) else None
+            decoded: m.Pod | m.KubeObject
+            if isinstance(doc.data, Mapping) and kind in OBJECT_KINDS:
+                decoded, problems = _decode_object(doc.data, doc.path)
+            else:
+                decoded, problems = _decode_pod(doc.data, doc.path)
             if notes and index in notes:
                 problems = [FieldError(prefix, note) for note in notes[index]] + problems
             if not problems:
-                key = (pod.metadata.namespace, pod.metadata.name)
-                where = doc.path or "the first pod"
+                meta = decoded.metadata
+                key = (decoded.kind, meta.namespace, meta.name)
+                where = doc.path or "the first document"
                 if key in seen:
+                    what = "pod" if decoded.kind == "Pod" else decoded.kind
                     problems = [
                         FieldError(
                             _field(doc.path, "metadata.name"),
-                            f"duplicate pod {key[0]}/{key[1]} (also {seen[key]})",
+                            f"duplicate {what} {key[1]}/{key[2]} (also {seen[key]})",
                         )
                     ]
                 else:
@@ -310,9 +325,11 @@ def _load_documents(
                         pod_name=_pod_name_of(doc.data),
                     )
                 )
+            elif isinstance(decoded, m.Pod):
+                pods.append(decoded)
             else:
-                pods.append(pod)
-    return pods, errors
+                objects.append(decoded)
+    return pods, objects, errors
 
 
 def _expand(
@@ -349,15 +366,17 @@ def _expand(
     return [_PodDoc(item, _item(items_path, j), index, j) for j, item in enumerate(items)]
 
 
-def _load_text(text: str, source: str) -> tuple[list[m.Pod], list[ValidationError]]:
+def _load_text(
+    text: str, source: str
+) -> tuple[list[m.Pod], list[m.KubeObject], list[ValidationError]]:
     raw = _parse_text(text)
     documents = raw.documents
-    pods, errors = _load_documents(documents, source, raw.notes)
+    pods, objects, errors = _load_documents(documents, source, raw.notes)
     if raw.error is not None:
         index = len(documents)
         prefix = f"documents[{index}]" if index else ""
         errors.append(DocumentError([attrs.evolve(raw.error, path=prefix)], source, document=index))
-    return pods, errors
+    return pods, objects, errors
 
 
 def _raise_all(errors: Sequence[ValidationError], source: str) -> None:
@@ -437,7 +456,7 @@ def load_pods_from_string(text: str, *, source_name: str = "<string>") -> list[m
     Raises ``ValidationError`` with every problem of every document: nothing is half loaded.
     With several documents, each problem's path starts with ``documents[i]``.
     """
-    pods, errors = _load_text(text, source_name)
+    pods, _objects, errors = _load_text(text, source_name)
     _raise_all(errors, source_name)
     return pods
 
@@ -453,7 +472,7 @@ def load_pods_from_file(path: str | os.PathLike[str]) -> list[m.Pod]:
 
 def load_pods_from_dict(data: object, *, source_name: str = "<dict>") -> list[m.Pod]:
     """Pods from already parsed data: one Pod mapping, or a ``kind: List`` of them."""
-    pods, errors = _load_documents([data], source_name)
+    pods, _objects, errors = _load_documents([data], source_name)
     _raise_all(errors, source_name)
     return pods
 
@@ -465,16 +484,26 @@ def load_pods_lenient(
 
     A ``str`` is manifest text; a ``pathlib.Path`` (any ``os.PathLike``) is a file to read.
     Each error is a ``DocumentError`` naming its document index and pod name where known.
+    ConfigMap and Secret documents are checked (their problems are errors) but not returned.
     """
+    pods, _objects, errors = load_manifest_lenient(text_or_path, source_name=source_name)
+    return pods, errors
+
+
+def load_manifest_lenient(
+    text_or_path: str | os.PathLike[str], *, source_name: str | None = None
+) -> tuple[list[m.Pod], list[m.KubeObject], list[ValidationError]]:
+    """``load_pods_lenient`` that also returns the good ConfigMaps and Secrets."""
     if isinstance(text_or_path, str):
         return _load_text(text_or_path, source_name or "<string>")
     source = source_name or str(text_or_path)
     try:
         text = read_manifest_text(text_or_path)
     except ValidationError as exc:
-        return [], [DocumentError(exc.problems, source)]
+        return [], [], [DocumentError(exc.problems, source)]
     except OSError as exc:
-        return [], [DocumentError([FieldError("", f"cannot read: {exc.strerror or exc}")], source)]
+        problem = FieldError("", f"cannot read: {exc.strerror or exc}")
+        return [], [], [DocumentError([problem], source)]
     return _load_text(text, source)
 
 

@@ -8,13 +8,16 @@ dropped: it would only repeat the decoding problem through a placeholder.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from decimal import Decimal
 
+import attrs
+
 from kubecore import _model as m
 from kubecore._errors import FieldError, ValidationError
-from kubecore._manifest.decoding import _POD, _PROTOCOLS, _field, _item, _Problems
+from kubecore._manifest.decoding import _POD, _PROTOCOLS, OBJECT_KINDS, _field, _item, _Problems
 from kubecore._quantity import parse_quantity
 
 _DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -346,6 +349,163 @@ def _check_ports(
     return frozenset(names)
 
 
+FIELD_REF_PATHS = (
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+)
+"""``env[].valueFrom.fieldRef.fieldPath`` values besides ``metadata.labels['k']`` and
+``metadata.annotations['k']``."""
+FIELD_REF_SUBSCRIPT_RE = re.compile(r"metadata\.(labels|annotations)\['(.+)'\]")
+RESOURCE_FIELD_REF_RESOURCES = (
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+)
+_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+def _config_key_problem(key: str) -> str | None:
+    """Kubernetes' rule for a ConfigMap or Secret key (and a file name in their volumes)."""
+    if not key:
+        return "required"
+    if len(key) > 253 or not _KEY_RE.fullmatch(key) or key in (".", "..") or key.startswith(".."):
+        return (
+            f"invalid key {key!r}: must be at most 253 characters of letters, digits,"
+            " '-', '_' or '.', and not '.', '..' or start with '..'"
+        )
+    return None
+
+
+def _check_env_source(errs: _Problems, path: str, env: m.EnvVar) -> None:
+    source = env.value_from
+    assert source is not None
+    where = _field(path, "valueFrom")
+    if env.value:
+        errs.append(FieldError(where, "may not be specified when `value` is not empty"))
+    given = [
+        name
+        for name, value in (
+            ("fieldRef", source.field_ref),
+            ("resourceFieldRef", source.resource_field_ref),
+            ("configMapKeyRef", source.config_map_key_ref),
+            ("secretKeyRef", source.secret_key_ref),
+        )
+        if value is not None
+    ]
+    if len(given) != 1:
+        errs.append(
+            FieldError(
+                where,
+                "must specify one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef"
+                if not given
+                else f"may not have more than one source, got {', '.join(given)}",
+            )
+        )
+        return
+    if source.field_ref is not None:
+        ref = source.field_ref
+        field_path = ref.field_path
+        if ref.api_version != "v1":
+            errs.append(
+                FieldError(
+                    _field(_field(where, "fieldRef"), "apiVersion"),
+                    f"unsupported version {ref.api_version!r}: only 'v1'",
+                )
+            )
+        if field_path not in FIELD_REF_PATHS and not FIELD_REF_SUBSCRIPT_RE.fullmatch(field_path):
+            errs.append(
+                FieldError(
+                    _field(_field(where, "fieldRef"), "fieldPath"),
+                    f"unsupported value {field_path!r}: use one of {', '.join(FIELD_REF_PATHS)},"
+                    " metadata.labels['<key>'] or metadata.annotations['<key>']",
+                )
+            )
+    if source.resource_field_ref is not None:
+        ref_path = _field(where, "resourceFieldRef")
+        res = source.resource_field_ref
+        if res.resource not in RESOURCE_FIELD_REF_RESOURCES:
+            errs.append(
+                FieldError(
+                    _field(ref_path, "resource"),
+                    f"unsupported value {res.resource!r}: use one of "
+                    + ", ".join(RESOURCE_FIELD_REF_RESOURCES),
+                )
+            )
+        if res.divisor:
+            _check_divisor(errs, _field(ref_path, "divisor"), res.resource, res.divisor)
+    for name, selector in (
+        ("configMapKeyRef", source.config_map_key_ref),
+        ("secretKeyRef", source.secret_key_ref),
+    ):
+        if selector is None:
+            continue
+        ref_path = _field(where, name)
+        if not selector.name:
+            errs.append(FieldError(_field(ref_path, "name"), "required"))
+        else:
+            _check_name(errs, _field(ref_path, "name"), selector.name, _dns_subdomain_problem)
+        problem = _config_key_problem(selector.key)
+        if problem:
+            errs.append(FieldError(_field(ref_path, "key"), problem))
+
+
+_CPU_DIVISORS = ("1m", "1")
+_BYTE_DIVISORS = ("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
+
+
+def _check_divisor(errs: _Problems, path: str, resource: str, divisor: str) -> None:
+    """Kubernetes accepts only these divisors (by value: ``1000m`` is ``1``)."""
+    allowed = _CPU_DIVISORS if resource.endswith(".cpu") else _BYTE_DIVISORS
+    try:
+        value = parse_quantity(divisor)
+    except ValueError as exc:
+        errs.append(FieldError(path, str(exc)))
+        return
+    if value not in {parse_quantity(a) for a in allowed}:
+        errs.append(FieldError(path, f"must be one of {', '.join(allowed)}, got {divisor!r}"))
+
+
+def _check_env_from(errs: _Problems, path: str, source: m.EnvFromSource) -> None:
+    refs = [
+        (name, ref)
+        for name, ref in (("configMapRef", source.config_map_ref), ("secretRef", source.secret_ref))
+        if ref is not None
+    ]
+    if len(refs) != 1:
+        errs.append(
+            FieldError(
+                path,
+                "must specify one of configMapRef or secretRef"
+                if not refs
+                else "may not have more than one field specified at a time",
+            )
+        )
+    for name, ref in refs:
+        where = _field(_field(path, name), "name")
+        if not ref.name:
+            errs.append(FieldError(where, "required"))
+        else:
+            _check_name(errs, where, ref.name, _dns_subdomain_problem)
+    if source.prefix and not _ENV_NAME_RE.fullmatch(source.prefix):
+        errs.append(
+            FieldError(
+                _field(path, "prefix"),
+                f"invalid environment variable prefix {source.prefix!r}: use letters, digits,"
+                " '_', '-' and '.', not starting with a digit",
+            )
+        )
+
+
 def _check_container(
     errs: _Problems,
     path: str,
@@ -389,6 +549,10 @@ def _check_container(
             )
         else:
             env_seen[env.name] = i
+        if env.value_from is not None:
+            _check_env_source(errs, _item(_field(path, "env"), i), env)
+    for i, env_from in enumerate(container.env_from):
+        _check_env_from(errs, _item(_field(path, "envFrom"), i), env_from)
 
     mount_paths: dict[str, int] = {}
     for i, mount in enumerate(container.volume_mounts):
@@ -794,6 +958,18 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
             elif container.name:
                 container_names[container.name] = where
         _check_host_ports(errs, _field(path, group), containers)
+    for group, containers, _init in groups:
+        for i, container in enumerate(containers):
+            for j, env in enumerate(container.env):
+                field = env.value_from.resource_field_ref if env.value_from else None
+                if field is not None and field.container_name not in ("", *container_names):
+                    errs.append(
+                        FieldError(
+                            f"{_item(_field(path, group), i)}.env[{j}].valueFrom"
+                            ".resourceFieldRef.containerName",
+                            f"no container named {field.container_name!r} in the pod",
+                        )
+                    )
     _check_enum(errs, _field(path, "restartPolicy"), spec.restart_policy, _RESTART_POLICIES)
     _check_enum(errs, _field(path, "dnsPolicy"), spec.dns_policy, _DNS_POLICIES)
     if spec.termination_grace_period_seconds < 0:
@@ -1328,6 +1504,90 @@ def _path_key(path: str) -> list[tuple[int, int, str]]:
         for token in re.split(r"[.\[\]]+", path)
         if token
     ]
+
+
+def _decode_object(data: Mapping[str, object], path: str) -> tuple[m.KubeObject, _Problems]:
+    """A ConfigMap or Secret document (``data["kind"]`` names which), decoded and checked.
+
+    A Secret's ``stringData`` is merged into its ``data`` (its keys win). Problems never quote a
+    Secret's values.
+    """
+    spec = OBJECT_KINDS[str(data.get("kind"))]
+    decode_errs: _Problems = []
+    obj: m.KubeObject = spec.load(data, path, decode_errs)
+    errs: _Problems = []
+    if obj.api_version != "v1":
+        errs.append(
+            FieldError(
+                _field(path, "apiVersion"),
+                f"must be 'v1', got {obj.api_version!r}" if obj.api_version else "required",
+            )
+        )
+    _check_metadata(errs, _field(path, "metadata"), obj.metadata)
+    if isinstance(obj, m.ConfigMap):
+        keyed = [("data", key) for key in obj.data] + [("binaryData", k) for k in obj.binary_data]
+        for key in obj.data.keys() & obj.binary_data.keys():
+            errs.append(
+                FieldError(_item(_field(path, "binaryData"), key), "duplicate of a key in data")
+            )
+    else:
+        if not obj.type:  # the API server's default
+            obj = attrs.evolve(obj, type=m.SECRET_TYPE_OPAQUE)
+        if obj.string_data:
+            merged = {**obj.data, **{k: v.encode() for k, v in obj.string_data.items()}}
+            obj = attrs.evolve(obj, data=merged, string_data={})
+        keyed = [("data", key) for key in obj.data]
+        errs.extend(_secret_type_problems(obj, path))
+    for field, key in keyed:
+        problem = _config_key_problem(key)
+        if problem:
+            errs.append(FieldError(_item(_field(path, field), key), problem))
+    return obj, _dedupe([*decode_errs, *_not_repeating(errs, decode_errs)])
+
+
+_SECRET_TYPE_KEYS = {
+    m.SECRET_TYPE_DOCKER_CONFIG_JSON: ".dockerconfigjson",
+    m.SECRET_TYPE_DOCKERCFG: ".dockercfg",
+}
+
+
+_SECRET_TYPE_REQUIRED = {
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+}
+"""Keys the API server requires of these Secret types (besides the docker config types)."""
+
+
+def _secret_type_problems(secret: m.Secret, path: str) -> _Problems:
+    required = _SECRET_TYPE_REQUIRED.get(secret.type, ())
+    missing = [
+        FieldError(_item(_field(path, "data"), k), f"required for a Secret of type {secret.type}")
+        for k in required
+        if k not in secret.data
+    ]
+    if secret.type == "kubernetes.io/basic-auth" and not (
+        secret.data.keys() & {"username", "password"}
+    ):
+        missing.append(
+            FieldError(
+                _field(path, "data"),
+                "a Secret of type kubernetes.io/basic-auth needs a username or a password",
+            )
+        )
+    key = _SECRET_TYPE_KEYS.get(secret.type)
+    if key is None:
+        return missing
+    where = _item(_field(path, "data"), key)
+    raw = secret.data.get(key)
+    if raw is None:
+        return [FieldError(where, f"required for a Secret of type {secret.type}")]
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return [FieldError(where, "not valid JSON (value not shown)")]
+    if not isinstance(parsed, dict):
+        return [FieldError(where, "must be a JSON object (value not shown)")]
+    return []
 
 
 def pod_from_dict(data: object, *, path: str = "") -> m.Pod:

@@ -20,9 +20,13 @@ from kubecore import (
     RuntimeEvent,
     RuntimeEventType,
     RuntimeState,
-    load_pods_from_string,
     load_runtime,
 )
+from kubecore._errors import ValidationError
+from kubecore._manifest import load_manifest_lenient
+from kubecore._model import ConfigMap, KubeObject, Secret
+from kubecore._objects import object_key
+from kubecore._updates import Operation, PodUpdate
 from kubecore.events import Event
 from kubecore_fake import FakeRuntime
 
@@ -51,11 +55,21 @@ def pod_key(pod: PodRef) -> tuple[str, str]:
 
 def as_pods(manifest_or_pods: str | Pod | Iterable[Pod]) -> list[Pod]:
     """Pods from manifest text (``v1`` Pod YAML, one or more documents), a pod or pods."""
-    if isinstance(manifest_or_pods, str):
-        return load_pods_from_string(manifest_or_pods)
-    if isinstance(manifest_or_pods, Pod):
-        return [manifest_or_pods]
-    return list(manifest_or_pods)
+    return as_pods_and_objects(manifest_or_pods)[0]
+
+
+def as_pods_and_objects(
+    manifest: str | Pod | KubeObject | Iterable[Pod | KubeObject],
+) -> tuple[list[Pod], list[KubeObject]]:
+    """Pods and ConfigMaps/Secrets from manifest text (raises ``ValidationError`` on any
+    problem), an object or objects."""
+    if isinstance(manifest, str):
+        pods, objects, errors = load_manifest_lenient(manifest)
+        if errors:
+            raise ValidationError([p for e in errors for p in e.problems])
+        return pods, objects
+    items = [manifest] if isinstance(manifest, Pod | ConfigMap | Secret) else list(manifest)
+    return [i for i in items if isinstance(i, Pod)], [i for i in items if not isinstance(i, Pod)]
 
 
 def steps(seconds: float, step: float) -> list[float]:
@@ -117,6 +131,7 @@ class FakeNode:
         assert isinstance(runtime, FakeRuntime), f"the fake plugin gave {runtime!r}"
         self.runtime: FakeRuntime = runtime
         self._pods: dict[tuple[str, str], Pod] = {}
+        self._objects: dict[tuple[str, str, str], KubeObject] = {}
         self._deaths = 0
         self._subscription = self.runtime.watch_events(self._on_runtime_event)
         self.kubelet = self._new_kubelet(self.config)
@@ -128,14 +143,25 @@ class FakeNode:
 
     # --- desired state ------------------------------------------------------------------------
 
-    def apply(self, manifest_or_pods: str | Pod | Iterable[Pod]) -> list[Pod]:
-        """Add the pods, or replace those of the same ``namespace/name`` (``kubectl apply``).
-        The node acts on them at its next sync."""
-        pods = as_pods(manifest_or_pods)
+    def apply(
+        self, manifest_or_pods: str | Pod | KubeObject | Iterable[Pod | KubeObject]
+    ) -> list[Pod]:
+        """Add the pods, ConfigMaps and Secrets, or replace those of the same kind and
+        ``namespace/name`` (``kubectl apply``). The node acts on them at its next sync."""
+        pods, objects = as_pods_and_objects(manifest_or_pods)
         for pod in pods:
             self._pods[pod_key(pod)] = pod
+        for obj in objects:
+            self._objects[object_key(obj)] = obj
         self._hand_over()
         return pods
+
+    def delete_object(self, kind: str, ref: str) -> None:
+        """Delete a ConfigMap or Secret given with ``apply`` (``ref``: ``name`` or
+        ``namespace/name``). Raises ``KeyError`` for one it was never given."""
+        namespace, name = pod_key(ref)
+        del self._objects[(kind, namespace, name)]
+        self._hand_over()
 
     def delete(self, pod: PodRef) -> None:
         """Delete a pod given with ``apply``: the node kills it (with its grace period) as it
@@ -147,7 +173,8 @@ class FakeNode:
         self._hand_over()
 
     def _hand_over(self) -> None:
-        self.kubelet.set_pods(self._pods.values())
+        objects = tuple(self._objects.values())
+        self.kubelet.update(PodUpdate(Operation.SET, tuple(self._pods.values()), "api", objects))
 
     def _on_runtime_event(self, event: RuntimeEvent) -> None:
         if event.type in (RuntimeEventType.DIED, RuntimeEventType.OOM):
@@ -247,7 +274,7 @@ class FakeNode:
         if config is not None:
             self.config = node_config(self.root_dir, config)
         self.kubelet = self._new_kubelet(self.config)
-        if self._pods:
+        if self._pods or self._objects:
             self._hand_over()
         return self.kubelet
 

@@ -126,6 +126,59 @@ _HEADERS = st.lists(
 _ENV_NAMES = st.lists(
     st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=6), unique=True, max_size=3
 )
+_FIELD_PATHS = st.sampled_from(
+    (
+        "metadata.name",
+        "metadata.namespace",
+        "metadata.uid",
+        "metadata.labels['app']",
+        "metadata.annotations['example.com/note']",
+        "spec.nodeName",
+        "status.hostIP",
+        "status.podIP",
+        "status.podIPs",
+    )
+)
+# References to objects are optional: a drawn pod never waits for a ConfigMap or Secret.
+_VALUE_FROM = st.one_of(
+    st.builds(m.EnvVarSource, field_ref=st.builds(m.ObjectFieldSelector, field_path=_FIELD_PATHS)),
+    st.builds(
+        m.EnvVarSource,
+        resource_field_ref=st.builds(
+            m.ResourceFieldSelector,
+            resource=st.sampled_from(("limits.cpu", "requests.memory", "limits.memory")),
+            divisor=st.sampled_from(("", "1")),
+        ),
+    ),
+    st.builds(
+        m.EnvVarSource,
+        config_map_key_ref=st.builds(
+            m.ConfigMapKeySelector, key=st.just("key"), name=dns_labels(), optional=st.just(True)
+        ),
+    ),
+    st.builds(
+        m.EnvVarSource,
+        secret_key_ref=st.builds(
+            m.SecretKeySelector, key=st.just("key"), name=dns_labels(), optional=st.just(True)
+        ),
+    ),
+)
+_ENV_FROM = st.lists(
+    st.one_of(
+        st.builds(
+            m.EnvFromSource,
+            prefix=st.sampled_from(("", "CFG_")),
+            config_map_ref=st.builds(
+                m.ConfigMapEnvSource, name=dns_labels(), optional=st.just(True)
+            ),
+        ),
+        st.builds(
+            m.EnvFromSource,
+            secret_ref=st.builds(m.SecretEnvSource, name=dns_labels(), optional=st.just(True)),
+        ),
+    ),
+    max_size=2,
+)
 _SECURITY_CONTEXTS = st.one_of(
     st.none(), st.builds(m.SecurityContext, privileged=st.sampled_from((None, True, False)))
 )
@@ -212,7 +265,12 @@ def _container(
         for v in mounted
     )
     env_names = draw(_ENV_NAMES)
-    env = tuple(m.EnvVar(name=n, value=draw(_TEXT)) for n in env_names)
+    env = tuple(
+        m.EnvVar(name=n, value=draw(_TEXT))
+        if draw(st.booleans())
+        else m.EnvVar(name=n, value_from=draw(_VALUE_FROM))
+        for n in env_names
+    )
 
     def probe(kind: str) -> m.Probe | None:
         if init or not draw(st.booleans()):
@@ -241,6 +299,7 @@ def _container(
         args=tuple(draw(_ARGS)),
         working_dir=draw(st.sampled_from(("", "/work", "/tmp"))),
         env=env,
+        env_from=tuple(draw(_ENV_FROM)),
         ports=tuple(ports),
         volume_mounts=mounts,
         resources=_resources(draw),

@@ -25,7 +25,7 @@ spec:
   containers:
   - name: web
     image: host
-    command: ["sh", "-c", "echo $$ >> {starts}; trap 'exit 0' TERM; while :; do sleep 0.1; done"]
+    command: ["sh", "-c", "echo $$$$ >> {starts}; trap 'exit 0' TERM; while :; do sleep 0.1; done"]
 """
 
 

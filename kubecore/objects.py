@@ -1,0 +1,50 @@
+"""ConfigMaps and Secrets, and a container's environment: the objects sources deliver beside
+pods, the store the agent reads them from, and the pure function that resolves ``env``,
+``envFrom`` and ``$(VAR)`` at a container's start."""
+
+from kubecore._env import (
+    NodeInfo,
+    ObjectReader,
+    ResolvedContainer,
+    container_environment,
+    expand,
+    host_capacity,
+)
+from kubecore._errors import ContainerConfigError
+from kubecore._model import (
+    ConfigMap,
+    ConfigMapEnvSource,
+    ConfigMapKeySelector,
+    EnvFromSource,
+    EnvVarSource,
+    KubeObject,
+    ObjectFieldSelector,
+    ResourceFieldSelector,
+    Secret,
+    SecretEnvSource,
+    SecretKeySelector,
+)
+from kubecore._objects import ObjectStore, object_key
+
+__all__ = [
+    "ConfigMap",
+    "ConfigMapEnvSource",
+    "ConfigMapKeySelector",
+    "ContainerConfigError",
+    "EnvFromSource",
+    "EnvVarSource",
+    "KubeObject",
+    "NodeInfo",
+    "ObjectFieldSelector",
+    "ObjectReader",
+    "ObjectStore",
+    "ResolvedContainer",
+    "ResourceFieldSelector",
+    "Secret",
+    "SecretEnvSource",
+    "SecretKeySelector",
+    "container_environment",
+    "expand",
+    "host_capacity",
+    "object_key",
+]
