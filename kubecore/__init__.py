@@ -32,6 +32,7 @@ from kubecore import metrics as metrics
 from kubecore import planner as planner
 from kubecore import plugins as plugins
 from kubecore import quantity as quantity
+from kubecore import security as security
 from kubecore import server as server
 from kubecore import sources as sources
 from kubecore import translate as translate
@@ -40,6 +41,7 @@ from kubecore._errors import (
     Conflict,
     ContainerNotFound,
     ContainerRuntimeError,
+    CreateContainerConfigError,
     DocumentError,
     DuplicateRuntime,
     FieldError,
@@ -51,7 +53,6 @@ from kubecore._errors import (
     NotFound,
     PluginError,
     PluginWarning,
-    PrivilegedNotAllowed,
     RegistryConfigError,
     RootDirInUse,
     RuntimeTimeout,
@@ -151,6 +152,7 @@ __all__ = [
     "ContainerStateWaiting",
     "ContainerStats",
     "ContainerStatus",
+    "CreateContainerConfigError",
     "DNSConfig",
     "DocumentError",
     "DuplicateRuntime",
@@ -191,7 +193,6 @@ __all__ = [
     "PodStatus",
     "PodUpdate",
     "PortMapping",
-    "PrivilegedNotAllowed",
     "Probe",
     "ProbeOutcome",
     "ProbeResult",
@@ -253,6 +254,7 @@ for _namespace in (
     planner,
     plugins,
     quantity,
+    security,
     server,
     sources,
     translate,

@@ -1,5 +1,6 @@
-"""Pod admission: privileged containers, the node's pod limit and host-port conflicts (the earlier
-pod wins).
+"""Pod admission: privileged containers, the security context the node can honour (sysctls,
+AppArmor, SELinux, user namespaces), the node's pod limit and host-port conflicts (the earlier pod
+wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 import attrs
 
 from kubecore._model import Pod
+from kubecore._security import HostSecurity, security_refusal
 
 HOST_PORT_CONFLICT = "HostPortConflict"
 OUT_OF_PODS = "OutOfpods"
@@ -70,9 +72,18 @@ def _conflicts(key: HostPortKey, used: dict[tuple[int, str], set[str]]) -> bool:
 class Admission:
     """Remembers which pods were admitted or rejected, so that the earlier pod keeps winning."""
 
-    def __init__(self, *, max_pods: int = 110, allow_privileged: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        max_pods: int = 110,
+        allow_privileged: bool = False,
+        host_security: HostSecurity | None = None,
+        allowed_unsafe_sysctls: tuple[str, ...] = (),
+    ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
+        self.host_security = host_security or HostSecurity()
+        self.allowed_unsafe_sysctls = allowed_unsafe_sysctls
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -129,6 +140,9 @@ class Admission:
     ) -> Rejection | None:
         if not self.allow_privileged and (refused := privileged_rejection(pod)) is not None:
             return refused
+        security = security_refusal(pod, self.host_security, self.allowed_unsafe_sysctls)
+        if security is not None:
+            return Rejection(*security)
         if count >= self.max_pods:
             return Rejection(
                 OUT_OF_PODS,

@@ -105,8 +105,9 @@ class RegistryConfigError(KubecoreError, ValueError):
     """A Docker config file (or pull secret) cannot be read or has a malformed entry."""
 
 
-class PrivilegedNotAllowed(KubecoreError):
-    """A container asks to run privileged and the agent does not allow it."""
+class CreateContainerConfigError(KubecoreError):
+    """A container's config cannot be made from its spec (runAsNonRoot and an image that runs as
+    root, ...): its status waits with reason ``CreateContainerConfigError``."""
 
 
 class ContainerRuntimeError(KubecoreError):

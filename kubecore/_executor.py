@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import threading
 from collections.abc import Mapping
 
@@ -34,11 +35,11 @@ from kubecore._credentials import Keyring, pod_registry_auth
 from kubecore._errors import (
     ContainerNotFound,
     ContainerRuntimeError,
+    CreateContainerConfigError,
     ImagePullError,
     KubecoreError,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
-from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._observed import container_name, restart_count
@@ -63,6 +64,7 @@ from kubecore._runtime import (
     SandboxConfig,
     SandboxState,
 )
+from kubecore._security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._translate import container_config, sandbox_config
 from kubecore._volumes import VolumeManager
 
@@ -139,6 +141,8 @@ class TokenBucket:
 
 def _start_failure_reason(exc: Exception) -> str:
     """The waiting reason Kubernetes shows for a container whose start failed this way."""
+    if isinstance(exc, CreateContainerConfigError):
+        return "CreateContainerConfigError"
     if isinstance(exc, ImageNeverPull):
         return "ErrImageNeverPull"
     if isinstance(exc, ImagePullError):
@@ -480,6 +484,13 @@ class Executor:
         self, pod: Pod, container: Container, restart_count: int, *, is_init: bool, target: _Target
     ) -> str:
         name = container.name
+        image = (
+            self.puller.image_status(container.image) if needs_image_user(pod, container) else None
+        )
+        problem = run_as_non_root_problem(pod, container, image)
+        if problem is not None:
+            self.event(pod, EventType.WARNING, "Failed", f"Error: {problem}", name, init=is_init)
+            raise CreateContainerConfigError(problem)
         term_path = ""
         if container.termination_message_path:
             term_path = self.volumes.prepare_termination_log(pod.uid, name, restart_count)
@@ -491,6 +502,8 @@ class Executor:
             termination_message_host_path=term_path,
             is_init=is_init,
             node_name=self.node_name,
+            seccomp_root=os.path.join(self.volumes.root_dir, SECCOMP_DIR),
+            image=image,
         )
         try:
             container_id = self.runtime.create_container(

@@ -30,10 +30,12 @@ from kubecore._runtime import (
     TERMINATION_MESSAGE_PATH_ANNOTATION,
     ContainerConfig,
     DNSConfig,
+    Image,
     Mount,
     PortMapping,
     SandboxConfig,
 )
+from kubecore._security import container_security
 
 SANDBOX_HASH_ANNOTATION = "io.kubecore.sandbox.hash"
 """Hash of what a sandbox is built from (ports, host network, hostname, DNS policy)."""
@@ -156,14 +158,17 @@ def container_hash(container: Container) -> str:
 
 def _sandbox_digest(pod: Pod) -> str:
     spec = pod.spec
-    return _digest(
-        {
-            "hostname": pod.metadata.name,
-            "host_network": spec.host_network,
-            "dns_policy": spec.dns_policy,
-            "ports": [_canonical(p) for c in spec.containers for p in c.ports],
-        }
-    )
+    parts: dict[str, Any] = {
+        "hostname": pod.metadata.name,
+        "host_network": spec.host_network,
+        "dns_policy": spec.dns_policy,
+        "ports": [_canonical(p) for c in spec.containers for p in c.ports],
+    }
+    if spec.security_context is not None:
+        # A changed pod-level securityContext reaches every container (and the sysctls the
+        # sandbox holds) only through a new sandbox. Left out when unset: today's hashes hold.
+        parts["security_context"] = _canonical(spec.security_context)
+    return _digest(parts)
 
 
 def sandbox_hash(pod: Pod) -> str:
@@ -266,6 +271,9 @@ def sandbox_config(
         labels=labels,
         annotations=annotations,
         image=sandbox_image,
+        sysctls={s.name: s.value for s in spec.security_context.sysctls}
+        if spec.security_context is not None
+        else {},
     )
 
 
@@ -348,11 +356,16 @@ def container_config(
     termination_message_host_path: str = "",
     is_init: bool = False,
     node_name: str = "",
+    seccomp_root: str = "",
+    image: Image | None = None,
 ) -> ContainerConfig:
-    """One run of a container: env in spec order, binds, resources, labels and annotations.
+    """One run of a container: env in spec order, binds, resources, labels and annotations,
+    and the security context (the pod's merged with the container's).
 
     ``volume_paths`` maps each volume name to its host directory; a mount naming a volume that is
-    not there raises ``ValueError`` (validation rejects such pods first).
+    not there raises ``ValueError`` (validation rejects such pods first). ``seccomp_root`` is the
+    directory of Localhost seccomp profiles; ``image`` the image's status, needed only when
+    ``kubecore._security.needs_image_user`` says so.
     """
     mounts: list[Mount] = []
     for vm in container.volume_mounts:
@@ -399,4 +412,5 @@ def container_config(
         cpu_period=CPU_PERIOD_US if quota is not None else None,
         memory_limit=memory_bytes(memory) if memory else None,
         privileged=container.privileged,
+        security_context=container_security(pod, container, seccomp_root=seccomp_root, image=image),
     )

@@ -18,11 +18,13 @@ import fcntl
 import logging
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 
 from kubecore._errors import RootDirInUse
 from kubecore._model import Pod
+from kubecore._security import fs_group
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +108,42 @@ def release_root_dir(root_dir: str) -> None:
         os.close(fd)  # closing the only descriptor releases the flock
 
 
+_GROUP_DIR_BITS = stat.S_IRGRP | stat.S_IWGRP | stat.S_IXGRP | stat.S_ISGID
+
+
+def set_volume_ownership(path: str, gid: int, *, on_root_mismatch: bool = False) -> None:
+    """Give a volume's files to the pod's fsGroup, as the kubelet does: group ``gid``, group
+    read-write (and search on directories), and setgid directories so new files join the group.
+    ``on_root_mismatch`` (fsGroupChangePolicy ``OnRootMismatch``): nothing is walked when the
+    volume's root already has that group and those bits."""
+    if on_root_mismatch:
+        info = os.stat(path)
+        if info.st_gid == gid and info.st_mode & _GROUP_DIR_BITS == _GROUP_DIR_BITS:
+            return
+    for root, dirs, files in os.walk(path):
+        _share_with_group(root, gid, directory=True)
+        for name in dirs:
+            _share_with_group(os.path.join(root, name), gid, directory=True)
+        for name in files:
+            _share_with_group(os.path.join(root, name), gid, directory=False)
+
+
+def _share_with_group(path: str, gid: int, *, directory: bool) -> None:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        return
+    if info.st_gid != gid:
+        os.chown(path, -1, gid)
+    extra = stat.S_IRGRP | stat.S_IWGRP
+    if directory:
+        extra |= stat.S_IXGRP | stat.S_ISGID
+    elif info.st_mode & stat.S_IXUSR:
+        extra |= stat.S_IXGRP
+    mode = stat.S_IMODE(info.st_mode)
+    if mode | extra != mode:
+        os.chmod(path, mode | extra)
+
+
 class VolumeManager:
     def __init__(self, root_dir: str, node_name: str = "") -> None:
         self.root_dir = os.path.abspath(root_dir)
@@ -178,6 +216,9 @@ class VolumeManager:
         paths: dict[str, str] = {}
         if pod.spec.volumes:
             self._claim(pod.uid)
+        gid = fs_group(pod)
+        pod_sc = pod.spec.security_context
+        on_root_mismatch = pod_sc is not None and pod_sc.fs_group_change_policy == "OnRootMismatch"
         for volume in pod.spec.volumes:
             if volume.host_path is not None:
                 paths[volume.name] = volume.host_path.path
@@ -185,6 +226,8 @@ class VolumeManager:
                 # emptyDir is also the default for a volume naming no source
                 path = self.empty_dir_path(pod.uid, volume.name)
                 _make_dirs(path)
+                if gid is not None:
+                    set_volume_ownership(path, gid, on_root_mismatch=on_root_mismatch)
                 paths[volume.name] = path
         return paths
 
