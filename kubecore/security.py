@@ -18,8 +18,6 @@ from kubecore._runtime import (
     SELinuxOption,
 )
 from kubecore._security import (
-    SAFE_SYSCTLS,
-    SECCOMP_DIR,
     HostSecurity,
     detect_host_security,
     effective_security_context,
@@ -27,8 +25,6 @@ from kubecore._security import (
 )
 
 __all__ = [
-    "SAFE_SYSCTLS",
-    "SECCOMP_DIR",
     "AppArmorProfile",
     "Capabilities",
     "Capability",
