@@ -185,7 +185,7 @@ def _report_security_script() -> str:
         f'if touch /.kcsec-probe 2>/dev/null; then rm -f /.kcsec-probe; echo "{p}rootfs=rw";'
         f' else echo "{p}rootfs=ro"; fi; '
         f'echo "{p}label=$(cat /proc/self/attr/current 2>/dev/null)"; '
-        f'read low high < /proc/sys/net/ipv4/ip_local_port_range; echo "{p}port_range=$low $high"; '
+        f'echo "{p}port_range=$(cat /proc/sys/net/ipv4/ip_local_port_range)"; '
         f'echo "{p}end=1"; '
     )
 
