@@ -22,6 +22,8 @@ from kubecore import (
     load_pods_from_string,
 )
 from kubecore._admission import Admission
+from kubecore._cli import resolve_settings
+from kubecore._cli.commands import kubelet_config
 from kubecore._security import run_as_non_root_problem
 from kubecore._translate import sandbox_hash
 from kubecore._volumes import VolumeManager
@@ -43,6 +45,7 @@ from kubecore.translate import container_config, container_hash, sandbox_config
 from kubecore_docker._runtime import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import ctr, make_pod
+from tests.test_cli_flags import parsed_flags
 
 CORPUS = Path(__file__).parent / "corpus"
 SECCOMP_ROOT = "/var/lib/kubecore/seccomp"
@@ -583,3 +586,15 @@ def test_corpus_pods_reach_their_expected_states(tmp_path: Path, path: Path) -> 
             return True
 
         node.run_until(reached, timeout=120)
+
+
+def test_allowed_unsafe_sysctls_is_a_flag_and_an_environment_variable() -> None:
+    flags = parsed_flags(
+        "--allowed-unsafe-sysctls", "net.core.*", "--allowed-unsafe-sysctls", "kernel.msgmax"
+    )
+    made = kubelet_config(resolve_settings(flags, {}, None))
+    assert made.allowed_unsafe_sysctls == ("net.core.*", "kernel.msgmax")
+    from_env = resolve_settings(
+        parsed_flags(), {"KUBECORE_ALLOWED_UNSAFE_SYSCTLS": "a.b,c.*"}, None
+    )
+    assert kubelet_config(from_env).allowed_unsafe_sysctls == ("a.b", "c.*")
