@@ -237,6 +237,7 @@ class VolumeManager:
         path = self.termination_log_path(uid, container, restart_count)
         _make_dirs(os.path.dirname(path))
         os.close(os.open(path, _CREATE_EMPTY, 0o666))
+        os.chmod(path, 0o666)  # past the umask: a container running as any user writes it
         return path
 
     def read_termination_message(self, uid: str, container: str, restart_count: int) -> str:

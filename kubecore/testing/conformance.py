@@ -1261,7 +1261,7 @@ class RuntimeConformance:
         started = self._start_secured(harness, harness.run_sandbox(), None, observe_security)
         assert not isinstance(started, ContainerRuntimeError), started
         report = self._report(harness, started, observe_security)
-        assert not report.read_only_root and not report.no_new_privs and report.cap_eff != 0
+        assert not report.no_new_privs, "no_new_privs was set unasked"
 
     def test_sandbox_sysctls_are_applied_or_refused(
         self,

@@ -36,6 +36,18 @@ own_images = _e2e.own_images
 CAP_NET_ADMIN = "0000000000001000"
 
 
+@pytest.fixture
+def agent(make_agent: AgentFactory, namespace: str) -> AgentFactory:
+    """Agents named after the test's namespace: every Docker test of the machine shares the
+    engine, and an agent removes what its own node name made but it does not want."""
+
+    def make(pods: list[Any], **config: Any) -> Kubelet:
+        config.setdefault("node_name", namespace)
+        return make_agent(pods, **config)
+
+    return make
+
+
 def run(kubelet: Kubelet, ns: str, pod: str, name: str, script: str) -> str:
     result = exec_until(kubelet, ns, pod, name, ["sh", "-c", script])
     assert result.exit_code == 0, result
@@ -52,7 +64,7 @@ def inspect(raw: Any, ns: str, pod: Any, name: str) -> dict[str, Any]:
 
 
 def test_the_docs_security_context_demo(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
     """pods/security/security-context.yaml: user, group, fsGroup, supplemental groups and
     allowPrivilegeEscalation: false."""
@@ -75,7 +87,7 @@ def test_the_docs_security_context_demo(
         },
         volumes=[{"name": "vol", "emptyDir": {}}],
     )
-    kubelet = make_agent([pod])
+    kubelet = agent([pod])
     running = wait_pod(kubelet, namespace, "demo", all_running)
     assert run(kubelet, namespace, "demo", "app", "id -u") == "1000"
     assert run(kubelet, namespace, "demo", "app", "id -g") == "3000"
@@ -97,7 +109,7 @@ def test_the_docs_security_context_demo(
 
 
 def test_capabilities_read_only_root_and_seccomp(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
     pod = make_pod(
         "locked",
@@ -119,7 +131,7 @@ def test_capabilities_read_only_root_and_seccomp(
             ),
         ],
     )
-    kubelet = make_agent([pod])
+    kubelet = agent([pod])
     running = wait_pod(kubelet, namespace, "locked", all_running)
     assert status_line(kubelet, namespace, "locked", "app", "CapEff") == CAP_NET_ADMIN
     assert status_line(kubelet, namespace, "locked", "app", "Seccomp") == "0"
@@ -139,7 +151,7 @@ def test_capabilities_read_only_root_and_seccomp(
 
 
 def test_a_localhost_seccomp_profile_from_the_root_dir(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any, tmp_path: Path
+    agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any, tmp_path: Path
 ) -> None:
     profiles = tmp_path / "root" / "seccomp" / "profiles"
     profiles.mkdir(parents=True)
@@ -157,7 +169,7 @@ def test_a_localhost_seccomp_profile_from_the_root_dir(
             "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/no-mkdir.json"}
         },
     )
-    kubelet = make_agent([pod])
+    kubelet = agent([pod])
     running = wait_pod(kubelet, namespace, "audited", all_running)
     assert status_line(kubelet, namespace, "audited", "app", "Seccomp") == "2"
     denied = kubelet.exec(namespace, "audited", "app", ["mkdir", "/tmp/x"])
@@ -167,7 +179,7 @@ def test_a_localhost_seccomp_profile_from_the_root_dir(
 
 
 def test_sysctls_are_set_in_the_pods_namespaces(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
     pod = make_pod(
         "tuned",
@@ -180,7 +192,7 @@ def test_sysctls_are_set_in_the_pods_namespaces(
             ]
         },
     )
-    kubelet = make_agent([pod])
+    kubelet = agent([pod])
     wait_pod(kubelet, namespace, "tuned", all_running)
     seen = run(kubelet, namespace, "tuned", "app", "cat /proc/sys/net/ipv4/ip_local_port_range")
     assert seen.split() == ["1100", "60999"]
@@ -191,7 +203,7 @@ def test_sysctls_are_set_in_the_pods_namespaces(
 
 
 def test_an_unsafe_sysctl_is_refused_unless_allowed(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str
+    agent: AgentFactory, engine: TestEngine, namespace: str
 ) -> None:
     def pod(name: str) -> Any:
         sysctl = {"name": "net.core.somaxconn", "value": "1024"}
@@ -199,13 +211,13 @@ def test_an_unsafe_sysctl_is_refused_unless_allowed(
             name, namespace, [container("app", engine.image)], securityContext={"sysctls": [sysctl]}
         )
 
-    refused = make_agent([pod("refused")])
+    refused = agent([pod("refused")])
     failed = wait_pod(
         refused, namespace, "refused", lambda p: p.status is not None and p.status.phase == "Failed"
     )
     assert failed.status is not None and failed.status.reason == "SysctlForbidden"
-    allowed = make_agent(
-        [pod("allowed")], allowed_unsafe_sysctls=("net.core.*",), node_name="e2e-node-2"
+    allowed = agent(
+        [pod("allowed")], allowed_unsafe_sysctls=("net.core.*",), node_name=f"{namespace}-2"
     )
     wait_pod(allowed, namespace, "allowed", all_running)
     assert run(allowed, namespace, "allowed", "app", "cat /proc/sys/net/core/somaxconn") == "1024"
@@ -224,7 +236,7 @@ def _image_with_user(raw: Any, engine: TestEngine, own_images: list[str], user: 
 
 
 def test_run_as_non_root_is_checked_against_the_images_user(
-    make_agent: AgentFactory,
+    agent: AgentFactory,
     engine: TestEngine,
     namespace: str,
     raw: Any,
@@ -244,7 +256,7 @@ def test_run_as_non_root_is_checked_against_the_images_user(
             securityContext={"runAsGroup": 3000},
         ),
     ]
-    kubelet = make_agent(pods)
+    kubelet = agent(pods)
     wait_pod(kubelet, namespace, "numeric", all_running)
     assert run(kubelet, namespace, "numeric", "app", "id -u") == "1000"
     wait_pod(kubelet, namespace, "grouped", all_running)
@@ -272,7 +284,7 @@ def test_run_as_non_root_is_checked_against_the_images_user(
 
 @pytest.mark.skipif(detect_host_security().apparmor, reason="this host has AppArmor")
 def test_app_armor_is_refused_on_a_host_without_it(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str
+    agent: AgentFactory, engine: TestEngine, namespace: str
 ) -> None:
     pod = make_pod(
         "armored",
@@ -283,9 +295,31 @@ def test_app_armor_is_refused_on_a_host_without_it(
             )
         ],
     )
-    kubelet = make_agent([pod])
+    kubelet = agent([pod])
     failed = wait_pod(
         kubelet, namespace, "armored", lambda p: p.status is not None and p.status.phase == "Failed"
     )
     assert failed.status is not None and failed.status.reason == "AppArmorNotSupported"
     assert "appArmorProfile" in failed.status.message
+
+
+def test_a_non_root_container_writes_its_termination_message(
+    agent: AgentFactory, engine: TestEngine, namespace: str
+) -> None:
+    pod = make_pod(
+        "quitter",
+        namespace,
+        [container("app", engine.image, ["sh", "-c", "echo bye > /dev/termination-log; exit 3"])],
+        securityContext={"runAsUser": 1000},
+        restartPolicy="Never",
+    )
+    kubelet = agent([pod])
+
+    def ended(p: Any) -> bool:
+        status = status_of(p, "app")
+        return status is not None and status.state.terminated is not None
+
+    done = wait_pod(kubelet, namespace, "quitter", ended)
+    status = status_of(done, "app")
+    assert status is not None and status.state.terminated is not None
+    assert status.state.terminated.message == "bye\n"
