@@ -267,13 +267,29 @@ def sysctl_problem(pod: Pod, name: str, allowed_unsafe: Sequence[str]) -> str | 
     return None
 
 
-def _profiles(pod: Pod) -> Iterator[tuple[str, Container, SecurityContext]]:
+def _containers(pod: Pod) -> Iterator[tuple[str, Container]]:
     for group, containers in (
         ("initContainers", pod.spec.init_containers),
         ("containers", pod.spec.containers),
     ):
         for i, container in enumerate(containers):
-            yield f"spec.{group}[{i}]", container, effective_security_context(pod, container)
+            yield f"spec.{group}[{i}]", container
+
+
+def _where(pod: Pod, path: str, container: Container, field: str) -> str | None:
+    """The manifest path that sets ``field`` (a securityContext field) for the container: its
+    own, the pod's, or (AppArmor) the legacy annotation; None when nothing sets it."""
+    if getattr(container.security_context, field, None) is not None:
+        return f"{path}.securityContext.{_JSON_NAMES[field]}"
+    if getattr(pod.spec.security_context, field, None) is not None:
+        return f"spec.securityContext.{_JSON_NAMES[field]}"
+    annotation = APPARMOR_ANNOTATION_PREFIX + container.name
+    if field == "app_armor_profile" and annotation in pod.metadata.annotations:
+        return f"metadata.annotations[{annotation}]"
+    return None
+
+
+_JSON_NAMES = {"app_armor_profile": "appArmorProfile", "se_linux_options": "seLinuxOptions"}
 
 
 def security_refusal(
@@ -292,18 +308,20 @@ def security_refusal(
         problem = sysctl_problem(pod, sysctl.name, allowed_unsafe_sysctls)
         if problem is not None:
             return SYSCTL_FORBIDDEN, f"Pod was rejected: {problem}"
-    for where, container, sc in _profiles(pod):
-        if not host.apparmor and app_armor_profile(pod, container) is not None:
+    for path, container in _containers(pod):
+        where = _where(pod, path, container, "app_armor_profile")
+        if not host.apparmor and where is not None:
             return (
                 APPARMOR_NOT_SUPPORTED,
-                f"Pod was rejected: {where}.securityContext.appArmorProfile (container"
-                f" {container.name}): AppArmor is not enabled on this node",
+                f"Pod was rejected: {where} (container {container.name}): AppArmor is not"
+                " enabled on this node",
             )
-        if not host.selinux and sc.se_linux_options is not None:
+        where = _where(pod, path, container, "se_linux_options")
+        if not host.selinux and where is not None:
             return (
                 SELINUX_NOT_SUPPORTED,
-                f"Pod was rejected: {where}.securityContext.seLinuxOptions (container"
-                f" {container.name}): SELinux is not enabled on this node",
+                f"Pod was rejected: {where} (container {container.name}): SELinux is not enabled"
+                " on this node",
             )
     return None
 

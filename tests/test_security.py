@@ -598,3 +598,18 @@ def test_allowed_unsafe_sysctls_is_a_flag_and_an_environment_variable() -> None:
         parsed_flags(), {"KUBECORE_ALLOWED_UNSAFE_SYSCTLS": "a.b,c.*"}, None
     )
     assert kubelet_config(from_env).allowed_unsafe_sysctls == ("a.b", "c.*")
+
+
+def test_a_refusal_names_where_the_field_was_set() -> None:
+    pod_level = admit(pod_yaml("{appArmorProfile: {type: RuntimeDefault}}"))
+    assert pod_level is not None and "spec.securityContext.appArmorProfile" in pod_level[1]
+    annotated = pod_yaml().replace(
+        "metadata: {name: p, uid: u1}",
+        "metadata: {name: p, uid: u1, annotations:"
+        " {container.apparmor.security.beta.kubernetes.io/c: runtime/default}}",
+    )
+    refused = admit(annotated)
+    assert refused is not None
+    assert "metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]" in refused[1]
+    selinux = admit(pod_yaml(container_sc="{seLinuxOptions: {type: spc_t}}"))
+    assert selinux is not None and "spec.containers[0].securityContext.seLinuxOptions" in selinux[1]
