@@ -243,6 +243,22 @@ def run_as_non_root_problem(pod: Pod, container: Container, image: Image | None)
 # --- admission ----------------------------------------------------------------------------
 
 
+def normalize_sysctl_name(name: str) -> str:
+    """``net/ipv4/ip_forward`` -> ``net.ipv4.ip_forward`` (a slash-separated name may hold dots,
+    which become slashes: ``net/ipv4/conf/eno2.100/rp_filter``), as the kubelet reads them."""
+    if "/" not in name:
+        return name
+    return name.translate(str.maketrans("./", "/."))
+
+
+def pod_sysctls(pod: Pod) -> dict[str, str]:
+    """The pod's sysctls by their dotted names."""
+    pod_sc = pod.spec.security_context
+    if pod_sc is None:
+        return {}
+    return {normalize_sysctl_name(s.name): s.value for s in pod_sc.sysctls}
+
+
 def is_namespaced_sysctl(name: str) -> bool:
     """Whether the kernel keeps the sysctl per network or IPC namespace."""
     return name.startswith("net.") or _is_ipc_sysctl(name)
@@ -303,9 +319,8 @@ def security_refusal(
             " and the node's runtime cannot give one per pod (Docker's user namespaces are"
             " engine-wide)",
         )
-    pod_sc = pod.spec.security_context
-    for sysctl in pod_sc.sysctls if pod_sc is not None else ():
-        problem = sysctl_problem(pod, sysctl.name, allowed_unsafe_sysctls)
+    for name in pod_sysctls(pod):
+        problem = sysctl_problem(pod, name, allowed_unsafe_sysctls)
         if problem is not None:
             return SYSCTL_FORBIDDEN, f"Pod was rejected: {problem}"
     for path, container in _containers(pod):

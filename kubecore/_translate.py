@@ -35,7 +35,7 @@ from kubecore._runtime import (
     PortMapping,
     SandboxConfig,
 )
-from kubecore._security import container_security
+from kubecore._security import container_security, pod_sysctls
 
 SANDBOX_HASH_ANNOTATION = "io.kubecore.sandbox.hash"
 """Hash of what a sandbox is built from (ports, host network, hostname, DNS policy)."""
@@ -271,9 +271,7 @@ def sandbox_config(
         labels=labels,
         annotations=annotations,
         image=sandbox_image,
-        sysctls={s.name: s.value for s in spec.security_context.sysctls}
-        if spec.security_context is not None
-        else {},
+        sysctls=pod_sysctls(pod),
     )
 
 

@@ -613,3 +613,9 @@ def test_a_refusal_names_where_the_field_was_set() -> None:
     assert "metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]" in refused[1]
     selinux = admit(pod_yaml(container_sc="{seLinuxOptions: {type: spc_t}}"))
     assert selinux is not None and "spec.containers[0].securityContext.seLinuxOptions" in selinux[1]
+
+
+def test_slash_separated_sysctl_names_are_read_as_dotted() -> None:
+    pod = one_pod(pod_yaml("{sysctls: [{name: net/ipv4/ip_local_port_range, value: '1 2'}]}"))
+    assert sandbox_config(pod, 0, dns=None).sysctls == {"net.ipv4.ip_local_port_range": "1 2"}
+    assert admit(pod_yaml("{sysctls: [{name: net/ipv4/tcp_syncookies, value: '1'}]}")) is None
