@@ -34,6 +34,7 @@ from kubecore import objects as objects
 from kubecore import planner as planner
 from kubecore import plugins as plugins
 from kubecore import quantity as quantity
+from kubecore import security as security
 from kubecore import server as server
 from kubecore import sources as sources
 from kubecore import translate as translate
@@ -43,6 +44,7 @@ from kubecore._errors import (
     Conflict,
     ContainerNotFound,
     ContainerRuntimeError,
+    CreateContainerConfigError,
     DocumentError,
     DuplicateRuntime,
     FieldError,
@@ -54,7 +56,6 @@ from kubecore._errors import (
     NotFound,
     PluginError,
     PluginWarning,
-    PrivilegedNotAllowed,
     RegistryConfigError,
     RootDirInUse,
     RuntimeTimeout,
@@ -154,6 +155,7 @@ __all__ = [
     "ContainerStateWaiting",
     "ContainerStats",
     "ContainerStatus",
+    "CreateContainerConfigError",
     "DNSConfig",
     "DocumentError",
     "DuplicateRuntime",
@@ -194,7 +196,6 @@ __all__ = [
     "PodStatus",
     "PodUpdate",
     "PortMapping",
-    "PrivilegedNotAllowed",
     "Probe",
     "ProbeOutcome",
     "ProbeResult",
@@ -257,6 +258,7 @@ for _namespace in (
     planner,
     plugins,
     quantity,
+    security,
     server,
     sources,
     translate,

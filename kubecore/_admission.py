@@ -1,7 +1,8 @@
-"""Pod admission: privileged containers and host namespaces, persistentVolumeClaims without
-``--pvc-dir``, the node's pod limit, the resources the node does not have (hugepages, extended
-resources), the node's labels (``nodeSelector``, required node affinity) and host-port conflicts
-(the earlier pod wins).
+"""Pod admission: privileged containers and host namespaces, the security context the node can
+honour (sysctls, AppArmor, SELinux, user namespaces), persistentVolumeClaims without ``--pvc-dir``,
+the node's pod limit, the resources the node does not have (hugepages, extended resources), the
+node's labels (``nodeSelector``, required node affinity) and host-port conflicts (the earlier pod
+wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -24,6 +25,7 @@ from kubecore._node_fit import (
     pod_matches_node,
     scheduler_only_fields,
 )
+from kubecore._security import HostSecurity, security_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +142,8 @@ class Admission:
         claims_served: bool = False,
         node_name: str = "",
         labels: Mapping[str, str] | None = None,
+        host_security: HostSecurity | None = None,
+        allowed_unsafe_sysctls: tuple[str, ...] = (),
     ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
@@ -147,6 +151,8 @@ class Admission:
         self.node_name = node_name
         self.labels: Mapping[str, str] = node_labels(node_name) if labels is None else labels
         """The node's labels ``nodeSelector`` and node affinity are checked against."""
+        self.host_security = host_security or HostSecurity()
+        self.allowed_unsafe_sysctls = allowed_unsafe_sysctls
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -214,6 +220,9 @@ class Admission:
                 return refused
         if not self.claims_served and (refused := claim_rejection(pod)) is not None:
             return refused
+        security = security_refusal(pod, self.host_security, self.allowed_unsafe_sysctls)
+        if security is not None:
+            return Rejection(*security)
         if count >= self.max_pods:
             return Rejection(
                 OUT_OF_PODS,

@@ -5,7 +5,7 @@ ConfigMaps and Secrets, the node and the pod's IPs: ``envFrom`` first (in order,
 applied, names that are not valid environment variable names skipped and reported), then ``env``
 in order, each ``value`` with ``$(VAR)`` references expanded against what is defined so far, each
 ``valueFrom`` read from its source. ``command`` and ``args`` are then expanded against the whole
-environment. A missing object or key that is not optional raises ``ContainerConfigError``
+environment. A missing object or key that is not optional raises ``CreateContainerConfigError``
 (the container waits with ``CreateContainerConfigError``); its message never holds a value.
 """
 
@@ -21,7 +21,7 @@ from typing import Protocol
 
 import attrs
 
-from kubecore._errors import ContainerConfigError
+from kubecore._errors import CreateContainerConfigError
 from kubecore._manifest.validation import FIELD_REF_SUBSCRIPT_RE
 from kubecore._model import (
     ConfigMap,
@@ -102,12 +102,12 @@ def expand(text: str, lookup: Callable[[str], str | None]) -> str:
 # --- sources --------------------------------------------------------------------------------------
 
 
-def _not_found(kind: str, name: str) -> ContainerConfigError:
-    return ContainerConfigError(f'{kind} "{name}" not found')
+def _not_found(kind: str, name: str) -> CreateContainerConfigError:
+    return CreateContainerConfigError(f'{kind} "{name}" not found')
 
 
-def _key_not_found(key: str, kind: str, namespace: str, name: str) -> ContainerConfigError:
-    return ContainerConfigError(f"couldn't find key {key} in {kind} {namespace}/{name}")
+def _key_not_found(key: str, kind: str, namespace: str, name: str) -> CreateContainerConfigError:
+    return CreateContainerConfigError(f"couldn't find key {key} in {kind} {namespace}/{name}")
 
 
 def _field_value(pod: Pod, field_path: str, node: NodeInfo, pod_ips: Sequence[str]) -> str:
@@ -130,7 +130,7 @@ def _field_value(pod: Pod, field_path: str, node: NodeInfo, pod_ips: Sequence[st
     }
     getter = values.get(field_path)
     if getter is None:  # validation refuses other paths
-        raise ContainerConfigError(f"unsupported fieldRef fieldPath {field_path!r}")
+        raise CreateContainerConfigError(f"unsupported fieldRef fieldPath {field_path!r}")
     return getter()
 
 

@@ -105,8 +105,10 @@ class RegistryConfigError(KubecoreError, ValueError):
     """A Docker config file (or pull secret) cannot be read or has a malformed entry."""
 
 
-class PrivilegedNotAllowed(KubecoreError):
-    """A container asks to run privileged and the agent does not allow it."""
+class CreateContainerConfigError(KubecoreError):
+    """A container's config cannot be made from its spec (a ConfigMap, Secret or key its
+    environment needs is missing; runAsNonRoot and an image that runs as root, ...): its status
+    waits with reason ``CreateContainerConfigError``."""
 
 
 class ContainerRuntimeError(KubecoreError):
@@ -151,11 +153,6 @@ class RuntimeTimeout(ContainerRuntimeError, TimeoutError):
 
 class InvalidConfig(ContainerRuntimeError, ValueError):
     """The engine refused a config (a bad image name, an option it does not support)."""
-
-
-class ContainerConfigError(KubecoreError):
-    """A container's configuration cannot be made (a ConfigMap, Secret or key its environment
-    needs is missing): the container waits with ``CreateContainerConfigError``."""
 
 
 class SourceUnavailable(KubecoreError, ValueError):

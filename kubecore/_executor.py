@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import threading
 from collections.abc import Mapping
 
@@ -39,16 +40,15 @@ from kubecore._env import (
     needs_pod_ip,
 )
 from kubecore._errors import (
-    ContainerConfigError,
     ContainerNotFound,
     ContainerRuntimeError,
+    CreateContainerConfigError,
     ImagePullError,
     InvalidConfig,
     KubecoreError,
     MountFailed,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
-from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._objects import ObjectStore
@@ -74,6 +74,7 @@ from kubecore._runtime import (
     SandboxConfig,
     SandboxState,
 )
+from kubecore._security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._translate import (
     container_config,
     managed_hosts_file,
@@ -159,7 +160,7 @@ class TokenBucket:
 
 def _start_failure_reason(exc: Exception) -> str:
     """The waiting reason Kubernetes shows for a container whose start failed this way."""
-    if isinstance(exc, ContainerConfigError):
+    if isinstance(exc, CreateContainerConfigError):
         return "CreateContainerConfigError"
     if isinstance(exc, ImageNeverPull):
         return "ErrImageNeverPull"
@@ -600,6 +601,13 @@ class Executor:
         record: PodRecord,
     ) -> str:
         name = container.name
+        image = (
+            self.puller.image_status(container.image) if needs_image_user(pod, container) else None
+        )
+        problem = run_as_non_root_problem(pod, container, image)
+        if problem is not None:
+            self.event(pod, EventType.WARNING, "Failed", f"Error: {problem}", name, init=is_init)
+            raise CreateContainerConfigError(problem)
         resolved = self._environment(pod, container, target, record, is_init=is_init)
         term_path = ""
         if container.termination_message_path:
@@ -614,6 +622,8 @@ class Executor:
             node_name=self.node_name,
             sub_paths=self._sub_paths(pod, container, target.volume_paths),
             hosts_file=target.hosts_file,
+            seccomp_root=os.path.join(self.volumes.root_dir, SECCOMP_DIR),
+            image=image,
         )
         config = attrs.evolve(
             config, env=resolved.env, command=resolved.command, args=resolved.args
@@ -641,7 +651,7 @@ class Executor:
     def _environment(
         self, pod: Pod, container: Container, target: _Target, record: PodRecord, *, is_init: bool
     ) -> ResolvedContainer:
-        """The container's env, command and args, resolved now (``ContainerConfigError`` when
+        """The container's env, command and args, resolved now (``CreateContainerConfigError`` when
         an object or key it needs is missing; a Warning event says so once per message)."""
         pod_ips: tuple[str, ...] = ()
         if pod.spec.host_network and self.node.host_ip:
@@ -654,7 +664,7 @@ class Executor:
         config_key = f"config/{container.name}"
         try:
             resolved = container_environment(pod, container, self.objects, self.node, pod_ips)
-        except ContainerConfigError as exc:
+        except CreateContainerConfigError as exc:
             # A sync retries every pass: say it once per message, until the container starts.
             if f"{config_key}/{exc}" not in record.warned:
                 record.warned.add(f"{config_key}/{exc}")

@@ -64,6 +64,7 @@ from kubecore._runtime import (
     RuntimeState,
     Subscription,
 )
+from kubecore._security import detect_host_security
 from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
 from kubecore._stats import stats_summary
 from kubecore._status import pod_verdict
@@ -93,6 +94,8 @@ class KubeletConfig:
     relist_interval: float = 1.0
     housekeeping_interval: float = 2.0
     allow_privileged: bool = False
+    allowed_unsafe_sysctls: tuple[str, ...] = ()
+    """Sysctls outside the safe set that pods may set (``name`` or ``prefix*``), if namespaced."""
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
     resolv_conf: str = "/etc/resolv.conf"
@@ -204,6 +207,8 @@ class Kubelet:
             claims_served=bool(cfg.pvc_dir),
             node_name=cfg.node_name,
             labels=cfg.labels(),
+            host_security=detect_host_security(),
+            allowed_unsafe_sysctls=cfg.allowed_unsafe_sysctls,
         )
         self.image_lock = threading.Lock()
         self.executor = Executor(

@@ -196,8 +196,90 @@ class Lifecycle:
 
 
 @attrs.frozen
+class Capabilities:
+    """Names as written (``NET_ADMIN`` or ``CAP_NET_ADMIN``; ``ALL``)."""
+
+    add: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class SeccompProfile:
+    type: str
+    """``RuntimeDefault``, ``Unconfined`` or ``Localhost``."""
+    localhost_profile: str = ""
+    """With ``Localhost``: a path relative to the node's seccomp profile directory."""
+
+
+@attrs.frozen
+class AppArmorProfile:
+    type: str
+    """``RuntimeDefault``, ``Unconfined`` or ``Localhost``."""
+    localhost_profile: str = ""
+    """With ``Localhost``: the name of a profile loaded on the node."""
+
+
+@attrs.frozen
+class SELinuxOptions:
+    user: str = ""
+    role: str = ""
+    type: str = ""
+    level: str = ""
+
+
+@attrs.frozen
+class WindowsSecurityContextOptions:
+    gmsa_credential_spec_name: str = ""
+    gmsa_credential_spec: str = ""
+    run_as_user_name: str = ""
+    host_process: bool | None = None
+
+
+@attrs.frozen
+class Sysctl:
+    name: str
+    value: str
+
+
+@attrs.frozen
 class SecurityContext:
+    """A container's ``securityContext``; unset fields take the pod's value, if any."""
+
     privileged: bool | None = None
+    capabilities: Capabilities | None = None
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    read_only_root_filesystem: bool | None = None
+    allow_privilege_escalation: bool | None = None
+    proc_mount: str = ""
+    """``Default`` or ``Unmasked`` ('' means ``Default``)."""
+    seccomp_profile: SeccompProfile | None = None
+    app_armor_profile: AppArmorProfile | None = None
+    se_linux_options: SELinuxOptions | None = None
+    windows_options: WindowsSecurityContextOptions | None = None
+
+
+@attrs.frozen
+class PodSecurityContext:
+    """The pod's ``securityContext``: defaults for every container, and the pod's own settings
+    (groups, volume ownership, sysctls)."""
+
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    supplemental_groups: tuple[int, ...] = ()
+    supplemental_groups_policy: str = ""
+    """``Merge`` or ``Strict`` ('' means ``Merge``)."""
+    fs_group: int | None = None
+    fs_group_change_policy: str = ""
+    """``Always`` or ``OnRootMismatch`` ('' means ``Always``)."""
+    sysctls: tuple[Sysctl, ...] = ()
+    seccomp_profile: SeccompProfile | None = None
+    app_armor_profile: AppArmorProfile | None = None
+    se_linux_options: SELinuxOptions | None = None
+    se_linux_change_policy: str = ""
+    windows_options: WindowsSecurityContextOptions | None = None
 
 
 @attrs.frozen
@@ -530,6 +612,8 @@ class PodSpec:
     set_hostname_as_fqdn: bool | None = None
     dns_config: PodDNSConfig | None = None
     resources: ResourceRequirements | None = None
+    security_context: PodSecurityContext | None = None
+    host_users: bool | None = None
 
 
 # --- ConfigMaps and Secrets ---------------------------------------------------------------------

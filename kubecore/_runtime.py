@@ -140,6 +140,62 @@ class NamespaceOption:
 
 
 @attrs.frozen
+class Capability:
+    """CRI ``Capability``: names as written (``NET_ADMIN``, ``CAP_NET_ADMIN``, ``ALL``)."""
+
+    add_capabilities: tuple[str, ...] = ()
+    drop_capabilities: tuple[str, ...] = ()
+
+
+class ProfileType(enum.StrEnum):
+    """CRI ``SecurityProfile.ProfileType``, named as the pod's ``type`` field."""
+
+    RUNTIME_DEFAULT = "RuntimeDefault"
+    UNCONFINED = "Unconfined"
+    LOCALHOST = "Localhost"
+
+
+@attrs.frozen
+class SecurityProfile:
+    """CRI ``SecurityProfile`` (seccomp or AppArmor)."""
+
+    profile_type: ProfileType
+    localhost_ref: str = ""
+    """Seccomp: the absolute path of the profile file on the node; AppArmor: the profile name."""
+
+
+@attrs.frozen
+class SELinuxOption:
+    user: str = ""
+    role: str = ""
+    type: str = ""
+    level: str = ""
+
+
+@attrs.frozen
+class LinuxContainerSecurityContext:
+    """CRI ``LinuxContainerSecurityContext``, the pod's and the container's ``securityContext``
+    merged. ``None``/empty leaves the runtime's default; ``privileged`` stays on
+    ``ContainerConfig``. A runtime that cannot apply a field set here refuses the container
+    (``InvalidConfig`` naming the field) rather than running it without."""
+
+    capabilities: Capability | None = None
+    run_as_user: int | None = None
+    run_as_username: str = ""
+    """The image's user by name, when the pod sets a group but no user (CRI needs a user)."""
+    run_as_group: int | None = None
+    readonly_rootfs: bool = False
+    supplemental_groups: tuple[int, ...] = ()
+    supplemental_groups_policy: str = "Merge"
+    """``Merge`` (the image's groups of the user are kept) or ``Strict``."""
+    no_new_privs: bool = False
+    seccomp: SecurityProfile | None = None
+    """None: the runtime's default profile."""
+    apparmor: SecurityProfile | None = None
+    selinux_options: SELinuxOption | None = None
+
+
+@attrs.frozen
 class SandboxConfig:
     name: str
     namespace: str
@@ -161,6 +217,9 @@ class SandboxConfig:
     namespace_options: NamespaceOption = attrs.field(factory=NamespaceOption)
     """pid POD: shareProcessNamespace; pid/ipc NODE: hostPID/hostIPC; network NODE mirrors
     ``host_network``."""
+    sysctls: Mapping[str, str] = attrs.field(factory=dict)
+    """Namespaced kernel parameters of the pod (CRI ``LinuxPodSandboxConfig.sysctls``), set in
+    the namespaces the pod's containers share."""
 
 
 @attrs.frozen
@@ -182,6 +241,7 @@ class ContainerConfig:
     cpu_period: int | None = None
     memory_limit: int | None = None
     privileged: bool = False
+    security_context: LinuxContainerSecurityContext | None = None
 
 
 # --- observations: what the runtime reports ------------------------------------------------
@@ -274,6 +334,10 @@ class Image:
     digests: tuple[str, ...] = ()
     size: int = 0
     created_at: float = 0.0
+    uid: int | None = None
+    """The user the image runs as, when numeric (CRI ``Image.uid``)."""
+    username: str = ""
+    """The user the image runs as, when a name (CRI ``Image.username``); both unset: root."""
 
 
 @attrs.frozen

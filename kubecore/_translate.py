@@ -31,6 +31,7 @@ from kubecore._runtime import (
     TERMINATION_MESSAGE_PATH_ANNOTATION,
     ContainerConfig,
     DNSConfig,
+    Image,
     Mount,
     MountPropagation,
     NamespaceMode,
@@ -38,6 +39,7 @@ from kubecore._runtime import (
     PortMapping,
     SandboxConfig,
 )
+from kubecore._security import container_security, pod_sysctls
 from kubecore._volumes import PodVolume
 
 SANDBOX_HASH_ANNOTATION = "io.kubecore.sandbox.hash"
@@ -176,6 +178,9 @@ def _sandbox_digest(pod: Pod) -> str:
         "host_pid": spec.host_pid,
         "host_ipc": spec.host_ipc,
         "dns_config": spec.dns_config,
+        # A changed pod-level securityContext reaches every container (and the sysctls the
+        # sandbox holds) only through a new sandbox.
+        "security_context": spec.security_context,
     }
     built_from.update((k, _canonical(v)) for k, v in options.items() if v not in (None, "", False))
     return _digest(built_from)
@@ -373,6 +378,7 @@ def sandbox_config(
         annotations=annotations,
         image=sandbox_image,
         namespace_options=namespace_options(pod),
+        sysctls=pod_sysctls(pod),
     )
 
 
@@ -558,13 +564,18 @@ def container_config(
     node_name: str = "",
     sub_paths: Mapping[tuple[str, str], str] | None = None,
     hosts_file: str = "",
+    seccomp_root: str = "",
+    image: Image | None = None,
 ) -> ContainerConfig:
-    """One run of a container: env in spec order, binds, resources, labels and annotations.
+    """One run of a container: env in spec order, binds, resources, labels and annotations,
+    and the security context (the pod's merged with the container's).
 
     ``volume_paths`` maps each volume name to its host directory or ``PodVolume``; a mount
     naming a volume that is not there raises ``ValueError`` (validation rejects such pods
     first). ``sub_paths``: see ``container_mounts``. ``hosts_file``: the pod's managed hosts
-    file, mounted on ``/etc/hosts``.
+    file, mounted on ``/etc/hosts``. ``seccomp_root`` is the directory of Localhost seccomp
+    profiles; ``image`` the image's status, needed only when
+    ``kubecore._security.needs_image_user`` says so.
     """
     mounts = container_mounts(container, volume_paths, sub_paths)
     if termination_message_host_path and container.termination_message_path:
@@ -604,4 +615,5 @@ def container_config(
         cpu_period=CPU_PERIOD_US if quota is not None else None,
         memory_limit=memory_bytes(memory) if memory else None,
         privileged=container.privileged,
+        security_context=container_security(pod, container, seccomp_root=seccomp_root, image=image),
     )

@@ -23,6 +23,7 @@ import fcntl
 import logging
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 
@@ -32,6 +33,7 @@ from kubecore._atomic_writer import write_atomically
 from kubecore._errors import MountFailed, RootDirInUse
 from kubecore._model import Pod, Volume
 from kubecore._quantity import memory_bytes
+from kubecore._security import fs_group
 from kubecore._volume_sources import (
     DictObjects,
     NodeCapacity,
@@ -211,6 +213,42 @@ def release_root_dir(root_dir: str) -> None:
         os.close(fd)  # closing the only descriptor releases the flock
 
 
+_GROUP_DIR_BITS = stat.S_IRGRP | stat.S_IWGRP | stat.S_IXGRP | stat.S_ISGID
+
+
+def set_volume_ownership(path: str, gid: int, *, on_root_mismatch: bool = False) -> None:
+    """Give a volume's files to the pod's fsGroup, as the kubelet does: group ``gid``, group
+    read-write (and search on directories), and setgid directories so new files join the group.
+    ``on_root_mismatch`` (fsGroupChangePolicy ``OnRootMismatch``): nothing is walked when the
+    volume's root already has that group and those bits."""
+    if on_root_mismatch:
+        info = os.stat(path)
+        if info.st_gid == gid and info.st_mode & _GROUP_DIR_BITS == _GROUP_DIR_BITS:
+            return
+    for root, dirs, files in os.walk(path):
+        _share_with_group(root, gid, directory=True)
+        for name in dirs:
+            _share_with_group(os.path.join(root, name), gid, directory=True)
+        for name in files:
+            _share_with_group(os.path.join(root, name), gid, directory=False)
+
+
+def _share_with_group(path: str, gid: int, *, directory: bool) -> None:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        return
+    if info.st_gid != gid:
+        os.chown(path, -1, gid)
+    extra = stat.S_IRGRP | stat.S_IWGRP
+    if directory:
+        extra |= stat.S_IXGRP | stat.S_ISGID
+    elif info.st_mode & stat.S_IXUSR:
+        extra |= stat.S_IXGRP
+    mode = stat.S_IMODE(info.st_mode)
+    if mode | extra != mode:
+        os.chmod(path, mode | extra)
+
+
 class VolumeManager:
     """The pod directories of one agent, and every volume source set up in them.
 
@@ -304,25 +342,30 @@ class VolumeManager:
             self._capacity = node_capacity(self.root_dir)
         return self._capacity
 
-    def setup(self, pod: Pod, *, gid: int | None = None) -> dict[str, PodVolume]:
+    def setup(self, pod: Pod) -> dict[str, PodVolume]:
         """Set up the pod's volumes; return each by name. Raises ``MountFailed`` for the first
         volume that cannot be set up (the caller retries at its next sync).
 
-        ``gid``: the group of the pod's emptyDir and object volumes (its ``fsGroup``): files
-        and directories get it, directories the setgid bit.
+        The pod's ``fsGroup`` owns its emptyDir and object volumes: files and directories get
+        that group, directories the setgid bit.
         """
         volumes: dict[str, PodVolume] = {}
         if pod.spec.volumes:
             self._claim(pod.uid)
+        gid = fs_group(pod)
+        pod_sc = pod.spec.security_context
+        on_root_mismatch = pod_sc is not None and pod_sc.fs_group_change_policy == "OnRootMismatch"
         for volume in pod.spec.volumes:
             try:
-                volumes[volume.name] = self._setup_one(pod, volume, gid)
+                volumes[volume.name] = self._setup_one(pod, volume, gid, on_root_mismatch)
             except (ValueError, OSError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise MountFailed(volume.name, reason) from exc
         return volumes
 
-    def _setup_one(self, pod: Pod, volume: Volume, gid: int | None) -> PodVolume:
+    def _setup_one(
+        self, pod: Pod, volume: Volume, gid: int | None, on_root_mismatch: bool
+    ) -> PodVolume:
         if volume.host_path is not None:
             check_host_path(volume.host_path.path, volume.host_path.type)
             return PodVolume(volume.host_path.path)
@@ -350,6 +393,8 @@ class VolumeManager:
         # emptyDir is also the default for a volume naming no source
         path = self.empty_dir_path(pod.uid, volume.name)
         _make_empty_dir(path, gid)
+        if gid is not None:
+            set_volume_ownership(path, gid, on_root_mismatch=on_root_mismatch)
         memory = volume.empty_dir is not None and volume.empty_dir.medium == "Memory"
         return PodVolume(path, memory_backed=memory, size_limit_bytes=_size_limit(volume))
 
@@ -365,7 +410,7 @@ class VolumeManager:
         with self._write_lock:
             return write_atomically(path, payload, gid=gid)
 
-    def refresh(self, pods: Iterable[Pod], *, gid_of: Mapping[str, int] | None = None) -> int:
+    def refresh(self, pods: Iterable[Pod]) -> int:
         """Bring the object volumes already set up for ``pods`` up to date with their objects
         and the pods' metadata (a payload that cannot be made now keeps the last one written,
         as the kubelet's does). Returns how many volumes changed."""
@@ -378,7 +423,7 @@ class VolumeManager:
                 path = self.volume_path(pod.uid, plugin, volume.name)
                 if not os.path.isdir(path):
                     continue  # not set up yet: the pod's worker does it
-                gid = gid_of.get(pod.uid) if gid_of else None
+                gid = fs_group(pod)
                 try:
                     if self._write_object_volume(pod, volume, plugin, path, gid):
                         changed += 1
@@ -417,6 +462,7 @@ class VolumeManager:
         path = self.termination_log_path(uid, container, restart_count)
         _make_dirs(os.path.dirname(path))
         os.close(os.open(path, _CREATE_EMPTY, 0o666))
+        os.chmod(path, 0o666)  # past the umask: a container running as any user writes it
         return path
 
     def write_etc_hosts(self, uid: str, content: str) -> str:

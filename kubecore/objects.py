@@ -10,7 +10,6 @@ from kubecore._env import (
     expand,
     host_capacity,
 )
-from kubecore._errors import ContainerConfigError
 from kubecore._model import (
     ConfigMap,
     ConfigMapEnvSource,
@@ -30,7 +29,6 @@ __all__ = [
     "ConfigMap",
     "ConfigMapEnvSource",
     "ConfigMapKeySelector",
-    "ContainerConfigError",
     "EnvFromSource",
     "EnvVarSource",
     "KubeObject",

@@ -22,6 +22,7 @@ from kubecore import (
 )
 from kubecore.images import parse_image_ref
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore.security import parse_image_user
 from kubecore_docker._names import SANDBOX_ID_LABEL, attempt_from_name, split_labels
 
 Json = Mapping[str, Any]
@@ -292,12 +293,15 @@ def _real(names: list[str] | None) -> tuple[str, ...]:
 def image_from(entry: Json) -> Image:
     """An entry of the image list, or an image inspect (both carry these fields)."""
     created = entry.get("Created")
+    uid, username = parse_image_user(str((entry.get("Config") or {}).get("User") or ""))
     return Image(
         id=str(entry["Id"]),
         tags=_real(entry.get("RepoTags")),
         digests=_real(entry.get("RepoDigests")),
         size=int(entry.get("Size") or 0),
         created_at=float(created) if isinstance(created, int | float) else parse_time(created) or 0,
+        uid=uid,
+        username=username,
     )
 
 

@@ -36,6 +36,7 @@ from kubecore import (
     SystemClock,
 )
 from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore.security import LinuxContainerSecurityContext, ProfileType, SecurityProfile
 from kubecore.translate import NamespaceMode
 from kubecore.volumes import MountPropagation
 from kubecore_docker._client import DockerConnection, DockerOptions
@@ -74,6 +75,95 @@ def _port_key(container_port: int, protocol: str) -> str:
     return f"{container_port}/{proto}"
 
 
+@attrs.frozen
+class EngineSecurity:
+    """The Linux security modules the engine applies (its ``docker info`` SecurityOptions)."""
+
+    apparmor: bool = False
+    selinux: bool = False
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> EngineSecurity:
+        names = {
+            str(option).split(",", 1)[0].removeprefix("name=")
+            for option in info.get("SecurityOptions") or ()
+        }
+        return cls(apparmor="apparmor" in names, selinux="selinux" in names)
+
+
+def _refuse(container: str, field: str, why: str) -> InvalidConfig:
+    return InvalidConfig(f"container {container!r}: {field}: {why}")
+
+
+def _seccomp_option(name: str, profile: SecurityProfile) -> str | None:
+    if profile.profile_type is ProfileType.UNCONFINED:
+        return "seccomp=unconfined"
+    if profile.profile_type is ProfileType.RUNTIME_DEFAULT:
+        return None  # the engine's default profile applies when none is named
+    try:
+        with open(profile.localhost_ref, encoding="utf-8") as f:
+            return f"seccomp={f.read()}"
+    except OSError as error:
+        why = f"cannot read the Localhost profile {profile.localhost_ref}: {error.strerror}"
+        raise _refuse(name, "seccomp", why) from None
+
+
+def _apparmor_option(name: str, profile: SecurityProfile, engine: EngineSecurity) -> str | None:
+    if not engine.apparmor:
+        raise _refuse(name, "apparmor", "the engine does not apply AppArmor profiles")
+    if profile.profile_type is ProfileType.UNCONFINED:
+        return "apparmor=unconfined"
+    if profile.profile_type is ProfileType.RUNTIME_DEFAULT:
+        return None
+    return f"apparmor={profile.localhost_ref}"
+
+
+def security_args(
+    name: str, sc: LinuxContainerSecurityContext, engine: EngineSecurity
+) -> tuple[str | None, dict[str, Any]]:
+    """The Docker ``user`` and host-config keywords of a security context; ``InvalidConfig``
+    for what the engine cannot apply (never silently dropped)."""
+    if sc.supplemental_groups_policy != "Merge":
+        raise _refuse(
+            name,
+            "supplemental_groups_policy",
+            f"{sc.supplemental_groups_policy}: Docker always adds the image's groups of the user",
+        )
+    user: str | None = None
+    who = str(sc.run_as_user) if sc.run_as_user is not None else sc.run_as_username
+    if who:
+        user = who if sc.run_as_group is None else f"{who}:{sc.run_as_group}"
+    elif sc.run_as_group is not None:
+        raise _refuse(name, "run_as_group", "needs run_as_user or run_as_username")
+    host: dict[str, Any] = {}
+    if sc.supplemental_groups:
+        host["group_add"] = [str(gid) for gid in sc.supplemental_groups]
+    if sc.capabilities is not None:
+        if sc.capabilities.add_capabilities:
+            host["cap_add"] = list(sc.capabilities.add_capabilities)
+        if sc.capabilities.drop_capabilities:
+            host["cap_drop"] = list(sc.capabilities.drop_capabilities)
+    if sc.readonly_rootfs:
+        host["read_only"] = True
+    options: list[str | None] = []
+    if sc.no_new_privs:
+        options.append("no-new-privileges")
+    if sc.seccomp is not None:
+        options.append(_seccomp_option(name, sc.seccomp))
+    if sc.apparmor is not None:
+        options.append(_apparmor_option(name, sc.apparmor, engine))
+    if sc.selinux_options is not None:
+        if not engine.selinux:
+            raise _refuse(name, "selinux_options", "the engine does not apply SELinux labels")
+        selinux = sc.selinux_options
+        labels = {"user": selinux.user, "role": selinux.role, "type": selinux.type}
+        labels["level"] = selinux.level
+        options.extend(f"label={key}:{value}" for key, value in labels.items() if value)
+    if any(options):
+        host["security_opt"] = [option for option in options if option]
+    return user, host
+
+
 def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
     """``create_container`` keywords (with ``host_config`` still as keywords) for a sandbox."""
     namespaces = config.namespace_options
@@ -108,6 +198,8 @@ def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
         if bindings:
             args["ports"] = [tuple(key.split("/")) for key in bindings]
             host["port_bindings"] = bindings
+    if config.sysctls:
+        host["sysctls"] = dict(config.sysctls)
     if config.dns is not None:
         if config.dns.servers:
             host["dns"] = list(config.dns.servers)
@@ -160,7 +252,10 @@ def memory_mount_of(mount: Mount, labels: Mapping[str, str]) -> dict[str, Any]:
 
 
 def container_create_args(
-    sandbox_id: str, config: ContainerConfig, sandbox: SandboxConfig
+    sandbox_id: str,
+    config: ContainerConfig,
+    sandbox: SandboxConfig,
+    engine: EngineSecurity | None = None,
 ) -> dict[str, Any]:
     """``create_container`` keywords for an app container joining ``sandbox_id``'s namespaces.
 
@@ -195,6 +290,12 @@ def container_create_args(
     if config.memory_limit is not None:
         host["mem_limit"] = config.memory_limit
         host["memswap_limit"] = config.memory_limit
+    user = None
+    if config.security_context is not None:
+        user, secured = security_args(
+            config.name, config.security_context, engine or EngineSecurity()
+        )
+        host.update(secured)
     return {
         "image": config.image,
         "name": container_name(config, sandbox),
@@ -203,6 +304,7 @@ def container_create_args(
         "command": list(config.args) or None,
         "environment": [f"{key}={value}" for key, value in config.env] or None,
         "working_dir": config.working_dir or None,
+        "user": user,
         "use_config_proxy": False,
         "host_config": host,
     }
@@ -239,6 +341,18 @@ class DockerRuntime:
         self._closed = False
         self._engine_root: str | None = None
         """The engine's root directory (``DockerRootDir``), read once when first needed."""
+        self._engine: EngineSecurity | None = None
+
+    def _engine_security(self, config: ContainerConfig) -> EngineSecurity:
+        """What the engine's security modules are, asked once and only by a container that
+        names an AppArmor profile or SELinux labels."""
+        sc = config.security_context
+        if sc is None or (sc.apparmor is None and sc.selinux_options is None):
+            return EngineSecurity()
+        if self._engine is None:
+            with engine_errors():
+                self._engine = EngineSecurity.from_info(self._api().info())
+        return self._engine
 
     @property
     def connection(self) -> DockerConnection:
@@ -389,9 +503,10 @@ class DockerRuntime:
         self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
     ) -> str:
         try:
-            return self._create(
-                container_create_args(sandbox_id, config, sandbox_config), Subject.SANDBOX
+            args = container_create_args(
+                sandbox_id, config, sandbox_config, self._engine_security(config)
             )
+            return self._create(args, Subject.SANDBOX)
         except SandboxNotFound as error:
             raise SandboxNotFound(f"sandbox {sandbox_id}: {error}") from error
         except InvalidConfig as error:

@@ -72,6 +72,7 @@ from kubecore import (
 )
 from kubecore.images import parse_image_ref
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
+from kubecore.security import parse_image_user
 from kubecore.translate import NamespaceMode
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
@@ -266,6 +267,7 @@ class _Image:
     tags: list[str]
     size: int
     created_at: float
+    user: str = ""
 
 
 class _Subscription:
@@ -338,6 +340,7 @@ class FakeRuntime:
         self._containers_listed: tuple[int, tuple[RuntimeContainer, ...]] = (-1, ())
         self._images: dict[str, _Image] = {}
         self._sizes: dict[str, int] = {}
+        self._users: dict[str, str] = {}
         self._pullable: set[str] | None = None
         self._aliases: dict[str, str] = {}
         self._auth: dict[str, RegistryAuth] = {}
@@ -371,12 +374,21 @@ class FakeRuntime:
         return self._clock
 
     def add_image(
-        self, ref: str, size: int | None = None, *, pulled: bool = False, image_id: str = ""
+        self,
+        ref: str,
+        size: int | None = None,
+        *,
+        pulled: bool = False,
+        image_id: str = "",
+        user: str = "",
     ) -> str:
         """Make ``ref`` pullable (with ``size`` bytes); ``pulled=True`` also makes it present.
-        Returns its image id (``image_id`` lets two references share one image)."""
+        Returns its image id (``image_id`` lets two references share one image). ``user`` is the
+        user the image runs as (Docker's ``USER``: ``1000``, ``nobody``; '' for root)."""
         norm = normalize_image(ref)
         with self._lock:
+            if user:
+                self._users[norm] = user
             if self._pullable is not None:
                 self._pullable.add(norm)
             if size is not None:
@@ -1005,7 +1017,8 @@ class FakeRuntime:
         existing = self._images.get(image_id)
         if existing is None:
             size = self._sizes.get(norm, self._default_size)
-            self._images[image_id] = _Image(image_id, [norm], size, self._clock.now())
+            user = self._users.get(norm, "")
+            self._images[image_id] = _Image(image_id, [norm], size, self._clock.now(), user)
         elif norm not in existing.tags:
             existing.tags.append(norm)
         return image_id
@@ -1392,7 +1405,15 @@ def _exec_result(handler: ExecHandler | ExecResult | int, request: ExecRequest) 
 
 
 def _image_view(img: _Image) -> Image:
-    return Image(id=img.id, tags=tuple(img.tags), size=img.size, created_at=img.created_at)
+    uid, username = parse_image_user(img.user)
+    return Image(
+        id=img.id,
+        tags=tuple(img.tags),
+        size=img.size,
+        created_at=img.created_at,
+        uid=uid,
+        username=username,
+    )
 
 
 def _log_line(entry: tuple[float, str], timestamps: bool) -> bytes:

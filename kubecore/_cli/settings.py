@@ -118,6 +118,11 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
     "allow_privileged": FieldHelp(
         "allow containers with securityContext.privileged (refused otherwise)"
     ),
+    "allowed_unsafe_sysctls": FieldHelp(
+        "a sysctl outside the safe set that pods may set, or a prefix ending in *"
+        " (repeatable; env: comma separated)",
+        "SYSCTL",
+    ),
     "cluster_dns": FieldHelp(
         "a DNS server for pods with dnsPolicy ClusterFirst (repeatable; env: comma separated)",
         "IP",

@@ -142,6 +142,23 @@ class _Int(_Kind):
         return bool(value == 0)
 
 
+class _IntList(_Kind):
+    def zero(self) -> tuple[int, ...]:
+        return ()
+
+    def load(self, value: object, path: str, errs: _Problems) -> tuple[int, ...]:
+        if not isinstance(value, list):
+            errs.append(FieldError(path, f"expected a list of integers, got {_show(value)}"))
+            return ()
+        return tuple(_Int().load(v, _item(path, i), errs) for i, v in enumerate(value))
+
+    def dump(self, value: Any) -> Any:
+        return list(value)
+
+    def is_empty(self, value: Any) -> bool:
+        return not value
+
+
 class _Bool(_Kind):
     def __init__(self, optional: bool = False) -> None:
         self.optional = optional
@@ -186,8 +203,8 @@ class _OptQuantity(_Kind):
 
 
 class _OptInt(_Kind):
-    """An integer that may be unset (``None``, such as a file mode), written back whenever set,
-    even as 0."""
+    """An integer that may be unset (``None``: a file mode; ``runAsUser: 0`` is root, not
+    "unset"), written back whenever set, even as 0."""
 
     def load(self, value: object, path: str, errs: _Problems) -> int | None:
         return _Int().load(value, path, errs)
@@ -574,23 +591,68 @@ _RESOURCES = _Spec(
     (_F("limits", _StrMap(quantities=True)), _F("requests", _StrMap(quantities=True))),
     unsupported=frozenset({"claims"}),
 )
+_CAPABILITIES = _Spec(m.Capabilities, (_F("add", _StrList()), _F("drop", _StrList())))
+_SECCOMP_PROFILE = _Spec(
+    m.SeccompProfile,
+    (_F("type", _Str(), required=True, always=True), _F("localhostProfile", _Str())),
+)
+_APP_ARMOR_PROFILE = _Spec(
+    m.AppArmorProfile,
+    (_F("type", _Str(), required=True, always=True), _F("localhostProfile", _Str())),
+)
+_SE_LINUX_OPTIONS = _Spec(
+    m.SELinuxOptions,
+    (_F("user", _Str()), _F("role", _Str()), _F("type", _Str()), _F("level", _Str())),
+)
+_WINDOWS_OPTIONS = _Spec(
+    m.WindowsSecurityContextOptions,
+    (
+        _F("gmsaCredentialSpecName", _Str()),
+        _F("gmsaCredentialSpec", _Str()),
+        _F("runAsUserName", _Str()),
+        _F("hostProcess", _Bool(optional=True)),
+    ),
+)
+_SYSCTL = _Spec(
+    m.Sysctl,
+    (
+        _F("name", _Str(), required=True, always=True),
+        _F("value", _Str(), required=True, always=True),
+    ),
+)
+_SECURITY_PROFILE_FIELDS = (
+    _F("seccompProfile", _Obj(_SECCOMP_PROFILE, optional=True)),
+    _F("appArmorProfile", _Obj(_APP_ARMOR_PROFILE, optional=True)),
+    _F("seLinuxOptions", _Obj(_SE_LINUX_OPTIONS, optional=True)),
+    _F("windowsOptions", _Obj(_WINDOWS_OPTIONS, optional=True)),
+)
 _SECURITY_CONTEXT = _Spec(
     m.SecurityContext,
-    (_F("privileged", _Bool(optional=True)),),
-    unsupported=frozenset(
-        {
-            "allowPrivilegeEscalation",
-            "appArmorProfile",
-            "capabilities",
-            "procMount",
-            "readOnlyRootFilesystem",
-            "runAsGroup",
-            "runAsNonRoot",
-            "runAsUser",
-            "seLinuxOptions",
-            "seccompProfile",
-            "windowsOptions",
-        }
+    (
+        _F("privileged", _Bool(optional=True)),
+        _F("capabilities", _Obj(_CAPABILITIES, optional=True)),
+        _F("runAsUser", _OptInt()),
+        _F("runAsGroup", _OptInt()),
+        _F("runAsNonRoot", _Bool(optional=True)),
+        _F("readOnlyRootFilesystem", _Bool(optional=True)),
+        _F("allowPrivilegeEscalation", _Bool(optional=True)),
+        _F("procMount", _Str()),
+        *_SECURITY_PROFILE_FIELDS,
+    ),
+)
+_POD_SECURITY_CONTEXT = _Spec(
+    m.PodSecurityContext,
+    (
+        _F("runAsUser", _OptInt()),
+        _F("runAsGroup", _OptInt()),
+        _F("runAsNonRoot", _Bool(optional=True)),
+        _F("supplementalGroups", _IntList()),
+        _F("supplementalGroupsPolicy", _Str()),
+        _F("fsGroup", _OptInt()),
+        _F("fsGroupChangePolicy", _Str()),
+        _F("sysctls", _ObjList(_SYSCTL)),
+        _F("seLinuxChangePolicy", _Str(), attr="se_linux_change_policy"),
+        *_SECURITY_PROFILE_FIELDS,
     ),
 )
 _CONTAINER = _Spec(
@@ -954,15 +1016,15 @@ _POD_SPEC = _Spec(
         _F("setHostnameAsFQDN", _Bool(optional=True), attr="set_hostname_as_fqdn"),
         _F("dnsConfig", _Obj(_POD_DNS_CONFIG, optional=True)),
         _F("resources", _Obj(_RESOURCES, optional=True)),
+        _F("securityContext", _Obj(_POD_SECURITY_CONTEXT, optional=True)),
+        _F("hostUsers", _Bool(optional=True)),
     ),
     unsupported=frozenset(
         {
             "activeDeadlineSeconds",
             "ephemeralContainers",
-            "hostUsers",
             "resourceClaims",
             "runtimeClassName",
-            "securityContext",
         }
     ),
 )

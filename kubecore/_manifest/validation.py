@@ -18,6 +18,7 @@ import attrs
 from kubecore import _model as m
 from kubecore._errors import FieldError, ValidationError
 from kubecore._manifest.decoding import _POD, _PROTOCOLS, OBJECT_KINDS, _field, _item, _Problems
+from kubecore._manifest.security import check_security
 from kubecore._quantity import parse_quantity
 
 _DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -970,6 +971,7 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
                             f"no container named {field.container_name!r} in the pod",
                         )
                     )
+    check_security(errs, path, spec)
     _check_enum(errs, _field(path, "restartPolicy"), spec.restart_policy, _RESTART_POLICIES)
     _check_enum(errs, _field(path, "dnsPolicy"), spec.dns_policy, _DNS_POLICIES)
     if spec.termination_grace_period_seconds < 0:

@@ -45,6 +45,15 @@ if given, else left to the ``bundle`` fixture's teardown).
 
 Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
 event stream, a health checker) are skipped when it is missing.
+
+Security context: for each field of ``LinuxContainerSecurityContext`` (and the sandbox's
+``sysctls``) the suite starts a container that has it and requires that the runtime either
+refuses the container clearly (a ``ContainerRuntimeError`` from ``create_container`` or
+``start_container`` whose message names the field) or applies it, as the container itself sees
+it: the ``report_security`` workload prints its identity, capabilities, no-new-privileges,
+seccomp mode, whether its root filesystem is writable, its security label and a sysctl. A runtime
+that cannot run that workload reads the same facts its own way through the ``observe_security``
+fixture (the in-memory ``fake`` reads what it recorded).
 """
 
 from __future__ import annotations
@@ -84,13 +93,16 @@ from kubecore._runtime import (
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
+    Capability,
     ContainerConfig,
     ContainerRuntime,
+    LinuxContainerSecurityContext,
     Mount,
     NamespaceMode,
     NamespaceOption,
     ProbeOutcome,
     ProbeTarget,
+    ProfileType,
     Puller,
     RuntimeContainer,
     RuntimeEvent,
@@ -100,6 +112,8 @@ from kubecore._runtime import (
     RuntimeState,
     SandboxConfig,
     SandboxState,
+    SecurityProfile,
+    SELinuxOption,
 )
 
 logger = logging.getLogger(__name__)
@@ -118,6 +132,66 @@ def _echo(text: str) -> Command:
 
 def _sleep(seconds: float) -> Command:
     return ("sleep", f"{seconds:g}")
+
+
+REPORT_PREFIX = "kcsec "
+PORT_RANGE_SYSCTL = "net.ipv4.ip_local_port_range"
+
+
+@attrs.frozen
+class SecurityReport:
+    """What a container's process sees of its security context."""
+
+    uid: int
+    gid: int
+    groups: frozenset[int]
+    cap_eff: int
+    """The effective capability set, as a bit mask (``CapEff`` in ``/proc/self/status``)."""
+    no_new_privs: bool
+    seccomp_mode: int
+    """0 none, 1 strict, 2 filter (``Seccomp`` in ``/proc/self/status``)."""
+    read_only_root: bool
+    label: str = ""
+    """The process's security label (``/proc/self/attr/current``: AppArmor or SELinux)."""
+    port_range: str = ""
+    """``net.ipv4.ip_local_port_range``, blanks normalised to one space."""
+
+
+def parse_security_report(lines: Iterator[bytes] | list[bytes]) -> SecurityReport | None:
+    """The report ``report_security`` printed (None until its last line is there)."""
+    values: dict[str, str] = {}
+    for raw in lines:
+        line = raw.decode(errors="replace").rstrip("\n")
+        if line.startswith(REPORT_PREFIX) and "=" in line:
+            key, _, value = line[len(REPORT_PREFIX) :].partition("=")
+            values[key] = value.strip()
+    if "end" not in values:
+        return None
+    return SecurityReport(
+        uid=int(values["uid"]),
+        gid=int(values["gid"]),
+        groups=frozenset(int(g) for g in values.get("groups", "").split()),
+        cap_eff=int(values.get("CapEff", "0"), 16),
+        no_new_privs=values.get("NoNewPrivs") == "1",
+        seccomp_mode=int(values.get("Seccomp", "0")),
+        read_only_root=values.get("rootfs") == "ro",
+        label=values.get("label", ""),
+        port_range=" ".join(values.get("port_range", "").split()),
+    )
+
+
+def _report_security_script() -> str:
+    p = REPORT_PREFIX
+    return (
+        f'echo "{p}uid=$(id -u)"; echo "{p}gid=$(id -g)"; echo "{p}groups=$(id -G)"; '
+        'grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status'
+        f' | while read k v; do echo "{p}${{k%:}}=$v"; done; '
+        f'if touch /.kcsec-probe 2>/dev/null; then rm -f /.kcsec-probe; echo "{p}rootfs=rw";'
+        f' else echo "{p}rootfs=ro"; fi; '
+        f'echo "{p}label=$(cat /proc/self/attr/current 2>/dev/null)"; '
+        f'echo "{p}port_range=$(cat /proc/sys/net/ipv4/ip_local_port_range)"; '
+        f'echo "{p}end=1"; '
+    )
 
 
 def _print_twice(first: str, second: str, seconds: float) -> Command:
@@ -159,6 +233,9 @@ class Workloads:
     skips the PID-namespace checks."""
     pullable_image: str | None = None
     """An image the suite may pull, use and remove (nothing else may use it); None skips that."""
+    report_security: Command | None = None
+    """Prints a ``SecurityReport`` (``parse_security_report`` reads it) then runs like
+    ``run_forever``; None when the runtime reads it through ``observe_security`` instead."""
     absent_image: str = "localhost:1/kubecore-conformance/absent:never"
     """A reference whose pull must fail (the default points at a closed loopback port)."""
     sandbox_image: str = ""
@@ -187,6 +264,7 @@ def busybox_workloads(image: str = "busybox:1.36", **overrides: object) -> Workl
     workloads = Workloads(
         image=image,
         run_forever=forever(),
+        report_security=forever(_report_security_script()),
         print_and_run=lambda text: forever(f"echo {shlex.quote(text)}; "),
         exit_with=lambda code: ("sh", "-c", f"exit {code}"),
         serve_tcp=serve,
@@ -304,8 +382,10 @@ class Harness:
         name: str = "",
         image: str = "",
         memory_limit: int | None = None,
+        security_context: LinuxContainerSecurityContext | None = None,
     ) -> str:
         config = self.container_config(sandbox[1], command, name, image, memory_limit)
+        config = attrs.evolve(config, security_context=security_context)
         container_id = self.runtime.create_container(sandbox[0], config, sandbox[1])
         self.containers.append(container_id)
         return container_id
@@ -493,6 +573,88 @@ def _stamp(line: bytes) -> float:
     return moment.timestamp() + float(b"0" + (fraction or b""))
 
 
+@attrs.frozen
+class _SecurityCase:
+    field: str
+    """The ``LinuxContainerSecurityContext`` field a refusal must name."""
+    context: LinuxContainerSecurityContext
+    applied: Callable[[SecurityReport], bool]
+    what: str
+
+
+CAP_NET_ADMIN = 1 << 12
+_LCSC = LinuxContainerSecurityContext
+SECURITY_CASES = (
+    _SecurityCase("run_as_user", _LCSC(run_as_user=1234), lambda r: r.uid == 1234, "uid 1234"),
+    _SecurityCase(
+        "run_as_group",
+        _LCSC(run_as_user=1234, run_as_group=2345),
+        lambda r: (r.uid, r.gid) == (1234, 2345),
+        "uid 1234, gid 2345",
+    ),
+    _SecurityCase(
+        "supplemental_groups",
+        _LCSC(run_as_user=1234, supplemental_groups=(3456, 4567)),
+        lambda r: {3456, 4567} <= r.groups,
+        "groups 3456 and 4567",
+    ),
+    _SecurityCase(
+        "supplemental_groups_policy",
+        _LCSC(
+            run_as_user=1234,
+            run_as_group=2345,
+            supplemental_groups=(3456,),
+            supplemental_groups_policy="Strict",
+        ),
+        lambda r: r.groups == {2345, 3456},
+        "exactly groups 2345 and 3456",
+    ),
+    _SecurityCase(
+        "capabilities",
+        _LCSC(capabilities=Capability(drop_capabilities=("ALL",))),
+        lambda r: r.cap_eff == 0,
+        "no capabilities",
+    ),
+    _SecurityCase(
+        "capabilities",
+        _LCSC(capabilities=Capability(("NET_ADMIN",), ("ALL",))),
+        lambda r: r.cap_eff == CAP_NET_ADMIN,
+        "only CAP_NET_ADMIN",
+    ),
+    _SecurityCase(
+        "readonly_rootfs", _LCSC(readonly_rootfs=True), lambda r: r.read_only_root, "ro root"
+    ),
+    _SecurityCase(
+        "no_new_privs", _LCSC(no_new_privs=True), lambda r: r.no_new_privs, "NoNewPrivs: 1"
+    ),
+    _SecurityCase(
+        "seccomp",
+        _LCSC(seccomp=SecurityProfile(ProfileType.UNCONFINED)),
+        lambda r: r.seccomp_mode == 0,
+        "Seccomp: 0",
+    ),
+    _SecurityCase(
+        "seccomp",
+        _LCSC(seccomp=SecurityProfile(ProfileType.RUNTIME_DEFAULT)),
+        lambda r: r.seccomp_mode == 2,
+        "Seccomp: 2",
+    ),
+    _SecurityCase(
+        "apparmor",
+        _LCSC(apparmor=SecurityProfile(ProfileType.UNCONFINED)),
+        lambda r: r.label.startswith("unconfined"),
+        "the unconfined AppArmor label",
+    ),
+    _SecurityCase(
+        "selinux_options",
+        _LCSC(selinux_options=SELinuxOption(level="s0:c123,c456")),
+        lambda r: r.label.endswith("s0:c123,c456"),
+        "the SELinux level s0:c123,c456",
+    ),
+)
+SANDBOX_PORT_RANGE = "1100 60999"
+
+
 class RuntimeConformance:
     """Subclass as ``TestSomething`` and provide the ``bundle`` and ``workloads`` fixtures."""
 
@@ -524,6 +686,12 @@ class RuntimeConformance:
 
     @pytest.fixture
     def reopen(self) -> Callable[[], RuntimeBundle] | None:
+        return None
+
+    @pytest.fixture
+    def observe_security(self) -> Callable[[Harness, str], SecurityReport | None] | None:
+        """Reads a running container's ``SecurityReport`` (None: not yet); the default (None)
+        reads what the ``report_security`` workload printed."""
         return None
 
     @pytest.fixture
@@ -1095,6 +1263,90 @@ class RuntimeConformance:
         failure = Probe(exec=ExecAction(harness.workloads.exit_with(1)), timeout_seconds=10)
         assert checker.check(success, target).outcome is ProbeOutcome.SUCCESS
         assert checker.check(failure, target).outcome is ProbeOutcome.FAILURE
+
+    # -- security context ------------------------------------------------------------------------
+
+    def _report(
+        self,
+        harness: Harness,
+        container_id: str,
+        observe: Callable[[Harness, str], SecurityReport | None] | None,
+    ) -> SecurityReport:
+        def read() -> SecurityReport | None:
+            if observe is not None:
+                return observe(harness, container_id)
+            return parse_security_report(list(harness.runtime.logs(container_id)))
+
+        return harness.wait(read, f"the security report of {container_id}")
+
+    def _start_secured(
+        self,
+        harness: Harness,
+        sandbox: tuple[str, SandboxConfig],
+        context: LinuxContainerSecurityContext | None,
+        observe: Callable[[Harness, str], SecurityReport | None] | None,
+    ) -> str | ContainerRuntimeError:
+        """The running container's id, or the error that refused it."""
+        command = harness.workloads.report_security
+        if command is None and observe is None:
+            pytest.skip("the workloads have no report_security and no observe_security is given")
+        try:
+            container_id = harness.create(
+                sandbox, command or harness.workloads.run_forever, security_context=context
+            )
+            harness.runtime.start_container(container_id)
+        except ContainerRuntimeError as error:
+            return error
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        return container_id
+
+    @pytest.mark.parametrize(
+        "case", SECURITY_CASES, ids=[f"{c.field}-{i}" for i, c in enumerate(SECURITY_CASES)]
+    )
+    def test_security_context_is_applied_or_refused(
+        self,
+        harness: Harness,
+        case: _SecurityCase,
+        observe_security: Callable[[Harness, str], SecurityReport | None] | None,
+    ) -> None:
+        started = self._start_secured(
+            harness, harness.run_sandbox(), case.context, observe_security
+        )
+        if isinstance(started, ContainerRuntimeError):
+            assert case.field in str(started), (
+                f"refusing {case.field}, the error must name it: {started}"
+            )
+            return
+        report = self._report(harness, started, observe_security)
+        assert case.applied(report), f"{case.field} was dropped: wanted {case.what}, saw {report}"
+
+    def test_no_security_context_runs_as_the_image_says(
+        self,
+        harness: Harness,
+        observe_security: Callable[[Harness, str], SecurityReport | None] | None,
+    ) -> None:
+        started = self._start_secured(harness, harness.run_sandbox(), None, observe_security)
+        assert not isinstance(started, ContainerRuntimeError), started
+        report = self._report(harness, started, observe_security)
+        assert not report.no_new_privs, "no_new_privs was set unasked"
+
+    def test_sandbox_sysctls_are_applied_or_refused(
+        self,
+        harness: Harness,
+        observe_security: Callable[[Harness, str], SecurityReport | None] | None,
+    ) -> None:
+        config = attrs.evolve(
+            harness.sandbox_config(), sysctls={PORT_RANGE_SYSCTL: SANDBOX_PORT_RANGE}
+        )
+        try:
+            sandbox = harness.run_sandbox(config)
+        except ContainerRuntimeError as error:
+            assert "sysctl" in str(error), f"refusing sysctls, the error must say so: {error}"
+            return
+        started = self._start_secured(harness, sandbox, None, observe_security)
+        assert not isinstance(started, ContainerRuntimeError), started
+        report = self._report(harness, started, observe_security)
+        assert report.port_range == SANDBOX_PORT_RANGE, f"sysctls were dropped: {report}"
 
     # -- image names ------------------------------------------------------------------------------
 

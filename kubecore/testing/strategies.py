@@ -179,8 +179,62 @@ _ENV_FROM = st.lists(
     ),
     max_size=2,
 )
-_SECURITY_CONTEXTS = st.one_of(
-    st.none(), st.builds(m.SecurityContext, privileged=st.sampled_from((None, True, False)))
+_IDS = st.one_of(st.none(), st.sampled_from((0, 1000, 2000, 65534)))
+_SECCOMP_PROFILES = st.one_of(
+    st.none(),
+    st.builds(m.SeccompProfile, type=st.sampled_from(("RuntimeDefault", "Unconfined"))),
+    st.just(m.SeccompProfile("Localhost", "profiles/audit.json")),
+)
+_CAPABILITIES = st.one_of(
+    st.none(),
+    st.builds(
+        m.Capabilities,
+        add=st.lists(st.sampled_from(("NET_ADMIN", "CAP_SYS_TIME")), unique=True).map(tuple),
+        drop=st.lists(st.sampled_from(("ALL", "NET_RAW")), unique=True).map(tuple),
+    ),
+)
+
+
+@st.composite
+def _security_context(draw: Draw[Any]) -> m.SecurityContext:
+    privileged = draw(st.sampled_from((None, True, False)))
+    capabilities = draw(_CAPABILITIES)
+    escalation_choices: tuple[bool | None, ...] = (None, True, False)
+    if privileged or (capabilities is not None and capabilities.add):
+        escalation_choices = (None, True)  # false is invalid with privileged or added caps
+    return m.SecurityContext(
+        privileged=privileged,
+        capabilities=capabilities,
+        run_as_user=draw(_IDS),
+        run_as_group=draw(_IDS),
+        read_only_root_filesystem=draw(st.sampled_from((None, True, False))),
+        allow_privilege_escalation=draw(st.sampled_from(escalation_choices)),
+        proc_mount=draw(st.sampled_from(("", "Default"))),
+        seccomp_profile=draw(_SECCOMP_PROFILES),
+    )
+
+
+_SECURITY_CONTEXTS = st.one_of(st.none(), _security_context())
+_POD_SECURITY_CONTEXTS = st.one_of(
+    st.none(),
+    st.builds(
+        m.PodSecurityContext,
+        run_as_user=_IDS,
+        run_as_group=_IDS,
+        supplemental_groups=st.lists(st.sampled_from((3000, 4000)), unique=True).map(tuple),
+        fs_group=_IDS,
+        fs_group_change_policy=st.sampled_from(("", "Always", "OnRootMismatch")),
+        sysctls=st.lists(
+            st.builds(
+                m.Sysctl,
+                name=st.sampled_from(("kernel.shm_rmid_forced", "net.ipv4.tcp_syncookies")),
+                value=st.sampled_from(("0", "1")),
+            ),
+            max_size=2,
+            unique_by=lambda s: s.name,
+        ).map(tuple),
+        seccomp_profile=_SECCOMP_PROFILES,
+    ),
 )
 
 
@@ -468,6 +522,7 @@ def pods(draw: Draw[Any], *, with_status: bool | None = None) -> m.Pod:
             m.LocalObjectReference(name=n)
             for n in draw(st.lists(st.sampled_from(("regcred", "other")), unique=True))
         ),
+        security_context=draw(_POD_SECURITY_CONTEXTS),
     )
     pod_name = draw(
         st.one_of(_DNS_LABEL, st.builds(lambda a, b: f"{a}.{b}", _DNS_LABEL, _DNS_LABEL))

@@ -37,6 +37,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from kubecore import (
     Conflict,
     ContainerConfig,
@@ -65,6 +67,7 @@ from kubecore import (
 )
 from kubecore.images import parse_image_ref
 from kubecore.labels import MANAGED_LABEL
+from kubecore.security import LinuxContainerSecurityContext
 from kubecore_process import _shim
 from kubecore_process._shim import EXIT, LOCK, LOG, SPEC, STARTED, kill_group, rfc3339, write_json
 
@@ -189,6 +192,10 @@ class ProcessRuntime(RuntimeBase):
 
     def run_sandbox(self, config: SandboxConfig) -> str:
         self._check_open()
+        if config.sysctls:
+            raise InvalidConfig(
+                f"{config.name}: sysctls: processes share the host's kernel settings"
+            )
         key = [config.name, config.namespace, config.uid, config.attempt]
         with self._lock:
             for sandbox_id, record in self._sandbox_records():
@@ -245,6 +252,12 @@ class ProcessRuntime(RuntimeBase):
         argv = [*config.command, *config.args]
         if not argv:
             raise InvalidConfig(f"{config.name}: the process runtime needs a command (no images)")
+        if config.security_context is not None:
+            asked = _asked_security_fields(config.security_context)
+            raise InvalidConfig(
+                f"{config.name}: {', '.join(asked)}: a process runs as the agent's user, with no"
+                " isolation"
+            )
         ref = normalise_image(config.image)
         if self.images.image_status(ref) is None:
             raise ImageNotFound(f"{config.image} is not present (pull it first)")
@@ -552,3 +565,13 @@ def _proc_stats(container_id: str, pid: int) -> ContainerStats:
         container_id, now, cpu_usage_nanos=ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK"),
         memory_working_set_bytes=memory, memory_usage_bytes=memory,
     )  # fmt: skip
+
+
+def _asked_security_fields(context: LinuxContainerSecurityContext) -> list[str]:
+    """The security-context fields set away from their defaults (all refused here)."""
+    default = LinuxContainerSecurityContext()
+    return [
+        field.name
+        for field in attrs.fields(LinuxContainerSecurityContext)
+        if getattr(context, field.name) != getattr(default, field.name)
+    ]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 import kubecore
-from kubecore.testing.conformance import RuntimeConformance, Workloads
+from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
 
 PYTHON = shlex.quote(sys.executable)
 
@@ -90,6 +90,8 @@ class TestProcessRuntime(RuntimeConformance):
             check_tcp=check_tcp,
             consume_memory=None,
             pullable_image="spare",
+            # Refused at create (no isolation); only the baseline check runs it, on the host.
+            report_security=busybox_workloads().report_security,
             tcp_port=free_loopback_port(),
             timeout=15.0,
         )

@@ -1,0 +1,44 @@
+"""Security context: the pod's and the containers' ``securityContext`` (model), what a runtime
+receives (``LinuxContainerSecurityContext``, in the CRI's shape) and the node's rules for them."""
+
+from kubecore._model import (
+    AppArmorProfile,
+    Capabilities,
+    PodSecurityContext,
+    SeccompProfile,
+    SELinuxOptions,
+    Sysctl,
+    WindowsSecurityContextOptions,
+)
+from kubecore._runtime import (
+    Capability,
+    LinuxContainerSecurityContext,
+    ProfileType,
+    SecurityProfile,
+    SELinuxOption,
+)
+from kubecore._security import (
+    HostSecurity,
+    detect_host_security,
+    effective_security_context,
+    parse_image_user,
+)
+
+__all__ = [
+    "AppArmorProfile",
+    "Capabilities",
+    "Capability",
+    "HostSecurity",
+    "LinuxContainerSecurityContext",
+    "PodSecurityContext",
+    "ProfileType",
+    "SELinuxOption",
+    "SELinuxOptions",
+    "SeccompProfile",
+    "SecurityProfile",
+    "Sysctl",
+    "WindowsSecurityContextOptions",
+    "detect_host_security",
+    "effective_security_context",
+    "parse_image_user",
+]
