@@ -19,6 +19,7 @@ import yaml
 
 from kubecore import _model as m
 from kubecore._errors import FieldError
+from kubecore._manifest import fields
 
 _Problems = list[FieldError]
 
@@ -331,7 +332,7 @@ class _Spec:
                     kwargs[field.attr] = field.kind.load(item, where, errs)
             elif key in self.unsupported:
                 if item is not None:
-                    errs.append(FieldError(where, "not supported by kubecore"))
+                    errs.extend(_refusals(where, item))
             else:
                 errs.append(FieldError(where, _unknown_field_message(key, known)))
         for field in self.fields:
@@ -353,6 +354,24 @@ class _Spec:
             if field.always or not field.kind.is_empty(value):
                 out[field.json] = field.kind.dump(value)
         return out
+
+
+def _refusals(path: str, value: object) -> list[FieldError]:
+    """A refused field's problems: one per set sub-field (of each entry, for a list) for a block
+    whose sub-fields are named (``fields.SUBFIELD_BLOCKS``), else one for the field."""
+    if fields.reports_subfields(path):
+        entries = [(path, value)] if isinstance(value, Mapping) else []
+        if isinstance(value, list):
+            entries = [(_item(path, i), v) for i, v in enumerate(value) if isinstance(v, Mapping)]
+        named = [
+            FieldError(_field(where, str(k)), fields.refusal_message(_field(where, str(k))))
+            for where, entry in entries
+            for k, v in entry.items()
+            if v is not None
+        ]
+        if named:
+            return named
+    return [FieldError(path, fields.refusal_message(path))]
 
 
 def _unknown_field_message(key: str, known: Mapping[str, _F]) -> str:
