@@ -788,7 +788,7 @@ class PodLog:
         if created is None:
             started = pod.status.start_time if pod.status is not None else ""
             created = self._created[uid] = started or rfc3339(self._now())
-        meta["creationTimestamp"] = created
+        meta.setdefault("creationTimestamp", created)
         body["spec"].setdefault("nodeName", node_name)
         status = body.get("status") or {}
         if status.get("podIP"):

@@ -238,6 +238,7 @@ class Kubelet:
             self.status_manager,
             on_leave=self._leave,
             on_desired=self.terminations.cancel,
+            node_name=cfg.node_name,
         )
         self._syncer = PodSyncer(
             clock=self.clock,

@@ -22,13 +22,16 @@ from kubecore._model import (
     ContainerStateTerminated,
     ContainerStateWaiting,
     ContainerStatus,
+    HostIP,
     Pod,
     PodCondition,
+    PodIP,
     PodPhase,
     PodStatus,
 )
 from kubecore._observed import Record, View
 from kubecore._planner import POD_INITIALIZING, compute_pod_actions, pod_info
+from kubecore._qos import qos_class
 from kubecore._runtime import RuntimeState
 
 DEFAULT_RUNTIME_NAME = "kubecore"
@@ -355,14 +358,18 @@ def compute_pod_status(
         start_time = rfc3339(min(s.created_at for s in observed.sandboxes))
     else:
         start_time = ""
+    node_ip = host_ip or (previous.host_ip if previous is not None else "")
     return PodStatus(
         phase=phase,
         conditions=conditions,
         message=previous.message if previous is not None else "",
         reason=previous.reason if previous is not None else "",
-        host_ip=host_ip or (previous.host_ip if previous is not None else ""),
+        host_ip=node_ip,
+        host_ips=(HostIP(node_ip),) if node_ip else (),
         pod_ip=pod_ip,
+        pod_ips=(PodIP(pod_ip),) if pod_ip else (),
         start_time=start_time,
+        qos_class=qos_class(pod),
         init_container_statuses=init_statuses,
         container_statuses=statuses,
     )

@@ -614,11 +614,11 @@ _OBJECT_META = _Spec(
         _F("uid", _Str()),
         _F("labels", _StrMap()),
         _F("annotations", _StrMap()),
+        _F("creationTimestamp", _Str()),
     ),
     unsupported=frozenset(
         {
             "clusterName",
-            "creationTimestamp",
             "deletionGracePeriodSeconds",
             "deletionTimestamp",
             "finalizers",
@@ -690,6 +690,8 @@ _CONDITION = _Spec(
     ),
     unsupported=frozenset({"lastProbeTime", "observedGeneration"}),
 )
+_HOST_IP = _Spec(m.HostIP, (_F("ip", _Str(), required=True, always=True),))
+_POD_IP = _Spec(m.PodIP, (_F("ip", _Str(), required=True, always=True),))
 _POD_STATUS = _Spec(
     m.PodStatus,
     (
@@ -698,19 +700,19 @@ _POD_STATUS = _Spec(
         _F("message", _Str()),
         _F("reason", _Str()),
         _F("hostIP", _Str(), attr="host_ip"),
+        _F("hostIPs", _ObjList(_HOST_IP), attr="host_ips"),
         _F("podIP", _Str(), attr="pod_ip"),
+        _F("podIPs", _ObjList(_POD_IP), attr="pod_ips"),
         _F("startTime", _Str()),
+        _F("qosClass", _Str()),
         _F("initContainerStatuses", _ObjList(_CONTAINER_STATUS)),
         _F("containerStatuses", _ObjList(_CONTAINER_STATUS)),
     ),
     unsupported=frozenset(
         {
             "ephemeralContainerStatuses",
-            "hostIPs",
             "nominatedNodeName",
             "observedGeneration",
-            "podIPs",
-            "qosClass",
             "resize",
             "resourceClaimStatuses",
         }
