@@ -37,6 +37,21 @@ REASONS: dict[str, str] = {
 }
 """Why kubecore refuses a field, where it is more than ``DEFAULT_REASON``."""
 
+SCHEDULER_ONLY = frozenset(
+    {
+        "spec.affinity",
+        "spec.preemptionPolicy",
+        "spec.priority",
+        "spec.priorityClassName",
+        "spec.schedulerName",
+        "spec.schedulingGates",
+        "spec.tolerations",
+        "spec.topologySpreadConstraints",
+    }
+)
+"""Fields (and everything under them) that mean something to a scheduler and nothing to a
+node's agent: the field table shows them as scheduler-only once the decoding tables accept them."""
+
 SUBFIELD_BLOCKS = frozenset(
     {
         "spec.affinity",
