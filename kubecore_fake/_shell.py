@@ -5,7 +5,8 @@ It is not a shell: it interprets the simple commands example manifests use (``tr
 ``cat``, ``printenv``, ``set -e``, ``trap ... TERM``, ``wait``, ``exec``, ``wget``/``curl``,
 ``nc -l -p P``, ``httpd -p P``, variable assignments) with ``;``, ``&&``, ``||``, ``&`` and
 ``>``/``>>`` redirections, in virtual time, so that a container or an exec behaves realistically
-without a script. A ``while``/``until`` loop runs until stopped. Anything else (pipes, ``if``,
+without a script. A ``while``/``until`` loop, ``sleep infinity``, ``tail -f`` and the servers of
+common images (nginx, httpd, redis-server, ...) run until stopped. Anything else (pipes, ``if``,
 ``for``, unknown programs inside a script) ends the container with ``UNSUPPORTED_EXIT_CODE`` and
 an "unsupported by the fake runtime" termination message; an unknown exec statement succeeds.
 """
@@ -233,6 +234,10 @@ UNSUPPORTED_EXIT_CODE = 127
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 _LOOPS = frozenset({"while", "until"})
 _UNSUPPORTED_CONSTRUCTS = frozenset({"if", "for", "case", "select", "function", "fi", "done"})
+_DAEMONS = frozenset(
+    {"nginx", "httpd", "apache2-foreground", "redis-server", "memcached", "mysqld", "postgres"}
+)
+"""Servers of common images: run in the foreground, they run until stopped."""
 _QUIET_COMMANDS = frozenset({"cd", "export", "umask", "ulimit", "shift", "unset", "readonly"})
 _FINITE_PROGRAMS = frozenset(
     {"echo", "printf", "cat", "sleep", "true", "false", ":", "touch", "mkdir", "rm", "wget"}
@@ -367,6 +372,11 @@ class _Interpreter:
             return None
         if name == "exec":
             return self.exec(st, words[1:])
+        if name in _DAEMONS or (name == "tail" and any(a in ("-f", "-F") for a in args)):
+            if st.background:
+                self.status = 0
+                return None
+            return self.program(None)  # a server, or ``tail -f``: runs until stopped
         if name == "echo":
             self.output(st, _echo_text(args) + ("" if args[:1] == ["-n"] else "\n"))
         elif name == "printf":

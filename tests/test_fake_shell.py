@@ -139,7 +139,13 @@ def test_exec_of_a_server_runs_until_stopped() -> None:
 
 
 @pytest.mark.parametrize(
-    "script", ["while true; do echo hi; sleep 5; done", "echo x; sleep infinity; echo never"]
+    "script",
+    [
+        "while true; do echo hi; sleep 5; done",
+        "echo x; sleep infinity; echo never",
+        "touch /tmp/log && tail -f /tmp/log",
+        "echo configuring; nginx -g 'daemon off;'",
+    ],
 )
 def test_loops_and_endless_sleeps_run_until_stopped(script: str) -> None:
     assert read_program(sh(script), {}).exit_code is None
