@@ -120,3 +120,21 @@ def test_a_creation_time_the_source_gives_is_kept(tmp_path: Path) -> None:
         )
         node.sync()
         assert node.pod("web").metadata.creation_timestamp == "2024-05-01T10:00:00Z"
+
+
+def test_kubectl_get_pod_yaml_shows_the_fields(tmp_path: Path) -> None:
+    import yaml
+
+    from tests.test_kubectl_support import running_node
+
+    with running_node(tmp_path) as node:
+        shown = yaml.safe_load(node.reader().out("get", "pod", "talker", "-o", "yaml"))
+    assert shown["metadata"]["creationTimestamp"]
+    assert shown["spec"]["nodeName"]
+    status = shown["status"]
+    assert status["qosClass"] == "BestEffort"
+    assert status["podIPs"] == [{"ip": status["podIP"]}]
+    assert status["startTime"]
+    (main,) = status["containerStatuses"]
+    assert main["containerID"].startswith("fake://") and main["imageID"]
+    assert main["started"] is True and "lastState" in main
