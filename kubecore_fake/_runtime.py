@@ -691,7 +691,7 @@ class FakeRuntime:
                 sandbox_id,
                 config,
                 image.id,
-                self._behaviour_locked(config),
+                self._behaviour_locked(config, sandbox_config.hostname or sandbox_config.name),
                 self._clock.now(),
                 pod=pod,
                 changes=self._container_changes,
@@ -1003,7 +1003,7 @@ class FakeRuntime:
                 return img
         return None
 
-    def _behaviour_locked(self, config: ContainerConfig) -> Behaviour:
+    def _behaviour_locked(self, config: ContainerConfig, hostname: str) -> Behaviour:
         argv = _shell.effective_argv(config.command, config.args)
         image = normalize_image(config.image)
         for script in reversed(self._scripts):
@@ -1014,7 +1014,7 @@ class FakeRuntime:
             return script.behaviour
         program = _shell.read_program(
             argv,
-            dict(config.env),
+            {"HOSTNAME": hostname, **dict(config.env)},  # as Docker and containerd set it
             is_init=config.annotations.get(INIT_CONTAINER_ANNOTATION) == "true",
             read_file=functools.partial(_read_mounted_file, config.mounts),
         )

@@ -173,3 +173,26 @@ spec:
     assert terminated is not None
     assert terminated.exit_code == UNSUPPORTED_EXIT_CODE
     assert terminated.message == f"{UNSUPPORTED}: seq 3 | tail -1"
+
+
+def test_a_container_sees_its_hostname_as_docker_sets_it(tmp_path: object) -> None:
+    from kubecore.testing import FakeNode
+
+    node = FakeNode(str(tmp_path))
+    node.apply(
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: command-demo}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - name: command-demo-container
+    image: debian
+    command: ["printenv"]
+    args: ["HOSTNAME"]
+"""
+    )
+    node.run_until(lambda: node.status("command-demo").phase == "Succeeded")
+    (container,) = node.containers("command-demo")
+    assert [line.decode() for line in node.runtime.logs(container.id)] == ["command-demo\n"]
