@@ -48,13 +48,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import attrs
 import yaml
 
-from kubecore._errors import KubecoreError, NotFound, ValidationError
+from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
 from kubecore._events import MemoryRecorder
-from kubecore._executor import container_name_of, restart_count_of
+from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model import Pod
 from kubecore._objects import ObjectStore
-from kubecore._runtime import Event, RuntimeContainer, RuntimeSnapshot
+from kubecore._runtime import Event
 from kubecore._serving import BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
@@ -75,7 +75,6 @@ WATCH_TICK = 0.2
 MAX_WATCH_SECONDS = 1800.0
 HISTORY = 1000
 """Watch events kept for a client that resumes from an older resourceVersion."""
-MAX_LOG_TAIL = 100_000
 
 _SERVER_FIELDS = (
     "creationTimestamp",
@@ -216,20 +215,6 @@ class TLSBoundedServer(BoundedServer):
 # --- what the API needs from the agent ------------------------------------------------------
 
 
-class _Runtime(Protocol):
-    def snapshot(self) -> RuntimeSnapshot: ...
-
-    def logs(
-        self,
-        container_id: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        since: float | None = None,
-        timestamps: bool = False,
-    ) -> Iterator[bytes]: ...
-
-
 class _Clock(Protocol):
     def now(self) -> float: ...
 
@@ -241,9 +226,6 @@ class _Config(Protocol):
 
 class ApiKubelet(Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
-
-    @property
-    def runtime(self) -> _Runtime: ...
 
     @property
     def events(self) -> MemoryRecorder: ...
@@ -260,6 +242,21 @@ class ApiKubelet(Protocol):
     def pods(self) -> list[Pod]: ...
 
     def update(self, update: Any) -> None: ...
+
+    def container_logs(
+        self,
+        namespace: str,
+        pod_name: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: float | None = None,
+        limit_bytes: int | None = None,
+    ) -> Iterator[bytes]: ...
 
 
 class _Slots(Protocol):
@@ -797,7 +794,7 @@ class PodLog:
         if created is None:
             started = pod.status.start_time if pod.status is not None else ""
             created = self._created[uid] = started or rfc3339(self._now())
-        meta["creationTimestamp"] = created
+        meta.setdefault("creationTimestamp", created)
         body["spec"].setdefault("nodeName", node_name)
         status = body.get("status") or {}
         if status.get("podIP"):
@@ -1268,82 +1265,37 @@ class KubeApi:
     def _logs(self, exchange: Exchange, request: _Request, namespace: str, name: str) -> None:
         pod = self._find(namespace, name)
         container = request.param("container") or _only_container(pod)
-        tail = request.number("tailLines")
-        if tail is not None and tail > MAX_LOG_TAIL:
-            raise _bad_request(f"tailLines: at most {MAX_LOG_TAIL}")
-        limit = request.number("limitBytes", minimum=1)
-        since = self._since(request)
-        follow = request.flag("follow")
-        found = self._instance(pod, container, previous=request.flag("previous"))
-        timestamps = request.flag("timestamps")
-        if not follow:
-            self._send_log(exchange, found.id, tail, False, since, timestamps, limit)
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
+        if container not in names:
+            raise _bad_request(f"container {container} is not valid for pod {name}")
+        try:
+            options = parse_log_options(request.query)
+        except LogRequestError as error:
+            raise _bad_request(str(error)) from None
+        if not options.follow:
+            self._send_log(exchange, namespace, name, container, options)
             return
         # The slot is taken before the runtime's stream is opened: a refused follow opens none.
         with exchange.server.follow_slot((namespace, name, container)):
-            self._send_log(exchange, found.id, tail, True, since, timestamps, limit)
+            self._send_log(exchange, namespace, name, container, options)
 
     def _send_log(
-        self,
-        exchange: Exchange,
-        container_id: str,
-        tail: int | None,
-        follow: bool,
-        since: float | None,
-        timestamps: bool,
-        limit: int | None,
+        self, exchange: Exchange, namespace: str, name: str, container: str, options: LogOptions
     ) -> None:
         try:
             lines = iter(
-                self.kubelet.runtime.logs(
-                    container_id, tail=tail, follow=follow, since=since, timestamps=timestamps
-                )
+                self.kubelet.container_logs(namespace, name, container, **options.kwargs())
             )
             # The first read may fail: fail before the headers go out.
             first = next(lines, b"")
+        except LogRequestError as error:
+            raise _bad_request(str(error)) from None
         except NotFound as error:
             raise ApiError(HTTPStatus.NOT_FOUND, "NotFound", str(error)) from None
         except KubecoreError as error:
             raise ApiError(HTTPStatus.BAD_GATEWAY, "InternalError", str(error)) from None
-        body = _limited(first, lines, limit)
-        exchange._stream(next(body, b""), body, TEXT_TYPE)
-
-    def _since(self, request: _Request) -> float | None:
-        seconds = request.number("sinceSeconds", minimum=1)
-        when = request.param("sinceTime")
-        if seconds is not None and when:
-            raise _bad_request("at most one of sinceTime or sinceSeconds may be specified")
-        if seconds is not None:
-            return self.kubelet.clock.now() - seconds
-        return parse_rfc3339(when) if when else None
-
-    def _instance(self, pod: dict[str, Any], container: str, *, previous: bool) -> RuntimeContainer:
-        meta = pod["metadata"]
-        spec = pod.get("spec") or {}
-        names = [c["name"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
-        if container not in names:
-            raise _bad_request(f"container {container} is not valid for pod {meta['name']}")
-        instances = sorted(
-            (
-                c
-                for c in self.kubelet.runtime.snapshot().containers
-                if c.labels.get("io.kubernetes.pod.uid") == meta.get("uid")
-                and container_name_of(c) == container
-            ),
-            key=lambda c: (c.created_at, restart_count_of(c)),
-        )
-        if previous:
-            if len(instances) < 2:
-                raise _bad_request(
-                    f'previous terminated container "{container}" in pod "{meta["name"]}" not found'
-                )
-            return instances[-2]
-        if not instances:
-            raise _bad_request(
-                f'container "{container}" in pod "{meta["name"]}" is waiting to start: '
-                f"{pod.get('_statusText') or 'ContainerCreating'}"
-            )
-        return instances[-1]
+        exchange._stream(first, lines, TEXT_TYPE)
 
     # --- writes
 
@@ -1572,28 +1524,6 @@ def _only_container(pod: dict[str, Any]) -> str:
         f"a container name must be specified for pod {name}, choose one of: "
         f"[{' '.join(containers)}]"
     )
-
-
-def _limited(first: bytes, rest: Iterator[bytes], limit: int | None) -> Iterator[bytes]:
-    """The log's chunks, cut after ``limit`` bytes; closes the runtime's stream at the end."""
-    try:
-        left = limit
-        for chunk in _chain(first, rest):
-            if left is not None:
-                chunk = chunk[:left]
-                left -= len(chunk)
-            yield chunk
-            if left is not None and left <= 0:
-                return
-    finally:
-        close = getattr(rest, "close", None)
-        if callable(close):
-            close()
-
-
-def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest
 
 
 def _client_gone(sock: socket.socket) -> bool:

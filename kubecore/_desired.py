@@ -18,6 +18,8 @@ from kubecore._admission import Admission, Rejection
 from kubecore._model import Pod, PodStatus
 from kubecore._pod_workers import PodState
 from kubecore._probes import has_probes
+from kubecore._qos import qos_class
+from kubecore._status import parse_time, rfc3339
 from kubecore._status_manager import StatusManager
 
 
@@ -29,8 +31,10 @@ class DesiredPods:
         *,
         on_leave: Callable[[Pod], None],
         on_desired: Callable[[Container[str]], None],
+        node_name: str = "",
     ) -> None:
         self._admission = admission
+        self._node_name = node_name
         self._status = status
         self._on_leave = on_leave
         self._on_desired = on_desired
@@ -104,13 +108,31 @@ class DesiredPods:
             self.states = states
 
     def listing(self) -> list[Pod]:
-        """Desired pods (in first-seen order) with their status filled in, refused ones too."""
+        """Desired pods (in first-seen order) with their status filled in, refused ones too,
+        as the API server would show them (``as_reported``)."""
         with self._lock:
             out: list[tuple[int, Pod]] = []
             for st in self.states.values():
                 status = st.published.status or PodStatus()
-                out.append((st.seq, attrs.evolve(st.pod, status=status)))
+                out.append((st.seq, as_reported(st.pod, status, st.first_seen, self._node_name)))
             for uid, (pod, status) in self._rejected.items():
-                out.append((self._first_seen.get(uid, 0), attrs.evolve(pod, status=status)))
+                seen = parse_time(status.start_time) or 0.0
+                out.append(
+                    (self._first_seen.get(uid, 0), as_reported(pod, status, seen, self._node_name))
+                )
         out.sort(key=lambda item: item[0])
         return [pod for _, pod in out]
+
+
+def as_reported(pod: Pod, status: PodStatus, first_seen: float, node_name: str) -> Pod:
+    """The pod as the API server would show it: bound to this node, created when the agent
+    first saw it (a time the source gave is kept), with its QoS class."""
+    meta = pod.metadata
+    if not meta.creation_timestamp:
+        meta = attrs.evolve(meta, creation_timestamp=rfc3339(first_seen))
+    spec = pod.spec
+    if node_name and not spec.node_name:
+        spec = attrs.evolve(spec, node_name=node_name)
+    if not status.qos_class:
+        status = attrs.evolve(status, qos_class=qos_class(pod))
+    return attrs.evolve(pod, metadata=meta, spec=spec, status=status)

@@ -155,6 +155,11 @@ class InvalidConfig(ContainerRuntimeError, ValueError):
     """The engine refused a config (a bad image name, an option it does not support)."""
 
 
+class LogRequestError(KubecoreError, ValueError):
+    """A log query the node cannot answer as asked: ``previous`` with no terminated instance, a
+    container waiting to start, a bad option (HTTP 400, as the kubelet answers it)."""
+
+
 class SourceUnavailable(KubecoreError, ValueError):
     """A pod source cannot be used as given (a manifest path that does not exist at start-up)."""
 

@@ -39,6 +39,7 @@ from kubecore._executor import (
 from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
+from kubecore._logs import LogOptions, limited, log_container_id
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
@@ -271,6 +272,7 @@ class Kubelet:
             self.status_manager,
             on_leave=self._leave,
             on_desired=self.terminations.cancel,
+            node_name=cfg.node_name,
         )
         self._syncer = PodSyncer(
             clock=self.clock,
@@ -741,10 +743,33 @@ class Kubelet:
         tail: int | None = None,
         follow: bool = False,
         timestamps: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: float | None = None,
+        limit_bytes: int | None = None,
     ) -> Iterator[bytes]:
-        """The newest container of that name's output (raises NotFound / ContainerNotFound)."""
-        found = self._find_container(namespace, pod_name, container)
-        return self.runtime.logs(found.id, tail=tail, follow=follow, timestamps=timestamps)
+        """A container's output, as the kubelet answers a log query (``kubecore._logs``): the
+        current instance (or with ``previous`` the last terminated one), the last ``tail``
+        lines, from ``since_seconds`` ago or ``since_time`` (seconds since the epoch) on, cut
+        after ``limit_bytes``. Raises NotFound / ContainerNotFound for a pod or container that
+        is not there, ``LogRequestError`` when the instance asked for has no log (yet)."""
+        pod = self.get_pod(namespace, pod_name)
+        if pod is None:
+            raise NotFound(f"pod {namespace}/{pod_name} is not on this node")
+        if container not in {c.name for c in pod.spec.containers + pod.spec.init_containers}:
+            raise ContainerNotFound(
+                f"pod {namespace}/{pod_name} has no container named {container!r}"
+            )
+        options = LogOptions(since_seconds=since_seconds, since_time=since_time)
+        container_id = log_container_id(pod, container, previous=previous)
+        stream = self.runtime.logs(
+            container_id,
+            tail=tail,
+            follow=follow,
+            since=options.since(self.clock.now()),
+            timestamps=timestamps,
+        )
+        return limited(stream, limit_bytes)
 
     def exec(
         self,

@@ -49,6 +49,8 @@ class ObjectMeta:
     annotations: dict[str, str] = attrs.field(factory=dict)
     generate_name: str = ""
     """Kept as written; only an API server makes a name from it (``name`` stays required)."""
+    creation_timestamp: str = ""
+    """RFC 3339; the agent reports when it first saw the pod (an API server's time is kept)."""
 
 
 @attrs.frozen
@@ -710,14 +712,30 @@ class PodCondition:
 
 
 @attrs.frozen
+class HostIP:
+    ip: str
+
+
+@attrs.frozen
+class PodIP:
+    ip: str
+
+
+QOSClass = Literal["", "Guaranteed", "Burstable", "BestEffort"]
+
+
+@attrs.frozen
 class PodStatus:
     phase: PodPhase = "Pending"
     conditions: tuple[PodCondition, ...] = ()
     message: str = ""
     reason: str = ""
     host_ip: str = ""
+    host_ips: tuple[HostIP, ...] = ()
     pod_ip: str = ""
+    pod_ips: tuple[PodIP, ...] = ()
     start_time: str = ""
+    qos_class: QOSClass = ""
     init_container_statuses: tuple[ContainerStatus, ...] = ()
     container_statuses: tuple[ContainerStatus, ...] = ()
 

@@ -5,8 +5,11 @@ Endpoints (all GET unless said):
 * ``/healthz``: 200 ``ok`` or 500 with the reason.
 * ``/pods``: the desired pods with their status, as a v1 ``PodList``.
 * ``/pods/{namespace}/{name}``: one pod.
-* ``/containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&timestamps=true``:
-  the container's output; ``follow`` streams until the client goes away or the container stops.
+* ``/containerLogs/{namespace}/{pod}/{container}``: the container's output, with the kubelet's
+  query (``previous``, ``sinceSeconds``, ``sinceTime``, ``limitBytes``, ``timestamps``,
+  ``tailLines``, ``follow``; ``kubecore._logs``); ``follow`` streams until the client goes away
+  or the container stops. A query the container cannot answer (``previous`` with no terminated
+  instance, a container waiting to start) is a 400 that says so.
 * ``/run/{namespace}/{pod}/{container}`` (POST, off unless ``enable_exec``): runs a command
   (``?cmd=...``, repeated for argv, or a JSON body ``{"command": [...]}``) and answers
   ``{"exitCode", "stdout", "stderr"}``. Needs ``Authorization: Bearer <token>``.
@@ -42,7 +45,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from kubecore._errors import KubecoreError, NotFound, RuntimeTimeout
+from kubecore._errors import KubecoreError, LogRequestError, NotFound, RuntimeTimeout
+from kubecore._logs import MAX_TAIL_LINES as MAX_TAIL_LINES
+from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_to_dict
 from kubecore._model import Pod
 from kubecore._runtime import ExecResult
@@ -57,7 +62,7 @@ DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 10250
 MAX_BODY_BYTES = 1024 * 1024
 MAX_EXEC_TIMEOUT = 300.0
-MAX_TAIL_LINES = 100_000
+
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
 
@@ -83,6 +88,10 @@ class ServedKubelet(Protocol):
         tail: int | None = None,
         follow: bool = False,
         timestamps: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: float | None = None,
+        limit_bytes: int | None = None,
     ) -> Iterator[bytes]: ...
 
     def exec(
@@ -553,36 +562,27 @@ class _Handler(BaseHTTPRequestHandler):
         namespace, pod, container = self._target(
             rest, "/containerLogs/{namespace}/{pod}/{container}"
         )
-        tail = query_int(query, "tailLines")
-        if tail is not None and tail > MAX_TAIL_LINES:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, f"tailLines: at most {MAX_TAIL_LINES}")
-        follow = query_bool(query, "follow")
-        timestamps = query_bool(query, "timestamps")
-        if follow:
+        try:
+            options = parse_log_options(query)
+        except LogRequestError as error:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, str(error)) from None
+        if options.follow:
             with self.server.follow_slot((namespace, pod, container)):
-                self._send_logs(namespace, pod, container, tail, follow, timestamps)
+                self._send_logs(namespace, pod, container, options)
         else:
-            self._send_logs(namespace, pod, container, tail, follow, timestamps)
+            self._send_logs(namespace, pod, container, options)
 
-    def _send_logs(
-        self,
-        namespace: str,
-        pod: str,
-        container: str,
-        tail: int | None,
-        follow: bool,
-        timestamps: bool,
-    ) -> None:
+    def _send_logs(self, namespace: str, pod: str, container: str, options: LogOptions) -> None:
         try:
             lines = iter(
-                self.server.kubelet.container_logs(
-                    namespace, pod, container, tail=tail, follow=follow, timestamps=timestamps
-                )
+                self.server.kubelet.container_logs(namespace, pod, container, **options.kwargs())
             )
             # The first read may fail (no container yet): fail before the headers go out.
             first = next(lines, b"")
         except NotFound as error:
             raise HTTPError(HTTPStatus.NOT_FOUND, str(error)) from None
+        except LogRequestError as error:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, str(error)) from None
         except KubecoreError as error:
             raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
         self._stream(first, lines, TEXT_TYPE)

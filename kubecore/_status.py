@@ -22,14 +22,17 @@ from kubecore._model import (
     ContainerStateTerminated,
     ContainerStateWaiting,
     ContainerStatus,
+    HostIP,
     Pod,
     PodCondition,
+    PodIP,
     PodPhase,
     PodReadinessGate,
     PodStatus,
 )
 from kubecore._observed import Record, View
 from kubecore._planner import POD_INITIALIZING, compute_pod_actions, pod_info
+from kubecore._qos import qos_class
 from kubecore._runtime import RuntimeState
 
 DEFAULT_RUNTIME_NAME = "kubecore"
@@ -375,14 +378,18 @@ def compute_pod_status(
         start_time = rfc3339(min(s.created_at for s in observed.sandboxes))
     else:
         start_time = ""
+    node_ip = host_ip or (previous.host_ip if previous is not None else "")
     return PodStatus(
         phase=phase,
         conditions=conditions,
         message=previous.message if previous is not None else "",
         reason=previous.reason if previous is not None else "",
-        host_ip=host_ip or (previous.host_ip if previous is not None else ""),
+        host_ip=node_ip,
+        host_ips=(HostIP(node_ip),) if node_ip else (),
         pod_ip=pod_ip,
+        pod_ips=(PodIP(pod_ip),) if pod_ip else (),
         start_time=start_time,
+        qos_class=qos_class(pod),
         init_container_statuses=init_statuses,
         container_statuses=statuses,
     )
@@ -416,15 +423,13 @@ def _terminated_reason(status: ContainerStatus) -> str:
     return f"ExitCode:{terminated.exit_code}"
 
 
-def pod_status_text(pod: Pod) -> str:
-    """The STATUS column as kubectl shows it: the waiting or terminated reason when there is
-    one (CrashLoopBackOff, Completed, Error, ImagePullBackOff), ``Init:i/n`` while init
-    containers run, else the phase."""
-    status = pod.status
-    if status is None:
-        return "Pending"
-    reason = status.reason or status.phase
-    init_total = len(pod.spec.init_containers)
+def _condition_true(status: PodStatus, kind: str) -> bool:
+    return any(c.type == kind and c.status == "True" for c in status.conditions)
+
+
+def _init_status_text(pod: Pod, status: PodStatus) -> str:
+    """``Init:...`` while an init container has not completed ('' once all have)."""
+    total = len(pod.spec.init_containers)
     for index, cs in enumerate(status.init_container_statuses):
         terminated = cs.state.terminated
         if terminated is not None and terminated.exit_code == 0:
@@ -432,9 +437,26 @@ def pod_status_text(pod: Pod) -> str:
         if terminated is not None:
             return "Init:" + _terminated_reason(cs)
         waiting = cs.state.waiting
-        if waiting is not None and waiting.reason and waiting.reason != "PodInitializing":
+        if waiting is not None and waiting.reason and waiting.reason != POD_INITIALIZING:
             return "Init:" + waiting.reason
-        return f"Init:{index}/{init_total}"
+        return f"Init:{index}/{total}"
+    return ""
+
+
+def pod_status_text(pod: Pod) -> str:
+    """The STATUS column as kubectl's pod printer writes it: the pod's reason or phase, then
+    ``Init:<reason>`` / ``Init:i/n`` while init containers have not completed, else the last
+    waiting or terminated reason of the app containers (``CrashLoopBackOff``, ``Completed``,
+    ``Error``, ``ExitCode:N``, ``Signal:N``); ``Completed`` beside a running container reads
+    ``Running`` when the pod is Ready and ``NotReady`` when it is not."""
+    status = pod.status
+    if status is None:
+        return "Pending"
+    reason = status.reason or status.phase
+    initializing = _init_status_text(pod, status)
+    if initializing and not _condition_true(status, "Initialized"):
+        return initializing
+    reason = initializing or reason
     has_running = False
     for cs in reversed(status.container_statuses):
         if cs.state.waiting is not None and cs.state.waiting.reason:
@@ -444,15 +466,29 @@ def pod_status_text(pod: Pod) -> str:
         elif cs.state.running is not None and cs.ready:
             has_running = True
     if reason == "Completed" and has_running:
-        reason = "Running" if status.phase == "Running" else reason
+        reason = "Running" if _condition_true(status, "Ready") else "NotReady"
     return reason
 
 
 Verdict = Literal["ok", "pending", "failed"]
 
 
+def _stays_terminated(policy: str, status: ContainerStatus) -> bool:
+    """A terminated container the kubelet will not restart under the pod's restart policy."""
+    terminated = status.state.terminated
+    if terminated is None:
+        return False
+    return policy == "Never" or (policy == "OnFailure" and terminated.exit_code == 0)
+
+
 def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
-    """Has the pod converged (``ok``), failed (``failed``, with the reason) or neither yet?"""
+    """Has the pod settled (``ok``), failed (``failed``, with the reason) or neither yet?
+
+    A pod has settled when nothing changes any more without a change from outside: it
+    succeeded, or every app container runs and is ready or has finished for good under the
+    restart policy (a ``restartPolicy: Never`` pod with a finished container beside running
+    ones: ``NotReady`` in the table). One finished with an error, a failed phase or a waiting
+    reason that needs outside help (``FAILED_WAITING_REASONS``) is a failure."""
     status = pod.status
     if status is None:
         return "pending", "no status yet"
@@ -466,12 +502,17 @@ def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
         if waiting is not None and waiting.reason in FAILED_WAITING_REASONS:
             message = f" ({waiting.message})" if waiting.message else ""
             return "failed", f"container {cs.name}: {waiting.reason}{message}"
+    policy = pod.spec.restart_policy
     if (
         status.phase == "Running"
         and len(status.container_statuses) == len(pod.spec.containers)
-        and all(cs.ready for cs in status.container_statuses)
+        and all(
+            (cs.state.running is not None and cs.ready) or _stays_terminated(policy, cs)
+            for cs in status.container_statuses
+        )
     ):
-        return "ok", ""
+        failure = _first_failure(status.container_statuses)
+        return ("failed", failure) if failure else ("ok", "")
     return "pending", f"{pod_status_text(pod)}"
 
 

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import collections
 import copy
+import functools
 import hashlib
 import itertools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -71,7 +73,12 @@ from kubecore import (
     TimerHandle,
 )
 from kubecore.images import parse_image_ref
-from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
+from kubecore.labels import (
+    CONTAINER_NAME_LABEL,
+    INIT_CONTAINER_ANNOTATION,
+    POD_NAME_LABEL,
+    POD_UID_LABEL,
+)
 from kubecore.security import parse_image_user
 from kubecore.translate import NamespaceMode
 from kubecore_fake import _shell
@@ -151,6 +158,8 @@ class Behaviour:
     """Reason reported on exit ('' derives it: ``Completed`` for 0, else ``Error``)."""
     timeline: tuple[TimedLog | TimedFile, ...] = attrs.field(default=(), converter=_timeline)
     """Lines printed and files written at given offsets after start."""
+    message: str = ""
+    """The termination message it exits with."""
 
 
 PROC_MOUNTS = "/proc/mounts"
@@ -715,7 +724,7 @@ class FakeRuntime:
                 sandbox_id,
                 config,
                 image.id,
-                self._behaviour_locked(config),
+                self._behaviour_locked(config, sandbox_config.hostname or sandbox_config.name),
                 self._clock.now(),
                 pod=pod,
                 changes=self._container_changes,
@@ -1032,7 +1041,7 @@ class FakeRuntime:
                 return img
         return None
 
-    def _behaviour_locked(self, config: ContainerConfig) -> Behaviour:
+    def _behaviour_locked(self, config: ContainerConfig, hostname: str) -> Behaviour:
         argv = _shell.effective_argv(config.command, config.args)
         image = normalize_image(config.image)
         for script in reversed(self._scripts):
@@ -1041,13 +1050,19 @@ class FakeRuntime:
             if script.command is not None and not _command_matches(script.command, argv):
                 continue
             return script.behaviour
-        program = _shell.read_program(argv, dict(config.env))
+        program = _shell.read_program(
+            argv,
+            {"HOSTNAME": hostname, **dict(config.env)},  # as Docker and containerd set it
+            is_init=config.annotations.get(INIT_CONTAINER_ANNOTATION) == "true",
+            read_file=functools.partial(_read_mounted_file, config.mounts),
+        )
         return Behaviour(
             exit_code=program.exit_code,
             after=program.after,
             traps_term=program.traps_term,
             ports=program.ports,
             timeline=program.timeline,
+            message=program.message,
         )
 
     def _start_locked(self, rec: _Container, events: _Events) -> None:
@@ -1347,9 +1362,29 @@ def _finisher(
             runtime._exit_locked(rec, 137, "OOMKilled", "", events, oom=True)
         else:
             code = behaviour.exit_code if behaviour.exit_code is not None else 0
-            runtime._exit_locked(rec, code, behaviour.reason, "", events)
+            runtime._exit_locked(rec, code, behaviour.reason, behaviour.message, events)
 
     return finish
+
+
+def _read_mounted_file(mounts: Iterable[Mount], path: str) -> str | None:
+    """The text of ``path`` inside a container, when one of its mounts (a host directory or
+    file the agent prepared, such as a volume) holds it."""
+    for mount in mounts:
+        root = mount.container_path.rstrip("/")
+        if path != root and not path.startswith(root + "/"):
+            continue
+        host = (
+            os.path.join(mount.host_path, os.path.relpath(path, root))
+            if path != root
+            else mount.host_path
+        )
+        try:
+            with open(host, encoding="utf-8", errors="replace") as file:
+                return file.read()
+        except OSError:
+            return None
+    return None
 
 
 def _apply_item(

@@ -1,10 +1,14 @@
 """A small, pure reading of the shell commands example manifests use.
 
-It is not a shell: it recognises a handful of statements (``true``, ``false``, ``exit N``,
-``echo X``, ``sleep N``, ``touch F``, ``rm F``, ``cat F``, ``trap ... TERM``, ``nc -l -p P``,
-``httpd -p P``, ``nc H P``, ``wget URL``, ``wait``) so that a container or an exec behaves
-realistically without a script. Anything else is "unknown": a container whose last statement
-is unknown runs until stopped; an unknown exec statement succeeds.
+It is not a shell: it interprets the simple commands example manifests use (``true``,
+``false``, ``:``, ``exit N``, ``echo``, ``printf``, ``sleep N``, ``touch``, ``mkdir``, ``rm``,
+``cat``, ``printenv``, ``set -e``, ``trap ... TERM``, ``wait``, ``exec``, ``wget``/``curl``,
+``nc -l -p P``, ``httpd -p P``, variable assignments) with ``;``, ``&&``, ``||``, ``&`` and
+``>``/``>>`` redirections, in virtual time, so that a container or an exec behaves realistically
+without a script. A ``while``/``until`` loop, ``sleep infinity``, ``tail -f`` and the servers of
+common images (nginx, httpd, redis-server, ...) run until stopped. Anything else (pipes, ``if``,
+``for``, unknown programs inside a script) ends the container with ``UNSUPPORTED_EXIT_CODE`` and
+an "unsupported by the fake runtime" termination message; an unknown exec statement succeeds.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ import os.path
 import re
 import shlex
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
 SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "busybox-sh"})
-_SEPARATORS = frozenset({";", "&", "&&", ";;"})
+_SEPARATORS = frozenset({";", "&", "&&", "||", ";;"})
 _KEYWORDS = frozenset({"do", "then", "else", "{", "!"})
 _ENV_REF = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)([smhd]?)$")
@@ -35,6 +39,8 @@ class Statement:
     background: bool = False
     complex: bool = False
     """A pipe, subshell or other construct this reader does not follow."""
+    condition: str = ""
+    """``&&`` or ``||`` when it runs only if the statement before it succeeded or failed."""
 
 
 def effective_argv(command: Sequence[str], args: Sequence[str]) -> tuple[str, ...]:
@@ -70,19 +76,21 @@ def parse_script(text: str) -> tuple[Statement, ...]:
         return (Statement((text,), complex=True),)
     result: list[Statement] = []
     current: list[str] = []
+    condition = ""
     for token in tokens:
         if token in _SEPARATORS:
             if current:
-                result.append(_statement(current, background=token == "&"))
+                result.append(_statement(current, token == "&", condition))
             current = []
+            condition = token if token in ("&&", "||") else ""
         else:
             current.append(token)
     if current:
-        result.append(_statement(current, background=False))
+        result.append(_statement(current, False, condition))
     return tuple(result)
 
 
-def _statement(tokens: list[str], background: bool) -> Statement:
+def _statement(tokens: list[str], background: bool, condition: str) -> Statement:
     while tokens and tokens[0] in _KEYWORDS:
         tokens = tokens[1:]
     argv: list[str] = []
@@ -105,11 +113,11 @@ def _statement(tokens: list[str], background: bool) -> Statement:
                 argv.pop()
             i += 2
             continue
-        if token in ("|", "||", "(", ")", "|&"):
+        if token in ("|", "(", ")", "|&"):
             complex_ = True
         argv.append(token)
         i += 1
-    return Statement(tuple(argv), redirect, append, background, complex_)
+    return Statement(tuple(argv), redirect, append, background, complex_, condition)
 
 
 def expand(word: str, env: Mapping[str, str]) -> str:
@@ -126,11 +134,11 @@ def parse_duration(word: str) -> float | None:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _echo_text(args: Sequence[str], env: Mapping[str, str]) -> str:
+def _echo_text(args: Sequence[str]) -> str:
     words = list(args)
     while words and words[0] in ("-n", "-e", "-ne", "-en", "-E"):
         words = words[1:]
-    return " ".join(expand(w, env) for w in words)
+    return " ".join(words)
 
 
 def listen_port(argv: Sequence[str]) -> int | None:
@@ -218,6 +226,25 @@ class TimedFile:
     content: str | None
 
 
+UNSUPPORTED = "unsupported by the fake runtime"
+UNSUPPORTED_EXIT_CODE = 127
+"""What a statement the reader cannot interpret exits with (a shell's "cannot run" code), with
+``UNSUPPORTED`` and the statement as the termination message."""
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_LOOPS = frozenset({"while", "until"})
+_UNSUPPORTED_CONSTRUCTS = frozenset({"if", "for", "case", "select", "function", "fi", "done"})
+_DAEMONS = frozenset(
+    {"nginx", "httpd", "apache2-foreground", "redis-server", "memcached", "mysqld", "postgres"}
+)
+"""Servers of common images: run in the foreground, they run until stopped."""
+_QUIET_COMMANDS = frozenset({"cd", "export", "umask", "ulimit", "shift", "unset", "readonly"})
+_FINITE_PROGRAMS = frozenset(
+    {"echo", "printf", "cat", "sleep", "true", "false", ":", "touch", "mkdir", "rm", "wget"}
+    | {"curl", "printenv", "env", "exit"}
+)
+
+
 @attrs.frozen
 class Program:
     """What a container command does, as far as this reader can tell."""
@@ -228,68 +255,250 @@ class Program:
     after: float = 0.0
     traps_term: bool = True
     ports: tuple[int, ...] = ()
+    message: str = ""
+    """The termination message it leaves (set when it stops on an unsupported statement)."""
 
 
-def read_program(argv: Sequence[str], env: Mapping[str, str]) -> Program:
-    """Read a container's command (command + args). An empty command runs until stopped."""
+FileReader = Callable[[str], "str | None"]
+
+
+def _no_files(path: str) -> str | None:
+    return None
+
+
+def read_program(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    is_init: bool = False,
+    read_file: FileReader = _no_files,
+) -> Program:
+    """Read a container's command (command + args). An empty command runs until stopped.
+
+    A bare command the reader does not know is the image's server in an app container (it runs
+    until stopped); an init container is expected to finish, so there it is unsupported, as is
+    any statement of a shell script the reader cannot interpret: the container exits with
+    ``UNSUPPORTED_EXIT_CODE`` and says why in its termination message instead of hanging.
+    ``read_file`` gives the content of a file the container can read (its mounts), for ``cat``.
+    """
     if not argv:
         return Program()
-    is_shell = shell_script(argv) is not None
-    timeline: list[TimedLog | TimedFile] = []
-    ports: list[int] = []
-    t = 0.0
-    last: int | None = None  # exit status of the last statement; None: runs forever
-    traps = not is_shell and os.path.basename(argv[0]) not in ("sleep",)
-    background_server = False
-    for st in statements(argv):
-        if not st.argv:
-            continue
-        name = os.path.basename(st.argv[0])
-        args = st.argv[1:]
-        port = listen_port(st.argv)
+    if shell_script(argv) is None:
+        name = os.path.basename(argv[0])
+        port = listen_port(argv)
         if port is not None:
-            ports.append(port)
-        if st.complex:
-            last = None
-        elif port is not None:
+            return Program(ports=(port,), traps_term=True)
+        if name not in _FINITE_PROGRAMS and not is_init:
+            return Program(traps_term=name != "sleep")
+        return _Interpreter(dict(env), is_init, read_file, traps=name != "sleep").run(
+            (Statement(tuple(argv)),)
+        )
+    return _Interpreter(dict(env), is_init, read_file, traps=False).run(statements(argv))
+
+
+@attrs.define
+class _Interpreter:
+    """Runs a script's statements in virtual time, collecting what they print and write."""
+
+    env: dict[str, str]
+    is_init: bool
+    read_file: FileReader
+    traps: bool
+    timeline: list[TimedLog | TimedFile] = attrs.Factory(list)
+    files: dict[str, str] = attrs.Factory(dict)
+    ports: list[int] = attrs.Factory(list)
+    t: float = 0.0
+    status: int = 0
+    errexit: bool = False
+    background_server: bool = False
+
+    def program(self, exit_code: int | None, message: str = "") -> Program:
+        return Program(
+            tuple(self.timeline), exit_code, self.t, self.traps, tuple(self.ports), message
+        )
+
+    def run(self, script: Sequence[Statement]) -> Program:
+        for index, st in enumerate(script):
+            if not st.argv:
+                continue
+            if (st.condition == "&&" and self.status != 0) or (
+                st.condition == "||" and self.status == 0
+            ):
+                continue
+            ended = self.statement(st)
+            if ended is not None:
+                return ended
+            following = script[index + 1].condition if index + 1 < len(script) else ""
+            if self.errexit and self.status != 0 and following not in ("&&", "||"):
+                return self.program(self.status)
+        return self.program(self.status)
+
+    def unsupported(self, st: Statement) -> Program:
+        what = " ".join(st.argv)
+        self.timeline.append(TimedLog(self.t, f"sh: {what}: {UNSUPPORTED}"))
+        return self.program(UNSUPPORTED_EXIT_CODE, f"{UNSUPPORTED}: {what}")
+
+    def output(self, st: Statement, text: str) -> None:
+        """``text`` (whole lines) to the log, or to the statement's redirect file."""
+        if st.redirect:
+            before = self.files.get(st.redirect, "") if st.append else ""
+            self.files[st.redirect] = before + text
+            self.timeline.append(TimedFile(self.t, st.redirect, self.files[st.redirect]))
+            return
+        self.timeline.extend(TimedLog(self.t, line) for line in text.splitlines())
+
+    def statement(self, st: Statement) -> Program | None:
+        """Run one statement; a Program when the container's fate is decided by it."""
+        words = [expand(w, self.env) for w in st.argv]
+        while words and _ASSIGNMENT.match(words[0]):
+            name, _, value = words.pop(0).partition("=")
+            self.env[name] = value
+        if not words:
+            self.status = 0
+            return None
+        name = os.path.basename(words[0])
+        args = words[1:]
+        if name in _LOOPS:
+            return self.program(None)  # a loop whose condition is not read: runs until stopped
+        if st.complex or name in _UNSUPPORTED_CONSTRUCTS:
+            return self.unsupported(st)
+        port = listen_port(words)
+        if port is not None:
+            self.ports.append(port)
+            if not st.background:
+                return self.program(None)
+            self.background_server = True
+            self.status = 0
+            return None
+        if name == "exec":
+            return self.exec(st, words[1:])
+        if name in _DAEMONS or (name == "tail" and any(a in ("-f", "-F") for a in args)):
             if st.background:
-                background_server = True
-            else:
-                last = None
-        elif name == "echo":
-            text = _echo_text(args, env)
-            if st.redirect:
-                timeline.append(TimedFile(t, st.redirect, text + "\n"))
-            else:
-                timeline.append(TimedLog(t, text))
-            last = 0
+                self.status = 0
+                return None
+            return self.program(None)  # a server, or ``tail -f``: runs until stopped
+        if name == "echo":
+            self.output(st, _echo_text(args) + ("" if args[:1] == ["-n"] else "\n"))
+        elif name == "printf":
+            self.output(st, _printf_text(args))
+        elif name == "cat":
+            self.cat(st, args)
+            return None
+        elif name in ("printenv", "env"):
+            self.printenv(st, args if name == "printenv" else [])
+            return None
         elif name == "sleep":
             seconds = parse_duration(args[0]) if args else None
-            if seconds is None or math.isinf(seconds):
-                last = None
-            else:
-                t += seconds
-                last = 0
-        elif name in ("true", ":"):
-            last = 0
-        elif name == "false":
-            last = 1
+            if seconds is None:
+                return self.unsupported(st)
+            if math.isinf(seconds):
+                return self.program(None)
+            self.t += seconds
         elif name == "exit":
-            return Program(tuple(timeline), _exit_code(args), t, traps, tuple(ports))
+            return self.program(_exit_code(args))
+        elif name == "false":
+            self.status = 1
+            return None
         elif name == "touch":
-            timeline.extend(TimedFile(t, path, "") for path in args if not path.startswith("-"))
-            last = 0
+            for path in (a for a in args if not a.startswith("-")):
+                self.files.setdefault(path, "")
+                self.timeline.append(TimedFile(self.t, path, self.files[path]))
         elif name == "rm":
-            timeline.extend(TimedFile(t, path, None) for path in args if not path.startswith("-"))
-            last = 0
+            for path in (a for a in args if not a.startswith("-")):
+                self.files.pop(path, None)
+                self.timeline.append(TimedFile(self.t, path, None))
         elif name == "trap":
-            traps = traps or _traps_term(st.argv)
-            last = 0
+            self.traps = self.traps or _traps_term(words)
         elif name == "wait":
-            last = None if background_server else 0
-        else:
-            last = None
-    return Program(tuple(timeline), last, t, traps, tuple(ports))
+            if self.background_server:
+                return self.program(None)
+        elif name == "set":
+            self.errexit = self.errexit or any(
+                a.startswith("-") and "e" in a[1:] for a in args if not a.startswith("--")
+            )
+        elif name in ("wget", "curl"):
+            return self.fetch(st, name, args)
+        elif name not in ("true", ":", "mkdir", *_QUIET_COMMANDS):
+            return self.unsupported(st)
+        self.status = 0
+        return None
+
+    def exec(self, st: Statement, argv: list[str]) -> Program | None:
+        if not argv:
+            self.status = 0
+            return None
+        name = os.path.basename(argv[0])
+        if name not in _FINITE_PROGRAMS and listen_port(argv) is None and not self.is_init:
+            self.traps = name != "sleep"
+            return self.program(None)  # the image's server replaces the shell
+        ended = self.statement(attrs.evolve(st, argv=tuple(argv)))
+        return ended if ended is not None else self.program(self.status)
+
+    def cat(self, st: Statement, args: list[str]) -> None:
+        text: list[str] = []
+        self.status = 0
+        for path in (a for a in args if not a.startswith("-")):
+            content = self.files[path] if path in self.files else self.read_file(path)
+            if content is None:
+                self.timeline.append(
+                    TimedLog(self.t, f"cat: can't open '{path}': No such file or directory")
+                )
+                self.status = 1
+            else:
+                text.append(content)
+        if text:
+            self.output(st, "".join(text))
+
+    def printenv(self, st: Statement, names: list[str]) -> None:
+        if not names:
+            self.output(st, "".join(f"{k}={v}\n" for k, v in self.env.items()))
+            self.status = 0
+            return
+        found = [self.env[n] for n in names if n in self.env]
+        if found:
+            self.output(st, "".join(f"{v}\n" for v in found))
+        self.status = 0 if len(found) == len(names) else 1
+
+    def fetch(self, st: Statement, name: str, args: list[str]) -> Program | None:
+        """``wget``/``curl`` of an http(s) URL succeed at once (there is no network to reach):
+        a deterministic stand-in for the fetch, written to ``-O``/``-o`` FILE when given (an
+        empty file) and recorded in the log. Other URLs are unsupported."""
+        urls = [a for a in args if "://" in a]
+        if len(urls) != 1 or urllib.parse.urlsplit(urls[0]).scheme not in ("http", "https"):
+            return self.unsupported(st)
+        url = urls[0]
+        flag = "-O" if name == "wget" else "-o"
+        target = _option_value(args, flag)
+        if name == "wget" and target is None:
+            target = os.path.basename(urllib.parse.urlsplit(url).path) or "index.html"
+        host = urllib.parse.urlsplit(url).netloc
+        self.timeline.append(TimedLog(self.t, f"Connecting to {host}"))
+        if target not in (None, "-", "/dev/null"):
+            self.files[target] = ""
+            self.timeline.append(TimedFile(self.t, target, ""))
+        self.status = 0
+        return None
+
+
+def _option_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of ``-O FILE`` / ``-OFILE`` (also inside combined flags such as ``-qO``)."""
+    for i, arg in enumerate(args):
+        if arg.startswith("-") and not arg.startswith("--") and flag[1] in arg[1:]:
+            rest = arg[arg.index(flag[1]) + 1 :]
+            if rest:
+                return rest
+            return args[i + 1] if i + 1 < len(args) else None
+    return None
+
+
+def _printf_text(args: Sequence[str]) -> str:
+    """``printf FORMAT ARGS``: ``%s``/``%d`` take the arguments in turn, ``\\n`` and ``\\t``
+    are read."""
+    if not args:
+        return ""
+    values = iter(args[1:])
+    text = re.sub(r"%[sd]", lambda _: next(values, ""), args[0])
+    return text.replace("%%", "%").replace("\\n", "\n").replace("\\t", "\t")
 
 
 # -- exec -------------------------------------------------------------------------------------
@@ -318,14 +527,18 @@ def read_exec(
     status = 0
     written = dict(files)
     for st in statements(argv):
-        if not st.argv:
+        if (
+            not st.argv
+            or (st.condition == "&&" and status)
+            or (st.condition == "||" and not status)
+        ):
             continue
         name = os.path.basename(st.argv[0])
         args = st.argv[1:]
         if st.complex:
             status = 0
         elif name == "echo":
-            text = _echo_text(args, env) + "\n"
+            text = _echo_text([expand(w, env) for w in args]) + "\n"
             if st.redirect:
                 written[st.redirect] = (written.get(st.redirect, "") if st.append else "") + text
             else:

@@ -268,7 +268,7 @@ spec:
   containers:
   - name: app
     image: busybox:1.35
-    command: ["sh", "-c", "echo $(GREETING) $$(HOME) $(UNDEFINED)"]
+    command: ["sh", "-c", "echo '$(GREETING) $$(HOME) $(UNDEFINED)'; sleep 3600"]
     args: ["$(POD_NAME)"]
     resources:
       limits: {cpu: 250m, memory: 64Mi}
@@ -367,7 +367,11 @@ def test_env_is_resolved_at_start(tmp_path: Path) -> None:
     assert env["LIVES"] == "debug"
     assert "OPTIONAL_KEY" not in env
     assert env["PASSWORD"] == SECRET_VALUE
-    assert config_.command == ("sh", "-c", "echo hello debug from $(POD_NAME) $(HOME) $(UNDEFINED)")
+    assert config_.command == (
+        "sh",
+        "-c",
+        "echo 'hello debug from $(POD_NAME) $(HOME) $(UNDEFINED)'; sleep 3600",
+    )
     assert config_.args == ("web",)
     (skipped,) = node.events(reason="InvalidEnvironmentVariableNames")
     assert skipped.message == (

@@ -190,7 +190,7 @@ def test_scheduler_field_values_are_validated(spec: dict[str, Any], expected: st
     assert problems(pod_data(**spec)) == [expected]
 
 
-def test_api_server_metadata_is_accepted_and_dropped() -> None:
+def test_api_server_metadata_is_accepted_and_dropped_but_the_creation_time_kept() -> None:
     data = pod_data()
     data["metadata"].update(
         creationTimestamp="2024-01-01T00:00:00Z",
@@ -208,6 +208,7 @@ def test_api_server_metadata_is_accepted_and_dropped() -> None:
         "name": "web",
         "namespace": "default",
         "generateName": "web-",
+        "creationTimestamp": "2024-01-01T00:00:00Z",
     }
 
 

@@ -67,6 +67,7 @@ class StubKubelet:
     def __init__(self) -> None:
         self._pods = [running_pod("web", ("httpd", "sidecar")), running_pod("db")]
         self.log_lines = [b"line one\n", b"line two\n", b"line three\n"]
+        self.log_queries: list[dict[str, object]] = []
         self.follow_queue: queue.Queue[object] = queue.Queue()
         self.follow_closed = threading.Event()
         self.execs: list[tuple[str, str, str, list[str], float]] = []
@@ -91,7 +92,9 @@ class StubKubelet:
         tail: int | None = None,
         follow: bool = False,
         timestamps: bool = False,
+        **query: object,
     ) -> Iterator[bytes]:
+        self.log_queries.append(query)
         if container == "sidecar":
             raise ContainerNotFound("container sidecar has not started yet")
         lines = self.log_lines if tail is None else self.log_lines[len(self.log_lines) - tail :]

@@ -21,6 +21,7 @@ import yaml
 
 from kubecore import _model as m
 from kubecore._errors import FieldError
+from kubecore._manifest import fields
 
 _Problems = list[FieldError]
 
@@ -420,7 +421,7 @@ class _Spec:
                     kwargs[field.attr] = field.kind.load(item, where, errs)
             elif key in self.unsupported:
                 if item is not None:
-                    errs.append(FieldError(where, "not supported by kubecore"))
+                    errs.append(FieldError(where, fields.refusal_message(where)))
             elif key in self.refused:
                 if item is not None:
                     errs.append(FieldError(where, self.refused[key]))
@@ -1037,13 +1038,13 @@ _OBJECT_META = _Spec(
         _F("labels", _StrMap()),
         _F("annotations", _StrMap()),
         _F("generateName", _Str()),
+        _F("creationTimestamp", _Str()),
     ),
     # What an API server keeps about an object (``kubectl get -o yaml`` shows them): no node acts
     # on them, so a manifest saved from a cluster runs as it is.
     ignored=frozenset(
         {
             "clusterName",
-            "creationTimestamp",
             "finalizers",
             "generation",
             "managedFields",
@@ -1118,6 +1119,8 @@ _CONDITION = _Spec(
     ),
     unsupported=frozenset({"lastProbeTime", "observedGeneration"}),
 )
+_HOST_IP = _Spec(m.HostIP, (_F("ip", _Str(), required=True, always=True),))
+_POD_IP = _Spec(m.PodIP, (_F("ip", _Str(), required=True, always=True),))
 _POD_STATUS = _Spec(
     m.PodStatus,
     (
@@ -1126,19 +1129,19 @@ _POD_STATUS = _Spec(
         _F("message", _Str()),
         _F("reason", _Str()),
         _F("hostIP", _Str(), attr="host_ip"),
+        _F("hostIPs", _ObjList(_HOST_IP), attr="host_ips"),
         _F("podIP", _Str(), attr="pod_ip"),
+        _F("podIPs", _ObjList(_POD_IP), attr="pod_ips"),
         _F("startTime", _Str()),
+        _F("qosClass", _Str()),
         _F("initContainerStatuses", _ObjList(_CONTAINER_STATUS)),
         _F("containerStatuses", _ObjList(_CONTAINER_STATUS)),
     ),
     unsupported=frozenset(
         {
             "ephemeralContainerStatuses",
-            "hostIPs",
             "nominatedNodeName",
             "observedGeneration",
-            "podIPs",
-            "qosClass",
             "resize",
             "resourceClaimStatuses",
         }

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -39,19 +39,22 @@ from kubecore._updates import SOURCE_ANNOTATION
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """Safe YAML without timestamps (``2024-01-01`` stays a string, as in Kubernetes) that notes
-    duplicate mapping keys, which Kubernetes refuses and plain PyYAML silently resolves."""
+class _KubectlFlavour(yaml.constructor.SafeConstructor):
+    """What kubectl's YAML reading (sigs.k8s.io/yaml on go-yaml v2) does differently from
+    PyYAML's YAML 1.1, where a manifest would notice: no timestamps (``2024-01-01`` stays a
+    string), no sexagesimal numbers (``1:30`` stays a string), ``0o644`` is octal, ``=`` is a
+    string, and mapping keys that are numbers or booleans become strings (a JSON object's keys).
+    Duplicate mapping keys, which Kubernetes refuses and PyYAML silently resolves, are noted."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicate_keys: list[str] = []
+    duplicate_keys: list[str]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
         # ``!!map 0`` or ``!!set [a]`` hands over another kind of node; PyYAML refuses it.
-        pairs = node.value if isinstance(node, yaml.MappingNode) else []
-        for key_node, _ in pairs:
+        if not isinstance(node, yaml.MappingNode):
+            refused: dict[Any, Any] = super().construct_mapping(node, deep)
+            return refused
+        for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
                 if key_node.value in seen:
                     mark = key_node.start_mark
@@ -60,7 +63,18 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
                         f"column {mark.column + 1}"
                     )
                 seen.add(key_node.value)
-        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _json_key(self.construct_object(key_node, deep=deep))
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found unhashable key",
+                    key_node.start_mark,
+                )
+            mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
@@ -77,6 +91,36 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
             ) from exc
 
 
+def _json_key(key: object) -> object:
+    """A mapping key as sigs.k8s.io/yaml writes it into JSON: numbers and booleans as text."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        return format(key, "g") if key == key and abs(key) != float("inf") else key
+    return key
+
+
+class _Loader(_KubectlFlavour, _BaseLoader):  # type: ignore[valid-type,misc]
+    """The fast (libyaml) reader with kubectl's flavour."""
+
+    def __init__(self, stream: str) -> None:
+        _BaseLoader.__init__(self, stream)
+        self.duplicate_keys = []
+
+
+class _EscapeLoader(_KubectlFlavour, yaml.SafeLoader):
+    """The pure-Python reader, which also takes go-yaml's ``\\'`` escape in a double-quoted
+    string (libyaml and PyYAML refuse it): used for a text that has one."""
+
+    ESCAPE_REPLACEMENTS = {**yaml.SafeLoader.ESCAPE_REPLACEMENTS, "'": "'"}  # type: ignore[misc]
+
+    def __init__(self, stream: str) -> None:
+        yaml.SafeLoader.__init__(self, stream)
+        self.duplicate_keys = []
+
+
 def _short_tag(tag: str) -> str:
     return tag.replace("tag:yaml.org,2002:", "!!")
 
@@ -88,12 +132,43 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | Over
     return value
 
 
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_NOT_IN_GO_YAML = frozenset(
+    {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value", _INT, _FLOAT}
+)
+# go-yaml v2's numbers: YAML 1.1's without the sexagesimal forms, plus Go's 0o octal.
+_GO_INT = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0o[0-7_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.X,
+)
+_GO_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+_GO_RESOLVERS: dict[Any, list[tuple[str, re.Pattern[str]]]] = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _NOT_IN_GO_YAML]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+for _first in "-+0123456789":
+    _GO_RESOLVERS.setdefault(_first, []).append((_INT, _GO_INT))
+for _first in "-+0123456789.":
+    _GO_RESOLVERS.setdefault(_first, []).append((_FLOAT, _GO_FLOAT))
+
+for _cls in (_Loader, _EscapeLoader):
+    _cls.add_constructor(_INT, _construct_int)
+    _cls.yaml_implicit_resolvers = _GO_RESOLVERS
+
+
+def _loader_for(text: str) -> Any:  # a libyaml or a pure-Python loader
+    return _EscapeLoader(text) if "\\'" in text else _Loader(text)
 
 
 # --- streams of documents -------------------------------------------------------------------
@@ -206,7 +281,7 @@ _MAX_DEPTH = 100
 def _parse_yaml(text: str) -> _RawDocuments:
     documents: list[object] = []
     notes: dict[int, list[str]] = {}
-    loader = _Loader(text)
+    loader = _loader_for(text)
     budget = _value_budget(text)
     try:
         while loader.check_data():

@@ -1287,7 +1287,8 @@ class RuntimeConformance:
         observe: Callable[[Harness, str], SecurityReport | None] | None,
     ) -> str | ContainerRuntimeError:
         """The running container's id, or the error that refused it."""
-        command = harness.workloads.report_security
+        # An observer reads the facts its own way: the container only has to run.
+        command = harness.workloads.report_security if observe is None else None
         if command is None and observe is None:
             pytest.skip("the workloads have no report_security and no observe_security is given")
         try:

@@ -1,0 +1,180 @@
+"""Container log queries, as the kubelet answers them (one implementation for the agent's
+``/containerLogs`` and the API's ``pods/{name}/log``).
+
+``LogOptions`` is Kubernetes' ``PodLogOptions`` read from a query string; ``log_container_id``
+picks the instance whose log a query reads from the pod's status, with the kubelet's answers
+when there is none (``previous`` with no terminated instance, a container waiting to start);
+``limited`` cuts a stream after ``limitBytes``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kubecore._errors import LogRequestError
+from kubecore._model import ContainerStatus, Pod
+
+MAX_TAIL_LINES = 100_000
+_TRUE = frozenset({"true", "1", ""})
+_FALSE = frozenset({"false", "0"})
+
+
+@attrs.frozen
+class LogOptions:
+    """What a log query asks for (Kubernetes' ``PodLogOptions``)."""
+
+    previous: bool = False
+    """The last terminated instance instead of the current one."""
+    since_seconds: int | None = None
+    since_time: float | None = None
+    """Only lines from this time (seconds since the epoch) on."""
+    limit_bytes: int | None = None
+    timestamps: bool = False
+    tail_lines: int | None = None
+    follow: bool = False
+
+    def since(self, now: float) -> float | None:
+        if self.since_seconds is not None:
+            return now - self.since_seconds
+        return self.since_time
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``Kubelet.container_logs`` for this query."""
+        return {
+            "tail": self.tail_lines,
+            "follow": self.follow,
+            "timestamps": self.timestamps,
+            "previous": self.previous,
+            "since_seconds": self.since_seconds,
+            "since_time": self.since_time,
+            "limit_bytes": self.limit_bytes,
+        }
+
+
+def _last(query: Mapping[str, Sequence[str]], name: str) -> str | None:
+    values = query.get(name)
+    return values[-1] if values else None
+
+
+def _flag(query: Mapping[str, Sequence[str]], name: str) -> bool:
+    raw = _last(query, name)
+    if raw is None:
+        return False
+    if raw.strip().lower() in _TRUE:
+        return True
+    if raw.strip().lower() in _FALSE:
+        return False
+    raise LogRequestError(f"{name}: must be true or false, got {raw!r}")
+
+
+def _number(query: Mapping[str, Sequence[str]], name: str, minimum: int) -> int | None:
+    raw = _last(query, name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise LogRequestError(f"{name}: must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise LogRequestError(f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def parse_rfc3339(text: str, name: str = "sinceTime") -> float:
+    """An RFC 3339 time in seconds since the epoch (``LogRequestError`` if it is not one)."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise LogRequestError(f"{name}: not an RFC 3339 time: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def parse_log_options(query: Mapping[str, Sequence[str]]) -> LogOptions:
+    """The options of a query string, checked as the API server checks ``PodLogOptions``."""
+    tail = _number(query, "tailLines", 0)
+    if tail is not None and tail > MAX_TAIL_LINES:
+        raise LogRequestError(f"tailLines: at most {MAX_TAIL_LINES}")
+    since_seconds = _number(query, "sinceSeconds", 1)
+    since_text = _last(query, "sinceTime")
+    if since_seconds is not None and since_text:
+        raise LogRequestError("at most one of sinceTime or sinceSeconds may be specified")
+    return LogOptions(
+        previous=_flag(query, "previous"),
+        since_seconds=since_seconds,
+        since_time=parse_rfc3339(since_text) if since_text else None,
+        limit_bytes=_number(query, "limitBytes", 1),
+        timestamps=_flag(query, "timestamps"),
+        tail_lines=tail,
+        follow=_flag(query, "follow"),
+    )
+
+
+def _runtime_id(container_id: str) -> str:
+    """``docker://abc`` -> ``abc``: the id the runtime knows."""
+    return container_id.partition("://")[2] or container_id
+
+
+def container_status_of(pod: Pod, container: str) -> ContainerStatus | None:
+    status = pod.status
+    if status is None:
+        return None
+    for cs in status.container_statuses + status.init_container_statuses:
+        if cs.name == container:
+            return cs
+    return None
+
+
+def log_container_id(pod: Pod, container: str, *, previous: bool) -> str:
+    """The runtime id of the instance a log query reads, from the pod's status, as the
+    kubelet picks it; ``LogRequestError`` saying why when there is none."""
+    # Quoted as the kubelet quotes them (Go's %q).
+    where = f'container "{container}" in pod "{pod.metadata.name}"'
+    cs = container_status_of(pod, container)
+    if cs is None:
+        raise LogRequestError(f"{where} is waiting to start - no logs yet")
+    state, last = cs.state, cs.last_state.terminated
+    if previous:
+        if last is None or not last.container_id:
+            raise LogRequestError(f"previous terminated {where} not found")
+        return _runtime_id(last.container_id)
+    if state.running is not None and cs.container_id:
+        return _runtime_id(cs.container_id)
+    if state.terminated is not None:
+        found = state.terminated.container_id or (last.container_id if last else "")
+        if not found:
+            raise LogRequestError(f"{where} is terminated")
+        return _runtime_id(found)
+    if last is not None:
+        if not last.container_id:
+            raise LogRequestError(f"{where} is terminated")
+        return _runtime_id(last.container_id)
+    if state.waiting is not None:
+        reason = {
+            "ErrImagePull": "image can't be pulled",
+            "ImagePullBackOff": "trying and failing to pull image",
+        }.get(state.waiting.reason, state.waiting.reason)
+        raise LogRequestError(f"{where} is waiting to start: {reason}")
+    raise LogRequestError(f"{where} is waiting to start - no logs yet")
+
+
+def limited(stream: Iterator[bytes], limit: int | None) -> Iterator[bytes]:
+    """The stream's chunks, cut after ``limit`` bytes; closes the stream at the end."""
+    try:
+        left = limit
+        for chunk in stream:
+            if left is not None:
+                chunk = chunk[:left]
+                left -= len(chunk)
+            yield chunk
+            if left is not None and left <= 0:
+                return
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close):
+            close()

@@ -1,0 +1,110 @@
+"""The README's Pod field table, generated from the decoding tables so that it cannot drift.
+
+Every field of a Pod's ``metadata`` and ``spec`` (and ``apiVersion``/``kind``) with what kubecore
+does with it: honoured, accepted as scheduler-only (it means something to a scheduler, nothing to
+a node's agent), accepted and ignored (what an API server keeps about an object), or refused with
+the reason (``fields.REASONS``, or the decoding table's own). Regenerate the README's table
+with ``python -m kubecore._manifest.field_table --write README.md``; ``--check README.md`` exits 1
+when it differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Sequence
+
+from kubecore._manifest import decoding as d
+from kubecore._manifest.fields import SCHEDULER_ONLY, field_pattern, refusal_reason
+
+HONOURED = "honoured"
+SCHEDULER = "accepted, scheduler-only (no effect on a node)"
+API_SERVER = "accepted and ignored (the API server's bookkeeping)"
+COMMAND = "python -m kubecore._manifest.field_table --write README.md"
+BEGIN = f"<!-- field-table:begin (generated: {COMMAND}) -->"
+END = "<!-- field-table:end -->"
+_SKIPPED = frozenset({"status"})
+"""Written by the agent, not read from a manifest's intent (the status section of /pods)."""
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _scheduler_only(path: str) -> bool:
+    return any(path == s or path.startswith((s + ".", s + "[")) for s in SCHEDULER_ONLY)
+
+
+def _rows(spec: d._Spec, path: str, seen: dict[int, str]) -> Iterator[tuple[str, str]]:
+    # Containers before init containers, so that the init containers' row points to them.
+    for field in sorted(spec.fields, key=lambda f: f.json != "containers"):
+        if not path and field.json in _SKIPPED:
+            continue
+        where = _join(path, field.json)
+        kind = field.kind
+        if isinstance(kind, d._Obj | d._ObjList):
+            inner = where + "[]" if isinstance(kind, d._ObjList) else where
+            # A table met before (init containers are containers): one row pointing there.
+            if len(kind.spec.fields) > 1 and id(kind.spec) in seen:
+                yield inner, f"the fields of `{seen[id(kind.spec)]}`"
+                continue
+            seen.setdefault(id(kind.spec), inner)
+            yield from _rows(kind.spec, inner, seen)
+        else:
+            yield where, SCHEDULER if _scheduler_only(where) else HONOURED
+    for name in sorted(spec.unsupported):
+        where = _join(path, name)
+        yield where, f"refused: {refusal_reason(field_pattern(where))}"
+    for name, reason in sorted(spec.refused.items()):
+        yield _join(path, name), f"refused: {reason}"
+    for name in sorted(spec.ignored):
+        yield _join(path, name), API_SERVER
+
+
+def field_rows() -> list[tuple[str, str]]:
+    """``(JSON path, what kubecore does)`` for every Pod field, in the tables' order."""
+    return list(_rows(d._POD, "", {}))
+
+
+def field_table() -> str:
+    """The Markdown table (with its begin/end markers), one line per field."""
+    lines = [BEGIN, "| Pod field | kubecore |", "| --- | --- |"]
+    lines += [f"| `{path}` | {what} |" for path, what in field_rows()]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def replace_table(text: str, table: str) -> str:
+    """``text`` with the part between the markers (inclusive) replaced by ``table``."""
+    start = text.index(BEGIN)
+    end = text.index(END, start) + len(END)
+    rest = text[end:]
+    return text[:start] + table + (rest[1:] if rest.startswith("\n") else rest)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Print (or write) the README's Pod field table")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="README", help="replace the table in this file")
+    group.add_argument("--check", metavar="README", help="exit 1 if this file's table differs")
+    args = parser.parse_args(argv)
+    table = field_table()
+    target = args.write or args.check
+    if target is None:
+        sys.stdout.write(table)
+        return 0
+    with open(target, encoding="utf-8") as file:
+        text = file.read()
+    updated = replace_table(text, table)
+    if args.check:
+        if updated != text:
+            sys.stderr.write(f"{target}: the field table is stale; regenerate it: {COMMAND}\n")
+            return 1
+        return 0
+    with open(target, "w", encoding="utf-8") as file:
+        file.write(updated)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
