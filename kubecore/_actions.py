@@ -119,6 +119,10 @@ class PodActions:
     """Attempt number for a new sandbox."""
     next_init_container: ContainerToStart | None = None
     """The init container to start now."""
+    sidecars_to_start: tuple[ContainerToStart, ...] = ()
+    """Sidecars (restartable init containers, indices into ``spec.init_containers``) started
+    again because they exited, were killed or never came up; they start before
+    ``next_init_container`` and the app containers."""
     containers_to_start: tuple[ContainerToStart, ...] = ()
     containers_to_kill: tuple[ContainerToKill, ...] = ()
     sandboxes_to_remove: tuple[str, ...] = ()
@@ -136,6 +140,7 @@ class PodActions:
             self.kill_pod
             or self.create_sandbox
             or self.next_init_container is not None
+            or self.sidecars_to_start
             or self.containers_to_start
             or self.containers_to_kill
             or self.sandboxes_to_remove
@@ -150,6 +155,8 @@ class PodActions:
             parts.append(f"create sandbox (attempt {self.attempt})")
         if self.next_init_container is not None:
             parts.append(f"start init[{self.next_init_container.index}]")
+        if self.sidecars_to_start:
+            parts.append(f"restart sidecars {[start.index for start in self.sidecars_to_start]}")
         if self.containers_to_start:
             parts.append(f"start {[start.index for start in self.containers_to_start]}")
         for kill in self.containers_to_kill:

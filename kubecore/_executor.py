@@ -15,7 +15,7 @@ import contextlib
 import logging
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -262,6 +262,7 @@ class Executor:
             if actions.pod_failed or not (
                 actions.create_sandbox
                 or actions.next_init_container is not None
+                or actions.sidecars_to_start
                 or actions.containers_to_start
             ):
                 return SyncResult(actions, "", tuple(started), tuple(killed))
@@ -269,7 +270,8 @@ class Executor:
             step = "create sandbox" if actions.create_sandbox else "set up volumes"
             target = self._target(pod, actions, observed, dns)
             init = actions.next_init_container
-            starts = [(init, True)] if init is not None else []
+            starts = [(start, True) for start in actions.sidecars_to_start]
+            starts += [(init, True)] if init is not None else []
             starts += [(start, False) for start in actions.containers_to_start]
             for start, is_init in starts:
                 container = _spec_of(pod, start, is_init=is_init)
@@ -639,7 +641,7 @@ class Executor:
     def kill_pod(self, pod: Pod | None, observed: ObservedPod) -> list[str]:
         """Stop every running container of the pod, then its sandboxes."""
         killed: list[str] = []
-        for c in observed.containers:
+        for c in stop_order(pod, observed.containers):
             if c.state is RuntimeState.EXITED:
                 continue
             name = container_name(c)
@@ -666,6 +668,22 @@ class Executor:
             self.runtime.remove_container(c.id)
         for s in observed.sandboxes:
             self.runtime.remove_sandbox(s.id)
+
+
+def stop_order(pod: Pod | None, containers: Iterable[RuntimeContainer]) -> list[RuntimeContainer]:
+    """The order a pod's containers stop in: sidecars after the others, the last started first
+    (the reverse of their order in ``initContainers``), as the kubelet."""
+    if pod is None:
+        return list(containers)
+    sidecars = {c.name: i for i, c in enumerate(pod.spec.init_containers) if c.is_sidecar}
+    if not sidecars:
+        return list(containers)
+
+    def rank(c: RuntimeContainer) -> int:
+        index = sidecars.get(container_name(c))
+        return 0 if index is None else len(pod.spec.init_containers) - index
+
+    return sorted(containers, key=rank)
 
 
 def _spec_of(pod: Pod, start: ContainerToStart, *, is_init: bool) -> Container:

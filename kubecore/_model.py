@@ -22,6 +22,8 @@ PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 DNSPolicy = Literal["ClusterFirst", "Default", "None", "ClusterFirstWithHostNet"]
 Protocol_ = Literal["TCP", "UDP", "SCTP"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+ContainerRestartPolicy = Literal["Always"]
+TerminationMessagePolicy = Literal["File", "FallbackToLogsOnError"]
 
 
 def image_tag(image: str) -> str:
@@ -154,10 +156,21 @@ class Container:
     image_pull_policy: PullPolicy = attrs.field()
     security_context: SecurityContext | None = None
     termination_message_path: str = DEFAULT_TERMINATION_MESSAGE_PATH
+    termination_message_policy: TerminationMessagePolicy = "File"
+    restart_policy: ContainerRestartPolicy | None = None
+    """``Always`` on an init container makes it a sidecar (a restartable init container)."""
+    stdin: bool = False
+    stdin_once: bool = False
+    tty: bool = False
 
     @image_pull_policy.default
     def _default_pull_policy(self) -> PullPolicy:
         return default_pull_policy(self.image)
+
+    @property
+    def is_sidecar(self) -> bool:
+        """A restartable init container: it keeps running beside the app containers."""
+        return self.restart_policy == "Always"
 
     @property
     def privileged(self) -> bool:
@@ -206,6 +219,7 @@ class PodSpec:
     termination_grace_period_seconds: int = DEFAULT_TERMINATION_GRACE_PERIOD
     node_name: str = ""
     image_pull_secrets: tuple[LocalObjectReference, ...] = ()
+    active_deadline_seconds: int | None = None
 
 
 # --- status -----------------------------------------------------------------------------------

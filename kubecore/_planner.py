@@ -58,7 +58,16 @@ class PodInfo(SpecIndex):
     hand the agent the same ``Pod`` object until the pod changes.
     """
 
-    __slots__ = ("all_apps", "app_hashes", "desc", "noop", "sandbox_hash", "steady")
+    __slots__ = (
+        "all_apps",
+        "all_sidecars",
+        "app_hashes",
+        "desc",
+        "noop",
+        "sandbox_hash",
+        "sidecar_hashes",
+        "steady",
+    )
 
     def __init__(self, pod: Pod) -> None:
         spec = pod.spec
@@ -72,6 +81,12 @@ class PodInfo(SpecIndex):
         meta = pod.metadata
         self.desc = f"{meta.name}_{meta.namespace}({meta.uid})"
         self.all_apps = (1 << len(spec.containers)) - 1
+        self.sidecar_hashes = {
+            c.name: (1 << i, container_hash(c))
+            for i, c in enumerate(spec.init_containers)
+            if c.is_sidecar
+        }
+        self.all_sidecars = sum(bit for bit, _ in self.sidecar_hashes.values())
         self.noop = _NOOP
         self.steady: ObservedPod | None = None
         """The last observation ``_steady`` found steady (its objects are immutable)."""
@@ -117,6 +132,8 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     app_started = any(not r.never_started for records in view.app.values() for r in records)
     if policy == "Never" and not app_started:  # app containers only ever start after init
         for c in spec.init_containers:
+            if c.is_sidecar:  # restarted whatever the pod's policy: never fails the pod
+                continue
             records = view.init.get(c.name)
             if records:
                 newest = records[0]
@@ -161,7 +178,7 @@ def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
 class _Plan:
     """The mutable scratchpad of one planning run."""
 
-    __slots__ = ("history", "info", "kills", "now", "pod", "starts", "waiting")
+    __slots__ = ("history", "info", "kills", "now", "pod", "sidecar_starts", "starts", "waiting")
 
     def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
         self.pod = pod
@@ -170,6 +187,7 @@ class _Plan:
         self.now = now
         self.kills: dict[str, ContainerToKill] = {}
         self.starts: list[ContainerToStart] = []
+        self.sidecar_starts: list[ContainerToStart] = []
         self.waiting: list[Waiting] = []
 
     def kill(self, record: Record, reason: KillReason, message: str = "") -> None:
@@ -204,6 +222,14 @@ class _Plan:
             self.waiting.append(waiting)
             return
         self.starts.append(_to_start(index, records))
+
+    def restart_sidecar(self, index: int, records: list[Record] | None, *, crash: bool) -> None:
+        container = self.pod.spec.init_containers[index]
+        waiting = self.blocked(container, crash=crash)
+        if waiting is not None:
+            self.waiting.append(waiting)
+            return
+        self.sidecar_starts.append(_to_start(index, records))
 
     def sorted_kills(self) -> tuple[ContainerToKill, ...]:
         return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))
@@ -248,8 +274,9 @@ def compute_pod_actions(
 def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodActions | None:
     """The common case, checked without building a ``View``: one ready sandbox, every app
     container running in it once with its spec hash, no probe or postStart failure, nothing
-    unknown. Returns the no-op plan, or None to plan in full. Dead containers do not matter here:
-    with every app container running, the full planner ignores them too."""
+    unknown, and every sidecar running in it likewise. Returns the no-op plan, or None to plan in
+    full. Other dead containers do not matter here: with every app container running, the full
+    planner ignores them too."""
     sandboxes = observed.sandboxes
     if len(sandboxes) != 1:
         return None
@@ -263,7 +290,8 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
         return None
     sandbox_id = sandbox.id
     app_index, hashes = info.app_index, info.app_hashes
-    seen = 0
+    sidecar_hashes = info.sidecar_hashes
+    seen = sidecars_seen = 0
     for c in observed.containers:
         state = c.state
         if state is not _RUNNING:
@@ -272,26 +300,33 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
             continue
         if c.sandbox_id != sandbox_id:
             return None
-        index = app_index.get(container_name(c))
-        if index is None:
-            return None
         ann = c.annotations
-        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
-            return None
         recorded = ann.get(HASH_ANNOTATION)
         if recorded is None:
             recorded = c.labels.get(HASH_ANNOTATION)
-        if recorded and recorded != hashes[index]:
-            return None
-        bit = 1 << index
-        if seen & bit:
-            return None
-        seen |= bit
+        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
+            sidecar = sidecar_hashes.get(container_name(c)) if sidecar_hashes else None
+            if sidecar is None:
+                return None
+            bit, expected = sidecar
+            if (recorded and recorded != expected) or sidecars_seen & bit:
+                return None
+            sidecars_seen |= bit
+        else:
+            index = app_index.get(container_name(c))
+            if index is None:
+                return None
+            if recorded and recorded != hashes[index]:
+                return None
+            bit = 1 << index
+            if seen & bit:
+                return None
+            seen |= bit
         if probes and (probe := probes.get(c.id)) is not None and probe.liveness_failed:
             return None
         if post_start_failed and c.id in post_start_failed:
             return None
-    if seen != info.all_apps:
+    if seen != info.all_apps or sidecars_seen != info.all_sidecars:
         return None
     info.steady = observed
     return info.noop_in(sandbox_id)
@@ -400,7 +435,7 @@ def _plan_in_sandbox(
 
     # Live containers that are not (or no longer) wanted where they are.
     running: dict[str, Record] = {}
-    running_init: set[str] = set()
+    running_init: dict[str, Record] = {}
     for group, seen in ((view.app, running), (view.init, running_init)):
         for name, group_records in group.items():
             for rec in group_records:  # newest first
@@ -415,7 +450,7 @@ def _plan_in_sandbox(
                 elif rec.c.state is _UNKNOWN:
                     plan.kill(rec, KillReason.UNKNOWN_STATE)
                 else:
-                    running_init.add(name)
+                    running_init[name] = rec
     for stray in view.stray:
         if stray.live:
             plan.kill(stray, KillReason.NOT_IN_SPEC)
@@ -424,6 +459,7 @@ def _plan_in_sandbox(
     if terminal:
         return _plan_terminal(observed, view, failed)
 
+    _check_running_sidecars(plan, running_init)
     init_done, next_init = _init_progress(pod, view, sandbox_id, plan)
     if init_done is None:
         # An init container failed under restartPolicy Never: the pod fails.
@@ -470,7 +506,13 @@ def _plan_in_sandbox(
             elif should_restart(newest, policy):
                 plan.start(index, records, crash=True)
 
-    if not plan.kills and not plan.starts and next_init is None and not plan.waiting:
+    if (
+        not plan.kills
+        and not plan.starts
+        and not plan.sidecar_starts
+        and next_init is None
+        and not plan.waiting
+    ):
         removable = _removable_sandboxes(observed, view)
         if not removable:
             return PodActions(sandbox_id=sandbox_id)
@@ -479,6 +521,7 @@ def _plan_in_sandbox(
     return PodActions(
         sandbox_id=sandbox_id,
         next_init_container=next_init,
+        sidecars_to_start=tuple(plan.sidecar_starts),
         containers_to_start=tuple(plan.starts),
         containers_to_kill=plan.sorted_kills(),
         sandboxes_to_remove=removable,
@@ -486,44 +529,96 @@ def _plan_in_sandbox(
     )
 
 
+def _check_running_sidecars(plan: _Plan, running_init: dict[str, Record]) -> None:
+    """Kill the running sidecars that must restart: spec changed, liveness or startup probe
+    failed, postStart hook failed. (``_init_progress`` starts them again.)"""
+    history = plan.history
+    inits = plan.pod.spec.init_containers
+    for name, r in running_init.items():
+        index = plan.info.init_index[name]
+        container = inits[index]
+        if not container.is_sidecar:
+            continue
+        if r.hash and r.hash != container_hash(container):
+            plan.kill(r, KillReason.SPEC_CHANGED, "will be restarted")
+        elif (state := history.probes.get(r.c.id)) is not None and state.liveness_failed:
+            plan.kill(r, _probe_kill_reason(state), state.message)
+        elif r.c.id in history.post_start_failed:
+            plan.kill(r, KillReason.POST_START_FAILED)
+
+
 def _init_progress(
     pod: Pod, view: View, sandbox_id: str, plan: _Plan
 ) -> tuple[bool | None, ContainerToStart | None]:
     """(done, the init container to start now), judged from what ran in the current sandbox;
-    done is None when an init container failed under restartPolicy Never."""
-    spec = pod.spec
-    inits = spec.init_containers
+    done is None when an init container failed under restartPolicy Never.
+
+    As the kubelet, the init container furthest along that ran here is the frontier: the ones
+    before it are done (their records may be gone), except that sidecars before it are kept
+    running (started again when they are not). A sidecar at the frontier lets the next one start
+    once it runs and, if it has a startup probe, has passed it. Once app containers ran here,
+    init is done and only the sidecars are kept running.
+    """
+    inits = pod.spec.init_containers
     if not inits:
         return True, None
-    for records in view.app.values():
-        for r in records:
-            if r.c.sandbox_id == sandbox_id:
-                # App containers only ever start once init is done in that sandbox.
-                return True, None
 
     def in_sandbox(name: str) -> list[Record]:
         return [r for r in view.init.get(name, ()) if r.c.sandbox_id == sandbox_id]
 
-    for index in range(len(inits) - 1, -1, -1):
-        container = inits[index]
-        here = in_sandbox(container.name)
-        if not here:
-            continue
-        newest = here[0]
-        if newest.c.state is _UNKNOWN:  # killed above
-            return _start_init(plan, view, index, crash=True)
-        if newest.live:
+    initialized = any(
+        r.c.sandbox_id == sandbox_id for records in view.app.values() for r in records
+    )
+    frontier = len(inits)
+    if not initialized:
+        frontier = next((i for i in range(len(inits) - 1, -1, -1) if in_sandbox(inits[i].name)), -1)
+    for index in range(min(frontier, len(inits))):
+        if inits[index].is_sidecar:
+            _keep_sidecar_running(plan, view, index, in_sandbox(inits[index].name))
+    if initialized:
+        return True, None
+    if frontier < 0:
+        return _start_init(plan, view, 0, crash=False)
+
+    container = inits[frontier]
+    newest = in_sandbox(container.name)[0]
+    if newest.c.state is _UNKNOWN:  # killed above
+        return _start_init(plan, view, frontier, crash=True)
+    if newest.never_started:
+        return _start_init(plan, view, frontier, crash=False)
+    if container.is_sidecar:
+        if not newest.live or newest.c.id in plan.kills:
+            return _start_init(plan, view, frontier, crash=True)
+        if not _sidecar_started(plan, container, newest):
             return False, None
-        if newest.never_started:
-            return _start_init(plan, view, index, crash=False)
-        if not newest.failed:
-            if index == len(inits) - 1:
-                return True, None
-            return _start_init(plan, view, index + 1, crash=False)
-        if spec.restart_policy == "Never":
+    elif newest.live:
+        return False, None
+    elif newest.failed:
+        if pod.spec.restart_policy == "Never":
             return None, None
-        return _start_init(plan, view, index, crash=True)
-    return _start_init(plan, view, 0, crash=False)
+        return _start_init(plan, view, frontier, crash=True)
+    if frontier == len(inits) - 1:
+        return True, None
+    return _start_init(plan, view, frontier + 1, crash=False)
+
+
+def _sidecar_started(plan: _Plan, container: Container, running: Record) -> bool:
+    """A running sidecar counts as started once its startup probe (if any) passed."""
+    if container.startup_probe is None:
+        return True
+    state = plan.history.probes.get(running.c.id)
+    return state is not None and state.started
+
+
+def _keep_sidecar_running(plan: _Plan, view: View, index: int, here: list[Record]) -> None:
+    """Start a sidecar before the init frontier again unless it runs here (and is not being
+    killed): whatever the pod's restart policy, with the crash back-off."""
+    container = plan.pod.spec.init_containers[index]
+    newest = here[0] if here else None
+    if newest is not None and newest.live and newest.c.id not in plan.kills:
+        return
+    crash = newest is not None and not newest.never_started
+    plan.restart_sidecar(index, view.init.get(container.name), crash=crash)
 
 
 def _start_init(

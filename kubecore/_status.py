@@ -145,7 +145,7 @@ def _container_status(
     else:
         state = _terminated(current, prefix, messages)
 
-    if is_init:
+    if is_init and not container.is_sidecar:
         started = running
         ready = state.terminated is not None and state.terminated.exit_code == 0
     else:
@@ -172,14 +172,29 @@ def _container_status(
 def _phase(
     policy: str,
     init_statuses: Sequence[ContainerStatus],
+    sidecars: Sequence[bool],
     statuses: Sequence[ContainerStatus],
     terminal: bool,
 ) -> PodPhase:
-    """The kubelet's getPhase."""
+    """The kubelet's getPhase. ``sidecars[i]``: init container ``i`` is a sidecar (it counts as
+    running beside the app containers, and as pending init until it has started)."""
     pending_init = failed_init = 0
-    for st in init_statuses:
+    unknown = running = waiting = stopped = succeeded = 0
+    for st, sidecar in zip(init_statuses, sidecars, strict=True):
         s = st.state
-        if s.running is not None:
+        if sidecar:
+            # An exited sidecar is neither running nor stopped: it is restarted.
+            if s.running is not None:
+                running += 1
+                if not st.started:
+                    pending_init += 1
+            elif s.waiting is not None and st.last_state.terminated is None:
+                pending_init += 1
+                waiting += 1
+            elif s.terminated is None and s.waiting is None:
+                pending_init += 1
+                unknown += 1
+        elif s.running is not None:
             pending_init += 1
         elif s.terminated is not None:
             if s.terminated.exit_code != 0:
@@ -189,7 +204,6 @@ def _phase(
                 failed_init += 1
         else:
             pending_init += 1
-    unknown = running = waiting = stopped = succeeded = 0
     for st in statuses:
         s = st.state
         if s.running is not None:
@@ -205,9 +219,7 @@ def _phase(
                 waiting += 1
         else:
             unknown += 1
-    app_started = any(
-        st.state.running or st.state.terminated or st.last_state.terminated for st in statuses
-    )
+    app_started = _any_started(statuses)
     # App containers only start once init is done: a failed init instance seen next to them
     # (a contradictory snapshot) does not fail the pod, as the planner does not either.
     if failed_init and policy == "Never" and not app_started:
@@ -229,6 +241,14 @@ def _phase(
             return "Failed"
         return "Running"
     return "Pending"
+
+
+def _any_started(statuses: Sequence[ContainerStatus]) -> bool:
+    """Whether an app container has run (so init was done), as the kubelet's
+    HasAnyRegularContainerStarted."""
+    return any(
+        st.state.running or st.state.terminated or st.last_state.terminated for st in statuses
+    )
 
 
 def _condition(
@@ -314,7 +334,8 @@ def compute_pod_status(
         for c in spec.containers
     )
 
-    phase = _phase(spec.restart_policy, init_statuses, statuses, actions.terminal)
+    sidecars = tuple(c.is_sidecar for c in spec.init_containers)
+    phase = _phase(spec.restart_policy, init_statuses, sidecars, statuses, actions.terminal)
     if actions.pod_failed:
         phase = "Failed"
     if previous is not None and previous.phase in _TERMINAL_PHASES:
@@ -322,8 +343,19 @@ def compute_pod_status(
 
     stamp = rfc3339(now)
     before = {c.type: c for c in previous.conditions} if previous is not None else {}
-    incomplete = [st for st in init_statuses if not st.ready]
-    unready = [st for st in statuses if not st.ready]
+    incomplete = [
+        st
+        for st, sidecar in zip(init_statuses, sidecars, strict=True)
+        if not (st.started if sidecar else st.ready)
+    ]
+    unready = [
+        *(
+            st
+            for st, sidecar in zip(init_statuses, sidecars, strict=True)
+            if sidecar and not st.ready
+        ),
+        *(st for st in statuses if not st.ready),
+    ]
     if phase == "Succeeded":
         init_reason = ready_reason = POD_COMPLETED
         init_message = ready_message = ""
@@ -334,7 +366,9 @@ def compute_pod_status(
         )
         ready_reason = "ContainersNotReady" if unready else ""
         ready_message = f"containers with unready status: {_names(unready)}" if unready else ""
-    initialized = not incomplete or phase == "Succeeded"
+    initialized = not incomplete or phase == "Succeeded" or _any_started(statuses)
+    if initialized and incomplete and phase != "Succeeded":
+        init_reason, init_message = "", ""  # initialized before: sidecars restarting
     ready = not unready and phase not in _TERMINAL_PHASES
     conditions = (
         _condition("Initialized", initialized, init_reason, init_message, before, stamp),
@@ -405,7 +439,10 @@ def pod_status_text(pod: Pod) -> str:
         return "Pending"
     reason = status.reason or status.phase
     init_total = len(pod.spec.init_containers)
+    sidecars = {c.name for c in pod.spec.init_containers if c.is_sidecar}
     for index, cs in enumerate(status.init_container_statuses):
+        if cs.name in sidecars and (cs.started or _any_started(status.container_statuses)):
+            continue
         terminated = cs.state.terminated
         if terminated is not None and terminated.exit_code == 0:
             continue

@@ -202,7 +202,7 @@ def test_unknown_field_with_suggestion() -> None:
         ("metadata", "ownerReferences", []),
         ("metadata", "creationTimestamp", "2024-01-01T00:00:00Z"),
         ("container", "envFrom", []),
-        ("container", "tty", True),
+        ("container", "volumeDevices", []),
     ],
 )
 def test_known_but_unsupported_fields(where: str, key: str, value: object) -> None:

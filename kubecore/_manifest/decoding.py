@@ -124,6 +124,17 @@ class _Str(_Kind):
         return bool(value == "")
 
 
+class _StrOrDefault(_Str):
+    """A string whose default value is left out of a dump, like an empty one."""
+
+    def __init__(self, default: str) -> None:
+        super().__init__()
+        self.default = default
+
+    def is_empty(self, value: Any) -> bool:
+        return bool(value in ("", self.default))
+
+
 class _Int(_Kind):
     def zero(self) -> int:
         return 0
@@ -474,16 +485,16 @@ _CONTAINER = _Spec(
         _F("terminationMessagePath", _Str(), always=True),
         _F("imagePullPolicy", _Str(), always=True),
         _F("securityContext", _Obj(_SECURITY_CONTEXT, optional=True)),
+        _F("terminationMessagePolicy", _StrOrDefault("File")),
+        _F("restartPolicy", _Str()),
+        _F("stdin", _Bool()),
+        _F("stdinOnce", _Bool()),
+        _F("tty", _Bool()),
     ),
     unsupported=frozenset(
         {
             "envFrom",
             "resizePolicy",
-            "restartPolicy",
-            "stdin",
-            "stdinOnce",
-            "terminationMessagePolicy",
-            "tty",
             "volumeDevices",
         }
     ),
@@ -550,10 +561,10 @@ _POD_SPEC = _Spec(
         _F("nodeName", _Str()),
         _F("hostNetwork", _Bool()),
         _F("imagePullSecrets", _ObjList(_LOCAL_OBJECT_REFERENCE)),
+        _F("activeDeadlineSeconds", _Int()),
     ),
     unsupported=frozenset(
         {
-            "activeDeadlineSeconds",
             "affinity",
             "automountServiceAccountToken",
             "dnsConfig",

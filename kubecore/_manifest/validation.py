@@ -28,6 +28,7 @@ _HUGEPAGES_PREFIX = "hugepages-"
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 _SCHEMES = ("HTTP", "HTTPS")
 _PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _CONDITION_STATUSES = ("True", "False", "Unknown")
@@ -335,6 +336,24 @@ def _check_container(
     _check_enum(errs, _field(path, "imagePullPolicy"), container.image_pull_policy, _PULL_POLICIES)
     if container.termination_message_path == "":
         errs.append(FieldError(_field(path, "terminationMessagePath"), "required"))
+    _check_enum(
+        errs,
+        _field(path, "terminationMessagePolicy"),
+        container.termination_message_policy,
+        _TERMINATION_MESSAGE_POLICIES,
+    )
+    if container.restart_policy is not None:
+        if not init:
+            errs.append(
+                FieldError(
+                    _field(path, "restartPolicy"),
+                    "only init containers may set restartPolicy (Always makes one a sidecar)",
+                )
+            )
+        else:
+            _check_enum(errs, _field(path, "restartPolicy"), container.restart_policy, ("Always",))
+    # A sidecar (a restartable init container) runs beside the app: probes and hooks apply.
+    init = init and not container.is_sidecar
     port_names = _check_ports(errs, _field(path, "ports"), container, host_network)
 
     env_seen: dict[str, int] = {}
@@ -537,6 +556,11 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
                 _field(path, "terminationGracePeriodSeconds"),
                 f"must be 0 or more, got {spec.termination_grace_period_seconds}",
             )
+        )
+    deadline = spec.active_deadline_seconds
+    if deadline is not None and deadline < 1:
+        errs.append(
+            FieldError(_field(path, "activeDeadlineSeconds"), f"must be 1 or more, got {deadline}")
         )
     if spec.node_name:
         problem = _dns_subdomain_problem(spec.node_name)
