@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubecore import Container, ExecAction, Probe, RuntimeState
+from kubecore import Container, ExecAction, Pod, Probe, RuntimeContainer, RuntimeState
 from kubecore._planner import compute_pod_actions
-from kubecore.planner import KillReason, ObservedPod, PodHistory, ProbeState
+from kubecore.planner import KillReason, ObservedPod, PodActions, PodHistory, ProbeState
 from tests.test_planner import BASE_POD, NOW, T0, crash, ctr, dead, sandbox, with_spec
 
 STARTUP = Probe(exec=ExecAction(("check",)))
@@ -23,56 +25,59 @@ SIDECAR_POD = with_spec(
 LOG, SETUP, PROXY = 0, 1, 2
 
 
-def observed(*containers: object) -> ObservedPod:
-    return ObservedPod(sandboxes=(sandbox(SIDECAR_POD),), containers=tuple(containers))  # type: ignore[arg-type]
+NO_HISTORY = PodHistory()
 
 
-def c(name: str, **kw: object) -> object:
-    return ctr(name, SIDECAR_POD, **kw)  # type: ignore[arg-type]
+def observed(*containers: RuntimeContainer) -> ObservedPod:
+    return ObservedPod(sandboxes=(sandbox(SIDECAR_POD),), containers=containers)
 
 
-def gone(name: str, code: int = 0, **kw: object) -> object:
+def c(name: str, **kw: Any) -> RuntimeContainer:
+    return ctr(name, SIDECAR_POD, **kw)
+
+
+def gone(name: str, code: int = 0, **kw: Any) -> RuntimeContainer:
     return dead(name, code, pod=SIDECAR_POD, **kw)
 
 
-def plan(obs: ObservedPod, history: PodHistory = PodHistory(), pod: object = SIDECAR_POD) -> object:
-    return compute_pod_actions(pod, obs, history, NOW)  # type: ignore[arg-type]
+def plan(obs: ObservedPod, history: PodHistory = NO_HISTORY, pod: Pod = SIDECAR_POD) -> PodActions:
+    return compute_pod_actions(pod, obs, history, NOW)
 
 
 def test_the_first_sidecar_starts_first() -> None:
     actions = plan(observed())
-    assert actions.next_init_container.index == LOG  # type: ignore[attr-defined]
+    assert actions.next_init_container.index == LOG
 
 
 def test_a_running_sidecar_without_startup_probe_lets_the_next_start() -> None:
     actions = plan(observed(c("log", created=T0)))
-    assert actions.next_init_container.index == SETUP  # type: ignore[attr-defined]
+    assert actions.next_init_container.index == SETUP
 
 
 def test_the_next_waits_for_a_sidecar_startup_probe() -> None:
     obs = observed(c("log", created=T0), gone("setup", created=T0 + 1), c("proxy", created=T0 + 2))
     actions = plan(obs)
-    assert actions.next_init_container is None and not actions.containers_to_start  # type: ignore[attr-defined]
+    assert actions.next_init_container is None and not actions.containers_to_start
     started = PodHistory(probes={"proxy-0": ProbeState(started=True)})
-    assert [s.index for s in plan(obs, started).containers_to_start] == [0, 1]  # type: ignore[attr-defined]
+    assert [s.index for s in plan(obs, started).containers_to_start] == [0, 1]
 
 
 def test_a_failed_startup_probe_restarts_the_sidecar_at_the_frontier() -> None:
     obs = observed(c("log", created=T0), gone("setup", created=T0 + 1), c("proxy", created=T0 + 2))
     failed = PodHistory(probes={"proxy-0": ProbeState(liveness_failed=True, startup_failed=True)})
     actions = plan(obs, failed)
-    assert [(k.name, k.reason) for k in actions.containers_to_kill] == [  # type: ignore[attr-defined]
+    assert [(k.name, k.reason) for k in actions.containers_to_kill] == [
         ("proxy", KillReason.STARTUP_FAILED)
     ]
-    assert actions.next_init_container.index == PROXY  # type: ignore[attr-defined]
-    assert actions.next_init_container.restart_count == 1  # type: ignore[attr-defined]
+    assert actions.next_init_container.index == PROXY
+    assert actions.next_init_container.restart_count == 1
 
 
 def test_an_exited_sidecar_before_the_frontier_restarts_beside_the_running_init() -> None:
     obs = observed(gone("log", 1, created=T0), c("setup", created=T0 + 1))
     actions = plan(obs)
-    assert [s.index for s in actions.sidecars_to_start] == [LOG]  # type: ignore[attr-defined]
-    assert actions.next_init_container is None  # type: ignore[attr-defined]
+    assert [s.index for s in actions.sidecars_to_start] == [LOG]
+    assert actions.next_init_container is None
 
 
 def test_an_exited_sidecar_waits_out_its_crash_back_off() -> None:
@@ -84,8 +89,8 @@ def test_an_exited_sidecar_waits_out_its_crash_back_off() -> None:
         c("sidecar", created=T0 + 3),
     )
     actions = plan(obs, PodHistory(crash_backoff={"log": crash()}))
-    assert not actions.sidecars_to_start  # type: ignore[attr-defined]
-    assert [(w.name, w.reason) for w in actions.waiting] == [("log", "CrashLoopBackOff")]  # type: ignore[attr-defined]
+    assert not actions.sidecars_to_start
+    assert [(w.name, w.reason) for w in actions.waiting] == [("log", "CrashLoopBackOff")]
 
 
 def test_a_running_pod_with_sidecars_is_steady() -> None:
@@ -96,7 +101,7 @@ def test_a_running_pod_with_sidecars_is_steady() -> None:
         c("app", created=T0 + 3),
         c("sidecar", created=T0 + 3),
     )
-    assert plan(obs).is_noop  # type: ignore[attr-defined]
+    assert plan(obs).is_noop
 
 
 @given(
@@ -117,9 +122,9 @@ def test_an_exited_sidecar_never_fails_the_pod_and_is_started_again(
     if not app_running:
         obs = attrs.evolve(obs, containers=obs.containers[:1])
     actions = plan(obs, pod=pod)
-    assert not actions.pod_failed and not actions.terminal  # type: ignore[attr-defined]
-    starts = [s.index for s in actions.sidecars_to_start]  # type: ignore[attr-defined]
-    init = actions.next_init_container  # type: ignore[attr-defined]
+    assert not actions.pod_failed and not actions.terminal
+    starts = [s.index for s in actions.sidecars_to_start]
+    init = actions.next_init_container
     assert starts == [LOG] or (init is not None and init.index == LOG)
 
 
@@ -134,9 +139,9 @@ def test_finished_apps_end_the_pod_and_stop_the_sidecars(policy: str, code: int)
         gone("sidecar", code, created=T0 + 3),
     )
     actions = plan(obs, pod=pod)
-    assert actions.terminal and actions.kill_pod  # type: ignore[attr-defined]
-    assert actions.kill_pod_reason is KillReason.POD_TERMINAL  # type: ignore[attr-defined]
-    assert not actions.sidecars_to_start  # type: ignore[attr-defined]
+    assert actions.terminal and actions.kill_pod
+    assert actions.kill_pod_reason is KillReason.POD_TERMINAL
+    assert not actions.sidecars_to_start
 
 
 def test_a_sidecar_in_unknown_state_is_killed_and_started_again() -> None:
@@ -148,5 +153,5 @@ def test_a_sidecar_in_unknown_state_is_killed_and_started_again() -> None:
         c("sidecar", created=T0 + 3),
     )
     actions = plan(obs)
-    assert [k.name for k in actions.containers_to_kill] == ["log"]  # type: ignore[attr-defined]
-    assert [s.index for s in actions.sidecars_to_start] == [LOG]  # type: ignore[attr-defined]
+    assert [k.name for k in actions.containers_to_kill] == ["log"]
+    assert [s.index for s in actions.sidecars_to_start] == [LOG]
