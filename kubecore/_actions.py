@@ -27,6 +27,7 @@ class KillReason(enum.Enum):
     STARTUP_FAILED = "the startup probe failed"
     POST_START_FAILED = "the postStart hook failed"
     INIT_NOT_DONE = "init containers must complete first"
+    DEADLINE_EXCEEDED = "the pod was active longer than its activeDeadlineSeconds"
     UNKNOWN_STATE = "the container's state is unknown"
 
 
@@ -65,6 +66,9 @@ class PodHistory:
     probes: Mapping[str, ProbeState] = attrs.field(factory=dict)
     post_start_failed: frozenset[str] = frozenset()
     """Runtime container ids whose postStart hook failed."""
+    active_since: float | None = None
+    """When the pod became active on the node (its status ``startTime``, on the agent's clock):
+    ``activeDeadlineSeconds`` counts from there. None when the pod sets no deadline."""
 
 
 @attrs.frozen
@@ -133,6 +137,9 @@ class PodActions:
     """Why ``kill_pod`` (sandbox missing / dead / changed, pod terminal, ...)."""
     terminal: bool = False
     """The pod reached Succeeded or Failed: nothing of it will start again."""
+    failure_reason: str = ""
+    """Why the pod failed as a whole, for its status (``DeadlineExceeded``)."""
+    failure_message: str = ""
 
     @property
     def is_noop(self) -> bool:

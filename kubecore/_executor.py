@@ -248,6 +248,9 @@ class Executor:
         starting: str | None = None
         try:
             self._backoff_events(pod, actions, record)
+            if actions.failure_reason and actions.failure_reason not in record.warned:
+                record.warned.add(actions.failure_reason)
+                self.event(pod, EventType.NORMAL, actions.failure_reason, actions.failure_message)
             if actions.kill_pod:
                 step = "kill pod"
                 killed.extend(self.kill_pod(pod, observed))

@@ -43,6 +43,8 @@ _UNKNOWN = RuntimeState.UNKNOWN
 _READY = SandboxState.READY
 _NOOP = PodActions()
 
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
 POD_INITIALIZING = "PodInitializing"
@@ -261,6 +263,12 @@ def compute_pod_actions(
 ) -> PodActions:
     """What to do now to bring one pod's containers to its spec (pure; deterministic)."""
     info = pod_info(pod)
+    if deadline_passed(pod, history, now):
+        view = View(info, observed)
+        terminal, failed = terminal_state(pod, view)
+        if terminal:  # it ended before its deadline: as it ended
+            return _plan_terminal(observed, view, failed)
+        return _plan_deadline_exceeded(observed, view)
     steady = _steady(info, observed, history)
     if steady is not None:
         return steady
@@ -356,6 +364,33 @@ def _plan_terminal(observed: ObservedPod, view: View, failed: bool) -> PodAction
         sandboxes_to_remove=_removable_sandboxes(observed, view),
         pod_failed=failed,
         terminal=True,
+    )
+
+
+def deadline_at(pod: Pod, history: PodHistory) -> float | None:
+    """When the pod's ``activeDeadlineSeconds`` runs out (None: no deadline, or not active)."""
+    seconds = pod.spec.active_deadline_seconds
+    if seconds is None or history.active_since is None:
+        return None
+    return history.active_since + seconds
+
+
+def deadline_passed(pod: Pod, history: PodHistory, now: float) -> bool:
+    at = deadline_at(pod, history)
+    return at is not None and now >= at
+
+
+def _plan_deadline_exceeded(observed: ObservedPod, view: View) -> PodActions:
+    """Past its active deadline the pod fails, whatever its containers did: kill it all."""
+    kill = _anything_runs(observed, view)
+    return PodActions(
+        kill_pod=kill,
+        kill_pod_reason=KillReason.DEADLINE_EXCEEDED if kill else None,
+        sandboxes_to_remove=_removable_sandboxes(observed, view),
+        pod_failed=True,
+        terminal=True,
+        failure_reason=DEADLINE_EXCEEDED,
+        failure_message=DEADLINE_EXCEEDED_MESSAGE,
     )
 
 

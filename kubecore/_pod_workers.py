@@ -24,9 +24,10 @@ from kubecore._errors import ContainerRuntimeError
 from kubecore._executor import Executor, PodRecord, SyncResult
 from kubecore._metrics import Metrics
 from kubecore._model import Pod
-from kubecore._planner import compute_pod_actions
+from kubecore._planner import compute_pod_actions, deadline_at
 from kubecore._probes import ProbeManager
 from kubecore._runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
+from kubecore._status import parse_time
 from kubecore._status_manager import PodStatusRecord, StatusManager
 from kubecore._termination import Termination, kill_within
 
@@ -78,16 +79,35 @@ class PodState:
         return PodStatusRecord(self.first_seen)
 
 
-def history_of(record: PodRecord, probes: Mapping[str, Any]) -> PodHistory:
+def history_of(
+    record: PodRecord, probes: Mapping[str, Any], active_since: float | None = None
+) -> PodHistory:
     """What the planner and the status need to know of the past (shared when empty)."""
-    if not (probes or record.crash_backoff or record.image_backoff or record.post_start_failed):
+    if not (
+        probes
+        or record.crash_backoff
+        or record.image_backoff
+        or record.post_start_failed
+        or active_since is not None
+    ):
         return NO_HISTORY
     return PodHistory(
         crash_backoff=dict(record.crash_backoff) if record.crash_backoff else {},
         image_backoff=dict(record.image_backoff) if record.image_backoff else {},
         probes=probes,
         post_start_failed=frozenset(record.post_start_failed),
+        active_since=active_since,
     )
+
+
+def active_since(st: PodState) -> float | None:
+    """When the pod became active, for a pod with an ``activeDeadlineSeconds`` (else None): its
+    published start time, else when the agent first took it."""
+    if st.pod.spec.active_deadline_seconds is None:
+        return None
+    status = st.published.status
+    started = parse_time(status.start_time) if status is not None else None
+    return started if started is not None else st.first_seen
 
 
 def replan_at(record: PodRecord, actions: PodActions | None, now: float) -> float:
@@ -164,7 +184,8 @@ class PodSyncer:
         now = self._clock.now()
         record = st.record
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
-        history = history_of(record, probes)
+        since = active_since(st)
+        history = history_of(record, probes, since)
         result: SyncResult | None = None
         error = ""
         actions: PodActions | None = None
@@ -216,6 +237,9 @@ class PodSyncer:
         st.dirty = acted or bool(error)
         st.actions = actions
         when = replan_at(record, actions, now) if actions and actions.waiting else math.inf
+        deadline = deadline_at(pod, history)
+        if deadline is not None and now < deadline:
+            when = min(when, deadline)
         if when < st.replan_at:
             self._wake()  # the loop recomputes how long it may sleep
         st.replan_at = when
@@ -227,7 +251,7 @@ class PodSyncer:
                     st.published,
                     pod,
                     work.observed,
-                    history_of(record, self._probes.states(uid)),
+                    history_of(record, self._probes.states(uid), since),
                     actions,
                     now,
                 )

@@ -338,8 +338,12 @@ def compute_pod_status(
     phase = _phase(spec.restart_policy, init_statuses, sidecars, statuses, actions.terminal)
     if actions.pod_failed:
         phase = "Failed"
+    reason = previous.reason if previous is not None else ""
+    message = previous.message if previous is not None else ""
     if previous is not None and previous.phase in _TERMINAL_PHASES:
-        phase = previous.phase
+        phase = previous.phase  # and its reason: it ended before this
+    elif actions.failure_reason:
+        reason, message = actions.failure_reason, actions.failure_message
 
     stamp = rfc3339(now)
     before = {c.type: c for c in previous.conditions} if previous is not None else {}
@@ -392,8 +396,8 @@ def compute_pod_status(
     return PodStatus(
         phase=phase,
         conditions=conditions,
-        message=previous.message if previous is not None else "",
-        reason=previous.reason if previous is not None else "",
+        message=message,
+        reason=reason,
         host_ip=host_ip or (previous.host_ip if previous is not None else ""),
         pod_ip=pod_ip,
         start_time=start_time,
