@@ -136,6 +136,12 @@ class ContainerConfig:
     cpu_period: int | None = None
     memory_limit: int | None = None
     privileged: bool = False
+    stdin: bool = False
+    """Keep the container's stdin open (CRI ``stdin``; Docker ``OpenStdin``)."""
+    stdin_once: bool = False
+    """Close stdin after the first attach detaches (CRI ``stdin_once``; Docker ``StdinOnce``)."""
+    tty: bool = False
+    """Give the container a terminal (CRI ``tty``; Docker ``Tty``)."""
 
 
 # --- observations: what the runtime reports ------------------------------------------------

@@ -399,4 +399,7 @@ def container_config(
         cpu_period=CPU_PERIOD_US if quota is not None else None,
         memory_limit=memory_bytes(memory) if memory else None,
         privileged=container.privileged,
+        stdin=container.stdin,
+        stdin_once=container.stdin_once,
+        tty=container.tty,
     )

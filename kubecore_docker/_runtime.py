@@ -129,7 +129,7 @@ def container_create_args(
     if config.memory_limit is not None:
         host["mem_limit"] = config.memory_limit
         host["memswap_limit"] = config.memory_limit
-    return {
+    args: dict[str, Any] = {
         "image": config.image,
         "name": container_name(config, sandbox),
         "labels": container_labels(config, sandbox_id, sandbox),
@@ -140,6 +140,29 @@ def container_create_args(
         "use_config_proxy": False,
         "host_config": host,
     }
+    if config.tty:
+        args["tty"] = True
+    if config.stdin:
+        args["stdin_open"] = True
+        # docker-py ties StdinOnce to attaching at create time: the engine gets the CRI value.
+        args[_CONFIG_OVERRIDES] = {"StdinOnce": config.stdin_once, "AttachStdin": False}
+    return args
+
+
+_CONFIG_OVERRIDES = "config_overrides"
+"""Key of ``container_create_args``: fields of the engine's container config set as given."""
+
+
+def _create_container(api: Any, call: dict[str, Any]) -> str:
+    """``create_container``, with the config fields docker-py will not set as given."""
+    overrides = call.get(_CONFIG_OVERRIDES)
+    if not overrides:
+        return str(api.create_container(**call)["Id"])
+    kwargs = {k: v for k, v in call.items() if k not in (_CONFIG_OVERRIDES, "name")}
+    kwargs.pop("use_config_proxy", None)  # the proxy environment is never added
+    config = api.create_container_config(**kwargs)
+    config.update(overrides)
+    return str(api.create_container_from_config(config, call["name"])["Id"])
 
 
 INTERRUPTED_AFTER = 30.0
@@ -209,7 +232,7 @@ class DockerRuntime:
             call = {**args, "host_config": api.create_host_config(**args["host_config"])}
         try:
             with engine_errors(subject):
-                return str(api.create_container(**call)["Id"])
+                return _create_container(api, call)
         except Conflict:
             log.info(
                 "removing a stale container named %s",
@@ -218,7 +241,7 @@ class DockerRuntime:
             )
             self._remove(args["name"])
         with engine_errors(subject):
-            return str(api.create_container(**call)["Id"])
+            return _create_container(api, call)
 
     def _remove(self, container: str) -> None:
         self._forget(container)

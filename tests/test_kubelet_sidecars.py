@@ -186,3 +186,15 @@ def test_a_sidecar_spec_change_restarts_only_the_sidecar(node: Node) -> None:
     node.kubelet.set_pods([changed])
     node.run_until(lambda: len(node.all("web", "log")) == 2 and bool(node.running("web", "log")))
     assert len(node.all("web", "app")) == 1
+
+
+def test_stdin_stdin_once_and_tty_reach_the_runtime(node: Node) -> None:
+    pod = make_pod("web", ctr("shell", stdin=True, stdin_once=True, tty=True), ctr("plain"))
+    node.kubelet.set_pods([pod])
+    node.converge()
+    (shell,) = node.running("web", "shell")
+    (plain,) = node.running("web", "plain")
+    config = node.runtime.container_config(shell.id)
+    assert (config.stdin, config.stdin_once, config.tty) == (True, True, True)
+    config = node.runtime.container_config(plain.id)
+    assert (config.stdin, config.stdin_once, config.tty) == (False, False, False)

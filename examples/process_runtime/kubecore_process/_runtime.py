@@ -245,6 +245,10 @@ class ProcessRuntime(RuntimeBase):
         argv = [*config.command, *config.args]
         if not argv:
             raise InvalidConfig(f"{config.name}: the process runtime needs a command (no images)")
+        if config.stdin or config.tty:
+            raise InvalidConfig(
+                f"{config.name}: the process runtime gives no container stdin or a tty"
+            )
         ref = normalise_image(config.image)
         if self.images.image_status(ref) is None:
             raise ImageNotFound(f"{config.image} is not present (pull it first)")

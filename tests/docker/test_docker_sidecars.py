@@ -1,0 +1,111 @@
+"""Issue 12's runtime-facing fields on the real engine: stdin/stdinOnce/tty (``docker inspect``
+and from inside the container) and a native sidecar pod end to end through the agent."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+
+from kubecore._model import Pod
+from kubecore_docker import DockerRuntime
+from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
+from tests.docker.e2e_helpers import container, make_pod, wait_pod
+from tests.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
+    AgentFactory,
+    make_agent,
+    namespace,
+    own_images,
+)
+
+pytestmark = pytest.mark.docker
+
+
+def test_stdin_stdin_once_and_tty_reach_the_engine(
+    runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory, raw: Any
+) -> None:
+    config = make_sandbox()
+    sandbox_id = runtime.run_sandbox(config)
+    cases = {
+        "plain": {},
+        "tty": {"tty": True},
+        "stdin": {"stdin": True},
+        "once": {"stdin": True, "stdin_once": True, "tty": True},
+    }
+    ids = {}
+    for name, fields in cases.items():
+        cid = runtime.create_container(sandbox_id, make_container(name, **fields), config)
+        runtime.start_container(cid)
+        ids[name] = cid
+    for name, fields in cases.items():
+        engine_config = raw.inspect_container(ids[name])["Config"]
+        seen = (engine_config["OpenStdin"], engine_config["StdinOnce"], engine_config["Tty"])
+        wanted = (
+            fields.get("stdin", False),
+            fields.get("stdin_once", False),
+            fields.get("tty", False),
+        )
+        assert seen == wanted, name
+    # Inside: with a tty the container's stdout is a terminal.
+    for name, terminal in (("plain", False), ("tty", True)):
+        result = runtime.exec_sync(ids[name], ["sh", "-c", "readlink /proc/1/fd/1"], 10)
+        assert result.stdout.decode().strip().startswith("/dev/pts/") is terminal, name
+
+
+def _started(raw: Any, pod: Pod, name: str) -> datetime.datetime:
+    (found,) = [
+        c
+        for c in raw.containers(all=True, filters={"label": f"io.kubernetes.pod.uid={pod.uid}"})
+        if c["Labels"].get("io.kubernetes.container.name") == name
+    ]
+    state = raw.inspect_container(found["Id"])["State"]
+    return datetime.datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z"))
+
+
+def test_a_sidecar_pod_end_to_end(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+    raw: Any,
+) -> None:
+    pod = make_pod(
+        "job",
+        namespace,
+        [container("main", engine.image, ["sh", "-c", "sleep 2"])],
+        initContainers=[
+            container("log", engine.image, restartPolicy="Always"),
+            container("setup", engine.image, ["true"]),
+        ],
+        restartPolicy="Never",
+    )
+    kubelet = make_agent([pod])
+
+    def initialized(found: Pod) -> bool:
+        status = found.status
+        return status is not None and any(
+            c.type == "Initialized" and c.status == "True" for c in status.conditions
+        )
+
+    running = wait_pod(kubelet, namespace, "job", initialized, what="job initialized")
+    assert running.status is not None
+    log = running.status.init_container_statuses[0]
+    assert log.state.running is not None and log.started
+    done = wait_pod(
+        kubelet,
+        namespace,
+        "job",
+        lambda p: p.status is not None and p.status.phase == "Succeeded",
+        what="job succeeded",
+    )
+    assert done.status is not None
+    assert _started(raw, pod, "log") <= _started(raw, pod, "setup") <= _started(raw, pod, "main")
+    wait_pod(
+        kubelet,
+        namespace,
+        "job",
+        lambda p: (
+            p.status is not None and p.status.init_container_statuses[0].state.running is None
+        ),
+        what="the sidecar stopped",
+    )
