@@ -109,6 +109,19 @@ class TCPSocketAction:
 
 
 @attrs.frozen
+class GRPCAction:
+    """A gRPC health check (``grpc.health.v1.Health/Check``) of ``service`` ('' for the server)."""
+
+    port: int
+    service: str = ""
+
+
+@attrs.frozen
+class SleepAction:
+    seconds: int
+
+
+@attrs.frozen
 class Probe:
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
@@ -118,6 +131,9 @@ class Probe:
     period_seconds: int = 10
     success_threshold: int = 1
     failure_threshold: int = 3
+    grpc: GRPCAction | None = None
+    termination_grace_period_seconds: int | None = None
+    """The grace period of a kill after this (liveness or startup) probe failed; else the pod's."""
 
 
 @attrs.frozen
@@ -125,6 +141,7 @@ class LifecycleHandler:
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
     tcp_socket: TCPSocketAction | None = None
+    sleep: SleepAction | None = None
 
 
 @attrs.frozen

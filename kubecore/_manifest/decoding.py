@@ -392,6 +392,11 @@ _TCP_SOCKET = _Spec(
     m.TCPSocketAction,
     (_F("port", _IntOrStr(), required=True, always=True), _F("host", _Str())),
 )
+_GRPC = _Spec(
+    m.GRPCAction,
+    (_F("port", _Int(), required=True, always=True), _F("service", _Str())),
+)
+_SLEEP = _Spec(m.SleepAction, (_F("seconds", _Int(), required=True, always=True),))
 _HANDLER_FIELDS = (
     _F("exec", _Obj(_EXEC, optional=True)),
     _F("httpGet", _Obj(_HTTP_GET, optional=True)),
@@ -401,15 +406,18 @@ _PROBE = _Spec(
     m.Probe,
     (
         *_HANDLER_FIELDS,
+        _F("grpc", _Obj(_GRPC, optional=True)),
         _F("initialDelaySeconds", _Int(), always=True),
         _F("timeoutSeconds", _Int(), always=True),
         _F("periodSeconds", _Int(), always=True),
         _F("successThreshold", _Int(), always=True),
         _F("failureThreshold", _Int(), always=True),
+        _F("terminationGracePeriodSeconds", _Int()),
     ),
-    unsupported=frozenset({"grpc", "terminationGracePeriodSeconds"}),
 )
-_LIFECYCLE_HANDLER = _Spec(m.LifecycleHandler, _HANDLER_FIELDS, frozenset({"sleep"}))
+_LIFECYCLE_HANDLER = _Spec(
+    m.LifecycleHandler, (*_HANDLER_FIELDS, _F("sleep", _Obj(_SLEEP, optional=True)))
+)
 _LIFECYCLE = _Spec(
     m.Lifecycle,
     (

@@ -165,20 +165,28 @@ def _check_handler(
     handler: m.Probe | m.LifecycleHandler,
     port_names: frozenset[str],
 ) -> None:
-    actions = [
-        name
-        for name, value in (
-            ("exec", handler.exec),
-            ("httpGet", handler.http_get),
-            ("tcpSocket", handler.tcp_socket),
-        )
-        if value is not None
-    ]
+    kinds: tuple[tuple[str, object], ...] = (
+        ("exec", handler.exec),
+        ("httpGet", handler.http_get),
+        ("tcpSocket", handler.tcp_socket),
+    )
+    if isinstance(handler, m.Probe):
+        kinds += (("grpc", handler.grpc),)
+    else:
+        kinds += (("sleep", handler.sleep),)
+    actions = [name for name, value in kinds if value is not None]
     if len(actions) != 1:
         got = " and ".join(actions) if actions else "none"
-        errs.append(
-            FieldError(path, f"must have exactly one of exec, httpGet, tcpSocket; got {got}")
-        )
+        choices = ", ".join(name for name, _ in kinds)
+        errs.append(FieldError(path, f"must have exactly one of {choices}; got {got}"))
+    if isinstance(handler, m.LifecycleHandler) and handler.sleep is not None:
+        if handler.sleep.seconds < 0:
+            errs.append(
+                FieldError(
+                    _field(path, "sleep.seconds"),
+                    f"must be 0 or more, got {handler.sleep.seconds}",
+                )
+            )
     if handler.exec is not None and not handler.exec.command:
         errs.append(FieldError(_field(path, "exec.command"), "required"))
     if handler.http_get is not None:
@@ -205,6 +213,15 @@ def _check_probe(
     errs: _Problems, path: str, probe: m.Probe, kind: str, port_names: frozenset[str]
 ) -> None:
     _check_handler(errs, path, probe, port_names)
+    if probe.grpc is not None:
+        _check_port_number(errs, _field(_field(path, "grpc"), "port"), probe.grpc.port)
+    grace = probe.termination_grace_period_seconds
+    if grace is not None:
+        where = _field(path, "terminationGracePeriodSeconds")
+        if kind == "readinessProbe":
+            errs.append(FieldError(where, "not allowed on a readinessProbe (it never kills)"))
+        elif grace < 1:
+            errs.append(FieldError(where, f"must be at least 1, got {grace}"))
     minimums = (
         ("initialDelaySeconds", probe.initial_delay_seconds, 0),
         ("timeoutSeconds", probe.timeout_seconds, 1),
