@@ -1,5 +1,5 @@
-"""Pod admission: privileged containers, the node's pod limit and host-port conflicts (the earlier
-pod wins).
+"""Pod admission: privileged containers, gRPC probes without the gRPC client, the node's pod limit
+and host-port conflicts (the earlier pod wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -12,11 +12,13 @@ from collections.abc import Iterable
 
 import attrs
 
+from kubecore._health import grpc_unavailable
 from kubecore._model import Pod
 
 HOST_PORT_CONFLICT = "HostPortConflict"
 OUT_OF_PODS = "OutOfpods"
 PRIVILEGED_NOT_ALLOWED = "PrivilegedNotAllowed"
+GRPC_PROBES_UNAVAILABLE = "GRPCProbesUnavailable"
 
 
 @attrs.frozen
@@ -37,6 +39,33 @@ def privileged_rejection(pod: Pod) -> Rejection | None:
                 " False)",
             )
     return None
+
+
+def grpc_probe_paths(pod: Pod) -> list[str]:
+    """The field paths of the pod's gRPC probes."""
+    paths = []
+    groups = (("initContainers", pod.spec.init_containers), ("containers", pod.spec.containers))
+    for group, containers in groups:
+        for i, c in enumerate(containers):
+            for kind, probe in (
+                ("livenessProbe", c.liveness_probe),
+                ("readinessProbe", c.readiness_probe),
+                ("startupProbe", c.startup_probe),
+            ):
+                if probe is not None and probe.grpc is not None:
+                    paths.append(f"spec.{group}[{i}].{kind}.grpc")
+    return paths
+
+
+def grpc_rejection(pod: Pod) -> Rejection | None:
+    """A pod with gRPC probes is refused where the gRPC client is not installed."""
+    paths = grpc_probe_paths(pod)
+    if not paths:
+        return None
+    missing = grpc_unavailable()
+    if not missing:
+        return None
+    return Rejection(GRPC_PROBES_UNAVAILABLE, f"Pod was rejected: {paths[0]}: {missing}")
 
 
 HostPortKey = tuple[str, int, str]
@@ -128,6 +157,8 @@ class Admission:
         self, pod: Pod, used: dict[tuple[int, str], set[str]], count: int
     ) -> Rejection | None:
         if not self.allow_privileged and (refused := privileged_rejection(pod)) is not None:
+            return refused
+        if (refused := grpc_rejection(pod)) is not None:
             return refused
         if count >= self.max_pods:
             return Rejection(

@@ -179,14 +179,11 @@ def _check_handler(
         got = " and ".join(actions) if actions else "none"
         choices = ", ".join(name for name, _ in kinds)
         errs.append(FieldError(path, f"must have exactly one of {choices}; got {got}"))
-    if isinstance(handler, m.LifecycleHandler) and handler.sleep is not None:
-        if handler.sleep.seconds < 0:
-            errs.append(
-                FieldError(
-                    _field(path, "sleep.seconds"),
-                    f"must be 0 or more, got {handler.sleep.seconds}",
-                )
-            )
+    sleep = handler.sleep if isinstance(handler, m.LifecycleHandler) else None
+    if sleep is not None and sleep.seconds < 0:
+        errs.append(
+            FieldError(_field(path, "sleep.seconds"), f"must be 0 or more, got {sleep.seconds}")
+        )
     if handler.exec is not None and not handler.exec.command:
         errs.append(FieldError(_field(path, "exec.command"), "required"))
     if handler.http_get is not None:
