@@ -85,6 +85,9 @@ class ContainerToKill:
     name: str
     reason: KillReason
     message: str = ""
+    grace_period: float | None = None
+    """Seconds it is given to stop (a failed probe's ``terminationGracePeriodSeconds``); None:
+    the pod's grace period."""
 
 
 @attrs.frozen

@@ -257,7 +257,9 @@ class Executor:
             for kill in actions.containers_to_kill:
                 step = f"kill container {kill.name}"
                 rc = next((c for c in observed.containers if c.id == kill.container_id), None)
-                self.kill_container(pod, kill.container_id, kill.name, rc, _kill_message(kill))
+                message = _kill_message(kill)
+                grace = kill.grace_period
+                self.kill_container(pod, kill.container_id, kill.name, rc, message, grace=grace)
                 killed.append(kill.name)
             for sandbox_id in actions.sandboxes_to_remove:
                 step = "remove sandbox"
@@ -567,6 +569,10 @@ class Executor:
         """Run a lifecycle hook; (succeeded, message). Never raises."""
         seconds = max(1, math.ceil(timeout))
         try:
+            if hook.sleep is not None:
+                # Bounded by what the hook may take (the grace period left, for preStop).
+                self.clock.sleep(min(float(hook.sleep.seconds), timeout))
+                return True, ""
             if hook.exec is not None:
                 result = self.runtime.exec_sync(container_id, list(hook.exec.command), timeout)
                 if result.exit_code == 0:
@@ -604,9 +610,12 @@ class Executor:
         message: str,
         *,
         orphan_ref: tuple[str, str, str] | None = None,
+        grace: float | None = None,
     ) -> None:
-        """preStop (if the spec has one), then stop with the remaining grace period (>= 2 s)."""
-        grace = grace_of(pod, rc)
+        """preStop (if the spec has one), then stop with the remaining grace period (>= 2 s):
+        ``grace`` when given (a failed probe's own), else the pod's."""
+        if grace is None:
+            grace = grace_of(pod, rc)
         if pod is not None:
             self.event(pod, EventType.NORMAL, "Killing", message, name)
         elif orphan_ref is not None:

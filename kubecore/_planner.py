@@ -160,6 +160,14 @@ def _probe_kill_reason(state: ProbeState) -> KillReason:
     return KillReason.STARTUP_FAILED if state.startup_failed else KillReason.LIVENESS_FAILED
 
 
+def _probe_grace(container: Container, state: ProbeState) -> float | None:
+    """The failed probe's own grace period, if it sets one (else the pod's applies)."""
+    probe = container.startup_probe if state.startup_failed else container.liveness_probe
+    if probe is None or probe.termination_grace_period_seconds is None:
+        return None
+    return float(probe.termination_grace_period_seconds)
+
+
 def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
     """Start the container at ``index`` after its previous instances (newest first)."""
     if not records:
@@ -192,10 +200,12 @@ class _Plan:
         self.sidecar_starts: list[ContainerToStart] = []
         self.waiting: list[Waiting] = []
 
-    def kill(self, record: Record, reason: KillReason, message: str = "") -> None:
+    def kill(
+        self, record: Record, reason: KillReason, message: str = "", grace: float | None = None
+    ) -> None:
         c = record.c
         if c.id not in self.kills:
-            self.kills[c.id] = ContainerToKill(c.id, record.name, reason, message)
+            self.kills[c.id] = ContainerToKill(c.id, record.name, reason, message, grace)
 
     def blocked(self, container: Container, *, crash: bool) -> Waiting | None:
         """The backoff that forbids starting ``container`` now, as a Waiting reason."""
@@ -524,7 +534,8 @@ def _plan_in_sandbox(
                     plan.kill(r, KillReason.UNKNOWN_STATE, "will be restarted")
                     plan.start(index, records, crash=True)
                 elif probes and (state := probes.get(r.c.id)) is not None and state.liveness_failed:
-                    plan.kill(r, _probe_kill_reason(state), state.message)
+                    grace = _probe_grace(container, state)
+                    plan.kill(r, _probe_kill_reason(state), state.message, grace)
                     if policy != "Never":
                         plan.start(index, records, crash=True)
                 elif post_start_failed and r.c.id in post_start_failed:
@@ -577,7 +588,7 @@ def _check_running_sidecars(plan: _Plan, running_init: dict[str, Record]) -> Non
         if r.hash and r.hash != container_hash(container):
             plan.kill(r, KillReason.SPEC_CHANGED, "will be restarted")
         elif (state := history.probes.get(r.c.id)) is not None and state.liveness_failed:
-            plan.kill(r, _probe_kill_reason(state), state.message)
+            plan.kill(r, _probe_kill_reason(state), state.message, _probe_grace(container, state))
         elif r.c.id in history.post_start_failed:
             plan.kill(r, KillReason.POST_START_FAILED)
 
