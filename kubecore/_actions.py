@@ -21,6 +21,7 @@ class KillReason(enum.Enum):
     POD_NOT_DESIRED = "the pod is no longer desired"
     POD_TERMINAL = "the pod reached a terminal phase"
     SPEC_CHANGED = "the container spec changed"
+    RESOURCES_CHANGED = "the container's resources changed"
     NOT_IN_SPEC = "the container is not in the pod spec"
     DUPLICATE = "a newer container of the same name runs"
     LIVENESS_FAILED = "the liveness probe failed"
@@ -66,6 +67,11 @@ class PodHistory:
     probes: Mapping[str, ProbeState] = attrs.field(factory=dict)
     post_start_failed: frozenset[str] = frozenset()
     """Runtime container ids whose postStart hook failed."""
+    resized: Mapping[str, str] = attrs.field(factory=dict)
+    """Runtime container id -> the resources record (``RESOURCES_ANNOTATION``'s form) it was
+    resized to in place since it was created."""
+    resize_in_place: bool = False
+    """The runtime can resize a running container in place (``ResourceUpdater``)."""
     active_since: float | None = None
     """When the pod became active on the node (its status ``startTime``, on the agent's clock):
     ``activeDeadlineSeconds`` counts from there. None when the pod sets no deadline."""
@@ -88,6 +94,14 @@ class ContainerToKill:
     grace_period: float | None = None
     """Seconds it is given to stop (a failed probe's ``terminationGracePeriodSeconds``); None:
     the pod's grace period."""
+
+
+@attrs.frozen
+class ContainerToResize:
+    """A running container whose resources change in place (its ``resizePolicy`` allows it)."""
+
+    container_id: str
+    name: str
 
 
 @attrs.frozen
@@ -132,6 +146,7 @@ class PodActions:
     ``next_init_container`` and the app containers."""
     containers_to_start: tuple[ContainerToStart, ...] = ()
     containers_to_kill: tuple[ContainerToKill, ...] = ()
+    containers_to_resize: tuple[ContainerToResize, ...] = ()
     sandboxes_to_remove: tuple[str, ...] = ()
     waiting: tuple[Waiting, ...] = ()
     pod_failed: bool = False
@@ -153,6 +168,7 @@ class PodActions:
             or self.sidecars_to_start
             or self.containers_to_start
             or self.containers_to_kill
+            or self.containers_to_resize
             or self.sandboxes_to_remove
         )
 
@@ -171,6 +187,8 @@ class PodActions:
             parts.append(f"start {[start.index for start in self.containers_to_start]}")
         for kill in self.containers_to_kill:
             parts.append(f"kill {kill.name} ({kill.reason.name})")
+        for resize in self.containers_to_resize:
+            parts.append(f"resize {resize.name} in place")
         if self.sandboxes_to_remove:
             parts.append(f"remove {len(self.sandboxes_to_remove)} old sandbox(es)")
         for wait in self.waiting:

@@ -22,6 +22,7 @@ import attrs
 from kubecore._actions import (
     BackoffEntry,
     ContainerToKill,
+    ContainerToResize,
     ContainerToStart,
     KillReason,
     ObservedPod,
@@ -35,6 +36,7 @@ from kubecore._errors import (
     ContainerNotFound,
     ContainerRuntimeError,
     ImagePullError,
+    InvalidConfig,
     KubecoreError,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
@@ -57,13 +59,19 @@ from kubecore._runtime import (
     ProbeOutcome,
     ProbeTarget,
     Puller,
+    ResourceUpdater,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
     SandboxConfig,
     SandboxState,
 )
-from kubecore._translate import container_config, sandbox_config
+from kubecore._translate import (
+    container_config,
+    container_resources,
+    resources_record,
+    sandbox_config,
+)
 from kubecore._volumes import VolumeManager
 
 logger = logging.getLogger(__name__)
@@ -80,6 +88,8 @@ class PodRecord:
     crash_backoff: dict[str, BackoffEntry] = attrs.field(factory=dict)
     image_backoff: dict[str, BackoffEntry] = attrs.field(factory=dict)
     post_start_failed: set[str] = attrs.field(factory=set)
+    resized: dict[str, str] = attrs.field(factory=dict)
+    """Container id -> the resources record it was resized to in place."""
     backoff_events: dict[str, float] = attrs.field(factory=dict)
     """(kind, container) -> the backoff deadline an event was already recorded for."""
     warned: set[str] = attrs.field(factory=set)
@@ -261,6 +271,9 @@ class Executor:
                 grace = kill.grace_period
                 self.kill_container(pod, kill.container_id, kill.name, rc, message, grace=grace)
                 killed.append(kill.name)
+            for resize in actions.containers_to_resize:
+                step = f"resize container {resize.name}"
+                self.resize_container(pod, resize, record)
             for sandbox_id in actions.sandboxes_to_remove:
                 step = "remove sandbox"
                 self.runtime.remove_sandbox(sandbox_id)
@@ -650,6 +663,23 @@ class Executor:
         remaining = max(MIN_GRACE_PERIOD, grace - (self.clock.monotonic() - start))
         self.runtime.stop_container(container_id, remaining)
 
+    def resize_container(self, pod: Pod, resize: ContainerToResize, record: PodRecord) -> None:
+        """Change a running container's resources in place (the plan checked the runtime can)."""
+        spec = next(
+            c for c in (*pod.spec.containers, *pod.spec.init_containers) if c.name == resize.name
+        )
+        updater = resource_updater(self.runtime)
+        if updater is None:
+            raise InvalidConfig(f"the runtime cannot resize container {resize.name} in place")
+        updater.update_container_resources(resize.container_id, container_resources(spec))
+        record.resized[resize.container_id] = resources_record(spec)
+        logger.info(
+            "resized container %s of pod %s in place",
+            resize.name,
+            pod.full_name,
+            extra={"pod": pod.full_name},
+        )
+
     def kill_pod(self, pod: Pod | None, observed: ObservedPod) -> list[str]:
         """Stop every running container of the pod, then its sandboxes."""
         killed: list[str] = []
@@ -680,6 +710,12 @@ class Executor:
             self.runtime.remove_container(c.id)
         for s in observed.sandboxes:
             self.runtime.remove_sandbox(s.id)
+
+
+def resource_updater(runtime: ContainerRuntime) -> ResourceUpdater | None:
+    """The runtime (under the agent's metrics wrapper, if any) as a ``ResourceUpdater``."""
+    inner = getattr(runtime, "inner", runtime)
+    return inner if isinstance(inner, ResourceUpdater) else None
 
 
 def stop_order(pod: Pod | None, containers: Iterable[RuntimeContainer]) -> list[RuntimeContainer]:

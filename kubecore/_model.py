@@ -83,6 +83,15 @@ class ResourceRequirements:
 
 
 @attrs.frozen
+class ContainerResizePolicy:
+    """How a change of one resource (``cpu``, ``memory``) of a running container is applied:
+    ``NotRequired`` (in place, where the runtime can) or ``RestartContainer``."""
+
+    resource_name: str
+    restart_policy: str = "NotRequired"
+
+
+@attrs.frozen
 class ExecAction:
     command: tuple[str, ...] = ()
 
@@ -179,6 +188,9 @@ class Container:
     stdin: bool = False
     stdin_once: bool = False
     tty: bool = False
+    resize_policy: tuple[ContainerResizePolicy, ...] = ()
+    """With one, a change of this container's resources is a resize (in place where allowed and
+    the runtime can), not a change of its spec."""
 
     @image_pull_policy.default
     def _default_pull_policy(self) -> PullPolicy:

@@ -14,10 +14,12 @@ runs the init containers again, as the kubelet does.
 
 from __future__ import annotations
 
+import json
 from operator import is_
 
 from kubecore._actions import (
     ContainerToKill,
+    ContainerToResize,
     ContainerToStart,
     KillReason,
     ObservedPod,
@@ -32,11 +34,18 @@ from kubecore._observed import Record, SpecIndex, View, container_name
 from kubecore._runtime import (
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
+    RESOURCES_ANNOTATION,
+    RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
     SandboxState,
 )
-from kubecore._translate import SANDBOX_HASH_ANNOTATION, container_hash, sandbox_hash
+from kubecore._translate import (
+    SANDBOX_HASH_ANNOTATION,
+    container_hash,
+    resources_record,
+    sandbox_hash,
+)
 
 _RUNNING = RuntimeState.RUNNING
 _UNKNOWN = RuntimeState.UNKNOWN
@@ -64,6 +73,7 @@ class PodInfo(SpecIndex):
         "all_apps",
         "all_sidecars",
         "app_hashes",
+        "app_resources",
         "desc",
         "noop",
         "sandbox_hash",
@@ -79,6 +89,10 @@ class PodInfo(SpecIndex):
             spec.restart_policy == "Never",
         )
         self.app_hashes = tuple(container_hash(c) for c in spec.containers)
+        self.app_resources = tuple(
+            resources_record(c) if c.resize_policy else None for c in spec.containers
+        )
+        """The resources record of each app container with a resizePolicy (None without)."""
         self.sandbox_hash = sandbox_hash(pod)
         meta = pod.metadata
         self.desc = f"{meta.name}_{meta.namespace}({meta.uid})"
@@ -86,9 +100,9 @@ class PodInfo(SpecIndex):
         self.sidecar_hashes = {
             c.name: (1 << i, container_hash(c))
             for i, c in enumerate(spec.init_containers)
-            if c.is_sidecar
+            if c.is_sidecar and not c.resize_policy  # a resizable one is planned in full
         }
-        self.all_sidecars = sum(bit for bit, _ in self.sidecar_hashes.values())
+        self.all_sidecars = sum(1 << i for i, c in enumerate(spec.init_containers) if c.is_sidecar)
         self.noop = _NOOP
         self.steady: ObservedPod | None = None
         """The last observation ``_steady`` found steady (its objects are immutable)."""
@@ -156,6 +170,48 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     return True, failed
 
 
+IN_PLACE = "in place"
+RESTART = "restart"
+
+
+def _applied_resources(c: RuntimeContainer, history: PodHistory) -> str | None:
+    """The resources record a running container has now (None: not known)."""
+    resized = history.resized.get(c.id) if history.resized else None
+    return resized or c.annotations.get(RESOURCES_ANNOTATION)
+
+
+def changed_resources(applied: str, wanted: str) -> set[str]:
+    """The resource names whose request or limit differs between two resources records."""
+    try:
+        before, after = json.loads(applied), json.loads(wanted)
+    except ValueError:
+        return {"unreadable"}
+    names: set[str] = set()
+    for kind in ("requests", "limits"):
+        old, new = before.get(kind) or {}, after.get(kind) or {}
+        names.update(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+    return names
+
+
+def resize_of(container: Container, c: RuntimeContainer, history: PodHistory) -> str | None:
+    """How a running container takes a change of its resources: ``IN_PLACE`` where every
+    changed resource's policy is NotRequired and the runtime can, else ``RESTART``; None when
+    nothing changed (or the container has no resizePolicy)."""
+    if not container.resize_policy:
+        return None
+    applied = _applied_resources(c, history)
+    wanted = resources_record(container)
+    if applied is None or applied == wanted:
+        return None
+    policies = {p.resource_name: p.restart_policy for p in container.resize_policy}
+    changed = changed_resources(applied, wanted)
+    in_place = history.resize_in_place and all(
+        name in ("cpu", "memory") and policies.get(name, "NotRequired") == "NotRequired"
+        for name in changed
+    )
+    return IN_PLACE if in_place else RESTART
+
+
 def _probe_kill_reason(state: ProbeState) -> KillReason:
     return KillReason.STARTUP_FAILED if state.startup_failed else KillReason.LIVENESS_FAILED
 
@@ -188,7 +244,17 @@ def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
 class _Plan:
     """The mutable scratchpad of one planning run."""
 
-    __slots__ = ("history", "info", "kills", "now", "pod", "sidecar_starts", "starts", "waiting")
+    __slots__ = (
+        "history",
+        "info",
+        "kills",
+        "now",
+        "pod",
+        "resizes",
+        "sidecar_starts",
+        "starts",
+        "waiting",
+    )
 
     def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
         self.pod = pod
@@ -198,6 +264,7 @@ class _Plan:
         self.kills: dict[str, ContainerToKill] = {}
         self.starts: list[ContainerToStart] = []
         self.sidecar_starts: list[ContainerToStart] = []
+        self.resizes: list[ContainerToResize] = []
         self.waiting: list[Waiting] = []
 
     def kill(
@@ -234,6 +301,17 @@ class _Plan:
             self.waiting.append(waiting)
             return
         self.starts.append(_to_start(index, records))
+
+    def resize(self, container: Container, record: Record) -> bool:
+        """Resize a running container whose resources changed; True if it is killed for it
+        (its restart is the caller's)."""
+        how = resize_of(container, record.c, self.history)
+        if how == IN_PLACE:
+            self.resizes.append(ContainerToResize(record.c.id, container.name))
+        elif how == RESTART:
+            self.kill(record, KillReason.RESOURCES_CHANGED, "will be restarted")
+            return True
+        return False
 
     def restart_sidecar(self, index: int, records: list[Record] | None, *, crash: bool) -> None:
         container = self.pod.spec.init_containers[index]
@@ -309,6 +387,7 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
     sandbox_id = sandbox.id
     app_index, hashes = info.app_index, info.app_hashes
     sidecar_hashes = info.sidecar_hashes
+    app_resources = info.app_resources
     seen = sidecars_seen = 0
     for c in observed.containers:
         state = c.state
@@ -335,6 +414,9 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
             if index is None:
                 return None
             if recorded and recorded != hashes[index]:
+                return None
+            wanted = app_resources[index]
+            if wanted is not None and _applied_resources(c, history) not in (None, wanted):
                 return None
             bit = 1 << index
             if seen & bit:
@@ -540,6 +622,8 @@ def _plan_in_sandbox(
                         plan.start(index, records, crash=True)
                 elif post_start_failed and r.c.id in post_start_failed:
                     plan.kill(r, KillReason.POST_START_FAILED)
+                elif plan.resize(container, r):
+                    plan.start(index, records, crash=False)
                 continue
             if not records:
                 plan.start(index, records, crash=False)
@@ -555,6 +639,7 @@ def _plan_in_sandbox(
     if (
         not plan.kills
         and not plan.starts
+        and not plan.resizes
         and not plan.sidecar_starts
         and next_init is None
         and not plan.waiting
@@ -570,6 +655,7 @@ def _plan_in_sandbox(
         sidecars_to_start=tuple(plan.sidecar_starts),
         containers_to_start=tuple(plan.starts),
         containers_to_kill=plan.sorted_kills(),
+        containers_to_resize=tuple(plan.resizes),
         sandboxes_to_remove=removable,
         waiting=tuple(plan.waiting),
     )
@@ -591,6 +677,8 @@ def _check_running_sidecars(plan: _Plan, running_init: dict[str, Record]) -> Non
             plan.kill(r, _probe_kill_reason(state), state.message, _probe_grace(container, state))
         elif r.c.id in history.post_start_failed:
             plan.kill(r, KillReason.POST_START_FAILED)
+        else:
+            plan.resize(container, r)
 
 
 def _init_progress(

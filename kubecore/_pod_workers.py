@@ -21,7 +21,7 @@ from kubecore._actions import ObservedPod, PodActions, PodHistory
 from kubecore._backoff import in_backoff
 from kubecore._clock import Clock
 from kubecore._errors import ContainerRuntimeError
-from kubecore._executor import Executor, PodRecord, SyncResult
+from kubecore._executor import Executor, PodRecord, SyncResult, resource_updater
 from kubecore._metrics import Metrics
 from kubecore._model import Pod
 from kubecore._planner import compute_pod_actions, deadline_at
@@ -80,7 +80,11 @@ class PodState:
 
 
 def history_of(
-    record: PodRecord, probes: Mapping[str, Any], active_since: float | None = None
+    record: PodRecord,
+    probes: Mapping[str, Any],
+    active_since: float | None = None,
+    *,
+    resize_in_place: bool = False,
 ) -> PodHistory:
     """What the planner and the status need to know of the past (shared when empty)."""
     if not (
@@ -88,7 +92,9 @@ def history_of(
         or record.crash_backoff
         or record.image_backoff
         or record.post_start_failed
+        or record.resized
         or active_since is not None
+        or resize_in_place
     ):
         return NO_HISTORY
     return PodHistory(
@@ -96,8 +102,15 @@ def history_of(
         image_backoff=dict(record.image_backoff) if record.image_backoff else {},
         probes=probes,
         post_start_failed=frozenset(record.post_start_failed),
+        resized=dict(record.resized) if record.resized else {},
+        resize_in_place=resize_in_place,
         active_since=active_since,
     )
+
+
+def has_resize_policy(pod: Pod) -> bool:
+    spec = pod.spec
+    return any(c.resize_policy for c in (*spec.init_containers, *spec.containers))
 
 
 def active_since(st: PodState) -> float | None:
@@ -150,6 +163,7 @@ class PodSyncer:
     ) -> None:
         self._clock = clock
         self._executor = executor
+        self._resizes_in_place = resource_updater(executor.runtime) is not None
         self._probes = probes
         self._status = status
         self._metrics = metrics
@@ -185,7 +199,8 @@ class PodSyncer:
         record = st.record
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
         since = active_since(st)
-        history = history_of(record, probes, since)
+        in_place = self._resizes_in_place and has_resize_policy(pod)
+        history = history_of(record, probes, since, resize_in_place=in_place)
         result: SyncResult | None = None
         error = ""
         actions: PodActions | None = None
@@ -251,7 +266,7 @@ class PodSyncer:
                     st.published,
                     pod,
                     work.observed,
-                    history_of(record, self._probes.states(uid), since),
+                    history_of(record, self._probes.states(uid), since, resize_in_place=in_place),
                     actions,
                     now,
                 )

@@ -1,19 +1,25 @@
-"""How a pod becomes runtime configs: the sandbox and container configs, their DNS settings and
-the hash that tells a changed container spec."""
+"""How a pod becomes runtime configs: the sandbox and container configs, their DNS settings, the
+hash that tells a changed container spec, and the resources a runtime that resizes containers in
+place (``ResourceUpdater``) is given."""
 
+from kubecore._runtime import ContainerResources, ResourceUpdater
 from kubecore._translate import (
     ResolvConf,
     container_config,
     container_hash,
+    container_resources,
     dns_config,
     parse_resolv_conf,
     sandbox_config,
 )
 
 __all__ = [
+    "ContainerResources",
     "ResolvConf",
+    "ResourceUpdater",
     "container_config",
     "container_hash",
+    "container_resources",
     "dns_config",
     "parse_resolv_conf",
     "sandbox_config",

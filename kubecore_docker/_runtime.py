@@ -31,6 +31,7 @@ from kubecore import (
     SystemClock,
 )
 from kubecore.labels import MANAGED_LABEL
+from kubecore.translate import ContainerResources
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
     StateDetail,
@@ -338,6 +339,25 @@ class DockerRuntime:
 
     def remove_container(self, container_id: str) -> None:
         self._remove(container_id)
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        """Resize in place (``docker update``): CPU shares, CFS quota and period, memory (with
+        the swap limit equal to it, as at creation). A resource left unset is not changed."""
+        changes: dict[str, Any] = {}
+        if resources.cpu_shares is not None:
+            changes["cpu_shares"] = resources.cpu_shares
+        if resources.cpu_quota is not None:
+            changes["cpu_quota"] = resources.cpu_quota
+        if resources.cpu_period is not None:
+            changes["cpu_period"] = resources.cpu_period
+        if resources.memory_limit is not None:
+            changes["mem_limit"] = resources.memory_limit
+            changes["memswap_limit"] = resources.memory_limit
+        if not changes:
+            return
+        self._forget(container_id)
+        with engine_errors(Subject.CONTAINER):
+            self._api().update_container(container_id, **changes)
 
     def container_status(self, container_id: str) -> RuntimeContainer:
         data = self._inspect(container_id, Subject.CONTAINER)

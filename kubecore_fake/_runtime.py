@@ -71,6 +71,7 @@ from kubecore import (
 )
 from kubecore.images import parse_image_ref
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_UID_LABEL
+from kubecore.translate import ContainerResources
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
 
@@ -740,6 +741,19 @@ class FakeRuntime:
                 rec.signals.append("KILL")
                 self._exit_locked(rec, 137, "Error", "", events)
         self._emit(events)
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        """Resize in place: the container's recorded config takes the new resources."""
+        self._enter("update_container_resources", container_id, resources, target=container_id)
+        with self._lock:
+            rec = self._get_container_locked(container_id)
+            rec.config = attrs.evolve(
+                rec.config,
+                cpu_shares=resources.cpu_shares,
+                cpu_quota=resources.cpu_quota,
+                cpu_period=resources.cpu_period,
+                memory_limit=resources.memory_limit,
+            )
 
     def remove_container(self, container_id: str) -> None:
         self._enter("remove_container", container_id, target=container_id)

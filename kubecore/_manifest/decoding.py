@@ -474,6 +474,13 @@ _SECURITY_CONTEXT = _Spec(
         }
     ),
 )
+_RESIZE_POLICY = _Spec(
+    m.ContainerResizePolicy,
+    (
+        _F("resourceName", _Str(), required=True, always=True),
+        _F("restartPolicy", _Str(), required=True, always=True),
+    ),
+)
 _CONTAINER = _Spec(
     m.Container,
     (
@@ -498,11 +505,11 @@ _CONTAINER = _Spec(
         _F("stdin", _Bool()),
         _F("stdinOnce", _Bool()),
         _F("tty", _Bool()),
+        _F("resizePolicy", _ObjList(_RESIZE_POLICY)),
     ),
     unsupported=frozenset(
         {
             "envFrom",
-            "resizePolicy",
             "volumeDevices",
         }
     ),

@@ -328,6 +328,32 @@ def _check_ports(
     return frozenset(names)
 
 
+_RESIZABLE = ("cpu", "memory")
+_RESIZE_RESTART_POLICIES = ("NotRequired", "RestartContainer")
+
+
+def _check_resize_policy(
+    errs: _Problems, path: str, policies: Sequence[m.ContainerResizePolicy]
+) -> None:
+    seen: dict[str, int] = {}
+    for i, policy in enumerate(policies):
+        where = _item(path, i)
+        name = policy.resource_name
+        _check_enum(errs, _field(where, "resourceName"), name, _RESIZABLE)
+        _check_enum(
+            errs, _field(where, "restartPolicy"), policy.restart_policy, _RESIZE_RESTART_POLICIES
+        )
+        if name in seen:
+            errs.append(
+                FieldError(
+                    _field(where, "resourceName"),
+                    f"duplicate resource {name!r} (also resizePolicy[{seen[name]}])",
+                )
+            )
+        else:
+            seen[name] = i
+
+
 def _check_container(
     errs: _Problems,
     path: str,
@@ -366,6 +392,7 @@ def _check_container(
             )
         else:
             _check_enum(errs, _field(path, "restartPolicy"), container.restart_policy, ("Always",))
+    _check_resize_policy(errs, _field(path, "resizePolicy"), container.resize_policy)
     # A sidecar (a restartable init container) runs beside the app: probes and hooks apply.
     init = init and not container.is_sidecar
     port_names = _check_ports(errs, _field(path, "ports"), container, host_network)

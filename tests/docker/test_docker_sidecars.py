@@ -109,3 +109,47 @@ def test_a_sidecar_pod_end_to_end(
         ),
         what="the sidecar stopped",
     )
+
+
+def test_a_cpu_resize_is_applied_in_place_on_docker(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+    raw: Any,
+) -> None:
+    def pod(cpu: str) -> Pod:
+        return make_pod(
+            "web",
+            namespace,
+            [
+                container(
+                    "app",
+                    engine.image,
+                    resources={"limits": {"cpu": cpu, "memory": "64Mi"}},
+                    resizePolicy=[{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+                )
+            ],
+        )
+
+    kubelet = make_agent([pod("500m")])
+
+    def running_id(found: Pod) -> str:
+        statuses = found.status.container_statuses if found.status is not None else ()
+        if statuses and statuses[0].state.running is not None:
+            return statuses[0].container_id.split("://", 1)[1]
+        return ""
+
+    first = running_id(wait_pod(kubelet, namespace, "web", lambda p: bool(running_id(p))))
+    assert raw.inspect_container(first)["HostConfig"]["CpuQuota"] == 50_000
+    kubelet.set_pods([pod("250m")])
+
+    def quota() -> int | None:
+        value = raw.inspect_container(first)["HostConfig"]["CpuQuota"]
+        return value if value == 25_000 else None
+
+    from tests.docker.helpers import wait_for
+
+    wait_for(quota, timeout=20, interval=0.2, what="the new CPU quota")
+    assert raw.inspect_container(first)["State"]["Running"]
+    found = wait_pod(kubelet, namespace, "web", lambda p: bool(running_id(p)))
+    assert running_id(found) == first  # the same container: not restarted
