@@ -64,3 +64,12 @@ def test_the_deadline_pod_fails_with_its_reason(tmp_path: Path) -> None:
         myjob = node.status("myjob")
         (shipper,) = myjob.init_container_statuses
         assert shipper.state.running is None  # stopped once the job's container finished
+
+
+def test_the_log_is_the_termination_message(tmp_path: Path) -> None:
+    with FakeNode(tmp_path) as node:
+        node.apply((Path(__file__).parent / "corpus" / "sidecars-fields.yaml").read_text())
+        node.run_until(lambda: node.status("termination-demo").phase == "Failed")
+        (status,) = node.status("termination-demo").container_statuses
+        assert status.state.terminated is not None
+        assert status.state.terminated.message == "Sleep expired\n"
