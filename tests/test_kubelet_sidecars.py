@@ -198,3 +198,17 @@ def test_stdin_stdin_once_and_tty_reach_the_runtime(node: Node) -> None:
     assert (config.stdin, config.stdin_once, config.tty) == (True, True, True)
     config = node.runtime.container_config(plain.id)
     assert (config.stdin, config.stdin_once, config.tty) == (False, False, False)
+
+
+def test_kubectl_status_shows_running_not_init_for_a_running_sidecar(node: Node) -> None:
+    from kubecore._status import pod_status_text, pod_verdict
+
+    pod = make_pod("web", ctr("app"), init_containers=(sidecar("log"), job("setup")))
+    node.kubelet.set_pods([pod])
+    node.run_until(lambda: init_status(node, "setup").state.running is not None, step=0.1)
+    assert pod_status_text(node.kubelet.get_pod("default", "web")) == "Init:1/2"  # type: ignore[arg-type]
+    node.run_until(lambda: node.status().phase == "Running", step=1)
+    found = node.kubelet.get_pod("default", "web")
+    assert found is not None
+    assert pod_status_text(found) == "Running"
+    assert pod_verdict(found) == ("ok", "")
