@@ -341,7 +341,8 @@ class Executor:
             if record.backoff_events.get(key) == until:
                 continue
             record.backoff_events[key] = until
-            self.event(pod, type_, "BackOff", message, waiting.name)
+            init = any(c.name == waiting.name for c in pod.spec.init_containers)
+            self.event(pod, type_, "BackOff", message, waiting.name, init=init)
 
     # --- sandbox ----------------------------------------------------------------------------
 
