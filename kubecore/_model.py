@@ -157,6 +157,8 @@ class LifecycleHandler:
 class Lifecycle:
     post_start: LifecycleHandler | None = None
     pre_stop: LifecycleHandler | None = None
+    stop_signal: str = ""
+    """The signal that stops the container (``SIGUSR1``); '' for the image's (else TERM)."""
 
 
 @attrs.frozen

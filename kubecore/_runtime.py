@@ -145,6 +145,9 @@ class ContainerConfig:
     """Close stdin after the first attach detaches (CRI ``stdin_once``; Docker ``StdinOnce``)."""
     tty: bool = False
     """Give the container a terminal (CRI ``tty``; Docker ``Tty``)."""
+    stop_signal: str = ""
+    """The signal ``stop_container`` sends first (CRI ``stop_signal``; Docker ``StopSignal``),
+    ``SIGUSR1`` style; '' for the image's own (else TERM)."""
 
 
 @attrs.frozen

@@ -143,6 +143,8 @@ def container_create_args(
     }
     if config.tty:
         args["tty"] = True
+    if config.stop_signal:
+        args["stop_signal"] = config.stop_signal
     if config.stdin:
         args["stdin_open"] = True
         # docker-py ties StdinOnce to attaching at create time: the engine gets the CRI value.

@@ -15,7 +15,8 @@ Semantics worth knowing:
   reading of its command (see ``kubecore_fake._shell``): ``sh -c 'echo crashing; exit 1'`` logs
   ``crashing`` and exits 1; ``sleep 5`` exits 0 five (virtual) seconds after it starts; anything
   unknown runs until stopped.
-* ``stop_container`` sends TERM (recorded in ``signals(id)``). A behaviour with ``traps_term``
+* ``stop_container`` sends TERM, or the config's ``stop_signal`` (recorded in ``signals(id)``,
+  as ``TERM``, ``USR1``; it is answered as TERM would be). A behaviour with ``traps_term``
   exits 0 at once; otherwise the call waits the grace period on the clock (a virtual clock
   advances, stopping early if the container exits on its own) and the container is killed
   with exit code 137. Unknown programs trap TERM; shell
@@ -725,7 +726,8 @@ class FakeRuntime:
             rec = self._containers.get(container_id)
             if rec is None or rec.state is not RuntimeState.RUNNING:
                 return
-            rec.signals.append("TERM")
+            # The container's stop signal stands in for TERM (its behaviour answers it alike).
+            rec.signals.append(rec.config.stop_signal.removeprefix("SIG") or "TERM")
             if rec.exited is None:
                 rec.exited = threading.Event()
             run, exited = rec.run, rec.exited

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kubecore._manifest import load_pods_from_dict
-from kubecore._model import ExecAction, Lifecycle, LifecycleHandler, Probe, SleepAction
+from kubecore._model import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
 from kubecore._runtime import ProbeOutcome
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
@@ -123,3 +123,42 @@ def test_the_fields_load_from_a_manifest() -> None:
     assert container.lifecycle.pre_stop == sleep(5)
     assert container.liveness_probe is not None
     assert container.liveness_probe.termination_grace_period_seconds == 10
+
+
+def test_the_stop_signal_stops_the_container(node: Node) -> None:
+    def pod(version: str) -> Pod:
+        usr1 = Lifecycle(stop_signal="SIGUSR1")
+        return make_pod(
+            "web", ctr("app", args=(version,), lifecycle=usr1), ctr("plain", args=(version,))
+        )
+
+    node.kubelet.set_pods([pod("1")])
+    node.converge()
+    (app,) = node.running("web", "app")
+    (plain,) = node.running("web", "plain")
+    assert node.runtime.container_config(app.id).stop_signal == "SIGUSR1"
+    node.kubelet.set_pods([pod("2")])  # both are killed to be restarted
+    node.converge()
+    assert node.runtime.signals(app.id)[0] == "USR1"
+    assert node.runtime.signals(plain.id)[0] == "TERM"
+
+
+def test_an_unknown_stop_signal_is_refused() -> None:
+    from kubecore._errors import ValidationError
+
+    data = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {
+            "containers": [
+                {"name": "app", "image": "busybox:1.35", "lifecycle": {"stopSignal": "SIGFOO"}}
+            ]
+        },
+    }
+    with pytest.raises(ValidationError) as info:
+        load_pods_from_dict(data, source_name="web")
+    assert [p.path for p in info.value.problems] == ["spec.containers[0].lifecycle.stopSignal"]
+    data["spec"]["containers"][0]["lifecycle"] = {"stopSignal": "SIGRTMIN+3"}  # type: ignore[index]
+    (pod,) = load_pods_from_dict(data, source_name="web")
+    assert pod.spec.containers[0].lifecycle == Lifecycle(stop_signal="SIGRTMIN+3")

@@ -423,8 +423,8 @@ _LIFECYCLE = _Spec(
     (
         _F("postStart", _Obj(_LIFECYCLE_HANDLER, optional=True)),
         _F("preStop", _Obj(_LIFECYCLE_HANDLER, optional=True)),
+        _F("stopSignal", _Str()),
     ),
-    unsupported=frozenset({"stopSignal"}),
 )
 _ENV_VAR = _Spec(
     m.EnvVar,

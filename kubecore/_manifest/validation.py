@@ -29,6 +29,54 @@ _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+# The Linux signal names Kubernetes accepts for lifecycle.stopSignal.
+STOP_SIGNALS = frozenset(
+    {
+        *(
+            f"SIG{name}"
+            for name in [
+                "ABRT",
+                "ALRM",
+                "BUS",
+                "CHLD",
+                "CLD",
+                "CONT",
+                "FPE",
+                "HUP",
+                "ILL",
+                "INT",
+                "IO",
+                "IOT",
+                "KILL",
+                "PIPE",
+                "POLL",
+                "PROF",
+                "PWR",
+                "QUIT",
+                "SEGV",
+                "STKFLT",
+                "STOP",
+                "SYS",
+                "TERM",
+                "TRAP",
+                "TSTP",
+                "TTIN",
+                "TTOU",
+                "URG",
+                "USR1",
+                "USR2",
+                "VTALRM",
+                "WINCH",
+                "XCPU",
+                "XFSZ",
+                "RTMIN",
+                "RTMAX",
+            ]
+        ),
+        *(f"SIGRTMIN+{n}" for n in range(1, 16)),
+        *(f"SIGRTMAX-{n}" for n in range(1, 15)),
+    }
+)
 _SCHEMES = ("HTTP", "HTTPS")
 _PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _CONDITION_STATUSES = ("True", "False", "Unknown")
@@ -469,6 +517,15 @@ def _check_container(
             ):
                 if handler is not None:
                     _check_handler(errs, _field(where, name), handler, port_names)
+            signal = container.lifecycle.stop_signal
+            if signal and signal not in STOP_SIGNALS:
+                errs.append(
+                    FieldError(
+                        _field(where, "stopSignal"),
+                        f"unsupported value {signal!r}: must be a Linux signal name such as"
+                        " SIGTERM, SIGINT, SIGQUIT, SIGUSR1",
+                    )
+                )
 
 
 def _check_volumes(errs: _Problems, path: str, volumes: Sequence[m.Volume]) -> frozenset[str]:

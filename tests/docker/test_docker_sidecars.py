@@ -1,5 +1,6 @@
 """Issue 12's runtime-facing fields on the real engine: stdin/stdinOnce/tty (``docker inspect``
-and from inside the container) and a native sidecar pod end to end through the agent."""
+and from inside the container), the stop signal, a native sidecar pod end to end through the
+agent, and an in-place CPU resize."""
 
 from __future__ import annotations
 
@@ -51,6 +52,21 @@ def test_stdin_stdin_once_and_tty_reach_the_engine(
     for name, terminal in (("plain", False), ("tty", True)):
         result = runtime.exec_sync(ids[name], ["sh", "-c", "readlink /proc/1/fd/1"], 10)
         assert result.stdout.decode().strip().startswith("/dev/pts/") is terminal, name
+
+
+def test_the_stop_signal_reaches_the_engine_and_stops_the_container(
+    runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory, raw: Any
+) -> None:
+    config = make_sandbox()
+    sandbox_id = runtime.run_sandbox(config)
+    # Exits 7 on USR1 only: TERM would leave it to be killed (137) after the timeout.
+    script = "trap 'exit 7' USR1; trap '' TERM; while :; do sleep 1 & wait $!; done"
+    container = make_container("usr1", command=("sh", "-c", script), stop_signal="SIGUSR1")
+    cid = runtime.create_container(sandbox_id, container, config)
+    runtime.start_container(cid)
+    assert raw.inspect_container(cid)["Config"]["StopSignal"] == "SIGUSR1"
+    runtime.stop_container(cid, 10)
+    assert raw.inspect_container(cid)["State"]["ExitCode"] == 7
 
 
 def _started(raw: Any, pod: Pod, name: str) -> datetime.datetime:

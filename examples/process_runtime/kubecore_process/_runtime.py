@@ -245,6 +245,11 @@ class ProcessRuntime(RuntimeBase):
         argv = [*config.command, *config.args]
         if not argv:
             raise InvalidConfig(f"{config.name}: the process runtime needs a command (no images)")
+        if config.stop_signal:
+            raise InvalidConfig(
+                f"{config.name}: the process runtime stops containers with TERM only"
+                f" (stop_signal {config.stop_signal} asked)"
+            )
         if config.stdin or config.tty:
             raise InvalidConfig(
                 f"{config.name}: the process runtime gives no container stdin or a tty"
