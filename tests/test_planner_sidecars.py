@@ -155,3 +155,91 @@ def test_a_sidecar_in_unknown_state_is_killed_and_started_again() -> None:
     actions = plan(obs)
     assert [k.name for k in actions.containers_to_kill] == ["log"]
     assert [s.index for s in actions.sidecars_to_start] == [LOG]
+
+
+# --- a property over init sequences with sidecars --------------------------------------------
+
+INIT_STATES = st.sampled_from(["running", "started", "exited0", "exited1", "created"])
+
+
+@st.composite
+def init_sequences(draw: st.DrawFn) -> tuple[Pod, ObservedPod, PodHistory, int, str]:
+    """A pod with 1-4 init containers (each a sidecar or not, a sidecar with or without a startup
+    probe), the ones before a frontier done (regular: exited 0; sidecar: running, started, or
+    exited), the frontier in any state, nothing after it, no app container yet."""
+    sidecars = draw(st.lists(st.booleans(), min_size=1, max_size=4))
+    probed = [s and draw(st.booleans()) for s in sidecars]
+    inits = tuple(
+        Container(
+            f"i{i}",
+            "busybox:1.36",
+            restart_policy="Always" if s else None,
+            startup_probe=STARTUP if p else None,
+        )
+        for i, (s, p) in enumerate(zip(sidecars, probed, strict=True))
+    )
+    policy = draw(st.sampled_from(["Always", "OnFailure", "Never"]))
+    pod = with_spec(BASE_POD, init_containers=inits, restart_policy=policy)
+    frontier = draw(st.integers(0, len(inits) - 1))
+    frontier_state = draw(INIT_STATES)
+    containers = []
+    probes = {}
+    for i, container in enumerate(inits[: frontier + 1]):
+        if i == frontier:
+            state = frontier_state
+        elif container.is_sidecar:
+            state = draw(st.sampled_from(["started", "exited1"]))
+        else:
+            state = "exited0"
+        kw: dict[str, Any] = {"created": T0 + i}
+        if state in ("running", "started"):
+            rc = ctr(container.name, pod, **kw)
+            if state == "started" or container.startup_probe is None:
+                probes[rc.id] = ProbeState(started=True)
+            elif container.startup_probe is not None:
+                probes[rc.id] = ProbeState(started=False)
+        elif state == "created":
+            rc = ctr(container.name, pod, state=RuntimeState.CREATED, **kw)
+        else:
+            rc = dead(container.name, 0 if state == "exited0" else 1, pod=pod, **kw)
+        containers.append(rc)
+    observed = ObservedPod(sandboxes=(sandbox(pod),), containers=tuple(containers))
+    return pod, observed, PodHistory(probes=probes), frontier, frontier_state
+
+
+@given(init_sequences())
+def test_init_sequences_with_sidecars(case: tuple[Pod, ObservedPod, PodHistory, int, str]) -> None:
+    pod, observed, history, frontier, state = case
+    inits = pod.spec.init_containers
+    actions = compute_pod_actions(pod, observed, history, NOW)
+    at = inits[frontier]
+    done = (not at.is_sidecar and state == "exited0") or (
+        at.is_sidecar and (state == "started" or (state == "running" and not at.startup_probe))
+    )
+    # Sidecars before the frontier that do not run are started again; nothing else before it.
+    dead_sidecars = [
+        i
+        for i, c in enumerate(inits[:frontier])
+        if c.is_sidecar
+        and next(o for o in observed.containers if o.name == c.name).state
+        is not RuntimeState.RUNNING
+    ]
+    assert [s.index for s in actions.sidecars_to_start] == dead_sidecars
+    init = actions.next_init_container
+    last = frontier == len(inits) - 1
+    if done:
+        assert (init.index if init else None) == (None if last else frontier + 1)
+        assert bool(actions.containers_to_start) == last  # the app starts once init is done
+    else:
+        assert not actions.containers_to_start
+        failed_here = not at.is_sidecar and state == "exited1"
+        if failed_here and pod.spec.restart_policy == "Never":
+            assert actions.pod_failed and init is None
+        elif state in ("exited1", "created") or (at.is_sidecar and state == "exited0"):
+            assert init is not None and init.index == frontier  # started again
+        else:
+            assert init is None  # it runs: wait for it (or for its startup probe)
+    # A sidecar never fails the pod.
+    assert actions.pod_failed == (
+        not at.is_sidecar and state == "exited1" and pod.spec.restart_policy == "Never"
+    )
