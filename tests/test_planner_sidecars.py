@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import Container, ExecAction, Pod, Probe, RuntimeContainer, RuntimeState
@@ -162,53 +162,61 @@ def test_a_sidecar_in_unknown_state_is_killed_and_started_again() -> None:
 INIT_STATES = st.sampled_from(["running", "started", "exited0", "exited1", "created"])
 
 
-@st.composite
-def init_sequences(draw: st.DrawFn) -> tuple[Pod, ObservedPod, PodHistory, int, str]:
-    """A pod with 1-4 init containers (each a sidecar or not, a sidecar with or without a startup
-    probe), the ones before a frontier done (regular: exited 0; sidecar: running, started, or
-    exited), the frontier in any state, nothing after it, no app container yet."""
-    sidecars = draw(st.lists(st.booleans(), min_size=1, max_size=4))
-    probed = [s and draw(st.booleans()) for s in sidecars]
+Case = tuple[Pod, ObservedPod, PodHistory, int, str]
+
+
+def init_case(
+    kinds: str, policy: str, states: list[str]
+) -> tuple[Pod, ObservedPod, PodHistory, int, str]:
+    """``kinds``: one letter per init container, ``s`` a sidecar, ``p`` a sidecar with a startup
+    probe, ``r`` a regular one; ``states``: the state of each up to the frontier (the last)."""
     inits = tuple(
         Container(
             f"i{i}",
             "busybox:1.36",
-            restart_policy="Always" if s else None,
-            startup_probe=STARTUP if p else None,
+            restart_policy="Always" if kind in "sp" else None,
+            startup_probe=STARTUP if kind == "p" else None,
         )
-        for i, (s, p) in enumerate(zip(sidecars, probed, strict=True))
+        for i, kind in enumerate(kinds)
     )
-    policy = draw(st.sampled_from(["Always", "OnFailure", "Never"]))
     pod = with_spec(BASE_POD, init_containers=inits, restart_policy=policy)
-    frontier = draw(st.integers(0, len(inits) - 1))
-    frontier_state = draw(INIT_STATES)
     containers = []
     probes = {}
-    for i, container in enumerate(inits[: frontier + 1]):
-        if i == frontier:
-            state = frontier_state
-        elif container.is_sidecar:
-            state = draw(st.sampled_from(["started", "exited1"]))
-        else:
-            state = "exited0"
+    for i, (container, state) in enumerate(zip(inits, states, strict=False)):
         kw: dict[str, Any] = {"created": T0 + i}
         if state in ("running", "started"):
             rc = ctr(container.name, pod, **kw)
-            if state == "started" or container.startup_probe is None:
-                probes[rc.id] = ProbeState(started=True)
-            elif container.startup_probe is not None:
-                probes[rc.id] = ProbeState(started=False)
+            probes[rc.id] = ProbeState(
+                started=state == "started" or container.startup_probe is None
+            )
         elif state == "created":
             rc = ctr(container.name, pod, state=RuntimeState.CREATED, **kw)
         else:
             rc = dead(container.name, 0 if state == "exited0" else 1, pod=pod, **kw)
         containers.append(rc)
     observed = ObservedPod(sandboxes=(sandbox(pod),), containers=tuple(containers))
-    return pod, observed, PodHistory(probes=probes), frontier, frontier_state
+    return pod, observed, PodHistory(probes=probes), len(states) - 1, states[-1]
+
+
+@st.composite
+def init_sequences(draw: st.DrawFn) -> Case:
+    """A pod with 1-4 init containers (each a sidecar or not, a sidecar with or without a startup
+    probe), the ones before a frontier done (regular: exited 0; sidecar: started, or exited),
+    the frontier in any state, nothing after it, no app container yet."""
+    kinds = "".join(draw(st.lists(st.sampled_from("spr"), min_size=1, max_size=4)))
+    policy = draw(st.sampled_from(["Always", "OnFailure", "Never"]))
+    frontier = draw(st.integers(0, len(kinds) - 1))
+    states = [
+        draw(st.sampled_from(["started", "exited1"])) if kind in "sp" else "exited0"
+        for kind in kinds[:frontier]
+    ]
+    states.append(draw(INIT_STATES))
+    return init_case(kinds, policy, states)
 
 
 @given(init_sequences())
-def test_init_sequences_with_sidecars(case: tuple[Pod, ObservedPod, PodHistory, int, str]) -> None:
+@example(init_case("ssr", "Never", ["started", "exited1", "exited1"]))  # the pod fails: no restart
+def test_init_sequences_with_sidecars(case: Case) -> None:
     pod, observed, history, frontier, state = case
     inits = pod.spec.init_containers
     actions = compute_pod_actions(pod, observed, history, NOW)
@@ -216,7 +224,8 @@ def test_init_sequences_with_sidecars(case: tuple[Pod, ObservedPod, PodHistory, 
     done = (not at.is_sidecar and state == "exited0") or (
         at.is_sidecar and (state == "started" or (state == "running" and not at.startup_probe))
     )
-    # Sidecars before the frontier that do not run are started again; nothing else before it.
+    # Sidecars before the frontier that do not run are started again (unless the pod fails);
+    # nothing else before it.
     dead_sidecars = [
         i
         for i, c in enumerate(inits[:frontier])
@@ -224,7 +233,8 @@ def test_init_sequences_with_sidecars(case: tuple[Pod, ObservedPod, PodHistory, 
         and next(o for o in observed.containers if o.name == c.name).state
         is not RuntimeState.RUNNING
     ]
-    assert [s.index for s in actions.sidecars_to_start] == dead_sidecars
+    fails = not at.is_sidecar and state == "exited1" and pod.spec.restart_policy == "Never"
+    assert [s.index for s in actions.sidecars_to_start] == ([] if fails else dead_sidecars)
     init = actions.next_init_container
     last = frontier == len(inits) - 1
     if done:
@@ -239,7 +249,4 @@ def test_init_sequences_with_sidecars(case: tuple[Pod, ObservedPod, PodHistory, 
             assert init is not None and init.index == frontier  # started again
         else:
             assert init is None  # it runs: wait for it (or for its startup probe)
-    # A sidecar never fails the pod.
-    assert actions.pod_failed == (
-        not at.is_sidecar and state == "exited1" and pod.spec.restart_policy == "Never"
-    )
+    assert actions.pod_failed == fails  # a sidecar never fails the pod
