@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubecore._model import Pod
+from kubecore.labels import NODE_LABEL
 from kubecore_docker import DockerRuntime
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.docker.e2e_helpers import container, make_pod, wait_pod
@@ -22,11 +23,15 @@ from tests.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.docker
 
+# Agents of other tests on the shared engine treat objects without a node label, or with their
+# node's, as theirs (and kill what they do not want): these tests use a node of their own.
+OWN_NODE = {NODE_LABEL: "sidecars-tests"}
+
 
 def test_stdin_stdin_once_and_tty_reach_the_engine(
     runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory, raw: Any
 ) -> None:
-    config = make_sandbox()
+    config = make_sandbox(labels=OWN_NODE)
     sandbox_id = runtime.run_sandbox(config)
     cases = {
         "plain": {},
@@ -36,7 +41,8 @@ def test_stdin_stdin_once_and_tty_reach_the_engine(
     }
     ids = {}
     for name, fields in cases.items():
-        cid = runtime.create_container(sandbox_id, make_container(name, **fields), config)
+        container = make_container(name, labels=OWN_NODE, **fields)
+        cid = runtime.create_container(sandbox_id, container, config)
         runtime.start_container(cid)
         ids[name] = cid
     for name, fields in cases.items():
@@ -57,11 +63,13 @@ def test_stdin_stdin_once_and_tty_reach_the_engine(
 def test_the_stop_signal_reaches_the_engine_and_stops_the_container(
     runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory, raw: Any
 ) -> None:
-    config = make_sandbox()
+    config = make_sandbox(labels=OWN_NODE)
     sandbox_id = runtime.run_sandbox(config)
     # Exits 7 on USR1 only: TERM would leave it to be killed (137) after the timeout.
     script = "trap 'exit 7' USR1; trap '' TERM; while :; do sleep 1 & wait $!; done"
-    container = make_container("usr1", command=("sh", "-c", script), stop_signal="SIGUSR1")
+    container = make_container(
+        "usr1", command=("sh", "-c", script), stop_signal="SIGUSR1", labels=OWN_NODE
+    )
     cid = runtime.create_container(sandbox_id, container, config)
     runtime.start_container(cid)
     assert raw.inspect_container(cid)["Config"]["StopSignal"] == "SIGUSR1"
@@ -95,7 +103,7 @@ def test_a_sidecar_pod_end_to_end(
         ],
         restartPolicy="Never",
     )
-    kubelet = make_agent([pod])
+    kubelet = make_agent([pod], node_name=OWN_NODE[NODE_LABEL])
 
     def initialized(found: Pod) -> bool:
         status = found.status
@@ -147,7 +155,7 @@ def test_a_cpu_resize_is_applied_in_place_on_docker(
             ],
         )
 
-    kubelet = make_agent([pod("500m")])
+    kubelet = make_agent([pod("500m")], node_name=OWN_NODE[NODE_LABEL])
 
     def running_id(found: Pod) -> str:
         statuses = found.status.container_statuses if found.status is not None else ()
