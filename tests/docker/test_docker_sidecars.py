@@ -177,3 +177,62 @@ def test_a_cpu_resize_is_applied_in_place_on_docker(
     assert raw.inspect_container(first)["State"]["Running"]
     found = wait_pod(kubelet, namespace, "web", lambda p: bool(running_id(p)))
     assert running_id(found) == first  # the same container: not restarted
+
+
+def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+    raw: Any,
+) -> None:
+    """The test image has no gRPC server: the pod's container relays its port 9000 (busybox
+    ``nc -ll -e``) to a grpcio health server the test runs on the engine's bridge gateway, so
+    the probe goes to the sandbox IP as the kubelet's does."""
+    grpc = pytest.importorskip("grpc")
+    health = pytest.importorskip("grpc_health.v1.health")
+    health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
+    health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
+    from concurrent import futures
+
+    networks = raw.inspect_network("bridge")["IPAM"]["Config"]
+    gateway = next(c["Gateway"] for c in networks if c.get("Gateway"))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port(f"{gateway}:0")
+    server.start()
+    try:
+        servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        relay = ["nc", "-ll", "-p", "9000", "-e", "nc", gateway, str(port)]
+        pod = make_pod(
+            "grpc",
+            namespace,
+            [
+                container(
+                    "relay",
+                    engine.image,
+                    relay,
+                    readinessProbe={"grpc": {"port": 9000}, "periodSeconds": 1},
+                )
+            ],
+        )
+        kubelet = make_agent([pod], node_name=OWN_NODE[NODE_LABEL])
+
+        def ready(found: Pod) -> bool:
+            statuses = found.status.container_statuses if found.status is not None else ()
+            return bool(statuses) and statuses[0].ready
+
+        def running_unready(found: Pod) -> bool:
+            statuses = found.status.container_statuses if found.status is not None else ()
+            return bool(statuses) and statuses[0].state.running is not None and not ready(found)
+
+        wait_pod(kubelet, namespace, "grpc", running_unready, what="running, not ready")
+        unhealthy = [
+            e.message
+            for e in kubelet.events.events(namespace=namespace, name="grpc", reason="Unhealthy")
+        ]
+        assert any("NOT_SERVING" in m for m in unhealthy), unhealthy
+        servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        wait_pod(kubelet, namespace, "grpc", ready, what="ready once SERVING")
+    finally:
+        server.stop(None)
