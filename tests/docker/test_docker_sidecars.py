@@ -13,7 +13,8 @@ from kubecore._model import Pod
 from kubecore.labels import NODE_LABEL
 from kubecore_docker import DockerRuntime
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
-from tests.docker.e2e_helpers import container, make_pod, wait_pod
+from tests.docker.e2e_helpers import container, get_pod, make_pod, wait_pod
+from tests.docker.helpers import wait_for
 from tests.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
     AgentFactory,
     make_agent,
@@ -171,8 +172,6 @@ def test_a_cpu_resize_is_applied_in_place_on_docker(
         value = raw.inspect_container(first)["HostConfig"]["CpuQuota"]
         return value if value == 25_000 else None
 
-    from tests.docker.helpers import wait_for
-
     wait_for(quota, timeout=20, interval=0.2, what="the new CPU quota")
     assert raw.inspect_container(first)["State"]["Running"]
     found = wait_pod(kubelet, namespace, "web", lambda p: bool(running_id(p)))
@@ -227,11 +226,13 @@ def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
             return bool(statuses) and statuses[0].state.running is not None and not ready(found)
 
         wait_pod(kubelet, namespace, "grpc", running_unready, what="running, not ready")
-        unhealthy = [
-            e.message
-            for e in kubelet.events.events(namespace=namespace, name="grpc", reason="Unhealthy")
-        ]
-        assert any("NOT_SERVING" in m for m in unhealthy), unhealthy
+
+        def not_serving() -> str | None:
+            events = kubelet.events.events(namespace=namespace, name="grpc", reason="Unhealthy")
+            return next((e.message for e in events if "NOT_SERVING" in e.message), None)
+
+        wait_for(not_serving, timeout=20, interval=0.2, what="an Unhealthy NOT_SERVING event")
+        assert not ready(get_pod(kubelet, namespace, "grpc"))
         servicer.set("", health_pb2.HealthCheckResponse.SERVING)
         wait_pod(kubelet, namespace, "grpc", ready, what="ready once SERVING")
     finally:
