@@ -5,6 +5,7 @@ agent, and an in-place CPU resize."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -237,3 +238,44 @@ def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
         wait_pod(kubelet, namespace, "grpc", ready, what="ready once SERVING")
     finally:
         server.stop(None)
+
+
+def test_the_log_tail_is_the_message_and_the_deadline_fails_the_pod_on_docker(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+) -> None:
+    failing = make_pod(
+        "failing",
+        namespace,
+        [
+            container(
+                "app",
+                engine.image,
+                ["sh", "-c", "echo starting; echo 'cannot open /data' >&2; exit 3"],
+                terminationMessagePolicy="FallbackToLogsOnError",
+            )
+        ],
+        restartPolicy="Never",
+    )
+    slow = make_pod("slow", namespace, [container("app", engine.image)], activeDeadlineSeconds=3)
+    kubelet = make_agent([failing, slow], node_name=OWN_NODE[NODE_LABEL])
+
+    def phase(name: str) -> Callable[[Pod], bool]:
+        return lambda p: p.status is not None and p.status.phase == name
+
+    done = wait_pod(kubelet, namespace, "failing", phase("Failed"), what="failing failed")
+    assert done.status is not None
+    terminated = done.status.container_statuses[0].state.terminated
+    assert terminated is not None and terminated.exit_code == 3
+    # Both streams of the log (the engine may interleave them either way).
+    assert sorted(terminated.message.splitlines()) == ["cannot open /data", "starting"]
+    killed = wait_pod(kubelet, namespace, "slow", phase("Failed"), what="slow past its deadline")
+    assert killed.status is not None and killed.status.reason == "DeadlineExceeded"
+    wait_pod(
+        kubelet,
+        namespace,
+        "slow",
+        lambda p: p.status is not None and p.status.container_statuses[0].state.running is None,
+        what="slow's container stopped",
+    )
