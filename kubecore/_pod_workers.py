@@ -108,6 +108,13 @@ def history_of(
     )
 
 
+def _forget_gone(by_container: dict[str, str], observed: ObservedPod) -> None:
+    """Drop the entries of containers no longer on the runtime."""
+    present = {c.id for c in observed.containers}
+    for container_id in [k for k in by_container if k not in present]:
+        del by_container[container_id]
+
+
 def has_resize_policy(pod: Pod) -> bool:
     spec = pod.spec
     return any(c.resize_policy for c in (*spec.init_containers, *spec.containers))
@@ -197,6 +204,8 @@ class PodSyncer:
         assert pod is not None
         now = self._clock.now()
         record = st.record
+        if record.resized:
+            _forget_gone(record.resized, work.observed)
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
         since = active_since(st)
         in_place = self._resizes_in_place and has_resize_policy(pod)

@@ -125,3 +125,18 @@ def test_resize_policy_loads_and_is_validated() -> None:
         "spec.containers[0].resizePolicy[0].resourceName",
         "spec.containers[0].resizePolicy[1].restartPolicy",
     ]
+
+
+def test_a_resize_is_forgotten_with_its_container(node: Node) -> None:
+    node.kubelet.set_pods([resized_pod("500m", "64Mi", CPU_IN_PLACE)])
+    node.converge()
+    node.kubelet.set_pods([resized_pod("250m", "64Mi", CPU_IN_PLACE)])
+    node.converge()
+    record = node.kubelet.desired.states["uid-default-web"].record
+    (app,) = node.running("web", "app")
+    assert list(record.resized) == [app.id]
+    node.runtime.crash(app.id)
+    node.run_until(lambda: len(node.running("web", "app")) == 1, step=5)
+    node.runtime.remove_container(app.id)  # as the container GC would
+    node.kubelet.sync()
+    assert app.id not in record.resized
