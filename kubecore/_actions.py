@@ -21,12 +21,14 @@ class KillReason(enum.Enum):
     POD_NOT_DESIRED = "the pod is no longer desired"
     POD_TERMINAL = "the pod reached a terminal phase"
     SPEC_CHANGED = "the container spec changed"
+    RESOURCES_CHANGED = "the container's resources changed"
     NOT_IN_SPEC = "the container is not in the pod spec"
     DUPLICATE = "a newer container of the same name runs"
     LIVENESS_FAILED = "the liveness probe failed"
     STARTUP_FAILED = "the startup probe failed"
     POST_START_FAILED = "the postStart hook failed"
     INIT_NOT_DONE = "init containers must complete first"
+    DEADLINE_EXCEEDED = "the pod was active longer than its activeDeadlineSeconds"
     UNKNOWN_STATE = "the container's state is unknown"
 
 
@@ -65,6 +67,14 @@ class PodHistory:
     probes: Mapping[str, ProbeState] = attrs.field(factory=dict)
     post_start_failed: frozenset[str] = frozenset()
     """Runtime container ids whose postStart hook failed."""
+    resized: Mapping[str, str] = attrs.field(factory=dict)
+    """Runtime container id -> the resources record (``RESOURCES_ANNOTATION``'s form) it was
+    resized to in place since it was created."""
+    resize_in_place: bool = False
+    """The runtime can resize a running container in place (``ResourceUpdater``)."""
+    active_since: float | None = None
+    """When the pod became active on the node (its status ``startTime``, on the agent's clock):
+    ``activeDeadlineSeconds`` counts from there. None when the pod sets no deadline."""
 
 
 @attrs.frozen
@@ -81,6 +91,17 @@ class ContainerToKill:
     name: str
     reason: KillReason
     message: str = ""
+    grace_period: float | None = None
+    """Seconds it is given to stop (a failed probe's ``terminationGracePeriodSeconds``); None:
+    the pod's grace period."""
+
+
+@attrs.frozen
+class ContainerToResize:
+    """A running container whose resources change in place (its ``resizePolicy`` allows it)."""
+
+    container_id: str
+    name: str
 
 
 @attrs.frozen
@@ -119,8 +140,13 @@ class PodActions:
     """Attempt number for a new sandbox."""
     next_init_container: ContainerToStart | None = None
     """The init container to start now."""
+    sidecars_to_start: tuple[ContainerToStart, ...] = ()
+    """Sidecars (restartable init containers, indices into ``spec.init_containers``) started
+    again because they exited, were killed or never came up; they start before
+    ``next_init_container`` and the app containers."""
     containers_to_start: tuple[ContainerToStart, ...] = ()
     containers_to_kill: tuple[ContainerToKill, ...] = ()
+    containers_to_resize: tuple[ContainerToResize, ...] = ()
     sandboxes_to_remove: tuple[str, ...] = ()
     waiting: tuple[Waiting, ...] = ()
     pod_failed: bool = False
@@ -129,6 +155,9 @@ class PodActions:
     """Why ``kill_pod`` (sandbox missing / dead / changed, pod terminal, ...)."""
     terminal: bool = False
     """The pod reached Succeeded or Failed: nothing of it will start again."""
+    failure_reason: str = ""
+    """Why the pod failed as a whole, for its status (``DeadlineExceeded``)."""
+    failure_message: str = ""
 
     @property
     def is_noop(self) -> bool:
@@ -136,8 +165,10 @@ class PodActions:
             self.kill_pod
             or self.create_sandbox
             or self.next_init_container is not None
+            or self.sidecars_to_start
             or self.containers_to_start
             or self.containers_to_kill
+            or self.containers_to_resize
             or self.sandboxes_to_remove
         )
 
@@ -150,10 +181,14 @@ class PodActions:
             parts.append(f"create sandbox (attempt {self.attempt})")
         if self.next_init_container is not None:
             parts.append(f"start init[{self.next_init_container.index}]")
+        if self.sidecars_to_start:
+            parts.append(f"restart sidecars {[start.index for start in self.sidecars_to_start]}")
         if self.containers_to_start:
             parts.append(f"start {[start.index for start in self.containers_to_start]}")
         for kill in self.containers_to_kill:
             parts.append(f"kill {kill.name} ({kill.reason.name})")
+        for resize in self.containers_to_resize:
+            parts.append(f"resize {resize.name} in place")
         if self.sandboxes_to_remove:
             parts.append(f"remove {len(self.sandboxes_to_remove)} old sandbox(es)")
         for wait in self.waiting:

@@ -1,8 +1,8 @@
 """Pod admission: privileged containers and host namespaces, the security context the node can
-honour (sysctls, AppArmor, SELinux, user namespaces), persistentVolumeClaims without ``--pvc-dir``,
-the node's pod limit, the resources the node does not have (hugepages, extended resources), the
-node's labels (``nodeSelector``, required node affinity) and host-port conflicts (the earlier pod
-wins).
+honour (sysctls, AppArmor, SELinux, user namespaces), gRPC probes without the gRPC client,
+persistentVolumeClaims without ``--pvc-dir``, the node's pod limit, the resources the node does not
+have (hugepages, extended resources), the node's labels (``nodeSelector``, required node affinity)
+and host-port conflicts (the earlier pod wins).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from kubecore._health import grpc_unavailable
 from kubecore._model import Pod
 from kubecore._node_fit import (
     NODE_AFFINITY,
@@ -34,6 +35,7 @@ OUT_OF_PODS = "OutOfpods"
 PRIVILEGED_NOT_ALLOWED = "PrivilegedNotAllowed"
 UNBOUND_CLAIM = "UnboundPersistentVolumeClaim"
 HOST_NAMESPACES_NOT_ALLOWED = "HostNamespacesNotAllowed"
+GRPC_PROBES_UNAVAILABLE = "GRPCProbesUnavailable"
 
 
 @attrs.frozen
@@ -90,6 +92,33 @@ def node_fit_rejection(pod: Pod, labels: Mapping[str, str], node_name: str) -> R
     if pod_matches_node(pod, labels, node_name):
         return None
     return Rejection(NODE_AFFINITY, f"Pod was rejected: {NODE_AFFINITY_MESSAGE}")
+
+
+def grpc_probe_paths(pod: Pod) -> list[str]:
+    """The field paths of the pod's gRPC probes."""
+    paths = []
+    groups = (("initContainers", pod.spec.init_containers), ("containers", pod.spec.containers))
+    for group, containers in groups:
+        for i, c in enumerate(containers):
+            for kind, probe in (
+                ("livenessProbe", c.liveness_probe),
+                ("readinessProbe", c.readiness_probe),
+                ("startupProbe", c.startup_probe),
+            ):
+                if probe is not None and probe.grpc is not None:
+                    paths.append(f"spec.{group}[{i}].{kind}.grpc")
+    return paths
+
+
+def grpc_rejection(pod: Pod) -> Rejection | None:
+    """A pod with gRPC probes is refused where the gRPC client is not installed."""
+    paths = grpc_probe_paths(pod)
+    if not paths:
+        return None
+    missing = grpc_unavailable()
+    if not missing:
+        return None
+    return Rejection(GRPC_PROBES_UNAVAILABLE, f"Pod was rejected: {paths[0]}: {missing}")
 
 
 HostPortKey = tuple[str, int, str]
@@ -223,6 +252,8 @@ class Admission:
         security = security_refusal(pod, self.host_security, self.allowed_unsafe_sysctls)
         if security is not None:
             return Rejection(*security)
+        if (refused := grpc_rejection(pod)) is not None:
+            return refused
         if count >= self.max_pods:
             return Rejection(
                 OUT_OF_PODS,

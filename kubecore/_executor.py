@@ -16,13 +16,14 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from kubecore._actions import (
     BackoffEntry,
     ContainerToKill,
+    ContainerToResize,
     ContainerToStart,
     KillReason,
     ObservedPod,
@@ -68,6 +69,7 @@ from kubecore._runtime import (
     ProbeOutcome,
     ProbeTarget,
     Puller,
+    ResourceUpdater,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
@@ -77,7 +79,9 @@ from kubecore._runtime import (
 from kubecore._security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._translate import (
     container_config,
+    container_resources,
     managed_hosts_file,
+    resources_record,
     sandbox_config,
     sandbox_held_mounts,
 )
@@ -97,6 +101,8 @@ class PodRecord:
     crash_backoff: dict[str, BackoffEntry] = attrs.field(factory=dict)
     image_backoff: dict[str, BackoffEntry] = attrs.field(factory=dict)
     post_start_failed: set[str] = attrs.field(factory=set)
+    resized: dict[str, str] = attrs.field(factory=dict)
+    """Container id -> the resources record it was resized to in place."""
     backoff_events: dict[str, float] = attrs.field(factory=dict)
     """(kind, container) -> the backoff deadline an event was already recorded for."""
     warned: set[str] = attrs.field(factory=set)
@@ -281,20 +287,29 @@ class Executor:
         starting: str | None = None
         try:
             self._backoff_events(pod, actions, record)
+            if actions.failure_reason and actions.failure_reason not in record.warned:
+                record.warned.add(actions.failure_reason)
+                self.event(pod, EventType.NORMAL, actions.failure_reason, actions.failure_message)
             if actions.kill_pod:
                 step = "kill pod"
                 killed.extend(self.kill_pod(pod, observed))
             for kill in actions.containers_to_kill:
                 step = f"kill container {kill.name}"
                 rc = next((c for c in observed.containers if c.id == kill.container_id), None)
-                self.kill_container(pod, kill.container_id, kill.name, rc, _kill_message(kill))
+                message = _kill_message(kill)
+                grace = kill.grace_period
+                self.kill_container(pod, kill.container_id, kill.name, rc, message, grace=grace)
                 killed.append(kill.name)
+            for resize in actions.containers_to_resize:
+                step = f"resize container {resize.name}"
+                self.resize_container(pod, resize, record)
             for sandbox_id in actions.sandboxes_to_remove:
                 step = "remove sandbox"
                 self.runtime.remove_sandbox(sandbox_id)
             if actions.pod_failed or not (
                 actions.create_sandbox
                 or actions.next_init_container is not None
+                or actions.sidecars_to_start
                 or actions.containers_to_start
             ):
                 return SyncResult(actions, "", tuple(started), tuple(killed))
@@ -304,7 +319,8 @@ class Executor:
             step = "create sandbox" if actions.create_sandbox else "start"
             target = self._target(pod, actions, observed, dns, volumes)
             init = actions.next_init_container
-            starts = [(init, True)] if init is not None else []
+            starts = [(start, True) for start in actions.sidecars_to_start]
+            starts += [(init, True)] if init is not None else []
             starts += [(start, False) for start in actions.containers_to_start]
             for start, is_init in starts:
                 container = _spec_of(pod, start, is_init=is_init)
@@ -356,7 +372,8 @@ class Executor:
             if record.backoff_events.get(key) == until:
                 continue
             record.backoff_events[key] = until
-            self.event(pod, type_, "BackOff", message, waiting.name)
+            init = any(c.name == waiting.name for c in pod.spec.init_containers)
+            self.event(pod, type_, "BackOff", message, waiting.name, init=init)
 
     # --- sandbox ----------------------------------------------------------------------------
 
@@ -729,6 +746,10 @@ class Executor:
         """Run a lifecycle hook; (succeeded, message). Never raises."""
         seconds = max(1, math.ceil(timeout))
         try:
+            if hook.sleep is not None:
+                # Bounded by what the hook may take (the grace period left, for preStop).
+                self.clock.sleep(min(float(hook.sleep.seconds), timeout))
+                return True, ""
             if hook.exec is not None:
                 result = self.runtime.exec_sync(container_id, list(hook.exec.command), timeout)
                 if result.exit_code == 0:
@@ -766,9 +787,12 @@ class Executor:
         message: str,
         *,
         orphan_ref: tuple[str, str, str] | None = None,
+        grace: float | None = None,
     ) -> None:
-        """preStop (if the spec has one), then stop with the remaining grace period (>= 2 s)."""
-        grace = grace_of(pod, rc)
+        """preStop (if the spec has one), then stop with the remaining grace period (>= 2 s):
+        ``grace`` when given (a failed probe's own), else the pod's."""
+        if grace is None:
+            grace = grace_of(pod, rc)
         if pod is not None:
             self.event(pod, EventType.NORMAL, "Killing", message, name)
         elif orphan_ref is not None:
@@ -803,10 +827,27 @@ class Executor:
         remaining = max(MIN_GRACE_PERIOD, grace - (self.clock.monotonic() - start))
         self.runtime.stop_container(container_id, remaining)
 
+    def resize_container(self, pod: Pod, resize: ContainerToResize, record: PodRecord) -> None:
+        """Change a running container's resources in place (the plan checked the runtime can)."""
+        spec = next(
+            c for c in (*pod.spec.containers, *pod.spec.init_containers) if c.name == resize.name
+        )
+        updater = resource_updater(self.runtime)
+        if updater is None:
+            raise InvalidConfig(f"the runtime cannot resize container {resize.name} in place")
+        updater.update_container_resources(resize.container_id, container_resources(spec, pod))
+        record.resized[resize.container_id] = resources_record(spec)
+        logger.info(
+            "resized container %s of pod %s in place",
+            resize.name,
+            pod.full_name,
+            extra={"pod": pod.full_name},
+        )
+
     def kill_pod(self, pod: Pod | None, observed: ObservedPod) -> list[str]:
         """Stop every running container of the pod, then its sandboxes."""
         killed: list[str] = []
-        for c in observed.containers:
+        for c in stop_order(pod, observed.containers):
             if c.state is RuntimeState.EXITED:
                 continue
             name = container_name(c)
@@ -833,6 +874,28 @@ class Executor:
             self.runtime.remove_container(c.id)
         for s in observed.sandboxes:
             self.runtime.remove_sandbox(s.id)
+
+
+def resource_updater(runtime: ContainerRuntime) -> ResourceUpdater | None:
+    """The runtime (under the agent's metrics wrapper, if any) as a ``ResourceUpdater``."""
+    inner = getattr(runtime, "inner", runtime)
+    return inner if isinstance(inner, ResourceUpdater) else None
+
+
+def stop_order(pod: Pod | None, containers: Iterable[RuntimeContainer]) -> list[RuntimeContainer]:
+    """The order a pod's containers stop in: sidecars after the others, the last started first
+    (the reverse of their order in ``initContainers``), as the kubelet."""
+    if pod is None:
+        return list(containers)
+    sidecars = {c.name: i for i, c in enumerate(pod.spec.init_containers) if c.is_sidecar}
+    if not sidecars:
+        return list(containers)
+
+    def rank(c: RuntimeContainer) -> int:
+        index = sidecars.get(container_name(c))
+        return 0 if index is None else len(pod.spec.init_containers) - index
+
+    return sorted(containers, key=rank)
 
 
 def _spec_of(pod: Pod, start: ContainerToStart, *, is_init: bool) -> Container:

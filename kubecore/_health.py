@@ -1,14 +1,20 @@
-"""The default HealthChecker: exec through the runtime, HTTP GET, TCP connect."""
+"""The default HealthChecker: exec through the runtime, HTTP GET, TCP connect, gRPC health.
+
+gRPC probes need the ``grpc`` extra (``pip install kubecore[grpc]``: grpcio and
+grpcio-health-checking), imported only when a gRPC probe runs; without it the agent's admission
+refuses pods with gRPC probes (``grpc_unavailable``).
+"""
 
 from __future__ import annotations
 
 import http.client
+import importlib
 import logging
 import socket
 import ssl
 
 from kubecore._errors import ContainerRuntimeError, RuntimeTimeout
-from kubecore._model import HTTPGetAction, Probe, TCPSocketAction
+from kubecore._model import GRPCAction, HTTPGetAction, Probe, TCPSocketAction
 from kubecore._runtime import ContainerRuntime, ProbeOutcome, ProbeResult, ProbeTarget
 
 logger = logging.getLogger(__name__)
@@ -30,6 +36,60 @@ def resolve_port(port: int | str, named_ports: dict[str, int] | None) -> int:
     if not 0 < value < 65536:
         raise ValueError(f"port {value} is out of range")
     return value
+
+
+GRPC_EXTRA_HINT = "install kubecore's grpc extra: pip install 'kubecore[grpc]'"
+
+
+_GRPC_MODULES = ("grpc", "grpc_health.v1.health_pb2", "grpc_health.v1.health_pb2_grpc")
+
+
+def grpc_unavailable() -> str:
+    """Why gRPC probes cannot run here ('' when they can)."""
+    for name in _GRPC_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"gRPC probes need grpcio and grpcio-health-checking ({exc}); {GRPC_EXTRA_HINT}"
+    return ""
+
+
+def grpc_health_check(host: str, port: int, service: str, timeout: float) -> ProbeResult:
+    """One ``grpc.health.v1.Health/Check`` call over plaintext, as the kubelet's gRPC prober:
+    SERVING is success, any other answer or error a failure."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    with grpc.insecure_channel(target) as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            return ProbeResult(
+                ProbeOutcome.FAILURE,
+                f"timeout: failed to connect service {target!r} within {timeout:g}s",
+            )
+        stub = health_pb2_grpc.HealthStub(channel)
+        request = health_pb2.HealthCheckRequest(service=service)
+        try:
+            response = stub.Check(request, timeout=timeout, metadata=(("user-agent", USER_AGENT),))
+        except grpc.RpcError as exc:
+            code = exc.code() if callable(getattr(exc, "code", None)) else None
+            details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                message = (
+                    "this server does not implement the grpc health protocol"
+                    f" (grpc.health.v1.Health): {details}"
+                )
+            elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                message = f"timeout: health rpc did not complete within {timeout:g}s"
+            else:
+                message = f"error: health rpc probe failed: {code}: {details}"
+            return ProbeResult(ProbeOutcome.FAILURE, message)
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+    if response.status != health_pb2.HealthCheckResponse.SERVING:
+        return ProbeResult(ProbeOutcome.FAILURE, f"service unhealthy (responded with {status!r})")
+    return ProbeResult(ProbeOutcome.SUCCESS, "")
 
 
 def _host(host: str, target: ProbeTarget) -> str:
@@ -55,12 +115,21 @@ class DefaultHealthChecker:
                 return self._http(probe.http_get, target, timeout)
             if probe.tcp_socket is not None:
                 return self._tcp(probe.tcp_socket, target, timeout)
+            if probe.grpc is not None:
+                return self._grpc(probe.grpc, target, timeout)
         except Exception as exc:  # never raise out of a probe
             logger.debug("probe of %s could not run", target.container_id, exc_info=True)
             return ProbeResult(ProbeOutcome.UNKNOWN, f"probe error: {exc}")
         return ProbeResult(
-            ProbeOutcome.UNKNOWN, "the probe names no check (exec, httpGet, tcpSocket)"
+            ProbeOutcome.UNKNOWN, "the probe names no check (exec, httpGet, tcpSocket, grpc)"
         )
+
+    def _grpc(self, action: GRPCAction, target: ProbeTarget, timeout: float) -> ProbeResult:
+        missing = grpc_unavailable()
+        if missing:
+            return ProbeResult(ProbeOutcome.UNKNOWN, missing)
+        host = _host("", target)
+        return grpc_health_check(host, resolve_port(action.port, None), action.service, timeout)
 
     def _exec(self, command: list[str], target: ProbeTarget, timeout: float) -> ProbeResult:
         if not command:

@@ -22,6 +22,8 @@ PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 DNSPolicy = Literal["ClusterFirst", "Default", "None", "ClusterFirstWithHostNet"]
 Protocol_ = Literal["TCP", "UDP", "SCTP"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+ContainerRestartPolicy = Literal["Always"]
+TerminationMessagePolicy = Literal["File", "FallbackToLogsOnError"]
 
 
 def image_tag(image: str) -> str:
@@ -147,6 +149,15 @@ class ResourceRequirements:
 
 
 @attrs.frozen
+class ContainerResizePolicy:
+    """How a change of one resource (``cpu``, ``memory``) of a running container is applied:
+    ``NotRequired`` (in place, where the runtime can) or ``RestartContainer``."""
+
+    resource_name: str
+    restart_policy: str = "NotRequired"
+
+
+@attrs.frozen
 class ExecAction:
     command: tuple[str, ...] = ()
 
@@ -173,6 +184,19 @@ class TCPSocketAction:
 
 
 @attrs.frozen
+class GRPCAction:
+    """A gRPC health check (``grpc.health.v1.Health/Check``) of ``service`` ('' for the server)."""
+
+    port: int
+    service: str = ""
+
+
+@attrs.frozen
+class SleepAction:
+    seconds: int
+
+
+@attrs.frozen
 class Probe:
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
@@ -182,6 +206,9 @@ class Probe:
     period_seconds: int = 10
     success_threshold: int = 1
     failure_threshold: int = 3
+    grpc: GRPCAction | None = None
+    termination_grace_period_seconds: int | None = None
+    """The grace period of a kill after this (liveness or startup) probe failed; else the pod's."""
 
 
 @attrs.frozen
@@ -189,12 +216,15 @@ class LifecycleHandler:
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
     tcp_socket: TCPSocketAction | None = None
+    sleep: SleepAction | None = None
 
 
 @attrs.frozen
 class Lifecycle:
     post_start: LifecycleHandler | None = None
     pre_stop: LifecycleHandler | None = None
+    stop_signal: str = ""
+    """The signal that stops the container (``SIGUSR1``); '' for the image's (else TERM)."""
 
 
 @attrs.frozen
@@ -303,10 +333,24 @@ class Container:
     image_pull_policy: PullPolicy = attrs.field()
     security_context: SecurityContext | None = None
     termination_message_path: str = DEFAULT_TERMINATION_MESSAGE_PATH
+    termination_message_policy: TerminationMessagePolicy = "File"
+    restart_policy: ContainerRestartPolicy | None = None
+    """``Always`` on an init container makes it a sidecar (a restartable init container)."""
+    stdin: bool = False
+    stdin_once: bool = False
+    tty: bool = False
+    resize_policy: tuple[ContainerResizePolicy, ...] = ()
+    """With one, a change of this container's resources is a resize (in place where allowed and
+    the runtime can), not a change of its spec."""
 
     @image_pull_policy.default
     def _default_pull_policy(self) -> PullPolicy:
         return default_pull_policy(self.image)
+
+    @property
+    def is_sidecar(self) -> bool:
+        """A restartable init container: it keeps running beside the app containers."""
+        return self.restart_policy == "Always"
 
     @property
     def privileged(self) -> bool:
@@ -616,6 +660,7 @@ class PodSpec:
     resources: ResourceRequirements | None = None
     security_context: PodSecurityContext | None = None
     host_users: bool | None = None
+    active_deadline_seconds: int | None = None
 
 
 # --- ConfigMaps and Secrets ---------------------------------------------------------------------

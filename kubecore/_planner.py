@@ -14,10 +14,12 @@ runs the init containers again, as the kubelet does.
 
 from __future__ import annotations
 
+import json
 from operator import is_
 
 from kubecore._actions import (
     ContainerToKill,
+    ContainerToResize,
     ContainerToStart,
     KillReason,
     ObservedPod,
@@ -32,17 +34,26 @@ from kubecore._observed import Record, SpecIndex, View, container_name
 from kubecore._runtime import (
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
+    RESOURCES_ANNOTATION,
+    RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
     SandboxState,
 )
-from kubecore._translate import SANDBOX_HASH_ANNOTATION, container_hash, sandbox_hash
+from kubecore._translate import (
+    SANDBOX_HASH_ANNOTATION,
+    container_hash,
+    resources_record,
+    sandbox_hash,
+)
 
 _RUNNING = RuntimeState.RUNNING
 _UNKNOWN = RuntimeState.UNKNOWN
 _READY = SandboxState.READY
 _NOOP = PodActions()
 
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
 POD_INITIALIZING = "PodInitializing"
@@ -58,7 +69,17 @@ class PodInfo(SpecIndex):
     hand the agent the same ``Pod`` object until the pod changes.
     """
 
-    __slots__ = ("all_apps", "app_hashes", "desc", "noop", "sandbox_hash", "steady")
+    __slots__ = (
+        "all_apps",
+        "all_sidecars",
+        "app_hashes",
+        "app_resources",
+        "desc",
+        "noop",
+        "sandbox_hash",
+        "sidecar_hashes",
+        "steady",
+    )
 
     def __init__(self, pod: Pod) -> None:
         spec = pod.spec
@@ -68,10 +89,20 @@ class PodInfo(SpecIndex):
             spec.restart_policy == "Never",
         )
         self.app_hashes = tuple(container_hash(c) for c in spec.containers)
+        self.app_resources = tuple(
+            resources_record(c) if c.resize_policy else None for c in spec.containers
+        )
+        """The resources record of each app container with a resizePolicy (None without)."""
         self.sandbox_hash = sandbox_hash(pod)
         meta = pod.metadata
         self.desc = f"{meta.name}_{meta.namespace}({meta.uid})"
         self.all_apps = (1 << len(spec.containers)) - 1
+        self.sidecar_hashes = {
+            c.name: (1 << i, container_hash(c))
+            for i, c in enumerate(spec.init_containers)
+            if c.is_sidecar and not c.resize_policy  # a resizable one is planned in full
+        }
+        self.all_sidecars = sum(1 << i for i, c in enumerate(spec.init_containers) if c.is_sidecar)
         self.noop = _NOOP
         self.steady: ObservedPod | None = None
         """The last observation ``_steady`` found steady (its objects are immutable)."""
@@ -117,6 +148,8 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     app_started = any(not r.never_started for records in view.app.values() for r in records)
     if policy == "Never" and not app_started:  # app containers only ever start after init
         for c in spec.init_containers:
+            if c.is_sidecar:  # restarted whatever the pod's policy: never fails the pod
+                continue
             records = view.init.get(c.name)
             if records:
                 newest = records[0]
@@ -137,8 +170,58 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     return True, failed
 
 
+IN_PLACE = "in place"
+RESTART = "restart"
+
+
+def _applied_resources(c: RuntimeContainer, history: PodHistory) -> str | None:
+    """The resources record a running container has now (None: not known)."""
+    resized = history.resized.get(c.id) if history.resized else None
+    return resized or c.annotations.get(RESOURCES_ANNOTATION)
+
+
+def changed_resources(applied: str, wanted: str) -> set[str]:
+    """The resource names whose request or limit differs between two resources records."""
+    try:
+        before, after = json.loads(applied), json.loads(wanted)
+    except ValueError:
+        return {"unreadable"}
+    names: set[str] = set()
+    for kind in ("requests", "limits"):
+        old, new = before.get(kind) or {}, after.get(kind) or {}
+        names.update(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+    return names
+
+
+def resize_of(container: Container, c: RuntimeContainer, history: PodHistory) -> str | None:
+    """How a running container takes a change of its resources: ``IN_PLACE`` where every
+    changed resource's policy is NotRequired and the runtime can, else ``RESTART``; None when
+    nothing changed (or the container has no resizePolicy)."""
+    if not container.resize_policy:
+        return None
+    applied = _applied_resources(c, history)
+    wanted = resources_record(container)
+    if applied is None or applied == wanted:
+        return None
+    policies = {p.resource_name: p.restart_policy for p in container.resize_policy}
+    changed = changed_resources(applied, wanted)
+    in_place = history.resize_in_place and all(
+        name in ("cpu", "memory") and policies.get(name, "NotRequired") == "NotRequired"
+        for name in changed
+    )
+    return IN_PLACE if in_place else RESTART
+
+
 def _probe_kill_reason(state: ProbeState) -> KillReason:
     return KillReason.STARTUP_FAILED if state.startup_failed else KillReason.LIVENESS_FAILED
+
+
+def _probe_grace(container: Container, state: ProbeState) -> float | None:
+    """The failed probe's own grace period, if it sets one (else the pod's applies)."""
+    probe = container.startup_probe if state.startup_failed else container.liveness_probe
+    if probe is None or probe.termination_grace_period_seconds is None:
+        return None
+    return float(probe.termination_grace_period_seconds)
 
 
 def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
@@ -161,7 +244,17 @@ def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
 class _Plan:
     """The mutable scratchpad of one planning run."""
 
-    __slots__ = ("history", "info", "kills", "now", "pod", "starts", "waiting")
+    __slots__ = (
+        "history",
+        "info",
+        "kills",
+        "now",
+        "pod",
+        "resizes",
+        "sidecar_starts",
+        "starts",
+        "waiting",
+    )
 
     def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
         self.pod = pod
@@ -170,12 +263,16 @@ class _Plan:
         self.now = now
         self.kills: dict[str, ContainerToKill] = {}
         self.starts: list[ContainerToStart] = []
+        self.sidecar_starts: list[ContainerToStart] = []
+        self.resizes: list[ContainerToResize] = []
         self.waiting: list[Waiting] = []
 
-    def kill(self, record: Record, reason: KillReason, message: str = "") -> None:
+    def kill(
+        self, record: Record, reason: KillReason, message: str = "", grace: float | None = None
+    ) -> None:
         c = record.c
         if c.id not in self.kills:
-            self.kills[c.id] = ContainerToKill(c.id, record.name, reason, message)
+            self.kills[c.id] = ContainerToKill(c.id, record.name, reason, message, grace)
 
     def blocked(self, container: Container, *, crash: bool) -> Waiting | None:
         """The backoff that forbids starting ``container`` now, as a Waiting reason."""
@@ -204,6 +301,25 @@ class _Plan:
             self.waiting.append(waiting)
             return
         self.starts.append(_to_start(index, records))
+
+    def resize(self, container: Container, record: Record) -> bool:
+        """Resize a running container whose resources changed; True if it is killed for it
+        (its restart is the caller's)."""
+        how = resize_of(container, record.c, self.history)
+        if how == IN_PLACE:
+            self.resizes.append(ContainerToResize(record.c.id, container.name))
+        elif how == RESTART:
+            self.kill(record, KillReason.RESOURCES_CHANGED, "will be restarted")
+            return True
+        return False
+
+    def restart_sidecar(self, index: int, records: list[Record] | None, *, crash: bool) -> None:
+        container = self.pod.spec.init_containers[index]
+        waiting = self.blocked(container, crash=crash)
+        if waiting is not None:
+            self.waiting.append(waiting)
+            return
+        self.sidecar_starts.append(_to_start(index, records))
 
     def sorted_kills(self) -> tuple[ContainerToKill, ...]:
         return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))
@@ -235,6 +351,12 @@ def compute_pod_actions(
 ) -> PodActions:
     """What to do now to bring one pod's containers to its spec (pure; deterministic)."""
     info = pod_info(pod)
+    if deadline_passed(pod, history, now):
+        view = View(info, observed)
+        terminal, failed = terminal_state(pod, view)
+        if terminal:  # it ended before its deadline: as it ended
+            return _plan_terminal(observed, view, failed)
+        return _plan_deadline_exceeded(observed, view)
     steady = _steady(info, observed, history)
     if steady is not None:
         return steady
@@ -248,8 +370,9 @@ def compute_pod_actions(
 def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodActions | None:
     """The common case, checked without building a ``View``: one ready sandbox, every app
     container running in it once with its spec hash, no probe or postStart failure, nothing
-    unknown. Returns the no-op plan, or None to plan in full. Dead containers do not matter here:
-    with every app container running, the full planner ignores them too."""
+    unknown, and every sidecar running in it likewise. Returns the no-op plan, or None to plan in
+    full. Other dead containers do not matter here: with every app container running, the full
+    planner ignores them too."""
     sandboxes = observed.sandboxes
     if len(sandboxes) != 1:
         return None
@@ -263,7 +386,9 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
         return None
     sandbox_id = sandbox.id
     app_index, hashes = info.app_index, info.app_hashes
-    seen = 0
+    sidecar_hashes = info.sidecar_hashes
+    app_resources = info.app_resources
+    seen = sidecars_seen = 0
     for c in observed.containers:
         state = c.state
         if state is not _RUNNING:
@@ -272,26 +397,36 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
             continue
         if c.sandbox_id != sandbox_id:
             return None
-        index = app_index.get(container_name(c))
-        if index is None:
-            return None
         ann = c.annotations
-        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
-            return None
         recorded = ann.get(HASH_ANNOTATION)
         if recorded is None:
             recorded = c.labels.get(HASH_ANNOTATION)
-        if recorded and recorded != hashes[index]:
-            return None
-        bit = 1 << index
-        if seen & bit:
-            return None
-        seen |= bit
+        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
+            sidecar = sidecar_hashes.get(container_name(c)) if sidecar_hashes else None
+            if sidecar is None:
+                return None
+            bit, expected = sidecar
+            if (recorded and recorded != expected) or sidecars_seen & bit:
+                return None
+            sidecars_seen |= bit
+        else:
+            index = app_index.get(container_name(c))
+            if index is None:
+                return None
+            if recorded and recorded != hashes[index]:
+                return None
+            wanted = app_resources[index]
+            if wanted is not None and _applied_resources(c, history) not in (None, wanted):
+                return None
+            bit = 1 << index
+            if seen & bit:
+                return None
+            seen |= bit
         if probes and (probe := probes.get(c.id)) is not None and probe.liveness_failed:
             return None
         if post_start_failed and c.id in post_start_failed:
             return None
-    if seen != info.all_apps:
+    if seen != info.all_apps or sidecars_seen != info.all_sidecars:
         return None
     info.steady = observed
     return info.noop_in(sandbox_id)
@@ -321,6 +456,33 @@ def _plan_terminal(observed: ObservedPod, view: View, failed: bool) -> PodAction
         sandboxes_to_remove=_removable_sandboxes(observed, view),
         pod_failed=failed,
         terminal=True,
+    )
+
+
+def deadline_at(pod: Pod, history: PodHistory) -> float | None:
+    """When the pod's ``activeDeadlineSeconds`` runs out (None: no deadline, or not active)."""
+    seconds = pod.spec.active_deadline_seconds
+    if seconds is None or history.active_since is None:
+        return None
+    return history.active_since + seconds
+
+
+def deadline_passed(pod: Pod, history: PodHistory, now: float) -> bool:
+    at = deadline_at(pod, history)
+    return at is not None and now >= at
+
+
+def _plan_deadline_exceeded(observed: ObservedPod, view: View) -> PodActions:
+    """Past its active deadline the pod fails, whatever its containers did: kill it all."""
+    kill = _anything_runs(observed, view)
+    return PodActions(
+        kill_pod=kill,
+        kill_pod_reason=KillReason.DEADLINE_EXCEEDED if kill else None,
+        sandboxes_to_remove=_removable_sandboxes(observed, view),
+        pod_failed=True,
+        terminal=True,
+        failure_reason=DEADLINE_EXCEEDED,
+        failure_message=DEADLINE_EXCEEDED_MESSAGE,
     )
 
 
@@ -400,7 +562,7 @@ def _plan_in_sandbox(
 
     # Live containers that are not (or no longer) wanted where they are.
     running: dict[str, Record] = {}
-    running_init: set[str] = set()
+    running_init: dict[str, Record] = {}
     for group, seen in ((view.app, running), (view.init, running_init)):
         for name, group_records in group.items():
             for rec in group_records:  # newest first
@@ -415,7 +577,7 @@ def _plan_in_sandbox(
                 elif rec.c.state is _UNKNOWN:
                     plan.kill(rec, KillReason.UNKNOWN_STATE)
                 else:
-                    running_init.add(name)
+                    running_init[name] = rec
     for stray in view.stray:
         if stray.live:
             plan.kill(stray, KillReason.NOT_IN_SPEC)
@@ -424,6 +586,7 @@ def _plan_in_sandbox(
     if terminal:
         return _plan_terminal(observed, view, failed)
 
+    _check_running_sidecars(plan, running_init)
     init_done, next_init = _init_progress(pod, view, sandbox_id, plan)
     if init_done is None:
         # An init container failed under restartPolicy Never: the pod fails.
@@ -453,11 +616,14 @@ def _plan_in_sandbox(
                     plan.kill(r, KillReason.UNKNOWN_STATE, "will be restarted")
                     plan.start(index, records, crash=True)
                 elif probes and (state := probes.get(r.c.id)) is not None and state.liveness_failed:
-                    plan.kill(r, _probe_kill_reason(state), state.message)
+                    grace = _probe_grace(container, state)
+                    plan.kill(r, _probe_kill_reason(state), state.message, grace)
                     if policy != "Never":
                         plan.start(index, records, crash=True)
                 elif post_start_failed and r.c.id in post_start_failed:
                     plan.kill(r, KillReason.POST_START_FAILED)
+                elif plan.resize(container, r):
+                    plan.start(index, records, crash=False)
                 continue
             if not records:
                 plan.start(index, records, crash=False)
@@ -470,7 +636,14 @@ def _plan_in_sandbox(
             elif should_restart(newest, policy):
                 plan.start(index, records, crash=True)
 
-    if not plan.kills and not plan.starts and next_init is None and not plan.waiting:
+    if (
+        not plan.kills
+        and not plan.starts
+        and not plan.resizes
+        and not plan.sidecar_starts
+        and next_init is None
+        and not plan.waiting
+    ):
         removable = _removable_sandboxes(observed, view)
         if not removable:
             return PodActions(sandbox_id=sandbox_id)
@@ -479,51 +652,107 @@ def _plan_in_sandbox(
     return PodActions(
         sandbox_id=sandbox_id,
         next_init_container=next_init,
+        sidecars_to_start=tuple(plan.sidecar_starts),
         containers_to_start=tuple(plan.starts),
         containers_to_kill=plan.sorted_kills(),
+        containers_to_resize=tuple(plan.resizes),
         sandboxes_to_remove=removable,
         waiting=tuple(plan.waiting),
     )
+
+
+def _check_running_sidecars(plan: _Plan, running_init: dict[str, Record]) -> None:
+    """Kill the running sidecars that must restart: spec changed, liveness or startup probe
+    failed, postStart hook failed. (``_init_progress`` starts them again.)"""
+    history = plan.history
+    inits = plan.pod.spec.init_containers
+    for name, r in running_init.items():
+        index = plan.info.init_index[name]
+        container = inits[index]
+        if not container.is_sidecar:
+            continue
+        if r.hash and r.hash != container_hash(container):
+            plan.kill(r, KillReason.SPEC_CHANGED, "will be restarted")
+        elif (state := history.probes.get(r.c.id)) is not None and state.liveness_failed:
+            plan.kill(r, _probe_kill_reason(state), state.message, _probe_grace(container, state))
+        elif r.c.id in history.post_start_failed:
+            plan.kill(r, KillReason.POST_START_FAILED)
+        else:
+            plan.resize(container, r)
 
 
 def _init_progress(
     pod: Pod, view: View, sandbox_id: str, plan: _Plan
 ) -> tuple[bool | None, ContainerToStart | None]:
     """(done, the init container to start now), judged from what ran in the current sandbox;
-    done is None when an init container failed under restartPolicy Never."""
-    spec = pod.spec
-    inits = spec.init_containers
+    done is None when an init container failed under restartPolicy Never.
+
+    As the kubelet, the init container furthest along that ran here is the frontier: the ones
+    before it are done (their records may be gone), except that sidecars before it are kept
+    running (started again when they are not). A sidecar at the frontier lets the next one start
+    once it runs and, if it has a startup probe, has passed it. Once app containers ran here,
+    init is done and only the sidecars are kept running.
+    """
+    inits = pod.spec.init_containers
     if not inits:
         return True, None
-    for records in view.app.values():
-        for r in records:
-            if r.c.sandbox_id == sandbox_id:
-                # App containers only ever start once init is done in that sandbox.
-                return True, None
 
     def in_sandbox(name: str) -> list[Record]:
         return [r for r in view.init.get(name, ()) if r.c.sandbox_id == sandbox_id]
 
-    for index in range(len(inits) - 1, -1, -1):
-        container = inits[index]
-        here = in_sandbox(container.name)
-        if not here:
-            continue
-        newest = here[0]
-        if newest.c.state is _UNKNOWN:  # killed above
-            return _start_init(plan, view, index, crash=True)
-        if newest.live:
+    initialized = any(
+        r.c.sandbox_id == sandbox_id for records in view.app.values() for r in records
+    )
+    frontier = len(inits)
+    if not initialized:
+        frontier = next((i for i in range(len(inits) - 1, -1, -1) if in_sandbox(inits[i].name)), -1)
+    for index in range(min(frontier, len(inits))):
+        if inits[index].is_sidecar:
+            _keep_sidecar_running(plan, view, index, in_sandbox(inits[index].name))
+    if initialized:
+        return True, None
+    if frontier < 0:
+        return _start_init(plan, view, 0, crash=False)
+
+    container = inits[frontier]
+    newest = in_sandbox(container.name)[0]
+    if newest.c.state is _UNKNOWN:  # killed above
+        return _start_init(plan, view, frontier, crash=True)
+    if newest.never_started:
+        return _start_init(plan, view, frontier, crash=False)
+    if container.is_sidecar:
+        if not newest.live or newest.c.id in plan.kills:
+            return _start_init(plan, view, frontier, crash=True)
+        if not _sidecar_started(plan, container, newest):
             return False, None
-        if newest.never_started:
-            return _start_init(plan, view, index, crash=False)
-        if not newest.failed:
-            if index == len(inits) - 1:
-                return True, None
-            return _start_init(plan, view, index + 1, crash=False)
-        if spec.restart_policy == "Never":
+    elif newest.live:
+        return False, None
+    elif newest.failed:
+        if pod.spec.restart_policy == "Never":
             return None, None
-        return _start_init(plan, view, index, crash=True)
-    return _start_init(plan, view, 0, crash=False)
+        return _start_init(plan, view, frontier, crash=True)
+    if frontier == len(inits) - 1:
+        return True, None
+    return _start_init(plan, view, frontier + 1, crash=False)
+
+
+def _sidecar_started(plan: _Plan, container: Container, running: Record) -> bool:
+    """A running sidecar counts as started once its startup probe (if any) passed."""
+    if container.startup_probe is None:
+        return True
+    state = plan.history.probes.get(running.c.id)
+    return state is not None and state.started
+
+
+def _keep_sidecar_running(plan: _Plan, view: View, index: int, here: list[Record]) -> None:
+    """Start a sidecar before the init frontier again unless it runs here (and is not being
+    killed): whatever the pod's restart policy, with the crash back-off."""
+    container = plan.pod.spec.init_containers[index]
+    newest = here[0] if here else None
+    if newest is not None and newest.live and newest.c.id not in plan.kills:
+        return
+    crash = newest is not None and not newest.never_started
+    plan.restart_sidecar(index, view.init.get(container.name), crash=crash)
 
 
 def _start_init(

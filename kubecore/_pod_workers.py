@@ -21,12 +21,13 @@ from kubecore._actions import ObservedPod, PodActions, PodHistory
 from kubecore._backoff import in_backoff
 from kubecore._clock import Clock
 from kubecore._errors import ContainerRuntimeError
-from kubecore._executor import Executor, PodRecord, SyncResult
+from kubecore._executor import Executor, PodRecord, SyncResult, resource_updater
 from kubecore._metrics import Metrics
 from kubecore._model import Pod
-from kubecore._planner import compute_pod_actions
+from kubecore._planner import compute_pod_actions, deadline_at
 from kubecore._probes import ProbeManager
 from kubecore._runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
+from kubecore._status import parse_time
 from kubecore._status_manager import PodStatusRecord, StatusManager
 from kubecore._termination import Termination, kill_within
 
@@ -78,16 +79,55 @@ class PodState:
         return PodStatusRecord(self.first_seen)
 
 
-def history_of(record: PodRecord, probes: Mapping[str, Any]) -> PodHistory:
+def history_of(
+    record: PodRecord,
+    probes: Mapping[str, Any],
+    active_since: float | None = None,
+    *,
+    resize_in_place: bool = False,
+) -> PodHistory:
     """What the planner and the status need to know of the past (shared when empty)."""
-    if not (probes or record.crash_backoff or record.image_backoff or record.post_start_failed):
+    if not (
+        probes
+        or record.crash_backoff
+        or record.image_backoff
+        or record.post_start_failed
+        or record.resized
+        or active_since is not None
+        or resize_in_place
+    ):
         return NO_HISTORY
     return PodHistory(
         crash_backoff=dict(record.crash_backoff) if record.crash_backoff else {},
         image_backoff=dict(record.image_backoff) if record.image_backoff else {},
         probes=probes,
         post_start_failed=frozenset(record.post_start_failed),
+        resized=dict(record.resized) if record.resized else {},
+        resize_in_place=resize_in_place,
+        active_since=active_since,
     )
+
+
+def _forget_gone(by_container: dict[str, str], observed: ObservedPod) -> None:
+    """Drop the entries of containers no longer on the runtime."""
+    present = {c.id for c in observed.containers}
+    for container_id in [k for k in by_container if k not in present]:
+        del by_container[container_id]
+
+
+def has_resize_policy(pod: Pod) -> bool:
+    spec = pod.spec
+    return any(c.resize_policy for c in (*spec.init_containers, *spec.containers))
+
+
+def active_since(st: PodState) -> float | None:
+    """When the pod became active, for a pod with an ``activeDeadlineSeconds`` (else None): its
+    published start time, else when the agent first took it."""
+    if st.pod.spec.active_deadline_seconds is None:
+        return None
+    status = st.published.status
+    started = parse_time(status.start_time) if status is not None else None
+    return started if started is not None else st.first_seen
 
 
 def replan_at(record: PodRecord, actions: PodActions | None, now: float) -> float:
@@ -130,6 +170,7 @@ class PodSyncer:
     ) -> None:
         self._clock = clock
         self._executor = executor
+        self._resizes_in_place = resource_updater(executor.runtime) is not None
         self._probes = probes
         self._status = status
         self._metrics = metrics
@@ -163,8 +204,12 @@ class PodSyncer:
         assert pod is not None
         now = self._clock.now()
         record = st.record
+        if record.resized:
+            _forget_gone(record.resized, work.observed)
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
-        history = history_of(record, probes)
+        since = active_since(st)
+        in_place = self._resizes_in_place and has_resize_policy(pod)
+        history = history_of(record, probes, since, resize_in_place=in_place)
         result: SyncResult | None = None
         error = ""
         actions: PodActions | None = None
@@ -216,6 +261,9 @@ class PodSyncer:
         st.dirty = acted or bool(error)
         st.actions = actions
         when = replan_at(record, actions, now) if actions and actions.waiting else math.inf
+        deadline = deadline_at(pod, history)
+        if deadline is not None and now < deadline:
+            when = min(when, deadline)
         if when < st.replan_at:
             self._wake()  # the loop recomputes how long it may sleep
         st.replan_at = when
@@ -227,7 +275,7 @@ class PodSyncer:
                     st.published,
                     pod,
                     work.observed,
-                    history_of(record, self._probes.states(uid)),
+                    history_of(record, self._probes.states(uid), since, resize_in_place=in_place),
                     actions,
                     now,
                 )

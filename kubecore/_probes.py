@@ -86,9 +86,16 @@ def _named_ports(container: Container) -> dict[str, int]:
     return {p.name: p.container_port for p in container.ports if p.name}
 
 
+def probed_containers(pod: Pod) -> tuple[Container, ...]:
+    """The containers probes apply to: the app containers and the sidecars."""
+    spec = pod.spec
+    sidecars = tuple(c for c in spec.init_containers if c.is_sidecar)
+    return (*spec.containers, *sidecars) if sidecars else spec.containers
+
+
 def has_probes(pod: Pod) -> bool:
     return any(
-        c.liveness_probe or c.readiness_probe or c.startup_probe for c in pod.spec.containers
+        c.liveness_probe or c.readiness_probe or c.startup_probe for c in probed_containers(pod)
     )
 
 
@@ -134,7 +141,7 @@ class ProbeManager:
         Containers no longer running are forgotten; new ones get their probes, first due after
         ``initialDelaySeconds`` from the container's start. A startup probe holds the others.
         """
-        specs = {c.name: c for c in pod.spec.containers}
+        specs = {c.name: c for c in probed_containers(pod)}
         jobs: list[ProbeJob] = []
         with self._lock:
             known = self._pods.get(pod.uid, {})

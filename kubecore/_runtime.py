@@ -52,6 +52,11 @@ RESTART_COUNT_ANNOTATION = "io.kubernetes.container.restartCount"
 TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath"
 GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod"
 INIT_CONTAINER_ANNOTATION = "io.kubecore.container.init"
+SIDECAR_ANNOTATION = "io.kubecore.container.sidecar"
+"""On an init container with ``restartPolicy: Always``: it runs beside the app containers."""
+RESOURCES_ANNOTATION = "io.kubecore.container.resources"
+"""The resources a container with a ``resizePolicy`` was created with (canonical JSON): its spec
+hash leaves them out, and the planner compares them to decide on a resize."""
 
 
 class SandboxState(enum.Enum):
@@ -242,6 +247,36 @@ class ContainerConfig:
     memory_limit: int | None = None
     privileged: bool = False
     security_context: LinuxContainerSecurityContext | None = None
+    stdin: bool = False
+    """Keep the container's stdin open (CRI ``stdin``; Docker ``OpenStdin``)."""
+    stdin_once: bool = False
+    """Close stdin after the first attach detaches (CRI ``stdin_once``; Docker ``StdinOnce``)."""
+    tty: bool = False
+    """Give the container a terminal (CRI ``tty``; Docker ``Tty``)."""
+    stop_signal: str = ""
+    """The signal ``stop_container`` sends first (CRI ``stop_signal``; Docker ``StopSignal``),
+    ``SIGUSR1`` style; '' for the image's own (else TERM)."""
+
+
+@attrs.frozen
+class ContainerResources:
+    """The Linux resources of a running container (CRI ``LinuxContainerResources``), as
+    ``ResourceUpdater.update_container_resources`` changes them in place."""
+
+    cpu_shares: int | None = None
+    cpu_quota: int | None = None
+    cpu_period: int | None = None
+    memory_limit: int | None = None
+
+
+@runtime_checkable
+class ResourceUpdater(Protocol):
+    """A runtime that can change a running container's resources in place (CRI
+    ``UpdateContainerResources``); one without it has containers restarted to resize them."""
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        """Raises ``ContainerNotFound``; an engine refusal is a ``ContainerRuntimeError``."""
+        ...
 
 
 # --- observations: what the runtime reports ------------------------------------------------

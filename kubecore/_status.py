@@ -149,7 +149,7 @@ def _container_status(
     else:
         state = _terminated(current, prefix, messages)
 
-    if is_init:
+    if is_init and not container.is_sidecar:
         started = running
         ready = state.terminated is not None and state.terminated.exit_code == 0
     else:
@@ -176,14 +176,29 @@ def _container_status(
 def _phase(
     policy: str,
     init_statuses: Sequence[ContainerStatus],
+    sidecars: Sequence[bool],
     statuses: Sequence[ContainerStatus],
     terminal: bool,
 ) -> PodPhase:
-    """The kubelet's getPhase."""
+    """The kubelet's getPhase. ``sidecars[i]``: init container ``i`` is a sidecar (it counts as
+    running beside the app containers, and as pending init until it has started)."""
     pending_init = failed_init = 0
-    for st in init_statuses:
+    unknown = running = waiting = stopped = succeeded = 0
+    for st, sidecar in zip(init_statuses, sidecars, strict=True):
         s = st.state
-        if s.running is not None:
+        if sidecar:
+            # An exited sidecar is neither running nor stopped: it is restarted.
+            if s.running is not None:
+                running += 1
+                if not st.started:
+                    pending_init += 1
+            elif s.waiting is not None and st.last_state.terminated is None:
+                pending_init += 1
+                waiting += 1
+            elif s.terminated is None and s.waiting is None:
+                pending_init += 1
+                unknown += 1
+        elif s.running is not None:
             pending_init += 1
         elif s.terminated is not None:
             if s.terminated.exit_code != 0:
@@ -193,7 +208,6 @@ def _phase(
                 failed_init += 1
         else:
             pending_init += 1
-    unknown = running = waiting = stopped = succeeded = 0
     for st in statuses:
         s = st.state
         if s.running is not None:
@@ -209,9 +223,7 @@ def _phase(
                 waiting += 1
         else:
             unknown += 1
-    app_started = any(
-        st.state.running or st.state.terminated or st.last_state.terminated for st in statuses
-    )
+    app_started = _any_started(statuses)
     # App containers only start once init is done: a failed init instance seen next to them
     # (a contradictory snapshot) does not fail the pod, as the planner does not either.
     if failed_init and policy == "Never" and not app_started:
@@ -233,6 +245,14 @@ def _phase(
             return "Failed"
         return "Running"
     return "Pending"
+
+
+def _any_started(statuses: Sequence[ContainerStatus]) -> bool:
+    """Whether an app container has run (so init was done), as the kubelet's
+    HasAnyRegularContainerStarted."""
+    return any(
+        st.state.running or st.state.terminated or st.last_state.terminated for st in statuses
+    )
 
 
 def _condition(
@@ -331,16 +351,32 @@ def compute_pod_status(
         for c in spec.containers
     )
 
-    phase = _phase(spec.restart_policy, init_statuses, statuses, actions.terminal)
+    sidecars = tuple(c.is_sidecar for c in spec.init_containers)
+    phase = _phase(spec.restart_policy, init_statuses, sidecars, statuses, actions.terminal)
     if actions.pod_failed:
         phase = "Failed"
+    reason = previous.reason if previous is not None else ""
+    message = previous.message if previous is not None else ""
     if previous is not None and previous.phase in _TERMINAL_PHASES:
-        phase = previous.phase
+        phase = previous.phase  # and its reason: it ended before this
+    elif actions.failure_reason:
+        reason, message = actions.failure_reason, actions.failure_message
 
     stamp = rfc3339(now)
     before = {c.type: c for c in previous.conditions} if previous is not None else {}
-    incomplete = [st for st in init_statuses if not st.ready]
-    unready = [st for st in statuses if not st.ready]
+    incomplete = [
+        st
+        for st, sidecar in zip(init_statuses, sidecars, strict=True)
+        if not (st.started if sidecar else st.ready)
+    ]
+    unready = [
+        *(
+            st
+            for st, sidecar in zip(init_statuses, sidecars, strict=True)
+            if sidecar and not st.ready
+        ),
+        *(st for st in statuses if not st.ready),
+    ]
     if phase == "Succeeded":
         init_reason = ready_reason = POD_COMPLETED
         init_message = ready_message = ""
@@ -351,7 +387,9 @@ def compute_pod_status(
         )
         ready_reason = "ContainersNotReady" if unready else ""
         ready_message = f"containers with unready status: {_names(unready)}" if unready else ""
-    initialized = not incomplete or phase == "Succeeded"
+    initialized = not incomplete or phase == "Succeeded" or _any_started(statuses)
+    if initialized and incomplete and phase != "Succeeded":
+        init_reason, init_message = "", ""  # initialized before: sidecars restarting
     containers_ready = not unready and phase not in _TERMINAL_PHASES
     gates_reason, gates_message = _readiness_gates_unmet(spec.readiness_gates)
     ready = containers_ready and not gates_reason
@@ -382,8 +420,8 @@ def compute_pod_status(
     return PodStatus(
         phase=phase,
         conditions=conditions,
-        message=previous.message if previous is not None else "",
-        reason=previous.reason if previous is not None else "",
+        message=message,
+        reason=reason,
         host_ip=node_ip,
         host_ips=(HostIP(node_ip),) if node_ip else (),
         pod_ip=pod_ip,
@@ -430,7 +468,10 @@ def _condition_true(status: PodStatus, kind: str) -> bool:
 def _init_status_text(pod: Pod, status: PodStatus) -> str:
     """``Init:...`` while an init container has not completed ('' once all have)."""
     total = len(pod.spec.init_containers)
+    sidecars = {c.name for c in pod.spec.init_containers if c.is_sidecar}
     for index, cs in enumerate(status.init_container_statuses):
+        if cs.name in sidecars and (cs.started or _any_started(status.container_statuses)):
+            continue
         terminated = cs.state.terminated
         if terminated is not None and terminated.exit_code == 0:
             continue

@@ -32,6 +32,25 @@ class PodStatusRecord:
     """Termination messages by container id (read once: a dead container's file is final)."""
 
 
+FALLBACK_LOG_LINES = 80
+FALLBACK_LOG_BYTES = 2048
+
+
+def log_tail_message(lines: list[bytes]) -> str:
+    """The last ``FALLBACK_LOG_LINES`` lines, cut to their last ``FALLBACK_LOG_BYTES`` bytes."""
+    text = b"".join(lines[-FALLBACK_LOG_LINES:])[-FALLBACK_LOG_BYTES:]
+    return text.decode(errors="replace")
+
+
+def _falling_back_to_logs(pod: Pod) -> frozenset[str]:
+    spec = pod.spec
+    return frozenset(
+        c.name
+        for c in (*spec.init_containers, *spec.containers)
+        if c.termination_message_policy == "FallbackToLogsOnError"
+    )
+
+
 def rejected_status(rejection: Rejection, now: float) -> PodStatus:
     return PodStatus(
         phase="Failed", reason=rejection.reason, message=rejection.message, start_time=rfc3339(now)
@@ -64,18 +83,36 @@ class StatusManager:
         return self._runtime_name_cache
 
     def termination_messages(
-        self, record: PodStatusRecord, uid: str, observed: ObservedPod
+        self, record: PodStatusRecord, pod: Pod, observed: ObservedPod
     ) -> dict[str, str]:
+        """The termination message of each dead container (read once: a dead container's file
+        and log are final); under ``FallbackToLogsOnError`` the tail of a failed container's
+        log stands in for an empty file."""
         messages = record.messages
+        fallback: frozenset[str] | None = None
         for c in observed.containers:
             if c.state is RuntimeState.EXITED and c.id not in messages:
-                messages[c.id] = self._volumes.read_termination_message(
-                    uid, container_name_of(c), restart_count_of(c)
-                )
+                name = container_name_of(c)
+                message = self._volumes.read_termination_message(pod.uid, name, restart_count_of(c))
+                if not message and c.exit_code != 0:
+                    if fallback is None:
+                        fallback = _falling_back_to_logs(pod)
+                    if name in fallback:
+                        message = self._log_tail(c.id)
+                messages[c.id] = message
         if len(messages) > len(observed.containers):
             ids = {c.id for c in observed.containers}
             record.messages = messages = {k: v for k, v in messages.items() if k in ids}
         return {k: v for k, v in messages.items() if v}
+
+    def _log_tail(self, container_id: str) -> str:
+        """The last lines of a container's log, as the kubelet's fallback message."""
+        try:
+            lines = list(self._runtime.logs(container_id, tail=FALLBACK_LOG_LINES))
+        except ContainerRuntimeError as exc:
+            logger.debug("no log for the termination message of %s: %s", container_id, exc)
+            return ""
+        return log_tail_message(lines)
 
     def update(
         self,
@@ -95,7 +132,7 @@ class StatusManager:
             actions,
             now,
             previous=record.status,
-            termination_messages=self.termination_messages(record, pod.uid, observed),
+            termination_messages=self.termination_messages(record, pod, observed),
             runtime_name=self.runtime_name(),
             host_ip=self._host_ip,
         )

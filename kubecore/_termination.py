@@ -17,7 +17,7 @@ from collections.abc import Container
 
 from kubecore._actions import ObservedPod
 from kubecore._clock import Clock
-from kubecore._executor import MIN_GRACE_PERIOD, Executor, container_name_of
+from kubecore._executor import MIN_GRACE_PERIOD, Executor, container_name_of, stop_order
 from kubecore._model import Pod
 from kubecore._runtime import EventType, RuntimeState, SandboxState
 
@@ -127,10 +127,11 @@ def kill_within(
 ) -> None:
     """Stop every container of a pod known by its spec within the termination's deadline:
     "Killing", its preStop hook bounded by the time left, then a stop with the time left after
-    the hook (never under two seconds); then the sandboxes."""
+    the hook (never under two seconds); then the sandboxes. Sidecars stop after the app
+    containers, the last started first."""
     pod = termination.pod
     specs = {c.name: c for c in (*pod.spec.containers, *pod.spec.init_containers)}
-    for c in observed.containers:
+    for c in stop_order(pod, observed.containers):
         if c.state is RuntimeState.EXITED:
             continue
         if c.state is not RuntimeState.RUNNING:

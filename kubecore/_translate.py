@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kubecore._model import Container, Pod, PodDNSConfig
+from kubecore._model import Container, Pod, PodDNSConfig, ResourceRequirements
 from kubecore._quantity import cpu_millis, memory_bytes
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
@@ -26,10 +26,13 @@ from kubecore._runtime import (
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
+    RESOURCES_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
     SANDBOX_CONTAINER_NAME,
+    SIDECAR_ANNOTATION,
     TERMINATION_MESSAGE_PATH_ANNOTATION,
     ContainerConfig,
+    ContainerResources,
     DNSConfig,
     Image,
     Mount,
@@ -157,8 +160,40 @@ def container_hash(container: Container) -> str:
     derived = container.derived
     digest: str | None = derived.get("hash")
     if digest is None:
-        digest = derived["hash"] = _digest(container)
+        if container.resize_policy:  # its resources are resized, not a change of spec
+            digest = _digest(attrs.evolve(container, resources=ResourceRequirements()))
+        else:
+            digest = _digest(container)
+        derived["hash"] = digest
     return digest
+
+
+def resources_record(container: Container) -> str:
+    """The canonical JSON of a container's resources, as ``RESOURCES_ANNOTATION`` keeps it."""
+    derived = container.derived
+    text: str | None = derived.get("resources")
+    if text is None:
+        value = _canonical(container.resources)
+        text = derived["resources"] = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return text
+
+
+def container_resources(container: Container, pod: Pod | None = None) -> ContainerResources:
+    """The Linux resources of a container: CPU shares from the request (else the limit), a CFS
+    quota from the limit, the memory limit. With its ``pod``, the pod-level limits stand in for
+    those the container does not set (``effective_limits``)."""
+    requests = container.resources.requests
+    limits = container.resources.limits if pod is None else effective_limits(pod, container)
+    # Kubernetes defaults a missing cpu request to the container's own limit.
+    request_milli = _cpu_millis_of(requests) or _cpu_millis_of(container.resources.limits)
+    quota = milli_cpu_to_quota(_cpu_millis_of(limits))
+    memory = limits.get("memory")
+    return ContainerResources(
+        cpu_shares=milli_cpu_to_shares(request_milli),
+        cpu_quota=quota,
+        cpu_period=CPU_PERIOD_US if quota is not None else None,
+        memory_limit=memory_bytes(memory) if memory else None,
+    )
 
 
 def _sandbox_digest(pod: Pod) -> str:
@@ -583,13 +618,7 @@ def container_config(
     if hosts_file:
         mounts.append(Mount(hosts_file, "/etc/hosts"))
 
-    requests, limits = container.resources.requests, effective_limits(pod, container)
-    # Kubernetes defaults a missing cpu request to the limit.
-    request_milli = _cpu_millis_of(requests) or _cpu_millis_of(container.resources.limits)
-    limit_milli = _cpu_millis_of(limits)
-    quota = milli_cpu_to_quota(limit_milli)
-    memory = limits.get("memory")
-
+    resources = container_resources(container, pod)
     labels = pod_labels(pod, node_name)
     labels[CONTAINER_NAME_LABEL] = container.name
     annotations = {
@@ -599,6 +628,10 @@ def container_config(
         INIT_CONTAINER_ANNOTATION: "true" if is_init else "false",
         GRACE_PERIOD_ANNOTATION: str(pod.spec.termination_grace_period_seconds),
     }
+    if container.is_sidecar:
+        annotations[SIDECAR_ANNOTATION] = "true"
+    if container.resize_policy:
+        annotations[RESOURCES_ANNOTATION] = resources_record(container)
     return ContainerConfig(
         name=container.name,
         image=container.image,
@@ -610,10 +643,14 @@ def container_config(
         labels=labels,
         annotations=annotations,
         attempt=restart_count,
-        cpu_shares=milli_cpu_to_shares(request_milli),
-        cpu_quota=quota,
-        cpu_period=CPU_PERIOD_US if quota is not None else None,
-        memory_limit=memory_bytes(memory) if memory else None,
+        cpu_shares=resources.cpu_shares,
+        cpu_quota=resources.cpu_quota,
+        cpu_period=resources.cpu_period,
+        memory_limit=resources.memory_limit,
         privileged=container.privileged,
         security_context=container_security(pod, container, seccomp_root=seccomp_root, image=image),
+        stdin=container.stdin,
+        stdin_once=container.stdin_once,
+        tty=container.tty,
+        stop_signal=container.lifecycle.stop_signal if container.lifecycle else "",
     )

@@ -1,12 +1,14 @@
 """How a pod becomes runtime configs: the sandbox and container configs, their DNS settings, the
-namespace modes (CRI's ``NamespaceOption``) a runtime applies, the pod's managed hosts file and
-the hash that tells a changed container spec."""
+namespace modes (CRI's ``NamespaceOption``) a runtime applies, the pod's managed hosts file, the
+hash that tells a changed container spec, and the resources a runtime that resizes containers in
+place (``ResourceUpdater``) is given."""
 
-from kubecore._runtime import NamespaceMode, NamespaceOption
+from kubecore._runtime import ContainerResources, NamespaceMode, NamespaceOption, ResourceUpdater
 from kubecore._translate import (
     ResolvConf,
     container_config,
     container_hash,
+    container_resources,
     dns_config,
     managed_hosts_file,
     parse_resolv_conf,
@@ -14,11 +16,14 @@ from kubecore._translate import (
 )
 
 __all__ = [
+    "ContainerResources",
     "NamespaceMode",
     "NamespaceOption",
     "ResolvConf",
+    "ResourceUpdater",
     "container_config",
     "container_hash",
+    "container_resources",
     "dns_config",
     "managed_hosts_file",
     "parse_resolv_conf",

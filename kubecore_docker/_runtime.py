@@ -37,7 +37,7 @@ from kubecore import (
 )
 from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
 from kubecore.security import LinuxContainerSecurityContext, ProfileType, SecurityProfile
-from kubecore.translate import NamespaceMode
+from kubecore.translate import ContainerResources, NamespaceMode
 from kubecore.volumes import MountPropagation
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
@@ -296,7 +296,7 @@ def container_create_args(
             config.name, config.security_context, engine or EngineSecurity()
         )
         host.update(secured)
-    return {
+    args: dict[str, Any] = {
         "image": config.image,
         "name": container_name(config, sandbox),
         "labels": container_labels(config, sandbox_id, sandbox),
@@ -308,6 +308,31 @@ def container_create_args(
         "use_config_proxy": False,
         "host_config": host,
     }
+    if config.tty:
+        args["tty"] = True
+    if config.stop_signal:
+        args["stop_signal"] = config.stop_signal
+    if config.stdin:
+        args["stdin_open"] = True
+        # docker-py ties StdinOnce to attaching at create time: the engine gets the CRI value.
+        args[_CONFIG_OVERRIDES] = {"StdinOnce": config.stdin_once, "AttachStdin": False}
+    return args
+
+
+_CONFIG_OVERRIDES = "config_overrides"
+"""Key of ``container_create_args``: fields of the engine's container config set as given."""
+
+
+def _create_container(api: Any, call: dict[str, Any]) -> str:
+    """``create_container``, with the config fields docker-py will not set as given."""
+    overrides = call.get(_CONFIG_OVERRIDES)
+    if not overrides:
+        return str(api.create_container(**call)["Id"])
+    kwargs = {k: v for k, v in call.items() if k not in (_CONFIG_OVERRIDES, "name")}
+    kwargs.pop("use_config_proxy", None)  # the proxy environment is never added
+    config = api.create_container_config(**kwargs)
+    config.update(overrides)
+    return str(api.create_container_from_config(config, call["name"])["Id"])
 
 
 INTERRUPTED_AFTER = 30.0
@@ -391,7 +416,7 @@ class DockerRuntime:
             call = {**args, "host_config": api.create_host_config(**args["host_config"])}
         try:
             with engine_errors(subject):
-                return str(api.create_container(**call)["Id"])
+                return _create_container(api, call)
         except Conflict:
             log.info(
                 "removing a stale container named %s",
@@ -400,7 +425,7 @@ class DockerRuntime:
             )
             self._remove(args["name"])
         with engine_errors(subject):
-            return str(api.create_container(**call)["Id"])
+            return _create_container(api, call)
 
     def _remove(self, container: str) -> None:
         self._forget(container)
@@ -525,6 +550,25 @@ class DockerRuntime:
 
     def remove_container(self, container_id: str) -> None:
         self._remove(container_id)
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        """Resize in place (``docker update``): CPU shares, CFS quota and period, memory (with
+        the swap limit equal to it, as at creation). A resource left unset is not changed."""
+        changes: dict[str, Any] = {}
+        if resources.cpu_shares is not None:
+            changes["cpu_shares"] = resources.cpu_shares
+        if resources.cpu_quota is not None:
+            changes["cpu_quota"] = resources.cpu_quota
+        if resources.cpu_period is not None:
+            changes["cpu_period"] = resources.cpu_period
+        if resources.memory_limit is not None:
+            changes["mem_limit"] = resources.memory_limit
+            changes["memswap_limit"] = resources.memory_limit
+        if not changes:
+            return
+        self._forget(container_id)
+        with engine_errors(Subject.CONTAINER):
+            self._api().update_container(container_id, **changes)
 
     def container_status(self, container_id: str) -> RuntimeContainer:
         data = self._inspect(container_id, Subject.CONTAINER)

@@ -25,7 +25,7 @@ from kubecore_fake._runtime import FakeRuntime
 
 logger = logging.getLogger(__name__)
 
-ProbeKind = Literal["exec", "http", "tcp", "any"]
+ProbeKind = Literal["exec", "http", "tcp", "grpc", "any"]
 OutcomeLike = ProbeOutcome | ProbeResult | bool
 
 
@@ -42,12 +42,12 @@ class FakeHealthChecker:
 
     * exec probes run through the runtime's ``exec_sync`` (its ``on_exec`` rules or its reading
       of the command): exit 0 is SUCCESS, anything else FAILURE, a timeout FAILURE.
-    * HTTP and TCP probes answer a scripted outcome (``set_probe``) if there is one; else, when
-      containers of the pod declare listening ports, SUCCESS only for a port one of them listens
-      on; else SUCCESS while the container runs and FAILURE otherwise.
+    * HTTP, TCP and gRPC probes answer a scripted outcome (``set_probe``) if there is one; else,
+      when containers of the pod declare listening ports, SUCCESS only for a port one of them
+      listens on; else SUCCESS while the container runs and FAILURE otherwise.
 
     ``set_probe(container, kind, outcome)``: ``container`` is an id or a container name, ``kind``
-    one of exec/http/tcp/any; ``outcome`` a ``ProbeOutcome``, ``ProbeResult``, bool, or a
+    one of exec/http/tcp/grpc/any; ``outcome`` a ``ProbeOutcome``, ``ProbeResult``, bool, or a
     sequence of them answered in turn (the last one repeats).
     """
 
@@ -63,7 +63,7 @@ class FakeHealthChecker:
         kind: ProbeKind,
         outcome: OutcomeLike | Iterable[OutcomeLike],
     ) -> None:
-        if kind not in ("exec", "http", "tcp", "any"):
+        if kind not in ("exec", "http", "tcp", "grpc", "any"):
             raise ValueError(f"unknown probe kind {kind!r}")
         if isinstance(outcome, ProbeOutcome | ProbeResult | bool):
             results = [_as_result(outcome)]
@@ -92,6 +92,8 @@ class FakeHealthChecker:
             if probe.http_get
             else "tcp"
             if probe.tcp_socket
+            else "grpc"
+            if probe.grpc
             else ""
         )
         try:
@@ -105,7 +107,9 @@ class FakeHealthChecker:
 
     def _check(self, probe: Probe, target: ProbeTarget, kind: str) -> ProbeResult:
         if not kind:
-            return ProbeResult(ProbeOutcome.UNKNOWN, "the probe has no exec, httpGet or tcpSocket")
+            return ProbeResult(
+                ProbeOutcome.UNKNOWN, "the probe has no exec, httpGet, tcpSocket or grpc"
+            )
         try:
             container = self._runtime.container_status(target.container_id)
         except NotFound:
@@ -115,7 +119,7 @@ class FakeHealthChecker:
             return scripted
         if probe.exec is not None:
             return self._exec(probe, container)
-        action = probe.http_get or probe.tcp_socket
+        action = probe.http_get or probe.tcp_socket or probe.grpc
         assert action is not None
         port = action.port
         if isinstance(port, str):

@@ -15,7 +15,8 @@ Semantics worth knowing:
   reading of its command (see ``kubecore_fake._shell``): ``sh -c 'echo crashing; exit 1'`` logs
   ``crashing`` and exits 1; ``sleep 5`` exits 0 five (virtual) seconds after it starts; anything
   unknown runs until stopped.
-* ``stop_container`` sends TERM (recorded in ``signals(id)``). A behaviour with ``traps_term``
+* ``stop_container`` sends TERM, or the config's ``stop_signal`` (recorded in ``signals(id)``,
+  as ``TERM``, ``USR1``; it is answered as TERM would be). A behaviour with ``traps_term``
   exits 0 at once; otherwise the call waits the grace period on the clock (a virtual clock
   advances, stopping early if the container exits on its own) and the container is killed
   with exit code 137. Unknown programs trap TERM; shell
@@ -78,9 +79,10 @@ from kubecore.labels import (
     INIT_CONTAINER_ANNOTATION,
     POD_NAME_LABEL,
     POD_UID_LABEL,
+    SIDECAR_ANNOTATION,
 )
 from kubecore.security import parse_image_user
-from kubecore.translate import NamespaceMode
+from kubecore.translate import ContainerResources, NamespaceMode
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
 
@@ -768,7 +770,8 @@ class FakeRuntime:
             rec = self._containers.get(container_id)
             if rec is None or rec.state is not RuntimeState.RUNNING:
                 return
-            rec.signals.append("TERM")
+            # The container's stop signal stands in for TERM (its behaviour answers it alike).
+            rec.signals.append(rec.config.stop_signal.removeprefix("SIG") or "TERM")
             if rec.exited is None:
                 rec.exited = threading.Event()
             run, exited = rec.run, rec.exited
@@ -784,6 +787,19 @@ class FakeRuntime:
                 rec.signals.append("KILL")
                 self._exit_locked(rec, 137, "Error", "", events)
         self._emit(events)
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        """Resize in place: the container's recorded config takes the new resources."""
+        self._enter("update_container_resources", container_id, resources, target=container_id)
+        with self._lock:
+            rec = self._get_container_locked(container_id)
+            rec.config = attrs.evolve(
+                rec.config,
+                cpu_shares=resources.cpu_shares,
+                cpu_quota=resources.cpu_quota,
+                cpu_period=resources.cpu_period,
+                memory_limit=resources.memory_limit,
+            )
 
     def remove_container(self, container_id: str) -> None:
         self._enter("remove_container", container_id, target=container_id)
@@ -1053,7 +1069,9 @@ class FakeRuntime:
         program = _shell.read_program(
             argv,
             {"HOSTNAME": hostname, **dict(config.env)},  # as Docker and containerd set it
-            is_init=config.annotations.get(INIT_CONTAINER_ANNOTATION) == "true",
+            # A sidecar is an init container that runs beside the app, as long as they do.
+            is_init=config.annotations.get(INIT_CONTAINER_ANNOTATION) == "true"
+            and config.annotations.get(SIDECAR_ANNOTATION) != "true",
             read_file=functools.partial(_read_mounted_file, config.mounts),
         )
         return Behaviour(

@@ -197,7 +197,7 @@ def test_unknown_field_with_suggestion() -> None:
     [
         ("spec", "runtimeClassName", "gvisor", "spec.runtimeClassName"),
         ("spec", "resourceClaims", [], "spec.resourceClaims"),
-        ("container", "tty", True, "spec.containers[0].tty"),
+        ("container", "volumeDevices", [], "spec.containers[0].volumeDevices"),
     ],
 )
 def test_known_but_unsupported_fields(where: str, key: str, value: object, named: str) -> None:
@@ -359,8 +359,8 @@ def test_probe_rules() -> None:
         startupProbe={"exec": {"command": []}},
     )
     assert problems_of(data) == [
-        "spec.containers[0].livenessProbe: must have exactly one of exec, httpGet, tcpSocket; "
-        "got httpGet and tcpSocket",
+        "spec.containers[0].livenessProbe: must have exactly one of exec, httpGet, tcpSocket, "
+        "grpc; got httpGet and tcpSocket",
         "spec.containers[0].livenessProbe.initialDelaySeconds: must be at least 0, got -1",
         "spec.containers[0].livenessProbe.periodSeconds: must be at least 1, got 0",
         "spec.containers[0].livenessProbe.successThreshold: must be 1 for a livenessProbe, got 2",
@@ -375,15 +375,18 @@ def test_probe_rules() -> None:
 def test_probe_without_handler_and_missing_port() -> None:
     data = container(livenessProbe={"periodSeconds": 5}, readinessProbe={"httpGet": {}})
     assert problems_of(data) == [
-        "spec.containers[0].livenessProbe: must have exactly one of exec, httpGet, tcpSocket; "
-        "got none",
+        "spec.containers[0].livenessProbe: must have exactly one of exec, httpGet, tcpSocket, "
+        "grpc; got none",
         "spec.containers[0].readinessProbe.httpGet.port: required",
     ]
 
 
-def test_unsupported_probe_kind_is_reported_once() -> None:
-    data = container(livenessProbe={"grpc": {"port": 9000}})
-    assert problems_of(data) == ["spec.containers[0].livenessProbe.grpc: not supported by kubecore"]
+def test_a_second_probe_kind_is_reported_once() -> None:
+    data = container(livenessProbe={"grpc": {"port": 9000}, "exec": {"command": ["true"]}})
+    assert problems_of(data) == [
+        "spec.containers[0].livenessProbe: must have exactly one of exec, httpGet, tcpSocket, "
+        "grpc; got exec and grpc"
+    ]
 
 
 def test_init_containers_may_not_have_probes_or_lifecycle() -> None:

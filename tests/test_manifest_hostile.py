@@ -152,7 +152,7 @@ def test_aliases_within_the_text_size_still_load() -> None:
 def bad_containers(n: int) -> str:
     """A pod whose every container has two decoding and two validation problems."""
     containers = [
-        {"name": f"Bad_{i}", "image": 1, "ports": [{"containerPort": 0}], "stdin": True}
+        {"name": f"Bad_{i}", "image": 1, "ports": [{"containerPort": 0}], "volumeDevices": []}
         for i in range(n)
     ]
     return json.dumps(pod() | {"spec": {"containers": containers}})

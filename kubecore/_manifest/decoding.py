@@ -127,6 +127,17 @@ class _Str(_Kind):
         return bool(value == "")
 
 
+class _StrOrDefault(_Str):
+    """A string whose default value is left out of a dump, like an empty one."""
+
+    def __init__(self, default: str) -> None:
+        super().__init__()
+        self.default = default
+
+    def is_empty(self, value: Any) -> bool:
+        return bool(value in ("", self.default))
+
+
 class _Int(_Kind):
     def zero(self) -> int:
         return 0
@@ -476,6 +487,11 @@ _TCP_SOCKET = _Spec(
     m.TCPSocketAction,
     (_F("port", _IntOrStr(), required=True, always=True), _F("host", _Str())),
 )
+_GRPC = _Spec(
+    m.GRPCAction,
+    (_F("port", _Int(), required=True, always=True), _F("service", _Str())),
+)
+_SLEEP = _Spec(m.SleepAction, (_F("seconds", _Int(), required=True, always=True),))
 _HANDLER_FIELDS = (
     _F("exec", _Obj(_EXEC, optional=True)),
     _F("httpGet", _Obj(_HTTP_GET, optional=True)),
@@ -485,22 +501,25 @@ _PROBE = _Spec(
     m.Probe,
     (
         *_HANDLER_FIELDS,
+        _F("grpc", _Obj(_GRPC, optional=True)),
         _F("initialDelaySeconds", _Int(), always=True),
         _F("timeoutSeconds", _Int(), always=True),
         _F("periodSeconds", _Int(), always=True),
         _F("successThreshold", _Int(), always=True),
         _F("failureThreshold", _Int(), always=True),
+        _F("terminationGracePeriodSeconds", _Int()),
     ),
-    unsupported=frozenset({"grpc", "terminationGracePeriodSeconds"}),
 )
-_LIFECYCLE_HANDLER = _Spec(m.LifecycleHandler, _HANDLER_FIELDS, frozenset({"sleep"}))
+_LIFECYCLE_HANDLER = _Spec(
+    m.LifecycleHandler, (*_HANDLER_FIELDS, _F("sleep", _Obj(_SLEEP, optional=True)))
+)
 _LIFECYCLE = _Spec(
     m.Lifecycle,
     (
         _F("postStart", _Obj(_LIFECYCLE_HANDLER, optional=True)),
         _F("preStop", _Obj(_LIFECYCLE_HANDLER, optional=True)),
+        _F("stopSignal", _Str()),
     ),
-    unsupported=frozenset({"stopSignal"}),
 )
 _CONFIG_MAP_KEY_SELECTOR = _Spec(
     m.ConfigMapKeySelector,
@@ -656,6 +675,13 @@ _POD_SECURITY_CONTEXT = _Spec(
         *_SECURITY_PROFILE_FIELDS,
     ),
 )
+_RESIZE_POLICY = _Spec(
+    m.ContainerResizePolicy,
+    (
+        _F("resourceName", _Str(), required=True, always=True),
+        _F("restartPolicy", _Str(), required=True, always=True),
+    ),
+)
 _CONTAINER = _Spec(
     m.Container,
     (
@@ -676,15 +702,15 @@ _CONTAINER = _Spec(
         _F("terminationMessagePath", _Str(), always=True),
         _F("imagePullPolicy", _Str(), always=True),
         _F("securityContext", _Obj(_SECURITY_CONTEXT, optional=True)),
+        _F("terminationMessagePolicy", _StrOrDefault("File")),
+        _F("restartPolicy", _Str()),
+        _F("stdin", _Bool()),
+        _F("stdinOnce", _Bool()),
+        _F("tty", _Bool()),
+        _F("resizePolicy", _ObjList(_RESIZE_POLICY)),
     ),
     unsupported=frozenset(
         {
-            "resizePolicy",
-            "restartPolicy",
-            "stdin",
-            "stdinOnce",
-            "terminationMessagePolicy",
-            "tty",
             "volumeDevices",
         }
     ),
@@ -1019,10 +1045,10 @@ _POD_SPEC = _Spec(
         _F("resources", _Obj(_RESOURCES, optional=True)),
         _F("securityContext", _Obj(_POD_SECURITY_CONTEXT, optional=True)),
         _F("hostUsers", _Bool(optional=True)),
+        _F("activeDeadlineSeconds", _Int()),
     ),
     unsupported=frozenset(
         {
-            "activeDeadlineSeconds",
             "ephemeralContainers",
             "resourceClaims",
             "runtimeClassName",

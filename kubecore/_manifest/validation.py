@@ -32,6 +32,55 @@ _HUGEPAGES_PREFIX = "hugepages-"
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+# The Linux signal names Kubernetes accepts for lifecycle.stopSignal.
+STOP_SIGNALS = frozenset(
+    {
+        *(
+            f"SIG{name}"
+            for name in [
+                "ABRT",
+                "ALRM",
+                "BUS",
+                "CHLD",
+                "CLD",
+                "CONT",
+                "FPE",
+                "HUP",
+                "ILL",
+                "INT",
+                "IO",
+                "IOT",
+                "KILL",
+                "PIPE",
+                "POLL",
+                "PROF",
+                "PWR",
+                "QUIT",
+                "SEGV",
+                "STKFLT",
+                "STOP",
+                "SYS",
+                "TERM",
+                "TRAP",
+                "TSTP",
+                "TTIN",
+                "TTOU",
+                "URG",
+                "USR1",
+                "USR2",
+                "VTALRM",
+                "WINCH",
+                "XCPU",
+                "XFSZ",
+                "RTMIN",
+                "RTMAX",
+            ]
+        ),
+        *(f"SIGRTMIN+{n}" for n in range(1, 16)),
+        *(f"SIGRTMAX-{n}" for n in range(1, 15)),
+    }
+)
 _SCHEMES = ("HTTP", "HTTPS")
 _PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _CONDITION_STATUSES = ("True", "False", "Unknown")
@@ -168,19 +217,24 @@ def _check_handler(
     handler: m.Probe | m.LifecycleHandler,
     port_names: frozenset[str],
 ) -> None:
-    actions = [
-        name
-        for name, value in (
-            ("exec", handler.exec),
-            ("httpGet", handler.http_get),
-            ("tcpSocket", handler.tcp_socket),
-        )
-        if value is not None
-    ]
+    kinds: tuple[tuple[str, object], ...] = (
+        ("exec", handler.exec),
+        ("httpGet", handler.http_get),
+        ("tcpSocket", handler.tcp_socket),
+    )
+    if isinstance(handler, m.Probe):
+        kinds += (("grpc", handler.grpc),)
+    else:
+        kinds += (("sleep", handler.sleep),)
+    actions = [name for name, value in kinds if value is not None]
     if len(actions) != 1:
         got = " and ".join(actions) if actions else "none"
+        choices = ", ".join(name for name, _ in kinds)
+        errs.append(FieldError(path, f"must have exactly one of {choices}; got {got}"))
+    sleep = handler.sleep if isinstance(handler, m.LifecycleHandler) else None
+    if sleep is not None and sleep.seconds < 0:
         errs.append(
-            FieldError(path, f"must have exactly one of exec, httpGet, tcpSocket; got {got}")
+            FieldError(_field(path, "sleep.seconds"), f"must be 0 or more, got {sleep.seconds}")
         )
     if handler.exec is not None and not handler.exec.command:
         errs.append(FieldError(_field(path, "exec.command"), "required"))
@@ -208,6 +262,15 @@ def _check_probe(
     errs: _Problems, path: str, probe: m.Probe, kind: str, port_names: frozenset[str]
 ) -> None:
     _check_handler(errs, path, probe, port_names)
+    if probe.grpc is not None:
+        _check_port_number(errs, _field(_field(path, "grpc"), "port"), probe.grpc.port)
+    grace = probe.termination_grace_period_seconds
+    if grace is not None:
+        where = _field(path, "terminationGracePeriodSeconds")
+        if kind == "readinessProbe":
+            errs.append(FieldError(where, "not allowed on a readinessProbe (it never kills)"))
+        elif grace < 1:
+            errs.append(FieldError(where, f"must be at least 1, got {grace}"))
     minimums = (
         ("initialDelaySeconds", probe.initial_delay_seconds, 0),
         ("timeoutSeconds", probe.timeout_seconds, 1),
@@ -507,6 +570,32 @@ def _check_env_from(errs: _Problems, path: str, source: m.EnvFromSource) -> None
         )
 
 
+_RESIZABLE = ("cpu", "memory")
+_RESIZE_RESTART_POLICIES = ("NotRequired", "RestartContainer")
+
+
+def _check_resize_policy(
+    errs: _Problems, path: str, policies: Sequence[m.ContainerResizePolicy]
+) -> None:
+    seen: dict[str, int] = {}
+    for i, policy in enumerate(policies):
+        where = _item(path, i)
+        name = policy.resource_name
+        _check_enum(errs, _field(where, "resourceName"), name, _RESIZABLE)
+        _check_enum(
+            errs, _field(where, "restartPolicy"), policy.restart_policy, _RESIZE_RESTART_POLICIES
+        )
+        if name in seen:
+            errs.append(
+                FieldError(
+                    _field(where, "resourceName"),
+                    f"duplicate resource {name!r} (also resizePolicy[{seen[name]}])",
+                )
+            )
+        else:
+            seen[name] = i
+
+
 def _check_container(
     errs: _Problems,
     path: str,
@@ -529,6 +618,25 @@ def _check_container(
     _check_enum(errs, _field(path, "imagePullPolicy"), container.image_pull_policy, _PULL_POLICIES)
     if container.termination_message_path == "":
         errs.append(FieldError(_field(path, "terminationMessagePath"), "required"))
+    _check_enum(
+        errs,
+        _field(path, "terminationMessagePolicy"),
+        container.termination_message_policy,
+        _TERMINATION_MESSAGE_POLICIES,
+    )
+    if container.restart_policy is not None:
+        if not init:
+            errs.append(
+                FieldError(
+                    _field(path, "restartPolicy"),
+                    "only init containers may set restartPolicy (Always makes one a sidecar)",
+                )
+            )
+        else:
+            _check_enum(errs, _field(path, "restartPolicy"), container.restart_policy, ("Always",))
+    _check_resize_policy(errs, _field(path, "resizePolicy"), container.resize_policy)
+    # A sidecar (a restartable init container) runs beside the app: probes and hooks apply.
+    init = init and not container.is_sidecar
     port_names = _check_ports(errs, _field(path, "ports"), container, host_network)
 
     env_seen: dict[str, int] = {}
@@ -608,6 +716,15 @@ def _check_container(
             ):
                 if handler is not None:
                     _check_handler(errs, _field(where, name), handler, port_names)
+            signal = container.lifecycle.stop_signal
+            if signal and signal not in STOP_SIGNALS:
+                errs.append(
+                    FieldError(
+                        _field(where, "stopSignal"),
+                        f"unsupported value {signal!r}: must be a Linux signal name such as"
+                        " SIGTERM, SIGINT, SIGQUIT, SIGUSR1",
+                    )
+                )
 
 
 def _check_volumes(errs: _Problems, path: str, volumes: Sequence[m.Volume]) -> frozenset[str]:
@@ -980,6 +1097,11 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
                 _field(path, "terminationGracePeriodSeconds"),
                 f"must be 0 or more, got {spec.termination_grace_period_seconds}",
             )
+        )
+    deadline = spec.active_deadline_seconds
+    if deadline is not None and deadline < 1:
+        errs.append(
+            FieldError(_field(path, "activeDeadlineSeconds"), f"must be 1 or more, got {deadline}")
         )
     if spec.node_name:
         problem = _dns_subdomain_problem(spec.node_name)

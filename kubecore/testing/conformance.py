@@ -859,6 +859,41 @@ class RuntimeConformance:
         seen = marker.encode() in result.stdout
         assert seen is (mode is NamespaceMode.POD), result.stdout.decode(errors="replace")
 
+    def test_stdin_and_tty_are_applied_or_refused(self, harness: Harness) -> None:
+        """A runtime that cannot give a container stdin or a terminal refuses it, naming the
+        field; one that can runs it (what it applied is checked per runtime)."""
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        plain = harness.container_config(sandbox[1], harness.workloads.run_forever)
+        config = attrs.evolve(plain, stdin=True, stdin_once=True, tty=True)
+        try:
+            container_id = rt.create_container(sandbox[0], config, sandbox[1])
+        except InvalidConfig as refusal:
+            assert re.search(r"stdin|tty", str(refusal)), f"the refusal names no field: {refusal}"
+            return
+        harness.containers.append(container_id)
+        rt.start_container(container_id)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+
+    def test_a_stop_signal_is_applied_or_refused(self, harness: Harness) -> None:
+        """A runtime that cannot stop a container with another signal than TERM refuses a
+        ``stop_signal``, naming it; one that can stops the container (its own check proves the
+        signal)."""
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()
+        plain = harness.container_config(sandbox[1], harness.workloads.run_forever)
+        config = attrs.evolve(plain, stop_signal="SIGINT")
+        try:
+            container_id = rt.create_container(sandbox[0], config, sandbox[1])
+        except InvalidConfig as refusal:
+            assert "stop_signal" in str(refusal), f"the refusal names no field: {refusal}"
+            return
+        harness.containers.append(container_id)
+        rt.start_container(container_id)
+        harness.wait_state(container_id, RuntimeState.RUNNING)
+        rt.stop_container(container_id, self.STOP_TIMEOUT)
+        assert rt.container_status(container_id).state is RuntimeState.EXITED
+
     def test_stop_a_created_container(self, harness: Harness) -> None:
         sandbox = harness.run_sandbox()
         container_id = harness.create(sandbox, harness.workloads.run_forever)

@@ -258,6 +258,15 @@ class ProcessRuntime(RuntimeBase):
                 f"{config.name}: {', '.join(asked)}: a process runs as the agent's user, with no"
                 " isolation"
             )
+        if config.stop_signal:
+            raise InvalidConfig(
+                f"{config.name}: the process runtime stops containers with TERM only"
+                f" (stop_signal {config.stop_signal} asked)"
+            )
+        if config.stdin or config.tty:
+            raise InvalidConfig(
+                f"{config.name}: the process runtime gives no container stdin or a tty"
+            )
         ref = normalise_image(config.image)
         if self.images.image_status(ref) is None:
             raise ImageNotFound(f"{config.image} is not present (pull it first)")
