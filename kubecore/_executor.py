@@ -40,6 +40,7 @@ from kubecore._errors import (
 from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._errors import PrivilegedNotAllowed as PrivilegedNotAllowed
 from kubecore._events import pod_reference
+from kubecore._metrics import Metrics, container_type
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._observed import container_name, restart_count
 from kubecore._observed import newest_sandbox as _newest_sandbox
@@ -84,6 +85,9 @@ class PodRecord:
     """(kind, container) -> the backoff deadline an event was already recorded for."""
     warned: set[str] = attrs.field(factory=set)
     """Refusals already reported by an event (not repeated at every sync)."""
+    pull_seconds: float = 0.0
+    """Time spent pulling this pod's images (left out of its start SLI)."""
+    worker_started: bool = False
 
 
 @attrs.frozen
@@ -195,8 +199,10 @@ class Executor:
         backoff_initial: float = 10.0,
         backoff_max: float = 300.0,
         node_name: str = "",
+        metrics: Metrics | None = None,
     ) -> None:
         self.runtime = runtime
+        self.metrics = metrics or Metrics()
         self.puller = puller
         self.recorder = recorder
         self.clock = clock
@@ -371,7 +377,8 @@ class Executor:
 
     # --- images -----------------------------------------------------------------------------
 
-    def _pull(self, pod: Pod, image: str, container: str, *, init: bool = False) -> None:
+    def _pull(self, pod: Pod, image: str, container: str, *, init: bool = False) -> float:
+        """Pull ``image`` for ``pod``; returns the seconds the pull took."""
         self.event(
             pod, EventType.NORMAL, "Pulling", f'Pulling image "{image}"', container, init=init
         )
@@ -403,6 +410,7 @@ class Executor:
             container,
             init=init,
         )
+        return took
 
     def ensure_image(
         self, pod: Pod, container: Container, record: PodRecord, *, init: bool
@@ -411,7 +419,7 @@ class Executor:
         image = container.image
         try:
             if policy == "Always":
-                self._pull(pod, image, container.name, init=init)
+                record.pull_seconds += self._pull(pod, image, container.name, init=init)
             else:
                 present = self.puller.image_status(image) is not None
                 if not present and policy == "Never":
@@ -431,7 +439,7 @@ class Executor:
                         init=init,
                     )
                 else:
-                    self._pull(pod, image, container.name, init=init)
+                    record.pull_seconds += self._pull(pod, image, container.name, init=init)
         except ImagePullError:
             now = self.clock.now()
             record.image_backoff[container.name] = self._next_backoff(
@@ -492,11 +500,14 @@ class Executor:
             is_init=is_init,
             node_name=self.node_name,
         )
+        kind = container_type(is_init=is_init)
+        self.metrics.started_containers.labels(kind).inc()
         try:
             container_id = self.runtime.create_container(
                 target.sandbox_id, config, target.sandbox_config
             )
         except ContainerRuntimeError as exc:
+            self.metrics.started_containers_errors.labels(kind, "CreateContainerError").inc()
             self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
             raise
         self.event(
@@ -505,6 +516,7 @@ class Executor:
         try:
             self.runtime.start_container(container_id)
         except ContainerRuntimeError as exc:
+            self.metrics.started_containers_errors.labels(kind, "RunContainerError").inc()
             self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
             raise
         self.event(

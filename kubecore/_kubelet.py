@@ -62,12 +62,12 @@ from kubecore._runtime import (
     Subscription,
 )
 from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
-from kubecore._stats import stats_summary
+from kubecore._stats import StatsProvider
 from kubecore._status import pod_verdict
 from kubecore._status_manager import StatusManager
 from kubecore._termination import PodLifecycle, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
-from kubecore._updates import Operation, PodUpdate
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._volumes import VolumeManager
 from kubecore._workers import Inbox, PodWorkers
 
@@ -80,6 +80,11 @@ _DEATH_CONFIRM_WINDOW = 5.0
 """Seconds a reported death is re-checked: an engine may list a container as running for a
 moment after its death event (Docker does)."""
 _DEATH_RECHECK = 0.05
+_SYNC_LOOP_MIN_THRESHOLD = 300.0
+"""The kubelet's ``syncloop`` health check allows twice the resync interval, at least 5 min."""
+_CLUSTER_SOURCES = frozenset({"api", "etcd"})
+"""Pods from these sources are the API server's (or the scheduler's); the others are *static*
+pods, as the kubelet's metrics label them."""
 
 
 @attrs.frozen
@@ -169,6 +174,7 @@ class Kubelet:
         self.config = cfg = config or KubeletConfig()
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
+        self.metrics.set_node_name(cfg.node_name)
         self.raw_runtime = runtime
         self.runtime = InstrumentedRuntime(runtime, self.metrics, self.clock)
         self.puller = InstrumentedPuller(puller, self.metrics, self.clock)
@@ -196,6 +202,7 @@ class Kubelet:
             backoff_initial=cfg.backoff_initial,
             backoff_max=cfg.backoff_max,
             node_name=cfg.node_name,
+            metrics=self.metrics,
         )
         self.gc_policy = ContainerGCPolicy(cfg.gc_max_dead_per_container, cfg.gc_min_age)
         self.image_gc = ImageGC(
@@ -216,6 +223,7 @@ class Kubelet:
             now=self.clock.now,
             max_workers=cfg.workers,
             on_change=self._post,
+            monotonic=self.clock.monotonic,
         )
         self.status_manager = StatusManager(
             self.runtime, self.volumes, self.recorder, self.metrics, host_ip=cfg.host_ip
@@ -232,6 +240,14 @@ class Kubelet:
             start=start,
         )
         self._gauges = NodeGauges(self.metrics)
+        self.stats = StatsProvider(
+            self.runtime,
+            node_name=cfg.node_name,
+            root_dir=cfg.root_dir,
+            pod_dir=self.volumes.pod_dir,
+            image_fs=self.puller.image_fs_usage,
+        )
+        self.metrics.attach_resource_source(self._resource_summary)
         self.desired = DesiredPods(
             self.admission,
             self.status_manager,
@@ -264,6 +280,9 @@ class Kubelet:
         self._outcomes_lock = threading.Lock()
         self._last_resync = start
         self._last_pass = start
+        self._last_relist: float | None = None
+        self._counted: tuple[object, float] = (None, -math.inf)
+        """The desired states last counted in the pod gauges, and when."""
         self._wake = threading.Event()
         self._unconfirmed_deaths: dict[str, float] = {}
         """Container id -> when its death was reported, until a snapshot shows it dead."""
@@ -333,6 +352,7 @@ class Kubelet:
 
     def _leave(self, pod: Pod) -> None:
         self.probes.forget(pod.uid)
+        self.metrics.forget_pod(pod.uid)
         self.terminations.leave(pod)
 
     def _cut_short(self, uid: str) -> None:
@@ -397,6 +417,10 @@ class Kubelet:
             self._outcomes = []
         self._generation += 1
         generation = self._generation
+        relist_started = self.clock.monotonic()
+        if self._last_relist is not None:
+            self.metrics.pleg_relist_interval.observe(max(0.0, relist_started - self._last_relist))
+        self._last_relist = relist_started
         try:
             engine_snapshot = self.runtime.snapshot()
         except Exception as exc:
@@ -410,6 +434,8 @@ class Kubelet:
         grouped = view.entries
         now = self.clock.now()
         mono = self.clock.monotonic()
+        self.metrics.pleg_relist_duration.observe(max(0.0, mono - relist_started))
+        self.metrics.pleg_last_seen.set(now)
         if self._unconfirmed_deaths:
             self._confirm_deaths(snapshot, mono)
         self._grouped = grouped
@@ -481,6 +507,7 @@ class Kubelet:
             logger.exception("housekeeping failed")
             collected = 0
         self._gauges.update(snapshot, view.ready, view.running)
+        self._count_pods(mono)
 
         actions: dict[str, str] = {}
         errors: dict[str, str] = {}
@@ -504,6 +531,26 @@ class Kubelet:
             garbage_collected=collected,
             duration=duration,
         )
+
+    def _count_pods(self, mono: float) -> None:
+        """The desired and active pod gauges, by static or not: when the desired pods changed,
+        else once per housekeeping interval (a pod turning terminal leaves the active ones)."""
+        states = self.desired.states
+        counted, at = self._counted
+        if counted is states and mono - at < self.config.housekeeping_interval:
+            return
+        self._counted = (states, mono)
+        desired = {"true": 0, "false": 0}
+        for pod in self.pod_config.pods():
+            desired[_static_label(pod)] += 1
+        active = {"true": 0, "false": 0}
+        for st in states.values():
+            status = st.published.status
+            if status is None or status.phase not in ("Succeeded", "Failed"):
+                active[_static_label(st.pod)] += 1
+        for label in ("true", "false"):
+            self.metrics.desired_pods.labels(label).set(desired[label])
+            self.metrics.active_pods.labels(label).set(active[label])
 
     def _sync_direct(self, uid: str, work: Work) -> None:
         """A pod's sync in this thread, failing as a pod worker would (logged, not raised)."""
@@ -706,25 +753,55 @@ class Kubelet:
         return self.runtime.exec_sync(found.id, list(command), timeout)
 
     def stats_summary(self) -> dict[str, Any]:
-        """The kubelet's ``/stats/summary`` shape: the node and each pod with its containers."""
-        return stats_summary(self.runtime, self.pods(), self.config.node_name, self.clock.now())
+        """The kubelet's ``/stats/summary`` (Summary API): the node and each pod with its
+        containers and volumes."""
+        return self.stats.summary(self.pods(), self.clock.now())
 
-    def healthz(self) -> tuple[bool, str]:
-        """(healthy, reason): the runtime answers, and the loop (when started) keeps passing."""
+    def _resource_summary(self) -> dict[str, Any]:
+        return self.stats.summary(self.pods(), self.clock.now(), cpu_and_memory_only=True)
+
+    def health_checks(self) -> list[tuple[str, str]]:
+        """The kubelet's ``/healthz`` checks as (name, why it fails; "" when it passes):
+        ``ping``, ``syncloop`` (the loop, when started, passed within twice the resync
+        interval, at least 5 min), ``runtime`` (the runtime answers) and one ``source <name>``
+        per pod source (it has reported, and can be read now)."""
+        checks = [("ping", "")]
+        for name, problem in (
+            ("syncloop", self._sync_loop_problem()),
+            ("runtime", self._runtime_problem()),
+        ):
+            checks.append((name, f"failed: {problem}" if problem else ""))
+        reasons = self.pod_config.not_ready_reasons()
+        for source in self.pod_config.sources:
+            reason = reasons.get(source)
+            checks.append((f"source {source}", f"not ready: {reason}" if reason else ""))
+        return checks
+
+    def _sync_loop_problem(self) -> str:
+        if self._thread is None:
+            return ""
+        if not self._thread.is_alive():
+            return "the sync loop is not running"
+        limit = max(2 * self.config.resync_interval, _SYNC_LOOP_MIN_THRESHOLD)
+        age = self.clock.monotonic() - self._last_pass
+        if age > limit:
+            return f"the sync loop last passed {age:.0f}s ago (more than {limit:.0f}s)"
+        return ""
+
+    def _runtime_problem(self) -> str:
         try:
             self.runtime.version()
         except ContainerRuntimeError as exc:
-            return False, f"container runtime is down: {exc}"
+            return f"container runtime is down: {exc}"
         except Exception as exc:
-            return False, f"container runtime check failed: {exc!r}"
-        if self._thread is not None:
-            if not self._thread.is_alive():
-                return False, "sync loop is not running"
-            limit = max(10 * self.config.relist_interval, 2 * self.config.resync_interval)
-            age = self.clock.monotonic() - self._last_pass
-            if age > limit:
-                return False, f"sync loop last passed {age:.0f}s ago"
-        return True, "ok"
+            return f"container runtime check failed: {exc!r}"
+        return ""
+
+    def healthz(self) -> tuple[bool, str]:
+        """(healthy, reason): the runtime answers, and the loop (when started) keeps passing.
+        (Pod sources are not part of it: see ``health_checks``.)"""
+        problem = self._runtime_problem() or self._sync_loop_problem()
+        return (False, problem) if problem else (True, "ok")
 
     def close(self) -> None:
         """Stop the loop (if started). Containers keep running."""
@@ -739,6 +816,11 @@ class Kubelet:
     @property
     def root_dir(self) -> str:
         return os.path.abspath(self.config.root_dir)
+
+
+def _static_label(pod: Pod) -> str:
+    source = pod.metadata.annotations.get(SOURCE_ANNOTATION, "")
+    return "false" if source in _CLUSTER_SOURCES else "true"
 
 
 def _settled(pod: Pod) -> bool:

@@ -28,3 +28,6 @@ class PodUpdate:
     op: Operation
     pods: tuple[Pod, ...]
     source: str
+    reason: str = attrs.field(default="", eq=False)
+    """With ``NOT_READY``: why the source cannot be read (``/healthz`` shows it); not part of
+    the update's identity."""

@@ -462,7 +462,8 @@ class DockerRuntime:
                 filters={
                     "label": [MANAGED_LABEL, f"{DOCKER_TYPE_LABEL}={CONTAINER_TYPE}"],
                     "status": "running",
-                }
+                },
+                size=True,
             )
         # one_shot skips the engine's second sample (about 1 s per container); API 1.41 and later.
         one_shot = self._connection.api_version_at_least("1.41")
@@ -476,7 +477,15 @@ class DockerRuntime:
                         data = api.stats(entry["Id"], stream=False)
             except (ContainerNotFound, Conflict):
                 continue
-            result.append(stats_from(entry["Id"], data, self._clock.now()))
+            size_rw = entry.get("SizeRw")
+            result.append(
+                stats_from(
+                    entry["Id"],
+                    data,
+                    self._clock.now(),
+                    size_rw if isinstance(size_rw, int) else None,
+                )
+            )
         return result
 
     def close(self) -> None:

@@ -838,6 +838,11 @@ class FakeRuntime:
                     ),
                     memory_working_set_bytes=rec.behaviour.memory_bytes,
                     memory_usage_bytes=rec.behaviour.memory_bytes,
+                    memory_rss_bytes=rec.behaviour.memory_bytes,
+                    memory_page_faults=0,
+                    memory_major_page_faults=0,
+                    writable_layer_used_bytes=0,
+                    writable_layer_inodes_used=0,
                 )
                 for rec in self._containers.values()
                 if rec.managed and rec.state is RuntimeState.RUNNING
