@@ -118,6 +118,23 @@ def _bare_counter_headers(text: bytes) -> bytes:
     return text
 
 
+class _WithoutCreated:
+    """A registry's families without the ``_created`` series the Python client adds (the
+    kubelet has none)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family
+
+
+def _exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(_WithoutCreated(registry))
+
+
 class _BareCounter:
     """A labelled counter exposed under its own name (no ``_total``), as the kubelet's
     ``kubelet_evictions``."""
@@ -362,15 +379,15 @@ class Metrics:
 
     def render(self) -> bytes:
         """``/metrics`` in the Prometheus text format."""
-        return _bare_counter_headers(generate_latest(self.registry))
+        return _bare_counter_headers(_exposition(self.registry))
 
     def render_probes(self) -> bytes:
         """``/metrics/probes``."""
-        return generate_latest(self.probe_registry)
+        return _exposition(self.probe_registry)
 
     def render_resource(self) -> bytes:
         """``/metrics/resource``."""
-        return generate_latest(self.resource_registry)
+        return _exposition(self.resource_registry)
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's value, from any of the registries (for tests and quick checks)."""
