@@ -477,7 +477,7 @@ class DockerRuntime:
                         data = api.stats(entry["Id"], stream=False)
             except (ContainerNotFound, Conflict):
                 continue
-            size_rw = entry.get("SizeRw")
+            size_rw = entry.get("SizeRw", 0)  # left out when 0
             result.append(
                 stats_from(
                     entry["Id"],
