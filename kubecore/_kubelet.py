@@ -41,7 +41,7 @@ from kubecore._housekeeping import Housekeeping
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
 from kubecore._observed import container_age
-from kubecore._pod_workers import Outcome, PodSyncer, Work
+from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
 from kubecore._probes import ProbeManager
@@ -252,7 +252,7 @@ class Kubelet:
             self.admission,
             self.status_manager,
             on_leave=self._leave,
-            on_desired=self.terminations.cancel,
+            on_desired=self._desired_again,
         )
         self._syncer = PodSyncer(
             clock=self.clock,
@@ -354,6 +354,14 @@ class Kubelet:
         self.probes.forget(pod.uid)
         self.metrics.forget_pod(pod.uid)
         self.terminations.leave(pod)
+
+    def _desired_again(self, desired: Mapping[str, PodState]) -> None:
+        """Pods desired again before their containers went start afresh (the kubelet counts
+        them as restarted pods)."""
+        for uid, st in desired.items():
+            if uid in self.terminations:
+                self.metrics.restarted_pods.labels(_static_label(st.pod)).inc()
+        self.terminations.cancel(desired)
 
     def _cut_short(self, uid: str) -> None:
         """A terminating pod's grace period was shortened while its worker may be blocked in a
@@ -551,6 +559,9 @@ class Kubelet:
         for label in ("true", "false"):
             self.metrics.desired_pods.labels(label).set(desired[label])
             self.metrics.active_pods.labels(label).set(active[label])
+        working = working_pod_counts(states, self._grouped, self.terminations)
+        for labels, count in working.items():
+            self.metrics.working_pods.labels(*labels).set(count)
 
     def _sync_direct(self, uid: str, work: Work) -> None:
         """A pod's sync in this thread, failing as a pod worker would (logged, not raised)."""
@@ -816,6 +827,42 @@ class Kubelet:
     @property
     def root_dir(self) -> str:
         return os.path.abspath(self.config.root_dir)
+
+
+_WORKING_CONFIGS = (("desired", "true"), ("desired", "false"), ("orphan", "true"),
+                    ("orphan", "false"), ("runtime_only", "unknown"))  # fmt: skip
+_LIFECYCLE_LABELS = {
+    PodLifecycle.SYNCING: "terminating",  # left the config, its worker has not begun yet
+    PodLifecycle.TERMINATING: "terminating",
+    PodLifecycle.TERMINATED: "terminated",
+}
+
+
+def working_pod_counts(
+    desired: Mapping[str, PodState], on_node: Iterable[str], terminations: Terminations
+) -> dict[tuple[str, str, str], int]:
+    """The kubelet's ``working_pods`` (lifecycle, config, static) -> count, every combination
+    present: desired pods sync (or are terminated once terminal), pods that left the config
+    are orphans on their way out, and pods only the runtime shows are ``runtime_only``."""
+    counts = {
+        (lifecycle, config, static): 0
+        for config, static in _WORKING_CONFIGS
+        for lifecycle in ("sync", "terminating", "terminated")
+    }
+    for st in desired.values():
+        status = st.published.status
+        terminal = status is not None and status.phase in ("Succeeded", "Failed")
+        counts["terminated" if terminal else "sync", "desired", _static_label(st.pod)] += 1
+    for uid in on_node:
+        if uid in desired or not uid:
+            continue
+        termination = terminations.get(uid)
+        if termination is None:
+            counts["terminating", "runtime_only", "unknown"] += 1
+        else:
+            lifecycle = _LIFECYCLE_LABELS[termination.lifecycle]
+            counts[lifecycle, "orphan", _static_label(termination.pod)] += 1
+    return counts
 
 
 def _static_label(pod: Pod) -> str:

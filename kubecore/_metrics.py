@@ -195,6 +195,21 @@ class Metrics:
             ["static"],
             registry=r,
         )
+        self.working_pods = Gauge(
+            "kubelet_working_pods",
+            "Number of pods the kubelet is actually running, broken down by lifecycle phase, "
+            "whether the pod is desired, orphaned, or runtime only (also orphaned), and whether "
+            "the pod is static.",
+            ["lifecycle", "config", "static"],
+            registry=r,
+        )
+        self.restarted_pods = Counter(
+            "kubelet_restarted_pods_total",
+            "Number of pods that have been restarted because they were deleted and recreated "
+            "with the same UID while the kubelet was watching them",
+            ["static"],
+            registry=r,
+        )
         self.pod_start_duration = Histogram(
             "kubelet_pod_start_duration_seconds",
             "Duration in seconds from kubelet seeing a pod for the first time to the pod starting "

@@ -23,6 +23,8 @@ KUBELET_METRICS = {
     "kubelet_running_containers": ("gauge", {"container_state"}),
     "kubelet_desired_pods": ("gauge", {"static"}),
     "kubelet_active_pods": ("gauge", {"static"}),
+    "kubelet_working_pods": ("gauge", {"lifecycle", "config", "static"}),
+    "kubelet_restarted_pods": ("counter", {"static"}),
     "kubelet_pod_start_duration_seconds": ("histogram", set()),
     "kubelet_pod_start_sli_duration_seconds": ("histogram", set()),
     "kubelet_pod_worker_duration_seconds": ("histogram", {"operation_type"}),
@@ -110,6 +112,18 @@ def converge_probed_pod(node: Node) -> None:
     node.clock.sleep(3)
     node.kubelet.sync()
     node.kubelet.metrics.record_eviction("memory.available")
+    restart_a_pod(node)
+
+
+def restart_a_pod(node: Node) -> None:
+    """A pod deleted and added again with the same UID before its containers went."""
+    again = make_pod("again", ctr("app"), uid="uid-again")
+    node.kubelet.set_pods([again], source="file")
+    node.converge()
+    node.kubelet.set_pods([], source="file")
+    node.kubelet.sync()
+    node.kubelet.set_pods([again], source="file")
+    node.converge()
 
 
 def test_metrics_has_the_kubelets_names_types_and_labels(served: tuple[Node, str]) -> None:
@@ -240,3 +254,22 @@ def test_a_gone_pod_leaves_no_probe_series() -> None:
     )
     metrics.forget_pod("u")
     assert b"pod_uid" not in metrics.render_probes()
+
+
+def working(node: Node, lifecycle: str, config: str, static: str) -> float | None:
+    labels = {"lifecycle": lifecycle, "config": config, "static": static}
+    return node.kubelet.metrics.value("kubelet_working_pods", labels)
+
+
+def test_working_and_restarted_pods(node: Node) -> None:
+    node.kubelet.set_pods([make_pod("web", ctr("app"), uid="uid-web")])
+    node.converge()
+    assert working(node, "sync", "desired", "false") == 1
+    assert working(node, "terminated", "orphan", "false") == 0
+    node.kubelet.set_pods([])
+    node.kubelet.sync()  # killed and removed in this pass; the pod was still on the node
+    assert working(node, "sync", "desired", "false") == 0
+    assert working(node, "terminated", "orphan", "false") == 1
+    restart_a_pod(node)
+    assert node.kubelet.metrics.value("kubelet_restarted_pods_total", {"static": "true"}) == 1
+    assert working(node, "sync", "desired", "true") == 1
