@@ -65,6 +65,16 @@ def parse_proc_stat(text: str) -> tuple[int | None, float | None]:
     return cpu, boot
 
 
+def parse_process_stat(text: str) -> tuple[int, float] | None:
+    """(CPU time in ns, start in s after boot) of a process from ``/proc/<pid>/stat``."""
+    _, _, rest = text.rpartition(")")  # the command name may hold spaces and parentheses
+    fields = rest.split()
+    if len(fields) < 20:
+        return None
+    utime, stime, start = int(fields[11]), int(fields[12]), int(fields[19])
+    return (utime + stime) * 1_000_000_000 // _TICKS, start / _TICKS
+
+
 def parse_key_values(text: str) -> dict[str, int]:
     """``/proc/meminfo`` (kB values turned to bytes) or ``/proc/vmstat``."""
     values: dict[str, int] = {}
@@ -248,7 +258,8 @@ class StatsProvider:
             wanted = {pod.uid for pod in pods}
             self._kept = {uid: kept for uid, kept in self._kept.items() if uid in wanted}
             self._rates.retain(
-                ["node"] + [f"{uid}/{name}" for uid, kept in self._kept.items() for name in kept]
+                ["node", "kubelet"]
+                + [f"{uid}/{name}" for uid, kept in self._kept.items() for name in kept]
             )
             node = self._node(now, cpu_and_memory_only)
             pods_out = [self._pod(pod, now, cpu_and_memory_only) for pod in pods]
@@ -264,7 +275,8 @@ class StatsProvider:
             parse_key_values(_read(f"{self._proc}/vmstat") or ""),
         )
         node: Json = {"nodeName": self._node_name}
-        node["systemContainers"] = []
+        agent = self._agent(now, boot)
+        node["systemContainers"] = [agent] if agent else []
         if boot is not None:
             node["startTime"] = rfc3339(boot)
         if cpu_nanos is not None:
@@ -297,6 +309,30 @@ class StatsProvider:
             }
         node["rlimit"] = self._rlimit(time)
         return node
+
+    def _agent(self, now: float, boot: float | None) -> Json | None:
+        """The agent's own process, as the kubelet reports its ``kubelet`` system container."""
+        process = parse_process_stat(_read(f"{self._proc}/self/stat") or "")
+        status = parse_key_values(_read(f"{self._proc}/self/status") or "")
+        if process is None or boot is None:
+            return None
+        cpu_nanos, started = process
+        time = rfc3339(now)
+        rss = status.get("VmRSS")
+        return {
+            "name": "kubelet",
+            "startTime": rfc3339(boot + started),
+            "cpu": _present(
+                {
+                    "time": time,
+                    "usageNanoCores": self._rates.rate("kubelet", now, cpu_nanos),
+                    "usageCoreNanoSeconds": cpu_nanos,
+                }
+            ),
+            "memory": _present(
+                {"time": time, "usageBytes": rss, "workingSetBytes": rss, "rssBytes": rss}
+            ),
+        }
 
     def _rlimit(self, time: str) -> Json:
         pid_max = (_read(f"{self._proc}/sys/kernel/pid_max") or "").strip()

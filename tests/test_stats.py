@@ -30,6 +30,7 @@ NET_DEV = (
     "    lo: 999 1 0 0 0 0 0 0 999 1 0 0 0 0 0 0\n"
     "  eth0: 1000 10 1 0 0 0 0 0 2000 20 2 0 0 0 0 0\n"
 )
+SELF_STAT = "42 (python3 (x)) S 1 42 42 0 -1 0 0 0 0 0 250 50 0 0 20 0 4 0 12345 0 0\n"
 ROUTE = "Iface\tDestination\tGateway\n eth0\t00000000\t0101A8C0\n"
 
 NODE_FIELDS = {"nodeName", "systemContainers", "startTime", "cpu", "memory", "network", "fs",
@@ -53,6 +54,9 @@ def fake_proc(root: Path) -> str:
     (root / "net/route").write_text(ROUTE)
     (root / "sys/kernel/pid_max").write_text("4194304\n")
     (root / "loadavg").write_text("0.10 0.20 0.30 2/345 6789\n")
+    (root / "self").mkdir()
+    (root / "self/stat").write_text(SELF_STAT)
+    (root / "self/status").write_text("Name:\tpython3\nVmRSS:\t   2048 kB\n")
     return str(root)
 
 
@@ -110,6 +114,11 @@ def test_the_summary_has_the_api_fields(tmp_path: Path) -> None:
     assert n["network"]["name"] == "eth0" and len(n["network"]["interfaces"]) == 1
     assert set(n["fs"]) == FS_FIELDS
     assert {"availableBytes", "capacityBytes", "usedBytes"} <= set(n["runtime"]["imageFs"])
+    (agent,) = n["systemContainers"]
+    assert agent["name"] == "kubelet"
+    assert agent["startTime"] == "2023-11-14T22:15:23Z"  # boot + 12345 ticks
+    assert agent["cpu"]["usageCoreNanoSeconds"] == 3 * 10**9
+    assert agent["memory"]["workingSetBytes"] == 2048 * 1024
     assert n["rlimit"] == {"time": n["cpu"]["time"], "maxpid": 4194304, "curproc": 345}
 
     (pod,) = summary["pods"]
