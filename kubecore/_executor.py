@@ -88,6 +88,7 @@ class PodRecord:
     pull_seconds: float = 0.0
     """Time spent pulling this pod's images (left out of its start SLI)."""
     worker_started: bool = False
+    """Its worker's first sync was timed (``kubelet_pod_worker_start_duration_seconds``)."""
 
 
 @attrs.frozen

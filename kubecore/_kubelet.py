@@ -358,6 +358,8 @@ class Kubelet:
     def _desired_again(self, desired: Mapping[str, PodState]) -> None:
         """Pods desired again before their containers went start afresh (the kubelet counts
         them as restarted pods)."""
+        if not self.terminations:
+            return
         for uid, st in desired.items():
             if uid in self.terminations:
                 self.metrics.restarted_pods.labels(_static_label(st.pod)).inc()

@@ -164,8 +164,7 @@ class PodSyncer:
         assert pod is not None
         now = self._clock.now()
         record = st.record
-        first_sync = st.synced_pod is None
-        updated = not first_sync and st.synced_pod is not pod
+        updated = st.synced_pod is not None and st.synced_pod is not pod
         if not record.worker_started:
             record.worker_started = True
             self._metrics.pod_worker_start_duration.observe(max(0.0, now - st.first_seen))
