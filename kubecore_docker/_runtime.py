@@ -477,6 +477,13 @@ class DockerRuntime:
                         data = api.stats(entry["Id"], stream=False)
             except (ContainerNotFound, Conflict):
                 continue
+            except (RuntimeUnavailable, RuntimeTimeout):
+                raise
+            except ContainerRuntimeError as error:
+                # A container ending while it is read answers garbage, not a 404: one
+                # container's figures missing must not fail the whole summary.
+                log.debug("stats of %s could not be read: %s", entry["Id"], error)
+                continue
             size_rw = entry.get("SizeRw", 0)  # left out when 0
             result.append(
                 stats_from(
