@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import attrs
 
 from kubecore import (
     Clock,
@@ -170,6 +173,8 @@ class DockerRuntime:
         self._starting: set[str] = set()
         """Names of the sandboxes this process is creating and starting (not interrupted)."""
         self._watchers: list[EventWatcher] = []
+        self._log_paths: dict[str, str] = {}
+        """Container id -> its log file on this host (read once, by inspect)."""
         self._closed = False
 
     @property
@@ -485,15 +490,34 @@ class DockerRuntime:
                 log.debug("stats of %s could not be read: %s", entry["Id"], error)
                 continue
             size_rw = entry.get("SizeRw", 0)  # left out when 0
-            result.append(
-                stats_from(
-                    entry["Id"],
-                    data,
-                    self._clock.now(),
-                    size_rw if isinstance(size_rw, int) else None,
-                )
+            stats = stats_from(
+                entry["Id"], data, self._clock.now(), size_rw if isinstance(size_rw, int) else None
             )
+            log_bytes = self._log_bytes(api, entry["Id"])
+            if log_bytes is not None:
+                stats = attrs.evolve(stats, log_used_bytes=log_bytes, log_inodes_used=1)
+            result.append(stats)
+        running_ids = {entry["Id"] for entry in running}
+        self._log_paths = {k: v for k, v in self._log_paths.items() if k in running_ids}
         return result
+
+    def _log_bytes(self, api: Any, container_id: str) -> int | None:
+        """The size of the container's log file, when the engine runs on this host and keeps
+        one (the json-file and local drivers do)."""
+        if not self._connection.is_local():
+            return None
+        path = self._log_paths.get(container_id)
+        if path is None:
+            try:
+                with engine_errors(Subject.CONTAINER):
+                    path = str(api.inspect_container(container_id).get("LogPath") or "")
+            except ContainerRuntimeError:
+                return None
+            self._log_paths[container_id] = path
+        try:
+            return os.stat(path).st_size if path else None
+        except OSError:
+            return None
 
     def close(self) -> None:
         self._closed = True

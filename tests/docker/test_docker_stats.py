@@ -39,7 +39,9 @@ def test_the_summary_has_a_running_containers_cpu_and_memory(
         namespace,
         [
             container(
-                "spin", engine.image, forever("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+                "spin",
+                engine.image,
+                forever("echo started; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"),
             )
         ],
     )
@@ -54,6 +56,16 @@ def test_the_summary_has_a_running_containers_cpu_and_memory(
     assert first["memory"]["workingSetBytes"] > 0
     assert first["memory"]["usageBytes"] > 0
     assert "usedBytes" in first["rootfs"], "the writable layer's size"
+    # the log file of the line it printed
+    wait_for(
+        lambda: (
+            (busy_container(kubelet.stats_summary(), namespace) or {})
+            .get("logs", {})
+            .get("usedBytes")
+        ),
+        30,
+        what="the log's size",
+    )
     # the rate needs two samples of the same container
     second = wait_for(
         lambda: (
