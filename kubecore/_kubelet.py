@@ -281,8 +281,8 @@ class Kubelet:
         self._last_resync = start
         self._last_pass = start
         self._last_relist: float | None = None
-        self._counted: tuple[object, float] = (None, -math.inf)
-        """The desired states last counted in the pod gauges, and when."""
+        self._counted: tuple[object, object] = (None, None)
+        """The desired states and the runtime's pods last counted in the pod gauges."""
         self._wake = threading.Event()
         self._unconfirmed_deaths: dict[str, float] = {}
         """Container id -> when its death was reported, until a snapshot shows it dead."""
@@ -517,7 +517,7 @@ class Kubelet:
             logger.exception("housekeeping failed")
             collected = 0
         self._gauges.update(snapshot, view.ready, view.running)
-        self._count_pods(mono)
+        self._count_pods()
 
         actions: dict[str, str] = {}
         errors: dict[str, str] = {}
@@ -542,14 +542,14 @@ class Kubelet:
             duration=duration,
         )
 
-    def _count_pods(self, mono: float) -> None:
-        """The desired and active pod gauges, by static or not: when the desired pods changed,
-        else once per housekeeping interval (a pod turning terminal leaves the active ones)."""
-        states = self.desired.states
-        counted, at = self._counted
-        if counted is states and mono - at < self.config.housekeeping_interval:
+    def _count_pods(self) -> None:
+        """The desired, active and working pod gauges, when the desired pods or the runtime's
+        pods changed (a pod turns terminal, or moves on its way out, only as its containers
+        change)."""
+        states, grouped = self.desired.states, self._grouped
+        if self._counted[0] is states and self._counted[1] is grouped:
             return
-        self._counted = (states, mono)
+        self._counted = (states, grouped)
         desired = {"true": 0, "false": 0}
         for pod in self.pod_config.pods():
             desired[_static_label(pod)] += 1
@@ -561,7 +561,7 @@ class Kubelet:
         for label in ("true", "false"):
             self.metrics.desired_pods.labels(label).set(desired[label])
             self.metrics.active_pods.labels(label).set(active[label])
-        working = working_pod_counts(states, self._grouped, self.terminations)
+        working = working_pod_counts(states, grouped, self.terminations)
         for labels, count in working.items():
             self.metrics.working_pods.labels(*labels).set(count)
 
