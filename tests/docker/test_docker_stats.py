@@ -22,6 +22,9 @@ from tests.docker.test_e2e_agent import (  # noqa: F401 - the fixtures
 
 pytestmark = pytest.mark.docker
 
+# Busy a little, all the time: a CPU rate between any two reads is above zero.
+SPIN = "echo started; while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.1; done"
+
 
 def busy_container(summary: dict[str, Any], namespace: str) -> dict[str, Any] | None:
     for pod in summary["pods"]:
@@ -41,11 +44,12 @@ def test_the_summary_has_a_running_containers_cpu_and_memory(
             container(
                 "spin",
                 engine.image,
-                forever("echo started; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"),
+                forever(SPIN),
             )
         ],
     )
-    kubelet = make_agent([pod])
+    # A node name of its own: agents of other tests on the shared engine leave its pod alone.
+    kubelet = make_agent([pod], node_name=f"stats-{namespace}")
     wait_pod(kubelet, namespace, "busy", all_running)
 
     first = wait_for(
