@@ -9,6 +9,7 @@ scrape). Names, types, labels and buckets follow the kubelet's (pkg/kubelet/metr
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -43,8 +44,10 @@ from kubecore._runtime import (
     SandboxConfig,
     Subscription,
 )
+from kubecore._status import parse_time
 
 R = TypeVar("R")
+logger = logging.getLogger(__name__)
 
 DEF_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 """The Prometheus client libraries' default buckets (Go's ``DefBuckets``)."""
@@ -338,6 +341,8 @@ class Metrics:
             registry=p,
             buckets=DEF_BUCKETS,
         )
+        self._resources = ResourceCollector()
+        self.resource_registry.register(self._resources)
         self._probe_series_lock = threading.Lock()
         self._probe_series: dict[str, set[tuple[str, ...]]] = {}
         self._duration_series: dict[str, set[tuple[str, ...]]] = {}
@@ -389,8 +394,9 @@ class Metrics:
         self.image_pull_duration.labels(image_size_label(size)).observe(max(0.0, seconds))
 
     def attach_resource_source(self, summary: Callable[[], Mapping[str, Any]]) -> None:
-        """Serve ``/metrics/resource`` from ``summary()`` (a ``/stats/summary`` document)."""
-        self.resource_registry.register(ResourceCollector(summary))
+        """Serve ``/metrics/resource`` from ``summary()`` (a ``/stats/summary`` document); the
+        last agent attached is the one served when several share these metrics."""
+        self._resources.summary = summary
 
     def render(self) -> bytes:
         """``/metrics`` in the Prometheus text format."""
@@ -424,8 +430,6 @@ def _seconds(document: Mapping[str, Any] | None, field: str, scale: float = 1.0)
 
 
 def _stamp(document: Mapping[str, Any] | None) -> float | None:
-    from kubecore._status import parse_time
-
     return parse_time(str((document or {}).get("time") or ""))
 
 
@@ -433,8 +437,8 @@ class ResourceCollector(Collector):
     """The kubelet's resource metrics (``/metrics/resource``) from a stats summary, read at
     each scrape so that gone containers leave no series behind."""
 
-    def __init__(self, summary: Callable[[], Mapping[str, Any]]) -> None:
-        self._summary = summary
+    def __init__(self, summary: Callable[[], Mapping[str, Any]] | None = None) -> None:
+        self.summary = summary
 
     def describe(self) -> Iterable[Metric]:
         # Registering must not read a summary (the agent may not be built yet).
@@ -444,11 +448,9 @@ class ResourceCollector(Collector):
         scrape_error = 0.0
         families = _resource_families()
         try:
-            summary = self._summary()
+            summary = self.summary() if self.summary is not None else {}
         except Exception:
-            import logging
-
-            logging.getLogger(__name__).exception("the stats summary for /metrics/resource failed")
+            logger.exception("the stats summary for /metrics/resource failed")
             scrape_error = 1.0
         else:
             _fill_resource_families(families, summary)
@@ -514,8 +516,6 @@ def _add(
 
 
 def _fill_resource_families(families: dict[str, Any], summary: Mapping[str, Any]) -> None:
-    from kubecore._status import parse_time
-
     node = summary.get("node") or {}
     _add(families["node_cpu"], [], node.get("cpu"), "usageCoreNanoSeconds", 1e9)
     _add(families["node_memory"], [], node.get("memory"), "workingSetBytes", 1.0)

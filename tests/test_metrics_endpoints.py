@@ -10,10 +10,12 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._metrics import Metrics, image_size_label
 from kubecore._model import ExecAction, Probe
 from kubecore._server import KubeletServer, ServerConfig
 from kubecore._updates import Operation, PodUpdate
+from kubecore_fake import FakeRuntime
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 # name -> (type, label names) as pkg/kubelet/metrics and the prober / resource collectors have them
@@ -273,3 +275,14 @@ def test_working_and_restarted_pods(node: Node) -> None:
     restart_a_pod(node)
     assert node.kubelet.metrics.value("kubelet_restarted_pods_total", {"static": "true"}) == 1
     assert working(node, "sync", "desired", "true") == 1
+
+
+def test_agents_sharing_metrics_serve_the_last_ones_resources(tmp_path: Path) -> None:
+    shared = Metrics()
+    runtimes = [FakeRuntime(), FakeRuntime()]
+    for i, runtime in enumerate(runtimes):
+        config = KubeletConfig(node_name=f"n{i}", root_dir=str(tmp_path / f"n{i}"))
+        Kubelet(runtime, runtime, config=config, metrics=shared)
+    assert shared.value("kubelet_node_name", {"node": "n1"}) == 1
+    assert shared.value("kubelet_node_name", {"node": "n0"}) is None
+    assert shared.value("resource_scrape_error") == 0
