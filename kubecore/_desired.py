@@ -10,7 +10,7 @@ termination keeps the spec), and ``on_desired`` learns which pods are desired no
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -30,7 +30,7 @@ class DesiredPods:
         status: StatusManager,
         *,
         on_leave: Callable[[Pod], None],
-        on_desired: Callable[[Container[str]], None],
+        on_desired: Callable[[Mapping[str, PodState]], None],
         node_name: str = "",
     ) -> None:
         self._admission = admission

@@ -664,7 +664,8 @@ class _EtcdWatch(abc.ABC, Generic[Item]):
         with self._lock:
             if self._listed and not self._not_ready:
                 self._not_ready = True
-                self._queue.append(PodUpdate(Operation.NOT_READY, (), self._name))
+                reason = f"etcd is unreachable: {error}"
+                self._queue.append(PodUpdate(Operation.NOT_READY, (), self._name, reason=reason))
                 logger.warning(
                     "etcd is unreachable; keeping the pods of %s as they are: %s",
                     self._prefix,

@@ -51,6 +51,7 @@ from kubecore._errors import (
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._events import pod_reference
+from kubecore._metrics import Metrics, container_type
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_name, restart_count
@@ -109,6 +110,10 @@ class PodRecord:
     """Refusals already reported by an event (not repeated at every sync)."""
     failed_mount: str = ""
     """The last FailedMount reported (an event is recorded when it changes)."""
+    pull_seconds: float = 0.0
+    """Time spent pulling this pod's images (left out of its start SLI)."""
+    worker_started: bool = False
+    """Its worker's first sync was timed (``kubelet_pod_worker_start_duration_seconds``)."""
 
 
 @attrs.frozen
@@ -230,8 +235,10 @@ class Executor:
         node_hosts_file: str = "/etc/hosts",
         objects: ObjectReader | None = None,
         node: NodeInfo | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.runtime = runtime
+        self.metrics = metrics or Metrics()
         self.objects: ObjectReader = objects if objects is not None else ObjectStore()
         self.node = node if node is not None else NodeInfo(name=node_name)
         self.puller = puller
@@ -475,7 +482,8 @@ class Executor:
 
     # --- images -----------------------------------------------------------------------------
 
-    def _pull(self, pod: Pod, image: str, container: str, *, init: bool = False) -> None:
+    def _pull(self, pod: Pod, image: str, container: str, *, init: bool = False) -> float:
+        """Pull ``image`` for ``pod``; returns the seconds the pull took."""
         self.event(
             pod, EventType.NORMAL, "Pulling", f'Pulling image "{image}"', container, init=init
         )
@@ -509,6 +517,7 @@ class Executor:
             container,
             init=init,
         )
+        return took
 
     def ensure_image(
         self, pod: Pod, container: Container, record: PodRecord, *, init: bool
@@ -517,7 +526,7 @@ class Executor:
         image = container.image
         try:
             if policy == "Always":
-                self._pull(pod, image, container.name, init=init)
+                record.pull_seconds += self._pull(pod, image, container.name, init=init)
             else:
                 present = self.puller.image_status(image) is not None
                 if not present and policy == "Never":
@@ -537,7 +546,7 @@ class Executor:
                         init=init,
                     )
                 else:
-                    self._pull(pod, image, container.name, init=init)
+                    record.pull_seconds += self._pull(pod, image, container.name, init=init)
         except ImagePullError:
             now = self.clock.now()
             record.image_backoff[container.name] = self._next_backoff(
@@ -645,11 +654,14 @@ class Executor:
         config = attrs.evolve(
             config, env=resolved.env, command=resolved.command, args=resolved.args
         )
+        kind = container_type(is_init=is_init)
+        self.metrics.started_containers.labels(kind).inc()
         try:
             container_id = self.runtime.create_container(
                 target.sandbox_id, config, target.sandbox_config
             )
         except ContainerRuntimeError as exc:
+            self.metrics.started_containers_errors.labels(kind, "CreateContainerError").inc()
             self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
             raise
         self.event(
@@ -658,6 +670,7 @@ class Executor:
         try:
             self.runtime.start_container(container_id)
         except ContainerRuntimeError as exc:
+            self.metrics.started_containers_errors.labels(kind, "RunContainerError").inc()
             self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
             raise
         self.event(

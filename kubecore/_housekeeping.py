@@ -107,10 +107,10 @@ class Housekeeping:
         snapshot: RuntimeSnapshot,
         *,
         mono: float,
-    ) -> list[tuple[Pod, Rejection]]:
+    ) -> list[tuple[Pod, Rejection, str]]:
         """When due (each housekeeping interval): bring the pods' configMap, secret, downwardAPI
         and projected volumes up to date, and return the pods to evict for their local storage
-        (disk emptyDir ``sizeLimit``, ``ephemeral-storage`` limits)."""
+        (disk emptyDir ``sizeLimit``, ``ephemeral-storage`` limits), with the eviction signal."""
         if mono - self._last_volume_chores < self._intervals[0]:
             return []
         self._last_volume_chores = mono
@@ -126,16 +126,16 @@ class Housekeeping:
             if any(map(has_ephemeral_storage_limit, watched))
             else {}
         )
-        evictions: list[tuple[Pod, Rejection]] = []
+        evictions: list[tuple[Pod, Rejection, str]] = []
         for pod in watched:
             try:
                 empty_dirs = self._volumes.empty_dir_usage(pod)
             except (OSError, ValueError) as exc:
                 logger.warning("measuring the emptyDirs of pod %s failed: %s", pod.uid, exc)
                 continue
-            rejection = local_storage_eviction(pod, empty_dirs, layers.get(pod.uid, {}))
-            if rejection is not None:
-                evictions.append((pod, rejection))
+            eviction = local_storage_eviction(pod, empty_dirs, layers.get(pod.uid, {}))
+            if eviction is not None:
+                evictions.append((pod, *eviction))
         return evictions
 
     def _writable_layers(self, snapshot: RuntimeSnapshot) -> dict[str, dict[str, int]]:
@@ -151,7 +151,7 @@ class Housekeeping:
             found = stats.get(c.id)
             if found is None:
                 continue
-            used = (found.writable_layer_bytes or 0) + (found.logs_bytes or 0)
+            used = (found.writable_layer_used_bytes or 0) + (found.log_used_bytes or 0)
             by_name = usage.setdefault(c.labels.get(POD_UID_LABEL, ""), {})
             name = container_name(c)
             by_name[name] = by_name.get(name, 0) + used

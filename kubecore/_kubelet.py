@@ -45,7 +45,7 @@ from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_age
-from kubecore._pod_workers import Outcome, PodSyncer, Work
+from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
 from kubecore._probes import ProbeManager
@@ -67,12 +67,12 @@ from kubecore._runtime import (
 )
 from kubecore._security import detect_host_security
 from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
-from kubecore._stats import stats_summary
+from kubecore._stats import StatsProvider
 from kubecore._status import pod_verdict
 from kubecore._status_manager import StatusManager
 from kubecore._termination import PodLifecycle, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
-from kubecore._updates import Operation, PodUpdate
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._volumes import VolumeManager
 from kubecore._workers import Inbox, PodWorkers
 
@@ -85,6 +85,11 @@ _DEATH_CONFIRM_WINDOW = 5.0
 """Seconds a reported death is re-checked: an engine may list a container as running for a
 moment after its death event (Docker does)."""
 _DEATH_RECHECK = 0.05
+_SYNC_LOOP_MIN_THRESHOLD = 300.0
+"""The kubelet's ``syncloop`` health check allows twice the resync interval, at least 5 min."""
+_CLUSTER_SOURCES = frozenset({"api", "etcd"})
+"""Pods from these sources are the API server's (or the scheduler's); the others are *static*
+pods, as the kubelet's metrics label them."""
 
 
 @attrs.frozen
@@ -187,6 +192,7 @@ class Kubelet:
         self.config = cfg = config or KubeletConfig()
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
+        self.metrics.set_node_name(cfg.node_name)
         self.raw_runtime = runtime
         self.runtime = InstrumentedRuntime(runtime, self.metrics, self.clock)
         self.puller = InstrumentedPuller(puller, self.metrics, self.clock)
@@ -229,6 +235,7 @@ class Kubelet:
             cluster_domain=cfg.cluster_domain,
             objects=self.objects,
             node=NodeInfo(cfg.node_name, cfg.host_ip, host_capacity(cfg.root_dir)),
+            metrics=self.metrics,
         )
         self.objects.subscribe(lambda: self._wake.set())
         self._objects_revision = self.objects.revision
@@ -251,6 +258,7 @@ class Kubelet:
             now=self.clock.now,
             max_workers=cfg.workers,
             on_change=self._post,
+            monotonic=self.clock.monotonic,
         )
         self.status_manager = StatusManager(
             self.runtime, self.volumes, self.recorder, self.metrics, host_ip=cfg.host_ip
@@ -267,11 +275,19 @@ class Kubelet:
             start=start,
         )
         self._gauges = NodeGauges(self.metrics)
+        self.stats = StatsProvider(
+            self.runtime,
+            node_name=cfg.node_name,
+            root_dir=cfg.root_dir,
+            pod_dir=self.volumes.pod_dir,
+            image_fs=self.puller.image_fs_usage,
+        )
+        self.metrics.attach_resource_source(self._resource_summary)
         self.desired = DesiredPods(
             self.admission,
             self.status_manager,
             on_leave=self._leave,
-            on_desired=self.terminations.cancel,
+            on_desired=self._desired_again,
             node_name=cfg.node_name,
         )
         self._syncer = PodSyncer(
@@ -300,6 +316,9 @@ class Kubelet:
         self._outcomes_lock = threading.Lock()
         self._last_resync = start
         self._last_pass = start
+        self._last_relist: float | None = None
+        self._counted: tuple[object, object] = (None, None)
+        """The desired states and the runtime's pods last counted in the pod gauges."""
         self._wake = threading.Event()
         self._unconfirmed_deaths: dict[str, float] = {}
         """Container id -> when its death was reported, until a snapshot shows it dead."""
@@ -372,7 +391,18 @@ class Kubelet:
 
     def _leave(self, pod: Pod) -> None:
         self.probes.forget(pod.uid)
+        self.metrics.forget_pod(pod.uid)
         self.terminations.leave(pod)
+
+    def _desired_again(self, desired: Mapping[str, PodState]) -> None:
+        """Pods desired again before their containers went start afresh (the kubelet counts
+        them as restarted pods)."""
+        if not self.terminations:
+            return
+        for uid, st in desired.items():
+            if uid in self.terminations:
+                self.metrics.restarted_pods.labels(_static_label(st.pod)).inc()
+        self.terminations.cancel(desired)
 
     def _cut_short(self, uid: str) -> None:
         """A terminating pod's grace period was shortened while its worker may be blocked in a
@@ -436,6 +466,10 @@ class Kubelet:
             self._outcomes = []
         self._generation += 1
         generation = self._generation
+        relist_started = self.clock.monotonic()
+        if self._last_relist is not None:
+            self.metrics.pleg_relist_interval.observe(max(0.0, relist_started - self._last_relist))
+        self._last_relist = relist_started
         try:
             engine_snapshot = self.runtime.snapshot()
         except Exception as exc:
@@ -449,6 +483,8 @@ class Kubelet:
         grouped = view.entries
         now = self.clock.now()
         mono = self.clock.monotonic()
+        self.metrics.pleg_relist_duration.observe(max(0.0, mono - relist_started))
+        self.metrics.pleg_last_seen.set(now)
         if self._unconfirmed_deaths:
             self._confirm_deaths(snapshot, mono)
         self._grouped = grouped
@@ -532,10 +568,12 @@ class Kubelet:
         except Exception:
             logger.exception("volume housekeeping failed")
             evictions = []
-        for pod, rejection in evictions:
+        for pod, rejection, signal in evictions:
             self.desired.evict(pod, rejection, now)
+            self.metrics.record_eviction(signal)
             self._wake.set()
         self._gauges.update(snapshot, view.ready, view.running)
+        self._count_pods()
 
         actions: dict[str, str] = {}
         errors: dict[str, str] = {}
@@ -559,6 +597,29 @@ class Kubelet:
             garbage_collected=collected,
             duration=duration,
         )
+
+    def _count_pods(self) -> None:
+        """The desired, active and working pod gauges, when the desired pods or the runtime's
+        pods changed (a pod turns terminal, or moves on its way out, only as its containers
+        change)."""
+        states, grouped = self.desired.states, self._grouped
+        if self._counted[0] is states and self._counted[1] is grouped:
+            return
+        self._counted = (states, grouped)
+        desired = {"true": 0, "false": 0}
+        for pod in self.pod_config.pods():
+            desired[_static_label(pod)] += 1
+        active = {"true": 0, "false": 0}
+        for st in states.values():
+            status = st.published.status
+            if status is None or status.phase not in ("Succeeded", "Failed"):
+                active[_static_label(st.pod)] += 1
+        for label in ("true", "false"):
+            self.metrics.desired_pods.labels(label).set(desired[label])
+            self.metrics.active_pods.labels(label).set(active[label])
+        working = working_pod_counts(states, grouped, self.terminations)
+        for labels, count in working.items():
+            self.metrics.working_pods.labels(*labels).set(count)
 
     def _sync_direct(self, uid: str, work: Work) -> None:
         """A pod's sync in this thread, failing as a pod worker would (logged, not raised)."""
@@ -784,25 +845,55 @@ class Kubelet:
         return self.runtime.exec_sync(found.id, list(command), timeout)
 
     def stats_summary(self) -> dict[str, Any]:
-        """The kubelet's ``/stats/summary`` shape: the node and each pod with its containers."""
-        return stats_summary(self.runtime, self.pods(), self.config.node_name, self.clock.now())
+        """The kubelet's ``/stats/summary`` (Summary API): the node and each pod with its
+        containers and volumes."""
+        return self.stats.summary(self.pods(), self.clock.now())
 
-    def healthz(self) -> tuple[bool, str]:
-        """(healthy, reason): the runtime answers, and the loop (when started) keeps passing."""
+    def _resource_summary(self) -> dict[str, Any]:
+        return self.stats.summary(self.pods(), self.clock.now(), cpu_and_memory_only=True)
+
+    def health_checks(self) -> list[tuple[str, str]]:
+        """The kubelet's ``/healthz`` checks as (name, why it fails; "" when it passes):
+        ``ping``, ``syncloop`` (the loop, when started, passed within twice the resync
+        interval, at least 5 min), ``runtime`` (the runtime answers) and one ``source <name>``
+        per pod source (it has reported, and can be read now)."""
+        checks = [("ping", "")]
+        for name, problem in (
+            ("syncloop", self._sync_loop_problem()),
+            ("runtime", self._runtime_problem()),
+        ):
+            checks.append((name, f"failed: {problem}" if problem else ""))
+        reasons = self.pod_config.not_ready_reasons()
+        for source in self.pod_config.sources:
+            reason = reasons.get(source)
+            checks.append((f"source {source}", f"not ready: {reason}" if reason else ""))
+        return checks
+
+    def _sync_loop_problem(self) -> str:
+        if self._thread is None:
+            return ""
+        if not self._thread.is_alive():
+            return "the sync loop is not running"
+        limit = max(2 * self.config.resync_interval, _SYNC_LOOP_MIN_THRESHOLD)
+        age = self.clock.monotonic() - self._last_pass
+        if age > limit:
+            return f"the sync loop last passed {age:.0f}s ago (more than {limit:.0f}s)"
+        return ""
+
+    def _runtime_problem(self) -> str:
         try:
             self.runtime.version()
         except ContainerRuntimeError as exc:
-            return False, f"container runtime is down: {exc}"
+            return f"container runtime is down: {exc}"
         except Exception as exc:
-            return False, f"container runtime check failed: {exc!r}"
-        if self._thread is not None:
-            if not self._thread.is_alive():
-                return False, "sync loop is not running"
-            limit = max(10 * self.config.relist_interval, 2 * self.config.resync_interval)
-            age = self.clock.monotonic() - self._last_pass
-            if age > limit:
-                return False, f"sync loop last passed {age:.0f}s ago"
-        return True, "ok"
+            return f"container runtime check failed: {exc!r}"
+        return ""
+
+    def healthz(self) -> tuple[bool, str]:
+        """(healthy, reason): the runtime answers, and the loop (when started) keeps passing.
+        (Pod sources are not part of it: see ``health_checks``.)"""
+        problem = self._runtime_problem() or self._sync_loop_problem()
+        return (False, problem) if problem else (True, "ok")
 
     def close(self) -> None:
         """Stop the loop (if started). Containers keep running."""
@@ -817,6 +908,47 @@ class Kubelet:
     @property
     def root_dir(self) -> str:
         return os.path.abspath(self.config.root_dir)
+
+
+_WORKING_CONFIGS = (("desired", "true"), ("desired", "false"), ("orphan", "true"),
+                    ("orphan", "false"), ("runtime_only", "unknown"))  # fmt: skip
+_LIFECYCLE_LABELS = {
+    PodLifecycle.SYNCING: "terminating",  # left the config, its worker has not begun yet
+    PodLifecycle.TERMINATING: "terminating",
+    PodLifecycle.TERMINATED: "terminated",
+}
+
+
+def working_pod_counts(
+    desired: Mapping[str, PodState], on_node: Iterable[str], terminations: Terminations
+) -> dict[tuple[str, str, str], int]:
+    """The kubelet's ``working_pods`` (lifecycle, config, static) -> count, every combination
+    present: desired pods sync (or are terminated once terminal), pods that left the config
+    are orphans on their way out, and pods only the runtime shows are ``runtime_only``."""
+    counts = {
+        (lifecycle, config, static): 0
+        for config, static in _WORKING_CONFIGS
+        for lifecycle in ("sync", "terminating", "terminated")
+    }
+    for st in desired.values():
+        status = st.published.status
+        terminal = status is not None and status.phase in ("Succeeded", "Failed")
+        counts["terminated" if terminal else "sync", "desired", _static_label(st.pod)] += 1
+    for uid in on_node:
+        if uid in desired or not uid:
+            continue
+        termination = terminations.get(uid)
+        if termination is None:
+            counts["terminating", "runtime_only", "unknown"] += 1
+        else:
+            lifecycle = _LIFECYCLE_LABELS[termination.lifecycle]
+            counts[lifecycle, "orphan", _static_label(termination.pod)] += 1
+    return counts
+
+
+def _static_label(pod: Pod) -> str:
+    source = pod.metadata.annotations.get(SOURCE_ANNOTATION, "")
+    return "false" if source in _CLUSTER_SOURCES else "true"
 
 
 def _settled(pod: Pod) -> bool:

@@ -3,8 +3,8 @@ emptyDir above its ``sizeLimit``, a pod above the sum of its containers' ``ephem
 limits, or a container above its own limit is evicted (phase Failed, reason ``Evicted``).
 
 A container's usage is its writable layer and its log file as the runtime reports them
-(``ContainerStats.writable_layer_bytes`` and ``logs_bytes``; 0 where the runtime cannot tell); a
-pod's adds its disk emptyDirs.
+(``ContainerStats.writable_layer_used_bytes`` and ``log_used_bytes``; 0 where the runtime cannot
+tell); a pod's adds its disk emptyDirs.
 """
 
 from __future__ import annotations
@@ -23,11 +23,18 @@ def has_ephemeral_storage_limit(pod: Pod) -> bool:
     return any(EPHEMERAL_STORAGE in c.resources.limits for c in pod.spec.containers)
 
 
+# The kubelet's eviction signals (``kubelet_evictions{eviction_signal}``).
+EMPTY_DIR_SIGNAL = "emptydirfs.limit"
+POD_SIGNAL = "ephemeralpodfs.limit"
+CONTAINER_SIGNAL = "ephemeralcontainerfs.limit"
+
+
 def local_storage_eviction(
     pod: Pod, empty_dir_usage: Mapping[str, int], container_usage: Mapping[str, int]
-) -> Rejection | None:
-    """Why the pod must be evicted for its local storage (None: it stays); checked in the
-    kubelet's order: emptyDir limits, the pod's total, each container's limit."""
+) -> tuple[Rejection, str] | None:
+    """Why the pod must be evicted for its local storage, and the kubelet's eviction signal
+    (None: it stays); checked in the kubelet's order: emptyDir limits, the pod's total, each
+    container's limit."""
     for volume in pod.spec.volumes:
         empty = volume.empty_dir
         if empty is None or empty.size_limit is None or volume.name not in empty_dir_usage:
@@ -37,7 +44,7 @@ def local_storage_eviction(
                 EVICTED,
                 f'Usage of EmptyDir volume "{volume.name}" exceeds the limit'
                 f' "{empty.size_limit}". ',
-            )
+            ), EMPTY_DIR_SIGNAL
     limits = {
         c.name: c.resources.limits[EPHEMERAL_STORAGE]
         for c in pod.spec.containers
@@ -52,13 +59,13 @@ def local_storage_eviction(
             EVICTED,
             "Pod ephemeral local storage usage exceeds the total limit of containers"
             f" {_format_bytes(pod_limit)}. ",
-        )
+        ), POD_SIGNAL
     for name, limit in limits.items():
         if container_usage.get(name, 0) > memory_bytes(limit):
             return Rejection(
                 EVICTED,
                 f'Container {name} exceeded its local ephemeral storage limit "{limit}". ',
-            )
+            ), CONTAINER_SIGNAL
     return None
 
 

@@ -180,7 +180,8 @@ class PodSyncer:
         self._report = report
         self._wake = wake
         self._duration = {
-            op: metrics.pod_worker_duration.labels(op) for op in ("create", "sync", "kill")
+            op: metrics.pod_worker_duration.labels(op)
+            for op in ("create", "update", "sync", "kill")
         }
 
     def __call__(self, uid: str, work: Work) -> None:
@@ -206,6 +207,11 @@ class PodSyncer:
         record = st.record
         if record.resized:
             _forget_gone(record.resized, work.observed)
+        updated = st.synced_pod is not None and st.synced_pod is not pod
+        if not record.worker_started:
+            record.worker_started = True
+            self._metrics.pod_worker_start_duration.observe(max(0.0, now - st.first_seen))
+        was_started = st.published.start_reported
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
         since = active_since(st)
         in_place = self._resizes_in_place and has_resize_policy(pod)
@@ -285,11 +291,20 @@ class PodSyncer:
                     pod.full_name,
                     extra={"pod": pod.full_name},
                 )
+        if st.published.start_reported and not was_started:
+            # The kubelet's SLI leaves image pulls out of a pod's start.
+            started_in = max(0.0, now - st.first_seen - record.pull_seconds)
+            self._metrics.pod_start_sli_duration.observe(started_in)
         if acted or error:
             summary = actions.summary() if acted and actions is not None else ""
             self._report(Outcome(f"{pod.metadata.namespace}/{pod.metadata.name}", summary, error))
         status = st.published.status
-        op = "create" if status is None or status.phase == "Pending" else "sync"
+        if updated:
+            op = "update"
+        elif status is None or status.phase == "Pending":
+            op = "create"
+        else:
+            op = "sync"
         self._duration[op].observe(max(0.0, monotonic() - started))
 
     def terminate(self, uid: str, work: Work) -> None:

@@ -45,6 +45,7 @@ class PodConfig:
         self._lock = threading.Lock()
         self._sources: dict[str, dict[str, Pod]] = {}
         self._reported: set[str] = set()
+        self._not_ready_reasons: dict[str, str] = {}
         self._generation = 0
         self._merged: tuple[Pod, ...] = ()
         self._merged_generation = 0
@@ -80,6 +81,15 @@ class PodConfig:
         with self._lock:
             return tuple(s for s in self._sources if s not in self._reported)
 
+    def not_ready_reasons(self) -> dict[str, str]:
+        """Why each source of ``not_ready()`` is not ready."""
+        with self._lock:
+            return {
+                s: self._not_ready_reasons.get(s) or "it has not reported yet"
+                for s in self._sources
+                if s not in self._reported
+            }
+
     def apply(self, update: PodUpdate) -> bool:
         """Apply one update (registering its source); True if the desired state changed."""
         source = update.source
@@ -91,12 +101,14 @@ class PodConfig:
                 was_ready = source in self._reported
                 self._sources.setdefault(source, {})
                 self._reported.discard(source)
+                self._not_ready_reasons[source] = update.reason
                 if was_ready:
                     logger.warning("source %s cannot be read: its pods are kept", source)
                 return was_ready
             state = self._sources.setdefault(source, {})
             first_report = source not in self._reported  # or ready again
             self._reported.add(source)
+            self._not_ready_reasons.pop(source, None)
             before = dict(state)
             if update.op is Operation.SET:
                 state.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -42,10 +43,12 @@ class Prober:
         now: Callable[[], float],
         max_workers: int,
         on_change: Callable[[str], None],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.manager = manager
         self._metrics = metrics
         self._now = now
+        self._monotonic = monotonic
         self._max_workers = max_workers
         self._on_change = on_change
         self._lock = threading.Lock()
@@ -70,7 +73,7 @@ class Prober:
         if inline:
             changed: set[str] = set()
             for pod, job in jobs:
-                if self._record(pod, job, self.manager.run(job), now):
+                if self._record(pod, job, self._run(job), now):
                     changed.add(pod.uid)
             return changed
         for pod, job in jobs:
@@ -89,7 +92,7 @@ class Prober:
                 )
             pool = self._pool
         try:
-            future = pool.submit(self.manager.run, job)
+            future = pool.submit(self._run, job)
         except RuntimeError:  # shut down meanwhile
             with self._lock:
                 self._in_flight.discard(key)
@@ -97,7 +100,11 @@ class Prober:
         future.add_done_callback(lambda done: self._finish(pod, job, key, done))
 
     def _finish(
-        self, pod: Pod, job: ProbeJob, key: tuple[str, str], done: Future[ProbeResult]
+        self,
+        pod: Pod,
+        job: ProbeJob,
+        key: tuple[str, str],
+        done: Future[tuple[ProbeResult, float]],
     ) -> None:
         with self._lock:
             self._in_flight.discard(key)
@@ -109,8 +116,26 @@ class Prober:
         except Exception:
             logger.exception("recording the %s probe of %s failed", job.kind, job.container_id)
 
-    def _record(self, pod: Pod, job: ProbeJob, result: ProbeResult, now: float) -> bool:
-        self._metrics.probe_results.labels(job.kind, result.outcome.value).inc()
+    def _run(self, job: ProbeJob) -> tuple[ProbeResult, float]:
+        """The probe's result and the seconds it took."""
+        started = self._monotonic()
+        result = self.manager.run(job)
+        return result, self._monotonic() - started
+
+    def _record(
+        self, pod: Pod, job: ProbeJob, timed: tuple[ProbeResult, float], now: float
+    ) -> bool:
+        result, took = timed
+        meta = pod.metadata
+        self._metrics.record_probe(
+            kind=job.kind,
+            outcome=result.outcome.value,
+            container=job.container_name,
+            pod=meta.name,
+            namespace=meta.namespace,
+            pod_uid=pod.uid,
+            duration=took,
+        )
         return self.manager.record(pod, job, result, now)
 
     def shutdown(self) -> None:

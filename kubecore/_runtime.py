@@ -356,10 +356,15 @@ class ContainerStats:
     cpu_usage_nanos: int | None = None
     memory_working_set_bytes: int | None = None
     memory_usage_bytes: int | None = None
-    writable_layer_bytes: int | None = None
-    """Disk used by the container's writable layer (CRI's ``writable_layer``); None: unknown."""
-    logs_bytes: int | None = None
-    """Disk used by the container's log file (the Summary API's ``logs``); None: unknown."""
+    memory_rss_bytes: int | None = None
+    memory_page_faults: int | None = None
+    memory_major_page_faults: int | None = None
+    writable_layer_used_bytes: int | None = None
+    """The container's own writable layer (CRI's ``writable_layer``)."""
+    writable_layer_inodes_used: int | None = None
+    log_used_bytes: int | None = None
+    """The container's log, where the runtime keeps it."""
+    log_inodes_used: int | None = None
 
 
 @attrs.frozen

@@ -2,7 +2,9 @@
 
 Endpoints (all GET unless said):
 
-* ``/healthz``: 200 ``ok`` or 500 with the reason.
+* ``/healthz``: the kubelet's health checks (``ping``, ``syncloop``, ``runtime``, one ``source
+  <name>`` per pod source): 200 ``ok`` (``?verbose`` lists each check), or 500 listing each check
+  with ``[+]``/``[-]`` and why a failing one fails; ``/healthz/<check>`` runs one check.
 * ``/pods``: the desired pods with their status, as a v1 ``PodList``.
 * ``/pods/{namespace}/{name}``: one pod.
 * ``/containerLogs/{namespace}/{pod}/{container}``: the container's output, with the kubelet's
@@ -14,7 +16,9 @@ Endpoints (all GET unless said):
   (``?cmd=...``, repeated for argv, or a JSON body ``{"command": [...]}``) and answers
   ``{"exitCode", "stdout", "stderr"}``. Needs ``Authorization: Bearer <token>``.
 * ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
-* ``/metrics``: Prometheus text; ``/stats/summary``: resource use as the runtime reports it.
+* ``/metrics`` (the kubelet's ``kubelet_*`` metrics and kubecore's own), ``/metrics/probes``
+  (``prober_*``), ``/metrics/resource`` (node, pod and container CPU and memory): Prometheus text.
+* ``/stats/summary``: the Summary API document (node, pods, containers, volumes).
 * ``/version``, ``/api``, ``/apis``, ``/openapi``: the node's Kubernetes API for ``kubectl``, when
   ``KubeletServer`` is given one (``kubecore._apiserver.attach_api``).
 
@@ -43,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, RuntimeTimeout
 from kubecore._logs import MAX_TAIL_LINES as MAX_TAIL_LINES
@@ -68,8 +72,11 @@ TEXT_TYPE = "text/plain; charset=utf-8"
 
 
 class _Metrics(Protocol):
-    @property
-    def registry(self) -> CollectorRegistry: ...
+    def render(self) -> bytes: ...
+
+    def render_probes(self) -> bytes: ...
+
+    def render_resource(self) -> bytes: ...
 
 
 class ServedKubelet(Protocol):
@@ -100,7 +107,10 @@ class ServedKubelet(Protocol):
 
     def stats_summary(self) -> dict[str, Any]: ...
 
-    def healthz(self) -> tuple[bool, str]: ...
+    def health_checks(self) -> list[tuple[str, str]]:
+        """(check name, "" when it passes, else why: ``failed: …`` or ``not ready: …``), in
+        the order ``/healthz`` lists them."""
+        ...
 
     @property
     def metrics(self) -> _Metrics: ...
@@ -252,6 +262,34 @@ def _split(text: str) -> list[str]:
         return shlex.split(text)
     except ValueError as error:
         raise HTTPError(HTTPStatus.BAD_REQUEST, f"cmd: {error}") from None
+
+
+# --- health ------------------------------------------------------------------------------
+
+
+def health_check_text(name: str, problem: str) -> tuple[bool, str]:
+    """One check's answer (``/healthz/<name>``), as the kubelet gives it."""
+    if not problem:
+        return True, "ok\n"
+    return False, f"internal server error: {name} {_one_line(problem)}\n"
+
+
+def healthz_text(checks: list[tuple[str, str]], *, verbose: bool) -> tuple[bool, str]:
+    """``/healthz``: ``ok``, or one ``[+]``/``[-]`` line per check (always when one fails),
+    and unlike the kubelet, which withholds it, the reason of each failing check."""
+    ok = not any(problem for _, problem in checks)
+    if ok and not verbose:
+        return True, "ok\n"
+    lines = [
+        f"[-]{name} {_one_line(problem)}" if problem else f"[+]{name} ok"
+        for name, problem in checks
+    ]
+    lines.append("healthz check passed" if ok else "healthz check failed")
+    return ok, "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 # --- node log files -----------------------------------------------------------------------
@@ -520,14 +558,19 @@ class _Handler(BaseHTTPRequestHandler):
     # --- endpoints
 
     def _healthz(self, rest: list[str], query: dict[str, list[str]]) -> None:
-        if rest and rest != [""]:
-            raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
         try:
-            ok, message = self.server.kubelet.healthz()
+            checks = self.server.kubelet.health_checks()
         except Exception as error:
-            ok, message = False, f"health check failed: {error}"
+            checks = [("healthz", f"failed: {error}")]
+        if rest and rest != [""]:
+            name = urllib.parse.unquote("/".join(rest))
+            found = [problem for check, problem in checks if check == name]
+            if not found:
+                raise HTTPError(HTTPStatus.NOT_FOUND, f"no health check {name!r}")
+            ok, text = health_check_text(name, found[0])
+        else:
+            ok, text = healthz_text(checks, verbose="verbose" in query)
         code = HTTPStatus.OK if ok else HTTPStatus.INTERNAL_SERVER_ERROR
-        text = (message or ("ok" if ok else "unhealthy")).rstrip("\n") + "\n"
         self._send_bytes(code, text.encode(), TEXT_TYPE)
 
     def _pods(self, rest: list[str], query: dict[str, list[str]]) -> None:
@@ -675,10 +718,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
 
     def _metrics(self, rest: list[str], query: dict[str, list[str]]) -> None:
-        if rest and rest != [""]:
+        metrics = self.server.kubelet.metrics
+        renders = {
+            "": metrics.render,
+            "probes": metrics.render_probes,
+            "resource": metrics.render_resource,
+        }
+        render = renders.get("/".join(rest))
+        if render is None:
             raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
-        body = generate_latest(self.server.kubelet.metrics.registry)
-        self._send_bytes(HTTPStatus.OK, body, CONTENT_TYPE_LATEST)
+        self._send_bytes(HTTPStatus.OK, render(), CONTENT_TYPE_LATEST)
 
     def _stats(self, rest: list[str], query: dict[str, list[str]]) -> None:
         if rest != ["summary"]:

@@ -330,7 +330,8 @@ class FileSource:
             if self._not_ready:
                 return None
             self._not_ready = True
-            return PodUpdate(Operation.NOT_READY, (), self._name)
+            reason = "; ".join(line for problem in unreadable for line in problem.lines())
+            return PodUpdate(Operation.NOT_READY, (), self._name, reason=reason)
         recovered = self._not_ready
         if recovered:
             logger.warning("manifest paths of source %s can be read again", self._name)
@@ -608,7 +609,9 @@ class HTTPSource:
                     return None
                 # Its pods stay; the agent deletes nothing until the URL answers again.
                 self._not_ready = True
-                return PodUpdate(Operation.NOT_READY, (), self._name)
+                return PodUpdate(
+                    Operation.NOT_READY, (), self._name, reason="; ".join(update.lines())
+                )
             if self._failures:
                 logger.info("manifest URL %s is good again", self._url)
             self._failures = 0

@@ -32,3 +32,6 @@ class PodUpdate:
     """ConfigMaps and Secrets, with the same operation as the pods (``SET`` replaces all the
     source's objects; ``REMOVE`` takes the objects named out). None: the update says nothing
     about objects (a ``SET`` of pods alone keeps the source's objects)."""
+    reason: str = attrs.field(default="", eq=False)
+    """With ``NOT_READY``: why the source cannot be read (``/healthz`` shows it); not part of
+    the update's identity."""

@@ -267,13 +267,24 @@ def event_from(message: Json) -> RuntimeEvent | None:
     )
 
 
-def stats_from(container_id: str, data: Json, fallback_time: float) -> ContainerStats:
+def _first_int(stats: Json, *names: str) -> int | None:
+    for name in names:
+        value = stats.get(name)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def stats_from(
+    container_id: str, data: Json, fallback_time: float, size_rw: int | None = None
+) -> ContainerStats:
+    """One container's figures from ``stats``; ``size_rw`` its writable layer's size."""
     cpu = ((data.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
     memory = data.get("memory_stats") or {}
     usage = memory.get("usage")
+    inner = memory.get("stats") or {}
     working_set: int | None = None
     if isinstance(usage, int):
-        inner = memory.get("stats") or {}
         # cgroup v1 reports total_inactive_file, v2 inactive_file.
         inactive = inner.get("total_inactive_file", inner.get("inactive_file", 0)) or 0
         working_set = max(0, usage - int(inactive))
@@ -283,6 +294,11 @@ def stats_from(container_id: str, data: Json, fallback_time: float) -> Container
         cpu_usage_nanos=int(cpu) if isinstance(cpu, int) else None,
         memory_working_set_bytes=working_set,
         memory_usage_bytes=usage if isinstance(usage, int) else None,
+        # cgroup v1 names (total_rss, total_pgfault) first, then v2's (anon, pgfault).
+        memory_rss_bytes=_first_int(inner, "total_rss", "rss", "anon"),
+        memory_page_faults=_first_int(inner, "total_pgfault", "pgfault"),
+        memory_major_page_faults=_first_int(inner, "total_pgmajfault", "pgmajfault"),
+        writable_layer_used_bytes=size_rw,
     )
 
 

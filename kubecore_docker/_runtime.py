@@ -363,9 +363,9 @@ class DockerRuntime:
         self._starting: set[str] = set()
         """Names of the sandboxes this process is creating and starting (not interrupted)."""
         self._watchers: list[EventWatcher] = []
+        self._log_paths: dict[str, str] = {}
+        """Container id -> its log file on this host (read once, by inspect)."""
         self._closed = False
-        self._engine_root: str | None = None
-        """The engine's root directory (``DockerRootDir``), read once when first needed."""
         self._engine: EngineSecurity | None = None
 
     def _engine_security(self, config: ContainerConfig) -> EngineSecurity:
@@ -732,30 +732,40 @@ class DockerRuntime:
                         data = api.stats(entry["Id"], stream=False)
             except (ContainerNotFound, Conflict):
                 continue
-            stats = stats_from(entry["Id"], data, self._clock.now())
-            if isinstance(entry.get("SizeRw"), int):
-                stats = attrs.evolve(stats, writable_layer_bytes=entry["SizeRw"])
-            logs = self._log_file_size(entry["Id"])
-            if logs is not None:
-                stats = attrs.evolve(stats, logs_bytes=logs)
+            except (RuntimeUnavailable, RuntimeTimeout):
+                raise
+            except ContainerRuntimeError as error:
+                # A container ending while it is read answers garbage, not a 404: one
+                # container's figures missing must not fail the whole summary.
+                log.debug("stats of %s could not be read: %s", entry["Id"], error)
+                continue
+            size_rw = entry.get("SizeRw", 0)  # left out when 0
+            stats = stats_from(
+                entry["Id"], data, self._clock.now(), size_rw if isinstance(size_rw, int) else None
+            )
+            log_bytes = self._log_bytes(api, entry["Id"])
+            if log_bytes is not None:
+                stats = attrs.evolve(stats, log_used_bytes=log_bytes, log_inodes_used=1)
             result.append(stats)
+        running_ids = {entry["Id"] for entry in running}
+        self._log_paths = {k: v for k, v in self._log_paths.items() if k in running_ids}
         return result
 
-    def _log_file_size(self, container_id: str) -> int | None:
-        """The size of the container's json-file log, when the engine runs on this host (its
-        path is the engine's convention under its root directory; one ``info`` call, once)."""
+    def _log_bytes(self, api: Any, container_id: str) -> int | None:
+        """The size of the container's log file, when the engine runs on this host and keeps
+        one (the json-file and local drivers do)."""
         if not self._connection.is_local():
             return None
-        if self._engine_root is None:
-            with engine_errors():
-                self._engine_root = str(self._api().info().get("DockerRootDir") or "")
-        if not self._engine_root:
-            return None
-        path = os.path.join(
-            self._engine_root, "containers", container_id, f"{container_id}-json.log"
-        )
+        path = self._log_paths.get(container_id)
+        if path is None:
+            try:
+                with engine_errors(Subject.CONTAINER):
+                    path = str(api.inspect_container(container_id).get("LogPath") or "")
+            except ContainerRuntimeError:
+                return None
+            self._log_paths[container_id] = path
         try:
-            return os.stat(path).st_size
+            return os.stat(path).st_size if path else None
         except OSError:
             return None
 

@@ -899,8 +899,12 @@ class FakeRuntime:
                     ),
                     memory_working_set_bytes=rec.behaviour.memory_bytes,
                     memory_usage_bytes=rec.behaviour.memory_bytes,
-                    writable_layer_bytes=rec.behaviour.writable_layer_bytes,
-                    logs_bytes=sum(len(line.encode()) for _, line in rec.logs),
+                    memory_rss_bytes=rec.behaviour.memory_bytes,
+                    memory_page_faults=0,
+                    memory_major_page_faults=0,
+                    writable_layer_used_bytes=rec.behaviour.writable_layer_bytes,
+                    writable_layer_inodes_used=0,
+                    log_used_bytes=sum(len(line.encode()) for _, line in rec.logs),
                 )
                 for rec in self._containers.values()
                 if rec.managed and rec.state is RuntimeState.RUNNING

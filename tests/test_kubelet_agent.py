@@ -64,15 +64,33 @@ def test_metrics_count_runtime_operations_and_pods(node: Node) -> None:
     node.kubelet.set_pods([make_pod("web", ctr("a"), ctr("b"))])
     node.converge()
     m = node.kubelet.metrics
-    assert m.value("kubecore_runtime_operations_total", {"operation": "snapshot"}) >= 2
+    assert m.value("kubelet_runtime_operations_total", {"operation_type": "snapshot"}) >= 2
     assert (
-        m.value("kubecore_runtime_operations_errors_total", {"operation": "create_container"}) == 1
+        m.value("kubelet_runtime_operations_errors_total", {"operation_type": "create_container"})
+        == 1
     )
-    assert m.value("kubecore_running_pods") == 1
-    assert m.value("kubecore_running_containers", {"container_state": "running"}) == 2
-    assert m.value("kubecore_pod_start_duration_seconds_count") == 1
+    assert m.value("kubelet_runtime_operations_total", {"operation_type": "run_podsandbox"}) == 1
+    assert m.value("kubelet_running_pods") == 1
+    assert m.value("kubelet_running_containers", {"container_state": "running"}) == 2
+    assert m.value("kubelet_pod_start_duration_seconds_count") == 1
+    assert m.value("kubelet_pod_start_sli_duration_seconds_count") == 1
+    assert m.value("kubelet_pod_worker_start_duration_seconds_count") == 1
+    assert m.value("kubelet_started_pods_total") == 1
+    assert m.value("kubelet_started_containers_total", {"container_type": "container"}) == 3
+    assert (
+        m.value(
+            "kubelet_started_containers_errors_total",
+            {"container_type": "container", "code": "CreateContainerError"},
+        )
+        == 1
+    )
+    assert m.value("kubelet_node_name", {"node": "kubecore-node"}) == 1
+    assert m.value("kubelet_desired_pods", {"static": "false"}) == 1
+    assert m.value("kubelet_active_pods", {"static": "false"}) == 1
+    assert m.value("kubelet_pleg_relist_duration_seconds_count") >= 2
+    assert m.value("kubelet_pleg_last_seen_seconds") == node.clock.now()
     assert m.value("kubecore_sync_duration_seconds_count") >= 2
-    assert b"kubecore_runtime_operations_total" in m.render()
+    assert b"kubelet_runtime_operations_total" in m.render()
 
 
 def test_two_agents_have_separate_metrics(tmp_path: Path) -> None:
@@ -80,8 +98,8 @@ def test_two_agents_have_separate_metrics(tmp_path: Path) -> None:
     b = make_node(tmp_path / "b")
     a.kubelet.set_pods([make_pod("web")])
     a.converge()
-    assert a.kubelet.metrics.value("kubecore_running_pods") == 1
-    assert b.kubelet.metrics.value("kubecore_running_pods") in (None, 0)
+    assert a.kubelet.metrics.value("kubelet_running_pods") == 1
+    assert b.kubelet.metrics.value("kubelet_running_pods") in (None, 0)
 
 
 def test_logs_and_exec(node: Node) -> None:
@@ -108,7 +126,11 @@ def test_stats_summary_shape(node: Node) -> None:
     assert pod["podRef"] == {"name": "web", "namespace": "default", "uid": "uid-default-web"}
     assert sorted(c["name"] for c in pod["containers"]) == ["a", "b"]
     assert all(c["memory"]["workingSetBytes"] is not None for c in pod["containers"])
-    assert summary["node"]["memory"]["workingSetBytes"] == pod["memory"]["workingSetBytes"]
+    # The node's figures are the host's (/proc), not the sum of the pods'.
+    assert summary["node"]["memory"]["workingSetBytes"] > pod["memory"]["workingSetBytes"]
+    assert pod["memory"]["workingSetBytes"] == sum(
+        c["memory"]["workingSetBytes"] for c in pod["containers"]
+    )
 
 
 def test_healthz(node: Node) -> None:
@@ -161,8 +183,7 @@ def test_container_states_in_gauges(node: Node) -> None:
     node.runtime.exit(app.id, 0)
     node.converge()
     assert (
-        node.kubelet.metrics.value("kubecore_running_containers", {"container_state": "exited"})
-        == 1
+        node.kubelet.metrics.value("kubelet_running_containers", {"container_state": "exited"}) == 1
     )
     assert [c.state for c in node.all("job")] == [RuntimeState.EXITED]
 

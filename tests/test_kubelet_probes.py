@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from kubecore._model import ExecAction, HTTPGetAction, Probe, TCPSocketAction
-from kubecore._runtime import ProbeOutcome
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 HTTP = HTTPGetAction(port=8080, path="/healthz")
@@ -107,8 +106,19 @@ def test_probe_results_are_counted_in_metrics(node: Node) -> None:
     probe = Probe(http_get=HTTP, period_seconds=1)
     node.kubelet.set_pods([make_pod("web", ctr("app", readiness_probe=probe))])
     node.run_until(lambda: checks_of(node, "http") >= 2)
+    labels = {
+        "container": "app",
+        "pod": "web",
+        "namespace": "default",
+        "pod_uid": "uid-default-web",
+    }
     value = node.kubelet.metrics.value(
-        "kubecore_prober_probe_total",
-        {"probe_type": "readiness", "result": ProbeOutcome.SUCCESS.value},
+        "prober_probe_total", {"probe_type": "Readiness", "result": "successful", **labels}
     )
     assert value is not None and value >= 2
+    del labels["pod_uid"]
+    timed = {"probe_type": "Readiness", **labels}
+    assert node.kubelet.metrics.value("prober_probe_duration_seconds_count", timed) == value
+    node.kubelet.set_pods([])
+    node.converge()
+    assert node.kubelet.metrics.value("prober_probe_duration_seconds_count", timed) is None

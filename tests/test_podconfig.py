@@ -93,3 +93,18 @@ def test_change_detection() -> None:
 def test_update_needs_a_source() -> None:
     with pytest.raises(ValueError):
         PodConfig().apply(PodUpdate(Operation.SET, (), ""))
+
+
+def test_a_source_that_is_not_ready_says_why_until_it_reports_again() -> None:
+    config = PodConfig(["file", "etcd"])
+    assert config.not_ready_reasons() == {
+        "file": "it has not reported yet",
+        "etcd": "it has not reported yet",
+    }
+    config.apply(PodUpdate(Operation.SET, (), "file"))
+    config.apply(PodUpdate(Operation.SET, (), "etcd"))
+    assert config.not_ready_reasons() == {}
+    config.apply(PodUpdate(Operation.NOT_READY, (), "etcd", reason="etcd is unreachable: refused"))
+    assert config.not_ready_reasons() == {"etcd": "etcd is unreachable: refused"}
+    config.apply(PodUpdate(Operation.SET, (), "etcd"))
+    assert config.not_ready_reasons() == {}

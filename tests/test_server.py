@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import requests
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from kubecore._errors import ContainerNotFound
 from kubecore._model import (
@@ -39,6 +39,15 @@ class _Metrics:
         self.registry = CollectorRegistry()
         self.syncs = Counter("kubecore_test_syncs", "syncs", registry=self.registry)
         self.syncs.inc(3)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def render_probes(self) -> bytes:
+        return b"# probes\n"
+
+    def render_resource(self) -> bytes:
+        return b"# resource\n"
 
 
 def running_pod(name: str, containers: tuple[str, ...] = ("main",)) -> Pod:
@@ -71,7 +80,7 @@ class StubKubelet:
         self.follow_queue: queue.Queue[object] = queue.Queue()
         self.follow_closed = threading.Event()
         self.execs: list[tuple[str, str, str, list[str], float]] = []
-        self.healthy = (True, "ok")
+        self.checks: list[tuple[str, str]] = [("ping", ""), ("syncloop", "")]
         self.metrics = _Metrics()
 
     def pods(self) -> list[Pod]:
@@ -123,8 +132,8 @@ class StubKubelet:
     def stats_summary(self) -> dict[str, Any]:
         return {"node": {"nodeName": "test-node"}, "pods": []}
 
-    def healthz(self) -> tuple[bool, str]:
-        return self.healthy
+    def health_checks(self) -> list[tuple[str, str]]:
+        return list(self.checks)
 
 
 @pytest.fixture
@@ -217,9 +226,29 @@ def test_exec_needs_a_token_to_be_enabled() -> None:
 def test_healthz(url: str, kubelet: StubKubelet) -> None:
     response = get(url + "/healthz")
     assert response.status_code == 200 and response.text == "ok\n"
-    kubelet.healthy = (False, "runtime unreachable")
+    verbose = get(url + "/healthz?verbose")
+    assert verbose.text == "[+]ping ok\n[+]syncloop ok\nhealthz check passed\n"
+    kubelet.checks.append(("runtime", "failed: runtime\nunreachable"))
     response = get(url + "/healthz")
-    assert response.status_code == 500 and "runtime unreachable" in response.text
+    assert response.status_code == 500
+    assert response.text.splitlines() == [
+        "[+]ping ok",
+        "[+]syncloop ok",
+        "[-]runtime failed: runtime unreachable",
+        "healthz check failed",
+    ]
+
+
+def test_healthz_of_one_check(url: str, kubelet: StubKubelet) -> None:
+    assert get(url + "/healthz/ping").text == "ok\n"
+    kubelet.checks.append(("source etcd", "not ready: etcd is unreachable: refused"))
+    response = get(url + "/healthz/source%20etcd")
+    assert response.status_code == 500
+    assert response.text == (
+        "internal server error: source etcd not ready: etcd is unreachable: refused\n"
+    )
+    assert get(url + "/healthz/syncloop").status_code == 200
+    assert_status(get(url + "/healthz/log"), 404)
 
 
 def test_pods_is_a_v1_pod_list_with_status(url: str) -> None:
@@ -271,6 +300,9 @@ def test_metrics_in_prometheus_text(url: str) -> None:
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/plain")
     assert "kubecore_test_syncs_total 3.0" in response.text
+    assert get(url + "/metrics/probes").text == "# probes\n"
+    assert get(url + "/metrics/resource").text == "# resource\n"
+    assert_status(get(url + "/metrics/cadvisor"), 404)
 
 
 def test_stats_summary(url: str) -> None:

@@ -571,6 +571,7 @@ def test_directory_gone_while_running_is_not_ready_and_keeps_its_pods(
     assert down == PodUpdate(Operation.NOT_READY, (), "file")
     config.apply(down)
     assert not config.sources_ready() and config.not_ready() == ("file",)
+    assert config.not_ready_reasons() == {"file": f"{manifests}: no such file or directory"}
     assert [p.metadata.name for p in config.pods()] == ["alpha", "beta", "gamma"]
     assert source.poll(2.0) is None  # said once
     assert "no such file" in str(source.problems[0])

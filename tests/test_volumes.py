@@ -303,7 +303,8 @@ spec:
     assert local_storage_eviction(pod, {}, {"a": 2**20}) is None
     evicted = local_storage_eviction(pod, {}, {"a": 2**20 + 1})
     assert evicted is not None
-    assert evicted.message == 'Container a exceeded its local ephemeral storage limit "1Mi". '
+    assert evicted[0].message == 'Container a exceeded its local ephemeral storage limit "1Mi". '
+    assert evicted[1] == "ephemeralcontainerfs.limit"
 
 
 # --- configMap, secret, downwardAPI, projected ------------------------------------------------

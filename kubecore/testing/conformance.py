@@ -1241,7 +1241,19 @@ class RuntimeConformance:
         }
         for stats in harness.runtime.container_stats():
             assert stats.container_id in running
-            assert stats.memory_working_set_bytes is None or stats.memory_working_set_bytes >= 0
+            for figure in (
+                stats.cpu_usage_nanos,
+                stats.memory_working_set_bytes,
+                stats.memory_usage_bytes,
+                stats.memory_rss_bytes,
+                stats.memory_page_faults,
+                stats.memory_major_page_faults,
+                stats.writable_layer_used_bytes,
+                stats.writable_layer_inodes_used,
+                stats.log_used_bytes,
+                stats.log_inodes_used,
+            ):
+                assert figure is None or figure >= 0, stats
 
     # -- adoption: a restarted agent finds what it started --------------------------------------
 

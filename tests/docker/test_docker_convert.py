@@ -243,6 +243,25 @@ def test_stats_mapping() -> None:
     assert stats.timestamp == 1704164645.0
     empty = stats_from("c2", {"read": ZERO_TIME}, 9.0)
     assert (empty.timestamp, empty.memory_usage_bytes, empty.cpu_usage_nanos) == (9.0, None, None)
+    assert empty.memory_rss_bytes is None and empty.writable_layer_used_bytes is None
+
+
+def test_stats_mapping_of_rss_and_page_faults_on_cgroup_v1_and_v2() -> None:
+    v1 = {"usage": 900, "stats": {"total_rss": 500, "total_pgfault": 7, "total_pgmajfault": 1}}
+    v2 = {"usage": 900, "stats": {"anon": 400, "pgfault": 8, "pgmajfault": 2}}
+    one = stats_from("c1", {"memory_stats": v1}, 0.0, size_rw=4096)
+    two = stats_from("c2", {"memory_stats": v2}, 0.0)
+    assert (one.memory_rss_bytes, one.memory_page_faults, one.memory_major_page_faults) == (
+        500,
+        7,
+        1,
+    )
+    assert one.writable_layer_used_bytes == 4096
+    assert (two.memory_rss_bytes, two.memory_page_faults, two.memory_major_page_faults) == (
+        400,
+        8,
+        2,
+    )
 
 
 def test_names_and_labels() -> None:
