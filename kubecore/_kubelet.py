@@ -641,6 +641,21 @@ class Kubelet:
                 finally:
                     self._pass_cond.acquire()
 
+    def wait_pass(self, timeout: float) -> bool:
+        """With the loop started: ask for a pass, wait (real time, at most ``timeout``) until it
+        has ended and the pod syncs it dispatched are done. True if that happened in time."""
+        if not self.running:
+            raise RuntimeError("the sync loop is not running (call start() first)")
+        deadline = time.monotonic() + timeout
+        with self._pass_cond:
+            target = self._passes + 1
+            self._wake.set()
+            if not self._pass_cond.wait_for(
+                functools.partial(self._passed, target), timeout=max(0.0, timeout)
+            ):
+                return False
+        return self.workers.wait_idle(max(0.0, deadline - time.monotonic()))
+
     # --- reading --------------------------------------------------------------------------------
 
     def pods(self) -> list[Pod]:

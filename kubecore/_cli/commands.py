@@ -363,21 +363,75 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
 def run_once(
     kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float, out: IO[str]
 ) -> int:
-    """Sync until every pod converged or failed, or the deadline passed; print the table."""
+    """Sync until every pod converged or failed, or the deadline passed; print the table.
+
+    On a real clock the agent's own loop and pod workers do the work (pods start in parallel);
+    on a virtual clock (the in-memory runtime) passes run inline and time is stepped."""
+    if clock.virtual:
+        pods, verdicts = settle_stepped(kubelet, poller, clock, deadline)
+    else:
+        pods, verdicts = settle_pooled(kubelet, poller, deadline)
+    return report_once(pods, verdicts, source_problems(poller.sources), deadline, clock, out)
+
+
+Verdicts = dict[str, tuple[Verdict, str]]
+
+
+def pod_verdicts(pods: Iterable[Pod]) -> Verdicts:
+    return {f"{p.metadata.namespace}/{p.metadata.name}": pod_verdict(p) for p in pods}
+
+
+def all_settled(verdicts: Verdicts) -> bool:
+    return all(v != "pending" for v, _ in verdicts.values())
+
+
+def settle_stepped(
+    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float
+) -> tuple[list[Pod], Verdicts]:
+    """Inline passes, ``step`` seconds of clock time apart (a virtual clock does not wait)."""
     step = 1.0
     end = clock.monotonic() + deadline
-    verdicts: dict[str, tuple[Verdict, str]] = {}
+    verdicts: Verdicts = {}
     pods: list[Pod] = []
     for _ in range(int(deadline / step) + 2):
         poller.poll_once()
         kubelet.sync()
         pods = list(kubelet.pods())
-        verdicts = {f"{p.metadata.namespace}/{p.metadata.name}": pod_verdict(p) for p in pods}
-        if all(v != "pending" for v, _ in verdicts.values()) or clock.monotonic() >= end:
+        verdicts = pod_verdicts(pods)
+        if all_settled(verdicts) or clock.monotonic() >= end:
             break
         clock.sleep(step)
+    return pods, verdicts
+
+
+def settle_pooled(
+    kubelet: Kubelet, poller: SourcePoller, deadline: float
+) -> tuple[list[Pod], Verdicts]:
+    """The background loop and its pod workers, as the daemon runs them; after each pass (and
+    the syncs it dispatched) the pods are looked at, until all settled or the deadline."""
+    end = time.monotonic() + deadline
+    poller.poll_once()
+    kubelet.start()
+    while True:
+        kubelet.wait_pass(max(0.0, end - time.monotonic()))
+        pods = list(kubelet.pods())
+        verdicts = pod_verdicts(pods)
+        if all_settled(verdicts) or time.monotonic() >= end:
+            return pods, verdicts
+        poller.poll_once()
+
+
+def report_once(
+    pods: Sequence[Pod],
+    verdicts: Verdicts,
+    problems: Sequence[SourceProblem],
+    deadline: float,
+    clock: Clock,
+    out: IO[str],
+) -> int:
+    """The final table, the source problems and one line per pod that failed or did not settle;
+    the exit code."""
     out.write(format_table(pods, clock.now()))
-    problems = source_problems(poller.sources)
     for problem in problems:
         for line in problem.lines():
             out.write(line + "\n")
