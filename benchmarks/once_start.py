@@ -255,4 +255,3 @@ def start_direct(pods: list[Pod]) -> float:
         *TERM_LOOP,
     ]
     return timed(argv)
-

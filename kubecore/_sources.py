@@ -22,12 +22,9 @@ and the "every source has reported" gate already work from those updates.
 from __future__ import annotations
 
 import collections
-import hashlib
 import logging
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -372,7 +369,7 @@ class FileSource:
         except ValidationError as error:
             self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
             return
-        fingerprint = attrs.evolve(quick, sha256=hashlib.sha256(data).hexdigest())
+        fingerprint = attrs.evolve(quick, sha256=_sha256(data))
         if previous is not None and previous.fingerprint.sha256 == fingerprint.sha256:
             if previous.problem is not None and previous.problem.errors[0].message.startswith(
                 "cannot be read"
@@ -475,6 +472,9 @@ class FetchResult:
 
 def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:
     """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises."""
+    import urllib.error  # imported here: ``kubecore validate`` needs no HTTP client
+    import urllib.request
+
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -612,7 +612,7 @@ class HTTPSource:
             return None
         if not 200 <= result.status < 300:
             return SourceProblem(self._url, (FieldError("", f"HTTP status {result.status}"),))
-        digest = hashlib.sha256(result.body).hexdigest()
+        digest = _sha256(result.body)
         if digest == self._body_hash:
             return None
         try:
@@ -806,3 +806,9 @@ class SourcePoller:
         while not self._stopping.is_set():
             self.poll_once()
             self._clock.wait(self._stopping, self._tick)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # imported on first use: loading OpenSSL slows ``kubecore validate``
+
+    return hashlib.sha256(data).hexdigest()

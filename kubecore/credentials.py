@@ -8,6 +8,7 @@ from kubecore._credentials import (
     KeyringPuller,
     pod_registry_auth,
 )
+from kubecore._exports import publish as _publish
 
 __all__ = [
     "ChainKeyring",
@@ -16,3 +17,5 @@ __all__ = [
     "KeyringPuller",
     "pod_registry_auth",
 ]
+
+_publish(__all__, globals(), __name__)

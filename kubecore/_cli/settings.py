@@ -19,6 +19,7 @@ import attrs
 import yaml
 
 import kubecore
+from kubecore._cli.basic import UsageError as UsageError
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT
 
 ENV_PREFIX = "KUBECORE_"
@@ -26,10 +27,6 @@ ENV_PREFIX = "KUBECORE_"
 Kind = Literal["str", "int", "float", "bool", "list", "strs", "options"]
 """``list``: paths (``os.pathsep`` separated in the environment); ``strs``: a repeatable flag,
 comma separated in the environment; ``options``: ``key=value`` pairs for the runtime plugin."""
-
-
-class UsageError(Exception):
-    """A bad flag, environment variable or config file: exit 2 with the message."""
 
 
 @attrs.frozen
