@@ -21,6 +21,7 @@ import yaml
 import kubecore
 from kubecore._cli.basic import UsageError as UsageError
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._sources import DEFAULT_SETTLE
 
 ENV_PREFIX = "KUBECORE_"
 
@@ -274,7 +275,7 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "manifest_settle",
         "float",
-        lambda: 2.0,
+        lambda: DEFAULT_SETTLE,
         "seconds a changed manifest file must stay unchanged before it is read (a file being"
         " written is never acted on half-written)",
         metavar="SECONDS",
