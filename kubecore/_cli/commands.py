@@ -191,7 +191,8 @@ def cmd_run(
         try:
             if etcd is not None:
                 wait_for_etcd(etcd, min(settings["deadline"], 30.0))
-            return run_once(kubelet, poller, clock, settings["deadline"], out)
+            display = None if clock.virtual else once_display(out, settings, tracker)
+            return run_once(kubelet, poller, clock, settings["deadline"], out, display)
         finally:
             kubelet.stop()
             if etcd is not None:
@@ -207,6 +208,20 @@ def cmd_run(
         tracker,
         start_extras=etcd.start if etcd is not None else None,
     )
+
+
+def once_display(out: IO[str], settings: Mapping[str, Any], tracker: PullTracker) -> Display:
+    """``--once``'s progress: the live table and pulls on a terminal (cleared before the final
+    table), one log line per change otherwise."""
+    live = out.isatty()
+    header = (
+        f"kubecore {kubecore.__version__} --once on node {settings['node_name']}, runtime "
+        f"{settings['runtime']}: starting the pods (deadline {settings['deadline']:g}s)"
+    )
+    display = Display(out, live, header, tracker, clear_on_close=live)
+    if display.log_handler is not None:
+        _route_logs_to(display.log_handler)
+    return display
 
 
 def wait_for_etcd(etcd: EtcdAttachment, timeout: float) -> None:
@@ -263,16 +278,25 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
 
 
 def run_once(
-    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float, out: IO[str]
+    kubelet: Kubelet,
+    poller: SourcePoller,
+    clock: Clock,
+    deadline: float,
+    out: IO[str],
+    display: Display | None = None,
 ) -> int:
     """Sync until every pod converged or failed, or the deadline passed; print the table.
 
-    On a real clock the agent's own loop and pod workers do the work (pods start in parallel);
-    on a virtual clock (the in-memory runtime) passes run inline and time is stepped."""
+    On a real clock the agent's own loop and pod workers do the work (pods start in parallel)
+    and ``display`` shows the progress meanwhile (the live table and pulls on a terminal, a
+    log line per change otherwise); on a virtual clock (the in-memory runtime) passes run
+    inline and time is stepped."""
     if clock.virtual:
         pods, verdicts = settle_stepped(kubelet, poller, clock, deadline)
     else:
-        pods, verdicts = settle_pooled(kubelet, poller, deadline)
+        pods, verdicts = settle_pooled(kubelet, poller, deadline, display)
+    if display is not None:
+        display.close()
     return report_once(pods, verdicts, source_problems(poller.sources), deadline, clock, out)
 
 
@@ -306,21 +330,29 @@ def settle_stepped(
     return pods, verdicts
 
 
+_PROGRESS_INTERVAL = 0.5
+"""Seconds between two looks at the pods while a pass (or a long pull) is still going on."""
+
+
 def settle_pooled(
-    kubelet: Kubelet, poller: SourcePoller, deadline: float
+    kubelet: Kubelet, poller: SourcePoller, deadline: float, display: Display | None = None
 ) -> tuple[list[Pod], Verdicts]:
     """The background loop and its pod workers, as the daemon runs them; after each pass (and
-    the syncs it dispatched) the pods are looked at, until all settled or the deadline."""
+    the syncs it dispatched), and every half second meanwhile, the pods are looked at, until
+    all settled or the deadline."""
     end = time.monotonic() + deadline
     poller.poll_once()
     kubelet.start()
     while True:
-        kubelet.wait_pass(max(0.0, end - time.monotonic()))
+        passed = kubelet.wait_pass(max(0.0, min(_PROGRESS_INTERVAL, end - time.monotonic())))
         pods = list(kubelet.pods())
         verdicts = pod_verdicts(pods)
+        if display is not None:
+            display.refresh(pods, time.time(), source_problems(poller.sources))
         if all_settled(verdicts) or time.monotonic() >= end:
             return pods, verdicts
-        poller.poll_once()
+        if passed:
+            poller.poll_once()
 
 
 def report_once(
