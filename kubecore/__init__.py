@@ -29,8 +29,6 @@ starts fast.
 import importlib as _importlib
 import typing as _typing
 
-from kubecore._exports import publish as _publish
-
 if _typing.TYPE_CHECKING:
     from kubecore import credentials as credentials
     from kubecore import events as events
@@ -395,8 +393,10 @@ def __getattr__(name: str) -> _typing.Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from kubecore._exports import publish  # loads inspect: only once a name is used
+
     value = getattr(_importlib.import_module(module), name)
-    _publish((name,), {name: value}, __name__)
+    publish((name,), {name: value}, __name__)
     globals()[name] = value
     return value
 
