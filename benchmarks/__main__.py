@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[float, float]] = {
     "docker_start": (240.0, 30.0),
     "once_start": (400.0, 60.0),
     "startup": (60.0, 15.0),
+    "manifest_watch": (90.0, 20.0),
     "soak": (1000.0, 40.0),
     "etcd_nodes": (400.0, 30.0),
 }
