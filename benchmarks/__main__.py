@@ -24,6 +24,7 @@ from benchmarks._common import Context, Row, Skip, render_table
 # name -> (seconds allowed in full mode, in quick mode); run in this order.
 BENCHMARKS: dict[str, tuple[float, float]] = {
     "sync_cost": (300.0, 20.0),
+    "convergence": (300.0, 20.0),
     "memory_per_pod": (120.0, 15.0),
     "many_nodes": (150.0, 15.0),
     "reaction": (90.0, 30.0),
