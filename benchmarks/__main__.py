@@ -30,7 +30,7 @@ BENCHMARKS: dict[str, tuple[float, float]] = {
     "reaction": (90.0, 30.0),
     "docker_requests": (150.0, 20.0),
     "docker_start": (240.0, 30.0),
-    "once_start": (400.0, 60.0),
+    "once_start": (900.0, 60.0),
     "startup": (60.0, 15.0),
     "manifest_watch": (90.0, 20.0),
     "soak": (1000.0, 40.0),

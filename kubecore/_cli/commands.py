@@ -344,7 +344,9 @@ def settle_pooled(
     poller.poll_once()
     kubelet.start()
     while True:
-        passed = kubelet.wait_pass(max(0.0, min(_PROGRESS_INTERVAL, end - time.monotonic())))
+        # the loop's own passes (no extra engine lists): it passes again as soon as a sync acted
+        left = max(0.0, min(_PROGRESS_INTERVAL, end - time.monotonic()))
+        passed = kubelet.wait_pass(left, ask=False)
         pods = list(kubelet.pods())
         verdicts = pod_verdicts(pods)
         if display is not None:
