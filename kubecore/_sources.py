@@ -220,6 +220,7 @@ class FileSource:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         self._roots = tuple(Path(p) for p in paths)
+        self._absolute_roots = tuple(Path(os.path.abspath(root)) for root in self._roots)
         if not may_be_missing:
             missing = [str(root) for root in self._roots if not os.path.lexists(root)]
             if missing:
@@ -294,6 +295,9 @@ class FileSource:
                 "watchfiles is not installed: manifests are polled every %gs", self._interval
             )
             return
+        if logging.getLogger("watchfiles").level == logging.NOTSET:
+            # it logs every batch of changes at INFO: the source logs what the changes do
+            logging.getLogger("watchfiles").setLevel(logging.WARNING)
         directories = watched_directories(self._roots)
         for force_polling in (None, True):  # inotify (watchfiles' choice), then its polling
             try:
@@ -326,7 +330,8 @@ class FileSource:
                 )
 
     def _concerns(self, path: Path) -> bool:
-        return any(path == root or path.parent == root for root in self._roots)
+        changed = Path(os.path.abspath(path))
+        return any(root in (changed, changed.parent) for root in self._absolute_roots)
 
     def _changed(self) -> None:
         """A watched file changed: poll now, and again once it may have settled."""

@@ -103,6 +103,25 @@ def test_a_file_replaced_by_a_rename_is_seen(tmp_path: Path) -> None:
         source.close()
 
 
+def test_a_relative_path_is_watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "a.yaml").write_text(two_pods("alpha"))
+    monkeypatch.chdir(tmp_path)
+    woken = threading.Event()
+    source = FileSource("manifests", interval=3600.0, settle=0.0)
+    assert source.poll(0.0) is not None
+    source.notify_changes(woken.set)
+    source.start()
+    try:
+        assert source.wait_watching(10.0)
+        (tmp_path / "manifests" / "b.yaml").write_text(two_pods("beta"))
+        assert woken.wait(10.0), "a change under a relative root was not recognised"
+        update = source.poll(1.0)
+        assert update is not None and names(update) == ["alpha", "beta"]
+    finally:
+        source.close()
+
+
 def test_polling_is_the_fallback_without_inotify(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
