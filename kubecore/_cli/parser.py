@@ -137,9 +137,9 @@ def _add_setting(run: argparse.ArgumentParser, setting: Setting) -> None:
         )
 
 
-LIGHT_COMMANDS = frozenset({"version", "validate", "runtimes"})
-"""Commands that start fast: their parse never needs ``run``'s flags nor ``etcd``'s commands,
-so those are left out (and not imported) when one of these is given."""
+COMMANDS = frozenset({"run", "validate", "runtimes", "version", "etcd"})
+"""``run``'s flags and ``etcd``'s commands import much of kubecore: their parsers are built in
+full only when named (or when no command is, for the help)."""
 
 _RUN_HELP = "run the agent"
 _ETCD_HELP = "bind pods to nodes in etcd and read their status"
@@ -151,18 +151,18 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     return run(args, out)
 
 
-def build_parser(*, light: bool = False) -> argparse.ArgumentParser:
-    """The ``kubecore`` parser; ``light``: without the flags of ``run`` and the commands of
-    ``etcd`` (listed, with their help, but not parsable), which import much of kubecore."""
+def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
+    """The ``kubecore`` parser; with ``only``, the other heavy commands (``run``'s flags,
+    ``etcd``'s commands) are listed with their help but not parsable, and not imported."""
     parser = _Parser(
         prog="kubecore",
         description="The core of a container node agent (the Kubernetes kubelet) as a library.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
-    if light:
-        commands.add_parser("run", help=_RUN_HELP)
-    else:
+    if only in (None, "run"):
         _add_run(commands)
+    else:
+        commands.add_parser("run", help=_RUN_HELP)
 
     validate = commands.add_parser(
         "validate",
@@ -185,12 +185,12 @@ def build_parser(*, light: bool = False) -> argparse.ArgumentParser:
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)
 
-    if light:
-        commands.add_parser("etcd", help=_ETCD_HELP)
-    else:
+    if only in (None, "etcd"):
         from kubecore._etcd_cli import add_etcd_commands  # imports no etcd client
 
         add_etcd_commands(commands)
+    else:
+        commands.add_parser("etcd", help=_ETCD_HELP)
     return parser
 
 
@@ -228,7 +228,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     """The ``kubecore`` command. Returns the exit status (the console script exits with it)."""
     stream = out or sys.stdout
     words = sys.argv[1:] if argv is None else argv
-    parser = build_parser(light=command_of(words) in LIGHT_COMMANDS)
+    command = command_of(words)
+    parser = build_parser(only=command if command in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
