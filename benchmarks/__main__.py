@@ -24,11 +24,15 @@ from benchmarks._common import Context, Row, Skip, render_table
 # name -> (seconds allowed in full mode, in quick mode); run in this order.
 BENCHMARKS: dict[str, tuple[float, float]] = {
     "sync_cost": (300.0, 20.0),
+    "convergence": (300.0, 20.0),
     "memory_per_pod": (120.0, 15.0),
     "many_nodes": (150.0, 15.0),
     "reaction": (90.0, 30.0),
     "docker_requests": (150.0, 20.0),
     "docker_start": (240.0, 30.0),
+    "once_start": (900.0, 60.0),
+    "startup": (60.0, 15.0),
+    "manifest_watch": (90.0, 20.0),
     "soak": (1000.0, 40.0),
     "etcd_nodes": (400.0, 30.0),
 }

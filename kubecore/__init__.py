@@ -15,128 +15,137 @@ registry and the clocks. Helpers live in small public namespaces:
 * ``kubecore.planner``: the pure planner, pod status and back-off
 * ``kubecore.plugins``: the plugin manager behind ``load_runtime``
 * ``kubecore.quantity``: resource quantities
+* ``kubecore.security``: pods' security context, as the runtime receives it
 * ``kubecore.server``: the HTTP API
 * ``kubecore.sources``: merging and polling pod sources
 * ``kubecore.translate``: pods to runtime configs, DNS
+* ``kubecore.volumes``: volume sources, the atomic writer, mount propagation
 * ``kubecore.testing``: strategies and the runtime conformance suite
 
 The modules whose names start with ``_`` are private.
+
+Everything is imported on first use (``kubecore.Kubelet``, ``kubecore.server``, ``import
+kubecore.manifest``): ``import kubecore`` alone loads no namespace, so a command that needs little
+starts fast.
 """
 
-from kubecore import credentials as credentials
-from kubecore import events as events
-from kubecore import health as health
-from kubecore import images as images
-from kubecore import labels as labels
-from kubecore import manifest as manifest
-from kubecore import metrics as metrics
-from kubecore import objects as objects
-from kubecore import planner as planner
-from kubecore import plugins as plugins
-from kubecore import quantity as quantity
-from kubecore import security as security
-from kubecore import server as server
-from kubecore import sources as sources
-from kubecore import translate as translate
-from kubecore import volumes as volumes
-from kubecore._clock import Clock, ManualClock, SystemClock, TimerHandle
-from kubecore._errors import (
-    Conflict,
-    ContainerNotFound,
-    ContainerRuntimeError,
-    CreateContainerConfigError,
-    DocumentError,
-    DuplicateRuntime,
-    FieldError,
-    ImageNeverPull,
-    ImageNotFound,
-    ImagePullError,
-    InvalidConfig,
-    KubecoreError,
-    NotFound,
-    PluginError,
-    PluginWarning,
-    RegistryConfigError,
-    RootDirInUse,
-    RuntimeTimeout,
-    RuntimeUnavailable,
-    SandboxNotFound,
-    SourceUnavailable,
-    UnknownRuntime,
-    ValidationError,
-)
-from kubecore._exports import publish as _publish
-from kubecore._kubelet import Kubelet, KubeletConfig, SyncReport
-from kubecore._manifest import load_pods_from_file, load_pods_from_string
-from kubecore._model import (
-    Container,
-    ContainerPort,
-    ContainerState,
-    ContainerStateRunning,
-    ContainerStateTerminated,
-    ContainerStateWaiting,
-    ContainerStatus,
-    EmptyDirVolumeSource,
-    EnvVar,
-    ExecAction,
-    HostPathVolumeSource,
-    HTTPGetAction,
-    HTTPHeader,
-    Lifecycle,
-    LifecycleHandler,
-    LocalObjectReference,
-    ObjectMeta,
-    Pod,
-    PodCondition,
-    PodSpec,
-    PodStatus,
-    Probe,
-    ResourceRequirements,
-    SecurityContext,
-    TCPSocketAction,
-    Volume,
-    VolumeMount,
-)
-from kubecore._plugins import (
-    RuntimeBundle,
-    RuntimeInfo,
-    RuntimeRegistry,
-    hookimpl,
-    load_runtime,
-    runtimes,
-)
-from kubecore._runtime import (
-    ContainerConfig,
-    ContainerRuntime,
-    ContainerStats,
-    DNSConfig,
-    ExecResult,
-    HealthChecker,
-    Image,
-    ImageFsUsage,
-    Mount,
-    PortMapping,
-    ProbeOutcome,
-    ProbeResult,
-    ProbeTarget,
-    Puller,
-    PullerWrapper,
-    PullProgress,
-    RegistryAuth,
-    RuntimeBase,
-    RuntimeContainer,
-    RuntimeEvent,
-    RuntimeEventType,
-    RuntimeSandbox,
-    RuntimeSnapshot,
-    RuntimeState,
-    RuntimeVersion,
-    SandboxConfig,
-    SandboxState,
-    Subscription,
-)
-from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
-from kubecore._updates import Operation, PodUpdate
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from kubecore import credentials as credentials
+    from kubecore import events as events
+    from kubecore import health as health
+    from kubecore import images as images
+    from kubecore import labels as labels
+    from kubecore import manifest as manifest
+    from kubecore import metrics as metrics
+    from kubecore import objects as objects
+    from kubecore import planner as planner
+    from kubecore import plugins as plugins
+    from kubecore import quantity as quantity
+    from kubecore import security as security
+    from kubecore import server as server
+    from kubecore import sources as sources
+    from kubecore import translate as translate
+    from kubecore import volumes as volumes
+    from kubecore._clock import Clock, ManualClock, SystemClock, TimerHandle
+    from kubecore._errors import (
+        Conflict,
+        ContainerNotFound,
+        ContainerRuntimeError,
+        CreateContainerConfigError,
+        DocumentError,
+        DuplicateRuntime,
+        FieldError,
+        ImageNeverPull,
+        ImageNotFound,
+        ImagePullError,
+        InvalidConfig,
+        KubecoreError,
+        NotFound,
+        PluginError,
+        PluginWarning,
+        RegistryConfigError,
+        RootDirInUse,
+        RuntimeTimeout,
+        RuntimeUnavailable,
+        SandboxNotFound,
+        SourceUnavailable,
+        UnknownRuntime,
+        ValidationError,
+    )
+    from kubecore._kubelet import Kubelet, KubeletConfig, SyncReport
+    from kubecore._manifest import load_pods_from_file, load_pods_from_string
+    from kubecore._model import (
+        Container,
+        ContainerPort,
+        ContainerState,
+        ContainerStateRunning,
+        ContainerStateTerminated,
+        ContainerStateWaiting,
+        ContainerStatus,
+        EmptyDirVolumeSource,
+        EnvVar,
+        ExecAction,
+        HostPathVolumeSource,
+        HTTPGetAction,
+        HTTPHeader,
+        Lifecycle,
+        LifecycleHandler,
+        LocalObjectReference,
+        ObjectMeta,
+        Pod,
+        PodCondition,
+        PodSpec,
+        PodStatus,
+        Probe,
+        ResourceRequirements,
+        SecurityContext,
+        TCPSocketAction,
+        Volume,
+        VolumeMount,
+    )
+    from kubecore._plugins import (
+        RuntimeBundle,
+        RuntimeInfo,
+        RuntimeRegistry,
+        hookimpl,
+        load_runtime,
+        runtimes,
+    )
+    from kubecore._runtime import (
+        ContainerConfig,
+        ContainerRuntime,
+        ContainerStats,
+        DNSConfig,
+        ExecResult,
+        HealthChecker,
+        Image,
+        ImageFsUsage,
+        Mount,
+        PortMapping,
+        ProbeOutcome,
+        ProbeResult,
+        ProbeTarget,
+        Puller,
+        PullerWrapper,
+        PullProgress,
+        RegistryAuth,
+        RuntimeBase,
+        RuntimeContainer,
+        RuntimeEvent,
+        RuntimeEventType,
+        RuntimeSandbox,
+        RuntimeSnapshot,
+        RuntimeState,
+        RuntimeVersion,
+        SandboxConfig,
+        SandboxState,
+        Subscription,
+    )
+    from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
+    from kubecore._updates import Operation, PodUpdate
 
 __version__ = "0.1.0"
 
@@ -242,27 +251,164 @@ __all__ = [
     "runtimes",
 ]
 
-# Published here rather than in each namespace module: importing ``kubecore.quantity`` runs this
-# file first, and a name exported both at the top level and in a namespace (``load_pods_from_file``)
-# keeps ``kubecore`` as its home because the top level is published first.
-_publish(__all__, globals(), __name__)
-for _namespace in (
-    credentials,
-    events,
-    health,
-    images,
-    labels,
-    manifest,
-    metrics,
-    objects,
-    planner,
-    plugins,
-    quantity,
-    security,
-    server,
-    sources,
-    translate,
-    volumes,
-):
-    _publish(_namespace.__all__, vars(_namespace), _namespace.__name__)
-del _namespace
+_NAMESPACES = frozenset(
+    {
+        "credentials",
+        "events",
+        "health",
+        "images",
+        "labels",
+        "manifest",
+        "metrics",
+        "objects",
+        "planner",
+        "plugins",
+        "quantity",
+        "security",
+        "server",
+        "sources",
+        "translate",
+        "volumes",
+    }
+)
+
+_DEFINED_IN: dict[str, tuple[str, ...]] = {
+    "kubecore._clock": (
+        "Clock",
+        "ManualClock",
+        "SystemClock",
+        "TimerHandle",
+    ),
+    "kubecore._errors": (
+        "Conflict",
+        "ContainerNotFound",
+        "ContainerRuntimeError",
+        "CreateContainerConfigError",
+        "DocumentError",
+        "DuplicateRuntime",
+        "FieldError",
+        "ImageNeverPull",
+        "ImageNotFound",
+        "ImagePullError",
+        "InvalidConfig",
+        "KubecoreError",
+        "NotFound",
+        "PluginError",
+        "PluginWarning",
+        "RegistryConfigError",
+        "RootDirInUse",
+        "RuntimeTimeout",
+        "RuntimeUnavailable",
+        "SandboxNotFound",
+        "SourceUnavailable",
+        "UnknownRuntime",
+        "ValidationError",
+    ),
+    "kubecore._kubelet": (
+        "Kubelet",
+        "KubeletConfig",
+        "SyncReport",
+    ),
+    "kubecore._manifest": (
+        "load_pods_from_file",
+        "load_pods_from_string",
+    ),
+    "kubecore._model": (
+        "Container",
+        "ContainerPort",
+        "ContainerState",
+        "ContainerStateRunning",
+        "ContainerStateTerminated",
+        "ContainerStateWaiting",
+        "ContainerStatus",
+        "EmptyDirVolumeSource",
+        "EnvVar",
+        "ExecAction",
+        "HTTPGetAction",
+        "HTTPHeader",
+        "HostPathVolumeSource",
+        "Lifecycle",
+        "LifecycleHandler",
+        "LocalObjectReference",
+        "ObjectMeta",
+        "Pod",
+        "PodCondition",
+        "PodSpec",
+        "PodStatus",
+        "Probe",
+        "ResourceRequirements",
+        "SecurityContext",
+        "TCPSocketAction",
+        "Volume",
+        "VolumeMount",
+    ),
+    "kubecore._plugins": (
+        "RuntimeBundle",
+        "RuntimeInfo",
+        "RuntimeRegistry",
+        "hookimpl",
+        "load_runtime",
+        "runtimes",
+    ),
+    "kubecore._runtime": (
+        "ContainerConfig",
+        "ContainerRuntime",
+        "ContainerStats",
+        "DNSConfig",
+        "ExecResult",
+        "HealthChecker",
+        "Image",
+        "ImageFsUsage",
+        "Mount",
+        "PortMapping",
+        "ProbeOutcome",
+        "ProbeResult",
+        "ProbeTarget",
+        "PullProgress",
+        "Puller",
+        "PullerWrapper",
+        "RegistryAuth",
+        "RuntimeBase",
+        "RuntimeContainer",
+        "RuntimeEvent",
+        "RuntimeEventType",
+        "RuntimeSandbox",
+        "RuntimeSnapshot",
+        "RuntimeState",
+        "RuntimeVersion",
+        "SandboxConfig",
+        "SandboxState",
+        "Subscription",
+    ),
+    "kubecore._sources": (
+        "FileSource",
+        "HTTPSource",
+        "PodSource",
+        "StaticSource",
+    ),
+    "kubecore._updates": (
+        "Operation",
+        "PodUpdate",
+    ),
+}
+_HOME = {name: module for module, names in _DEFINED_IN.items() for name in names}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A namespace or a top-level name, imported on first use. A top-level object is published
+    as ``kubecore.<name>`` (its ``__module__``) when it is first reached, whichever way."""
+    if name in _NAMESPACES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from kubecore._exports import publish  # loads inspect: only once a name is used
+
+    value = getattr(_importlib.import_module(module), name)
+    publish((name,), {name: value}, __name__)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_NAMESPACES})

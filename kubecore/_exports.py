@@ -9,8 +9,12 @@ from collections.abc import Iterable, Mapping
 
 def publish(names: Iterable[str], namespace: Mapping[str, object], module: str) -> None:
     """Set ``__module__`` to ``module`` on each class and function of ``names`` that a private
-    module defines, so reprs, docs and pickles name the public home. A name already published
-    elsewhere (``kubecore`` itself) keeps that home."""
+    module defines, so reprs, docs and pickles name the public home. A name the top level
+    exports too (``load_pods_from_file``) has ``kubecore`` as its home, whichever module is
+    imported first (every name is imported on first use)."""
+    import kubecore  # initialised before any of its modules runs this
+
+    top_level = frozenset(kubecore.__all__)
     for name in names:
         value = namespace[name]
         if not (inspect.isclass(value) or inspect.isfunction(value)):
@@ -19,7 +23,7 @@ def publish(names: Iterable[str], namespace: Mapping[str, object], module: str) 
             continue
         if inspect.isclass(value):
             _resolve_own_annotations(value)
-        value.__module__ = module
+        value.__module__ = "kubecore" if name in top_level else module
 
 
 def _resolve_own_annotations(cls: type) -> None:

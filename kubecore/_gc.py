@@ -61,6 +61,8 @@ def plan_container_gc(
             continue
         uid = c.labels.get(POD_UID_LABEL, "")
         groups.setdefault((uid, container_name(c)), []).append(c)
+    if not groups and all(s.state is not SandboxState.NOTREADY for s in snapshot.sandboxes):
+        return GCPlan()  # nothing is dead: the common case, without the bookkeeping below
     remove: list[str] = []
     for (uid, _), dead in groups.items():
         dead.sort(key=container_age, reverse=True)

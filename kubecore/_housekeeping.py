@@ -23,6 +23,11 @@ from kubecore._volumes import VolumeManager
 
 logger = logging.getLogger(__name__)
 
+ORPHAN_RESCAN = 300.0
+"""Seconds after which the pod directories are listed again even though no pod left: a
+directory an earlier agent left, or one whose removal failed. Otherwise they are listed only
+when a pod has left (listing 10,000 directories every housekeeping interval is most of a pass)."""
+
 
 def _watches_storage(pod: Pod) -> bool:
     """The pod has a limit on local storage to enforce."""
@@ -54,6 +59,9 @@ class Housekeeping:
         self._intervals = (housekeeping_interval, container_gc_interval, image_gc_interval)
         self._last_volumes = -math.inf
         self._last_volume_chores = -math.inf
+        self._kept: set[str] = set()
+        self._last_orphan_scan = -math.inf
+        """The pods whose directories the last orphan scan kept."""
         self._last_container_gc = start
         self._last_image_gc = start
 
@@ -80,10 +88,14 @@ class Housekeeping:
                 | {s.uid for s in snapshot.sandboxes}
                 | {c.labels.get(POD_UID_LABEL, "") for c in snapshot.containers}
             )
-            try:
-                self._volumes.cleanup_orphans(keep)
-            except OSError as exc:
-                logger.warning("orphaned volume cleanup failed: %s", exc)
+            if not keep.issuperset(self._kept) or mono - self._last_orphan_scan >= ORPHAN_RESCAN:
+                self._last_orphan_scan = mono
+                try:
+                    self._volumes.cleanup_orphans(keep)
+                except OSError as exc:
+                    self._last_orphan_scan = -math.inf  # retried at the next interval
+                    logger.warning("orphaned volume cleanup failed: %s", exc)
+            self._kept = keep
         if mono - self._last_container_gc >= container_gc_every:
             self._last_container_gc = mono
             wanted = set(desired) if sources_ready else set(desired) | set(observed)

@@ -757,6 +757,24 @@ class Kubelet:
                 finally:
                     self._pass_cond.acquire()
 
+    def wait_pass(self, timeout: float, *, ask: bool = True) -> bool:
+        """With the loop started: wait (real time, at most ``timeout``) until a pass has ended
+        and the pod syncs it dispatched are done; ``ask``: ask for that pass now (otherwise the
+        loop's own next one: a relist, or a wake-up after a sync acted). True if that happened
+        in time."""
+        if not self.running:
+            raise RuntimeError("the sync loop is not running (call start() first)")
+        deadline = time.monotonic() + timeout
+        with self._pass_cond:
+            target = self._passes + 1
+            if ask:
+                self._wake.set()
+            if not self._pass_cond.wait_for(
+                functools.partial(self._passed, target), timeout=max(0.0, timeout)
+            ):
+                return False
+        return self.workers.wait_idle(max(0.0, deadline - time.monotonic()))
+
     # --- reading --------------------------------------------------------------------------------
 
     def pods(self) -> list[Pod]:

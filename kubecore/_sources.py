@@ -22,12 +22,9 @@ and the "every source has reported" gate already work from those updates.
 from __future__ import annotations
 
 import collections
-import hashlib
 import logging
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -158,9 +155,19 @@ class _Pending:
     since: float
 
 
-DEFAULT_SETTLE = 2.0
+DEFAULT_SETTLE = 0.5
 """Seconds a changed manifest file must stay unchanged before it is read (editors and ``cp``
-write in place: a half-written file must not restart pods)."""
+write in place: a half-written file must not restart pods). Short, so that with the file watch a
+complete edit is applied within a second."""
+
+_WATCH_DEBOUNCE_MS = 50
+"""watchfiles gathers the events of this many milliseconds into one batch."""
+_WATCH_READY_MS = 500
+"""watchfiles says it has nothing to report after this long: the first time, the watch is known
+to be in place (``FileSource.wait_watching``)."""
+_WATCH_POLL_MS = 250
+"""The period of watchfiles' own polling, used where inotify cannot be (a full watch table, a
+file system without notifications)."""
 
 
 def list_manifest_files(path: Path) -> list[Path]:
@@ -191,7 +198,11 @@ def _os_reason(error: OSError) -> str:
 class FileSource:
     """Pods from manifest files (YAML or JSON, several documents per file) and directories.
 
-    Polled every ``interval`` seconds. A path that does not exist when the source is made is an
+    Polled every ``interval`` seconds and, once started (``start``; ``SourcePoller`` does it),
+    watched: a change reported by inotify (through ``watchfiles``; its polling where inotify
+    cannot be used) asks for a poll at once through the ``notify_changes`` callback, and again
+    when the settle time has passed, so an edit is applied within ``settle`` plus a few
+    milliseconds. A path that does not exist when the source is made is an
     error (``SourceUnavailable``) unless ``may_be_missing``: then it counts as empty until it
     appears. A path that disappears or cannot be read later makes the source *not ready*
     (``NOT_READY``): its pods stay as they were and the agent deletes nothing until it can be read
@@ -217,10 +228,12 @@ class FileSource:
         name: str = FILE_SOURCE,
         may_be_missing: bool = False,
         settle: float = DEFAULT_SETTLE,
+        watch: bool = True,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         self._roots = tuple(Path(p) for p in paths)
+        self._absolute_roots = tuple(Path(os.path.abspath(root)) for root in self._roots)
         if not may_be_missing:
             missing = [str(root) for root in self._roots if not os.path.lexists(root)]
             if missing:
@@ -243,6 +256,11 @@ class FileSource:
         self._sent_objects: tuple[KubeObject, ...] = ()
         self._next_due: float | None = None
         self._lock = threading.Lock()
+        self._watch = watch
+        self._wake: Callable[[], None] | None = None
+        self._stop_watch = threading.Event()
+        self._watching = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     @property
     def name(self) -> str:
@@ -257,6 +275,96 @@ class FileSource:
     @property
     def paths(self) -> tuple[Path, ...]:
         return self._roots
+
+    @property
+    def changing(self) -> tuple[Path, ...]:
+        """Files seen changed (or gone) that are waiting for the settle time."""
+        with self._lock:
+            return tuple(self._pending)
+
+    def notify_changes(self, wake: Callable[[], None]) -> None:
+        """``wake`` is called (from the watch thread) when a poll would find something."""
+        self._wake = wake
+
+    def start(self) -> None:
+        """Watch the manifest paths in a daemon thread (no-op with ``watch=False``)."""
+        if not self._watch or self._watcher is not None:
+            return
+        self._stop_watch.clear()
+        self._watching.clear()
+        self._watcher = threading.Thread(
+            target=self._watch_paths, name="kubecore-manifest-watch", daemon=True
+        )
+        self._watcher.start()
+
+    def wait_watching(self, timeout: float) -> bool:
+        """Wait (real time) until the watch is in place: a change from now on is reported."""
+        return self._watching.wait(timeout)
+
+    def close(self) -> None:
+        self._stop_watch.set()
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.join(5.0)
+
+    def _watch_paths(self) -> None:
+        try:
+            import watchfiles
+        except ImportError:
+            logger.info(
+                "watchfiles is not installed: manifests are polled every %gs", self._interval
+            )
+            return
+        if logging.getLogger("watchfiles").level == logging.NOTSET:
+            # it logs every batch of changes at INFO: the source logs what the changes do
+            logging.getLogger("watchfiles").setLevel(logging.WARNING)
+        directories = watched_directories(self._roots)
+        for force_polling in (None, True):  # inotify (watchfiles' choice), then its polling
+            try:
+                for changes in watchfiles.watch(
+                    *directories,
+                    watch_filter=None,
+                    debounce=_WATCH_DEBOUNCE_MS,
+                    step=10,
+                    stop_event=self._stop_watch,
+                    raise_interrupt=False,
+                    force_polling=force_polling,
+                    poll_delay_ms=_WATCH_POLL_MS,
+                    recursive=False,
+                    ignore_permission_denied=True,
+                    rust_timeout=_WATCH_READY_MS,
+                    yield_on_timeout=True,  # the first (empty) batch: the watch is in place
+                ):
+                    self._watching.set()
+                    if any(self._concerns(Path(path)) for _, path in changes):
+                        self._changed()
+                return
+            except Exception as error:  # no inotify here, a watch limit, a root gone
+                logger.warning(
+                    "watching manifests %s failed (%s): %s",
+                    ", ".join(str(d) for d in directories),
+                    error,
+                    "polling them"
+                    if force_polling is None
+                    else f"checking every {self._interval:g}s",
+                )
+
+    def _concerns(self, path: Path) -> bool:
+        changed = Path(os.path.abspath(path))
+        return any(root in (changed, changed.parent) for root in self._absolute_roots)
+
+    def _changed(self) -> None:
+        """A watched file changed: poll now, and again once it may have settled."""
+        with self._lock:
+            self._next_due = None
+        wake = self._wake
+        if wake is None:
+            return
+        wake()
+        if self._settle > 0:
+            timer = threading.Timer(self._settle + 0.01, wake)
+            timer.daemon = True
+            timer.start()
 
     @property
     def problems(self) -> tuple[SourceProblem, ...]:
@@ -396,7 +504,7 @@ class FileSource:
         except ValidationError as error:
             self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
             return
-        fingerprint = attrs.evolve(quick, sha256=hashlib.sha256(data).hexdigest())
+        fingerprint = attrs.evolve(quick, sha256=_sha256(data))
         if previous is not None and previous.fingerprint.sha256 == fingerprint.sha256:
             if previous.problem is not None and previous.problem.errors[0].message.startswith(
                 "cannot be read"
@@ -490,6 +598,19 @@ class FileSource:
         return tuple(merged.values())
 
 
+def watched_directories(roots: Sequence[Path]) -> list[Path]:
+    """What to watch for ``roots``: a directory itself, a file's directory (an editor replaces
+    the file by a rename), the nearest existing ancestor of a path not there yet."""
+    found: list[Path] = []
+    for root in roots:
+        path = root if root.is_dir() else root.parent
+        while not path.is_dir() and path != path.parent:
+            path = path.parent
+        if path not in found:
+            found.append(path)
+    return found
+
+
 def _path_problem(path: Path, message: str) -> SourceProblem:
     return SourceProblem(str(path), (FieldError("", message),))
 
@@ -510,6 +631,9 @@ class FetchResult:
 
 def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:
     """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises."""
+    import urllib.error  # imported here: ``kubecore validate`` needs no HTTP client
+    import urllib.request
+
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -650,7 +774,7 @@ class HTTPSource:
             return None
         if not 200 <= result.status < 300:
             return SourceProblem(self._url, (FieldError("", f"HTTP status {result.status}"),))
-        digest = hashlib.sha256(result.body).hexdigest()
+        digest = _sha256(result.body)
         if digest == self._body_hash:
             return None
         try:
@@ -804,6 +928,7 @@ class SourcePoller:
         self._clock: Clock = clock or SystemClock()
         self._tick = tick
         self._stopping = threading.Event()
+        self._wakeup = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
@@ -838,14 +963,22 @@ class SourcePoller:
             raise RuntimeError("the source poller is already running")
         self._stopping.clear()
         for source in self._sources:
+            notify_changes = getattr(source, "notify_changes", None)
+            if callable(notify_changes):
+                notify_changes(self.wake)
             start = getattr(source, "start", None)
             if callable(start):
                 start()
         self._thread = threading.Thread(target=self._run, name="kubecore-sources", daemon=True)
         self._thread.start()
 
+    def wake(self) -> None:
+        """Poll now (a source saw a change), not at the next tick."""
+        self._wakeup.set()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stopping.set()
+        self._wakeup.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
@@ -856,5 +989,12 @@ class SourcePoller:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
+            self._wakeup.clear()
             self.poll_once()
-            self._clock.wait(self._stopping, self._tick)
+            self._clock.wait(self._wakeup, self._tick)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # imported on first use: loading OpenSSL slows ``kubecore validate``
+
+    return hashlib.sha256(data).hexdigest()

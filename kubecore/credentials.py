@@ -10,6 +10,7 @@ from kubecore._credentials import (
     pod_registry_auth,
     secret_keyring,
 )
+from kubecore._exports import publish as _publish
 
 __all__ = [
     "ChainKeyring",
@@ -20,3 +21,5 @@ __all__ = [
     "pod_registry_auth",
     "secret_keyring",
 ]
+
+_publish(__all__, globals(), __name__)

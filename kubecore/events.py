@@ -2,6 +2,7 @@
 recorders that keep, log or fan them out."""
 
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
+from kubecore._exports import publish as _publish
 from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
 
 __all__ = [
@@ -13,3 +14,5 @@ __all__ = [
     "MemoryRecorder",
     "ObjectReference",
 ]
+
+_publish(__all__, globals(), __name__)

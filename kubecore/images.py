@@ -6,6 +6,7 @@ gives the short form Docker lists (``busybox:latest``). A runtime that stores im
 conformance suite checks.
 """
 
+from kubecore._exports import publish as _publish
 from kubecore._imageref import (
     DEFAULT_TAG,
     DOCKER_HUB,
@@ -23,3 +24,5 @@ __all__ = [
     "registry_host",
     "same_image",
 ]
+
+_publish(__all__, globals(), __name__)

@@ -4,6 +4,7 @@ State lives only in these, so a runtime must store them as given and return them
 runtime selects its own objects by ``MANAGED_LABEL``.
 """
 
+from kubecore._exports import publish as _publish
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
@@ -37,3 +38,5 @@ __all__ = [
     "SOURCE_ANNOTATION",
     "TERMINATION_MESSAGE_PATH_ANNOTATION",
 ]
+
+_publish(__all__, globals(), __name__)

@@ -1,5 +1,6 @@
 """Pod manifests (YAML or JSON, v1 ``Pod`` or ``List``): load, validate, dump."""
 
+from kubecore._exports import publish as _publish
 from kubecore._manifest import (
     assign_uid,
     dump_pod_json,
@@ -35,3 +36,5 @@ __all__ = [
     "stamp_source",
     "validate_pod",
 ]
+
+_publish(__all__, globals(), __name__)

@@ -10,6 +10,7 @@ from kubecore._env import (
     expand,
     host_capacity,
 )
+from kubecore._exports import publish as _publish
 from kubecore._model import (
     ConfigMap,
     ConfigMapEnvSource,
@@ -46,3 +47,5 @@ __all__ = [
     "host_capacity",
     "object_key",
 ]
+
+_publish(__all__, globals(), __name__)

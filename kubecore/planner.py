@@ -12,6 +12,7 @@ from kubecore._actions import (
     Waiting,
 )
 from kubecore._backoff import in_backoff, next_backoff
+from kubecore._exports import publish as _publish
 from kubecore._planner import compute_pod_actions
 from kubecore._status import compute_pod_status
 
@@ -29,3 +30,5 @@ __all__ = [
     "in_backoff",
     "next_backoff",
 ]
+
+_publish(__all__, globals(), __name__)

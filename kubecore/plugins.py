@@ -2,6 +2,7 @@
 the plugins that failed to load."""
 
 from kubecore._clock import missing_clock_members
+from kubecore._exports import publish as _publish
 from kubecore._plugins import (
     BrokenPlugin,
     KubecorePluginManager,
@@ -18,3 +19,5 @@ __all__ = [
     "missing_clock_members",
     "plugin_manager",
 ]
+
+_publish(__all__, globals(), __name__)

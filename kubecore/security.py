@@ -1,6 +1,7 @@
 """Security context: the pod's and the containers' ``securityContext`` (model), what a runtime
 receives (``LinuxContainerSecurityContext``, in the CRI's shape) and the node's rules for them."""
 
+from kubecore._exports import publish as _publish
 from kubecore._model import (
     AppArmorProfile,
     Capabilities,
@@ -42,3 +43,5 @@ __all__ = [
     "effective_security_context",
     "parse_image_user",
 ]
+
+_publish(__all__, globals(), __name__)

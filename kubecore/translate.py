@@ -3,6 +3,7 @@ namespace modes (CRI's ``NamespaceOption``) a runtime applies, the pod's managed
 hash that tells a changed container spec, and the resources a runtime that resizes containers in
 place (``ResourceUpdater``) is given."""
 
+from kubecore._exports import publish as _publish
 from kubecore._runtime import ContainerResources, NamespaceMode, NamespaceOption, ResourceUpdater
 from kubecore._translate import (
     ResolvConf,
@@ -29,3 +30,5 @@ __all__ = [
     "parse_resolv_conf",
     "sandbox_config",
 ]
+
+_publish(__all__, globals(), __name__)

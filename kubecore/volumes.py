@@ -3,6 +3,7 @@ the atomic writer, and the runtime's mount propagation."""
 
 from kubecore._atomic_writer import FileProjection, write_atomically
 from kubecore._errors import MountFailed
+from kubecore._exports import publish as _publish
 from kubecore._model import (
     ConfigMapProjection,
     ConfigMapVolumeSource,
@@ -44,3 +45,5 @@ __all__ = [
     "VolumeProjection",
     "write_atomically",
 ]
+
+_publish(__all__, globals(), __name__)

@@ -22,7 +22,7 @@ import attrs
 import pytest
 
 from kubecore import ContainerState, ContainerStatus, Pod, PodStatus
-from kubecore._cli.commands import validate_paths
+from kubecore._cli.basic import validate_paths
 from kubecore.testing import FakeNode, NotReached
 from kubecore.testing._node import pod_key
 

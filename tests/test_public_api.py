@@ -161,8 +161,8 @@ def test_all_is_the_curated_list() -> None:
 def test_all_lists_every_public_name_imported() -> None:
     public = {
         name
-        for name, value in vars(kubecore).items()
-        if not name.startswith("_") and not inspect.ismodule(value)
+        for name in dir(kubecore)
+        if not name.startswith("_") and not inspect.ismodule(getattr(kubecore, name))
     }
     assert public == set(kubecore.__all__)
 
@@ -190,14 +190,33 @@ def test_the_namespaces_are_found() -> None:
     assert {"labels", "manifest", "quantity", "translate"} <= set(NAMESPACES)
 
 
-def test_import_kubecore_imports_and_publishes_every_namespace() -> None:
+def test_import_kubecore_imports_no_namespace_until_it_is_used() -> None:
     code = (
         "import kubecore, sys\n"
-        f"missing = [n for n in {NAMESPACES!r} if f'kubecore.{{n}}' not in sys.modules]\n"
-        "assert not missing, missing\n"
+        f"loaded = [n for n in {NAMESPACES!r} if f'kubecore.{{n}}' in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "heavy = {'kubecore._kubelet', 'kubecore._server', 'prometheus_client', 'docker', 'yaml'}\n"
+        "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
         "assert kubecore.quantity.parse_quantity.__module__ == 'kubecore.quantity'\n"
+        "assert 'kubecore.quantity' in sys.modules\n"
+        "assert kubecore.Kubelet.__module__ == 'kubecore'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_name_of_both_homes_shows_kubecore_when_its_namespace_is_imported_first() -> None:
+    code = (
+        "from kubecore.manifest import load_pods_from_file\n"
+        "assert load_pods_from_file.__module__ == 'kubecore', load_pods_from_file.__module__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_namespace_is_reachable_as_an_attribute() -> None:
+    for name in NAMESPACES:
+        assert getattr(kubecore, name).__name__ == f"kubecore.{name}"
+    with pytest.raises(AttributeError):
+        kubecore.no_such_name  # noqa: B018
 
 
 def test_every_error_is_defined_in_one_module() -> None:

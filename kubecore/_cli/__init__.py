@@ -2,42 +2,97 @@
 
 A thin shell over the public API: ``settings`` (the flags of ``run`` and how flags, environment
 and config file are layered), ``output`` (the pod table, pull progress, the live display),
-``commands`` (what each subcommand does) and ``parser`` (the parser and ``main``).
+``basic`` (the subcommands that need little), ``commands`` (``run``) and ``parser`` (the parser
+and ``main``).
+
+Only ``main`` is imported up front; every other name on first use, so that a command that needs
+little (``kubecore version``) starts fast.
 """
 
-from kubecore._cli.commands import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    build_sources,
-    cmd_run,
-    read_registry_config,
-    read_token,
-    run_forever,
-    run_once,
-    validate_paths,
-)
-from kubecore._cli.output import (
-    Display,
-    PodRow,
-    PullTracker,
-    TrackingPuller,
-    format_table,
-    pod_row,
-    progress_bar,
-)
+import importlib as _importlib
+import typing as _typing
+
 from kubecore._cli.parser import build_parser, main
-from kubecore._cli.settings import (
-    CONFIG_FIELD_HELP,
-    ENV_PREFIX,
-    RUN_SETTINGS,
-    Setting,
-    UsageError,
-    convert,
-    parse_options,
-    resolve_settings,
-)
-from kubecore._status import short_duration
+
+if _typing.TYPE_CHECKING:
+    from kubecore._cli.basic import (
+        EXIT_FAILED as EXIT_FAILED,
+    )
+    from kubecore._cli.basic import (
+        EXIT_OK as EXIT_OK,
+    )
+    from kubecore._cli.basic import (
+        EXIT_USAGE as EXIT_USAGE,
+    )
+    from kubecore._cli.basic import (
+        UsageError as UsageError,
+    )
+    from kubecore._cli.basic import (
+        validate_paths as validate_paths,
+    )
+    from kubecore._cli.commands import (
+        build_sources as build_sources,
+    )
+    from kubecore._cli.commands import (
+        cmd_run as cmd_run,
+    )
+    from kubecore._cli.commands import (
+        read_registry_config as read_registry_config,
+    )
+    from kubecore._cli.commands import (
+        read_token as read_token,
+    )
+    from kubecore._cli.commands import (
+        run_forever as run_forever,
+    )
+    from kubecore._cli.commands import (
+        run_once as run_once,
+    )
+    from kubecore._cli.output import (
+        Display as Display,
+    )
+    from kubecore._cli.output import (
+        PodRow as PodRow,
+    )
+    from kubecore._cli.output import (
+        PullTracker as PullTracker,
+    )
+    from kubecore._cli.output import (
+        TrackingPuller as TrackingPuller,
+    )
+    from kubecore._cli.output import (
+        format_table as format_table,
+    )
+    from kubecore._cli.output import (
+        pod_row as pod_row,
+    )
+    from kubecore._cli.output import (
+        progress_bar as progress_bar,
+    )
+    from kubecore._cli.settings import (
+        CONFIG_FIELD_HELP as CONFIG_FIELD_HELP,
+    )
+    from kubecore._cli.settings import (
+        ENV_PREFIX as ENV_PREFIX,
+    )
+    from kubecore._cli.settings import (
+        RUN_SETTINGS as RUN_SETTINGS,
+    )
+    from kubecore._cli.settings import (
+        Setting as Setting,
+    )
+    from kubecore._cli.settings import (
+        convert as convert,
+    )
+    from kubecore._cli.settings import (
+        parse_options as parse_options,
+    )
+    from kubecore._cli.settings import (
+        resolve_settings as resolve_settings,
+    )
+    from kubecore._status import (
+        short_duration as short_duration,
+    )
 
 __all__ = [
     "CONFIG_FIELD_HELP",
@@ -69,3 +124,50 @@ __all__ = [
     "short_duration",
     "validate_paths",
 ]
+
+_DEFINED_IN: dict[str, tuple[str, ...]] = {
+    "kubecore._cli.basic": (
+        "EXIT_FAILED",
+        "EXIT_OK",
+        "EXIT_USAGE",
+        "UsageError",
+        "validate_paths",
+    ),
+    "kubecore._cli.commands": (
+        "build_sources",
+        "cmd_run",
+        "read_registry_config",
+        "read_token",
+        "run_forever",
+        "run_once",
+    ),
+    "kubecore._cli.output": (
+        "Display",
+        "PodRow",
+        "PullTracker",
+        "TrackingPuller",
+        "format_table",
+        "pod_row",
+        "progress_bar",
+    ),
+    "kubecore._cli.settings": (
+        "CONFIG_FIELD_HELP",
+        "ENV_PREFIX",
+        "RUN_SETTINGS",
+        "Setting",
+        "convert",
+        "parse_options",
+        "resolve_settings",
+    ),
+    "kubecore._status": ("short_duration",),
+}
+_HOME = {name: module for module, names in _DEFINED_IN.items() for name in names}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value

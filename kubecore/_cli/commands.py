@@ -1,17 +1,16 @@
-"""The subcommands: ``run``, ``validate``, ``runtimes`` and ``version``."""
+"""The ``run`` subcommand (``version``, ``runtimes`` and ``validate``, which need little, are in
+``basic``)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 
 import kubecore
+from kubecore._cli.basic import EXIT_FAILED, EXIT_OK, warnings_shown
 from kubecore._cli.output import Display, PullTracker, TrackingPuller, format_table
 from kubecore._cli.settings import (
     RUN_SETTINGS,
@@ -27,8 +27,7 @@ from kubecore._cli.settings import (
     resolve_settings,
 )
 from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable, ValidationError
-from kubecore._manifest import read_manifest_text
+from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
 from kubecore._model import Pod
 from kubecore._runtime import Puller
 from kubecore._server import KubeletServer, ServerConfig
@@ -38,8 +37,6 @@ from kubecore._sources import (
     PodSource,
     SourcePoller,
     SourceProblem,
-    list_manifest_files,
-    parse_manifest,
 )
 from kubecore._status import Verdict, pod_verdict
 
@@ -52,31 +49,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
 _RUN_DESTS = frozenset(setting.dest for setting in RUN_SETTINGS)
 
 
 # --- plugins ------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def warnings_shown(err: IO[str], skip: tuple[type[Warning], ...] = ()) -> Iterator[None]:
-    """Show each warning raised inside (loading plugins) as one line on ``err``."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            shown: set[str] = set()
-            for warning in caught:
-                line = (str(warning.message).strip().splitlines() or [""])[0]
-                if issubclass(warning.category, skip) or line in shown:
-                    continue
-                shown.add(line)
-                err.write(f"kubecore: warning: {line}\n")
 
 
 def load_runtime_bundle(
@@ -94,80 +70,6 @@ def load_runtime_bundle(
         if info is not None and info.virtual_time:
             chosen.setdefault("clock", ManualClock(start=time.time()) if once else SystemClock())
         return manager.load_runtime(name, **chosen)
-
-
-# --- version, runtimes, validate ----------------------------------------------------------
-
-
-def cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
-    out.write(
-        f"kubecore {kubecore.__version__} (python {sys.version.split()[0]}, {sys.platform})\n"
-    )
-    return EXIT_OK
-
-
-def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
-    from kubecore._plugins import PluginWarning, plugin_manager
-
-    manager = plugin_manager()
-    # a broken plugin is listed below; any other warning goes to stderr
-    with warnings_shown(sys.stderr, skip=(PluginWarning,)):
-        infos = manager.runtimes()
-        broken = manager.broken_plugins()
-    rows = [["NAME", "DESCRIPTION", "PLUGIN"]]
-    for info in infos:
-        plugin = info.plugin + (f" ({info.distribution})" if info.distribution else "")
-        note = f" (unavailable: {info.unavailable})" if info.unavailable else ""
-        rows.append([info.name, info.description + note, plugin])
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        out.write("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
-    for bad in broken:
-        where = f" ({bad.distribution})" if bad.distribution else ""
-        out.write(f"broken plugin {bad.name}{where}: {bad.error}\n")
-    return EXIT_OK if infos else EXIT_FAILED
-
-
-def validate_paths(paths: Sequence[str]) -> tuple[list[str], int, int]:
-    """Every problem line (``file: path: message``), the file count and the valid pod count."""
-    lines: list[str] = []
-    files = 0
-    pods = 0
-    for raw in paths:
-        root = Path(raw)
-        if not root.exists():
-            lines.append(f"{raw}: no such file or directory")
-            continue
-        found = list_manifest_files(root) if root.is_dir() else [root]
-        if not found:
-            lines.append(f"{raw}: no manifest files")
-            continue
-        for path in found:
-            files += 1
-            try:
-                text = read_manifest_text(path)  # regular files within the size cap only
-            except ValidationError as error:
-                lines.extend(str(SourceProblem(str(path), (e,))) for e in error.problems)
-                continue
-            except OSError as error:
-                lines.append(f"{path}: cannot read: {error.strerror or error}")
-                continue
-            valid, errors = parse_manifest(text, str(path))
-            pods += len(valid)
-            lines.extend(str(SourceProblem(str(path), (error,))) for error in errors)
-    return lines, files, pods
-
-
-def cmd_validate(args: argparse.Namespace, out: IO[str]) -> int:
-    problems, files, pods = validate_paths(args.files)
-    for line in problems:
-        out.write(line + "\n")
-    noun = "file" if files == 1 else "files"
-    if problems:
-        out.write(f"{len(problems)} problem(s) in {files} {noun}; {pods} valid pod(s)\n")
-        return EXIT_FAILED
-    out.write(f"{files} {noun} OK, {pods} pod(s)\n")
-    return EXIT_OK
 
 
 def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
@@ -289,7 +191,8 @@ def cmd_run(
         try:
             if etcd is not None:
                 wait_for_etcd(etcd, min(settings["deadline"], 30.0))
-            return run_once(kubelet, poller, clock, settings["deadline"], out)
+            display = None if clock.virtual else once_display(out, settings, tracker)
+            return run_once(kubelet, poller, clock, settings["deadline"], out, display)
         finally:
             kubelet.stop()
             if etcd is not None:
@@ -305,6 +208,20 @@ def cmd_run(
         tracker,
         start_extras=etcd.start if etcd is not None else None,
     )
+
+
+def once_display(out: IO[str], settings: Mapping[str, Any], tracker: PullTracker) -> Display:
+    """``--once``'s progress: the live table and pulls on a terminal (cleared before the final
+    table), one log line per change otherwise."""
+    live = out.isatty()
+    header = (
+        f"kubecore {kubecore.__version__} --once on node {settings['node_name']}, runtime "
+        f"{settings['runtime']}: starting the pods (deadline {settings['deadline']:g}s)"
+    )
+    display = Display(out, live, header, tracker, clear_on_close=live)
+    if display.log_handler is not None:
+        _route_logs_to(display.log_handler)
+    return display
 
 
 def wait_for_etcd(etcd: EtcdAttachment, timeout: float) -> None:
@@ -362,23 +279,96 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
 
 
 def run_once(
-    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float, out: IO[str]
+    kubelet: Kubelet,
+    poller: SourcePoller,
+    clock: Clock,
+    deadline: float,
+    out: IO[str],
+    display: Display | None = None,
 ) -> int:
-    """Sync until every pod converged or failed, or the deadline passed; print the table."""
+    """Sync until every pod converged or failed, or the deadline passed; print the table.
+
+    On a real clock the agent's own loop and pod workers do the work (pods start in parallel)
+    and ``display`` shows the progress meanwhile (the live table and pulls on a terminal, a
+    log line per change otherwise); on a virtual clock (the in-memory runtime) passes run
+    inline and time is stepped."""
+    if clock.virtual:
+        pods, verdicts = settle_stepped(kubelet, poller, clock, deadline)
+    else:
+        pods, verdicts = settle_pooled(kubelet, poller, deadline, display)
+    if display is not None:
+        display.close()
+    return report_once(pods, verdicts, source_problems(poller.sources), deadline, clock, out)
+
+
+Verdicts = dict[str, tuple[Verdict, str]]
+
+
+def pod_verdicts(pods: Iterable[Pod]) -> Verdicts:
+    return {f"{p.metadata.namespace}/{p.metadata.name}": pod_verdict(p) for p in pods}
+
+
+def all_settled(verdicts: Verdicts) -> bool:
+    return all(v != "pending" for v, _ in verdicts.values())
+
+
+def settle_stepped(
+    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float
+) -> tuple[list[Pod], Verdicts]:
+    """Inline passes, ``step`` seconds of clock time apart (a virtual clock does not wait)."""
     step = 1.0
     end = clock.monotonic() + deadline
-    verdicts: dict[str, tuple[Verdict, str]] = {}
+    verdicts: Verdicts = {}
     pods: list[Pod] = []
     for _ in range(int(deadline / step) + 2):
         poller.poll_once()
         kubelet.sync()
         pods = list(kubelet.pods())
-        verdicts = {f"{p.metadata.namespace}/{p.metadata.name}": pod_verdict(p) for p in pods}
-        if all(v != "pending" for v, _ in verdicts.values()) or clock.monotonic() >= end:
+        verdicts = pod_verdicts(pods)
+        if all_settled(verdicts) or clock.monotonic() >= end:
             break
         clock.sleep(step)
+    return pods, verdicts
+
+
+_PROGRESS_INTERVAL = 0.5
+"""Seconds between two looks at the pods while a pass (or a long pull) is still going on."""
+
+
+def settle_pooled(
+    kubelet: Kubelet, poller: SourcePoller, deadline: float, display: Display | None = None
+) -> tuple[list[Pod], Verdicts]:
+    """The background loop and its pod workers, as the daemon runs them; after each pass (and
+    the syncs it dispatched), and every half second meanwhile, the pods are looked at, until
+    all settled or the deadline."""
+    end = time.monotonic() + deadline
+    poller.poll_once()
+    kubelet.start()
+    while True:
+        # the loop's own passes (no extra engine lists): it passes again as soon as a sync acted
+        left = max(0.0, min(_PROGRESS_INTERVAL, end - time.monotonic()))
+        passed = kubelet.wait_pass(left, ask=False)
+        pods = list(kubelet.pods())
+        verdicts = pod_verdicts(pods)
+        if display is not None:
+            display.refresh(pods, time.time(), source_problems(poller.sources))
+        if all_settled(verdicts) or time.monotonic() >= end:
+            return pods, verdicts
+        if passed:
+            poller.poll_once()
+
+
+def report_once(
+    pods: Sequence[Pod],
+    verdicts: Verdicts,
+    problems: Sequence[SourceProblem],
+    deadline: float,
+    clock: Clock,
+    out: IO[str],
+) -> int:
+    """The final table, the source problems and one line per pod that failed or did not settle;
+    the exit code."""
     out.write(format_table(pods, clock.now()))
-    problems = source_problems(poller.sources)
     for problem in problems:
         for line in problem.lines():
             out.write(line + "\n")

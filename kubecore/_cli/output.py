@@ -169,12 +169,24 @@ class _TableLog(logging.Handler):
         self.lines = [*self.lines, line][-self._size :]
 
 
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+
+
 class Display:
     """The live pod table on a terminal; one log line per change otherwise."""
 
-    def __init__(self, out: IO[str], live: bool, header: str, tracker: PullTracker) -> None:
+    def __init__(
+        self,
+        out: IO[str],
+        live: bool,
+        header: str,
+        tracker: PullTracker,
+        *,
+        clear_on_close: bool = False,
+    ) -> None:
         self._out = out
         self._live = live
+        self._clear_on_close = clear_on_close
         self._header = header
         self._tracker = tracker
         self._last_rows: dict[tuple[str, str], tuple[str, str, int]] = {}
@@ -187,8 +199,18 @@ class Display:
         else:
             self._log_changes(pods, now)
 
+    def close(self) -> None:
+        """Done: with ``clear_on_close``, clear the screen for what is printed next, keeping the
+        log lines the live table held."""
+        if not (self._live and self._clear_on_close):
+            return
+        self._out.write(CLEAR_SCREEN)
+        if self.log_handler is not None:
+            self._out.writelines(line + "\n" for line in self.log_handler.lines)
+        self._out.flush()
+
     def _draw(self, pods: Sequence[Pod], now: float, problems: Sequence[SourceProblem]) -> None:
-        parts = ["\x1b[H\x1b[2J", self._header, "\n\n", format_table(pods, now)]
+        parts = [CLEAR_SCREEN, self._header, "\n\n", format_table(pods, now)]
         pulls = self._tracker.active()
         if pulls:
             parts.append("\n")

@@ -9,18 +9,19 @@ import logging
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from kubecore._cli.commands import (
+from kubecore._cli.basic import (
     EXIT_FAILED,
     EXIT_USAGE,
-    cmd_run,
+    UsageError,
     cmd_runtimes,
     cmd_validate,
     cmd_version,
 )
-from kubecore._cli.settings import ENV_PREFIX, RUN_SETTINGS, Setting, UsageError, parse_number
-from kubecore._errors import KubecoreError
+
+if TYPE_CHECKING:
+    from kubecore._cli.settings import Setting
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ class _CommandParser(_Parser):
 
 
 def _number_type(setting: Setting) -> Callable[[str], int | float]:
+    from kubecore._cli.settings import parse_number
+
     def parse(text: str) -> int | float:
         try:
             return parse_number(setting, text)
@@ -134,33 +137,32 @@ def _add_setting(run: argparse.ArgumentParser, setting: Setting) -> None:
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = frozenset({"run", "validate", "runtimes", "version", "etcd"})
+"""``run``'s flags and ``etcd``'s commands import much of kubecore: their parsers are built in
+full only when named (or when no command is, for the help)."""
+
+_RUN_HELP = "run the agent"
+_ETCD_HELP = "bind pods to nodes in etcd and read their status"
+
+
+def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
+    from kubecore._cli.commands import cmd_run as run
+
+    return run(args, out)
+
+
+def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
+    """The ``kubecore`` parser; with ``only``, the other heavy commands (``run``'s flags,
+    ``etcd``'s commands) are listed with their help but not parsable, and not imported."""
     parser = _Parser(
         prog="kubecore",
         description="The core of a container node agent (the Kubernetes kubelet) as a library.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
-
-    run = commands.add_parser(
-        "run",
-        help="run the agent",
-        description=(
-            "Run the node agent: keep the pods of the manifests running on a container runtime "
-            "and serve the kubelet HTTP API. Every flag can also be set with an environment "
-            f"variable {ENV_PREFIX}<FLAG> (--node-name -> {ENV_PREFIX}NODE_NAME) or in a YAML "
-            "config file (--config, keys named like the flags); flags win over the environment, "
-            "the environment over the file."
-        ),
-    )
-    for setting in RUN_SETTINGS:
-        _add_setting(run, setting)
-    run.add_argument(
-        "--config",
-        metavar="FILE",
-        default=None,
-        help=f"a YAML file of settings named like the flags [env {ENV_PREFIX}CONFIG]",
-    )
-    run.set_defaults(handler=cmd_run)
+    if only in (None, "run"):
+        _add_run(commands)
+    else:
+        commands.add_parser("run", help=_RUN_HELP)
 
     validate = commands.add_parser(
         "validate",
@@ -183,16 +185,51 @@ def build_parser() -> argparse.ArgumentParser:
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)
 
-    from kubecore._etcd_cli import add_etcd_commands  # imports no etcd client
+    if only in (None, "etcd"):
+        from kubecore._etcd_cli import add_etcd_commands  # imports no etcd client
 
-    add_etcd_commands(commands)
+        add_etcd_commands(commands)
+    else:
+        commands.add_parser("etcd", help=_ETCD_HELP)
     return parser
+
+
+def _add_run(commands: Any) -> None:
+    from kubecore._cli.settings import ENV_PREFIX, RUN_SETTINGS
+
+    run = commands.add_parser(
+        "run",
+        help=_RUN_HELP,
+        description=(
+            "Run the node agent: keep the pods of the manifests running on a container runtime "
+            "and serve the kubelet HTTP API. Every flag can also be set with an environment "
+            f"variable {ENV_PREFIX}<FLAG> (--node-name -> {ENV_PREFIX}NODE_NAME) or in a YAML "
+            "config file (--config, keys named like the flags); flags win over the environment, "
+            "the environment over the file."
+        ),
+    )
+    for setting in RUN_SETTINGS:
+        _add_setting(run, setting)
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help=f"a YAML file of settings named like the flags [env {ENV_PREFIX}CONFIG]",
+    )
+    run.set_defaults(handler=cmd_run)
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     """The ``kubecore`` command. Returns the exit status (the console script exits with it)."""
     stream = out or sys.stdout
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    command = command_of(words)
+    parser = build_parser(only=command if command in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -209,10 +246,16 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     except KeyboardInterrupt:  # only outside `run`'s own signal handling (e.g. during --once)
         sys.stderr.write("kubecore: interrupted\n")
         return 130
-    except (KubecoreError, OSError) as error:
+    except OSError as error:
         sys.stderr.write(f"kubecore: {error}\n")
         return EXIT_FAILED
-    except Exception as error:  # a bug: one line for the user, the traceback at debug level
+    except Exception as error:
+        from kubecore._errors import KubecoreError  # loaded by the command that raised it
+
+        if isinstance(error, KubecoreError):
+            sys.stderr.write(f"kubecore: {error}\n")
+            return EXIT_FAILED
+        # a bug: one line for the user, the traceback at debug level
         logger.debug("unexpected error", exc_info=True)
         sys.stderr.write(f"kubecore: unexpected error: {type(error).__name__}: {error}\n")
         return EXIT_FAILED

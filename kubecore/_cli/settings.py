@@ -19,18 +19,16 @@ import attrs
 import yaml
 
 import kubecore
+from kubecore._cli.basic import UsageError as UsageError
 from kubecore._node_fit import parse_node_labels
 from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._sources import DEFAULT_SETTLE
 
 ENV_PREFIX = "KUBECORE_"
 
 Kind = Literal["str", "int", "float", "bool", "list", "strs", "options"]
 """``list``: paths (``os.pathsep`` separated in the environment); ``strs``: a repeatable flag,
 comma separated in the environment; ``options``: ``key=value`` pairs for the runtime plugin."""
-
-
-class UsageError(Exception):
-    """A bad flag, environment variable or config file: exit 2 with the message."""
 
 
 @attrs.frozen
@@ -293,7 +291,7 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "manifest_settle",
         "float",
-        lambda: 2.0,
+        lambda: DEFAULT_SETTLE,
         "seconds a changed manifest file must stay unchanged before it is read (a file being"
         " written is never acted on half-written)",
         metavar="SECONDS",
