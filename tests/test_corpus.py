@@ -204,3 +204,25 @@ def test_unmet_names_what_differs() -> None:
         "container app: unknown, expected running",
         "container gone: no status",
     ]
+
+
+def test_the_corpus_covers_the_volume_sources() -> None:
+    text = "\n".join(p.read_text() for p in CORPUS.glob("volumes-*.yaml"))
+    for field in (
+        "emptyDir",
+        "medium: Memory",
+        "sizeLimit",
+        "hostPath",
+        "type: Directory",
+        "CharDevice",
+        "configMap",
+        "secret",
+        "defaultMode",
+        "optional",
+        "downwardAPI",
+        "resourceFieldRef",
+        "projected",
+        "subPath",
+        "persistentVolumeClaim",
+    ):
+        assert field in text, field

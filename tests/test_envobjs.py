@@ -502,55 +502,7 @@ def test_pull_secrets_mapping() -> None:
     assert secret_keyring(opaque) is None  # wrong type
 
 
-# --- the corpus files of this part ------------------------------------------------------------
-
-CORPUS = sorted((Path(__file__).parent / "corpus").glob("envobjs-*.yaml"))
-
-
-def expectations(text: str) -> dict[str, tuple[str, dict[str, str]]]:
-    """``# expect: <pod> <Phase> [<container>=<state>] ...`` lines, by pod name."""
-    found: dict[str, tuple[str, dict[str, str]]] = {}
-    for line in text.splitlines():
-        if line.startswith("# expect:"):
-            name, phase, *states = line.removeprefix("# expect:").split()
-            found[name] = (phase, dict(state.split("=", 1) for state in states))
-    return found
-
-
-def container_state(status: Any) -> str:
-    state = status.state
-    if state.running is not None:
-        return "running"
-    if state.waiting is not None:
-        return f"waiting:{state.waiting.reason}"
-    if state.terminated is not None:
-        return f"terminated:{state.terminated.reason}"
-    return "unknown"
-
-
-def observed(node: FakeNode, name: str) -> tuple[str, dict[str, str]]:
-    status = node.status(name)
-    states = {cs.name: container_state(cs) for cs in status.container_statuses}
-    return status.phase, states
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
-def test_corpus_file_runs_as_expected(tmp_path: Path, path: Path) -> None:
-    text = path.read_text()
-    expected = expectations(text)
-    assert expected, f"{path.name} has no '# expect:' line"
-    node = FakeNode(tmp_path)
-    node.runtime.require_auth("registry.example/app:1", RegistryAuth("robot", "pw"))
-    node.apply(text)
-
-    def as_expected() -> bool:
-        return all(
-            observed(node, name)[0] == phase
-            and all(observed(node, name)[1].get(c) == s for c, s in states.items())
-            for name, (phase, states) in expected.items()
-        )
-
-    node.run_until(as_expected, timeout=60)
+# --- the corpus files of this part (tests/test_corpus.py checks their expectations) ----------
 
 
 def test_corpus_command_args_expand_as_the_docs_say(tmp_path: Path) -> None:

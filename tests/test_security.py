@@ -543,51 +543,6 @@ def test_docker_applies_apparmor_where_the_engine_has_it() -> None:
     assert security_args("c", sc, engine)[1]["security_opt"] == ["apparmor=deny-write"]
 
 
-# --- the corpus, on the in-memory runtime --------------------------------------------------
-
-
-def _expectations(text: str) -> list[tuple[str, str, dict[str, str]]]:
-    found = []
-    for line in text.splitlines():
-        if not line.startswith("# expect:"):
-            continue
-        name, phase, *states = line.removeprefix("# expect:").split()
-        found.append((name, phase, dict(s.split("=", 1) for s in states)))
-    return found
-
-
-def _state(status: ContainerStatus) -> str:
-    state = status.state
-    if state.running is not None:
-        return "running"
-    if state.waiting is not None:
-        return f"waiting:{state.waiting.reason}"
-    if state.terminated is not None:
-        return f"terminated:{state.terminated.reason}"
-    return ""
-
-
-@pytest.mark.parametrize("path", sorted(CORPUS.glob("security-*.yaml")), ids=lambda p: p.name)
-def test_corpus_pods_reach_their_expected_states(tmp_path: Path, path: Path) -> None:
-    text = path.read_text()
-    expected = _expectations(text)
-    assert expected, f"{path.name} has no '# expect:' line"
-    with FakeNode(tmp_path) as node:
-        node.apply(text)
-
-        def reached() -> bool:
-            for name, phase, states in expected:
-                status = node.status(name)
-                if status.phase != phase:
-                    return False
-                shown = {s.name: _state(s) for s in status.container_statuses}
-                if any(shown.get(c) != want for c, want in states.items()):
-                    return False
-            return True
-
-        node.run_until(reached, timeout=120)
-
-
 def test_allowed_unsafe_sysctls_is_a_flag_and_an_environment_variable() -> None:
     flags = parsed_flags(
         "--allowed-unsafe-sysctls", "net.core.*", "--allowed-unsafe-sysctls", "kernel.msgmax"
