@@ -62,3 +62,35 @@ def test_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_replace_keeps_what_is_around() -> None:
     assert replace_table(f"a\n{BEGIN}\nold\n{END}\nb\n", "T\n") == "a\nT\nb\n"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "path"),
+    [
+        (
+            "container",
+            {"securityContext": {"windowsOptions": {"runAsUserName": "x"}}},
+            "windowsOptions",
+        ),
+        (
+            "container",
+            {"volumeMounts": [{"name": "v", "mountPath": "/v", "subPathExpr": "$(A)"}]},
+            "subPathExpr",
+        ),
+        ("volume", {"image": {"reference": "busybox:1.35"}}, "image"),
+    ],
+)
+def test_fields_the_table_calls_refused_are_refused(
+    where: str, value: dict[str, object], path: str
+) -> None:
+    from kubecore import ValidationError
+    from kubecore._manifest import pod_from_dict
+
+    container: dict[str, object] = {"name": "c", "image": "busybox:1.35"}
+    volume: dict[str, object] = {"name": "v"}
+    (container if where == "container" else volume).update(value)
+    spec = {"containers": [container], "volumes": [volume]}
+    data = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    with pytest.raises(ValidationError) as refused:
+        pod_from_dict(data)
+    assert path in str(refused.value)

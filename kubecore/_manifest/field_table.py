@@ -15,7 +15,13 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from kubecore._manifest import decoding as d
-from kubecore._manifest.fields import SCHEDULER_ONLY, field_pattern, refusal_reason
+from kubecore._manifest.fields import (
+    CONDITIONS,
+    REFUSED_BY_VALIDATION,
+    SCHEDULER_ONLY,
+    field_pattern,
+    refusal_reason,
+)
 
 HONOURED = "honoured"
 SCHEDULER = "accepted, scheduler-only (no effect on a node)"
@@ -31,8 +37,26 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
 def _scheduler_only(path: str) -> bool:
-    return any(path == s or path.startswith((s + ".", s + "[")) for s in SCHEDULER_ONLY)
+    return any(_under(path, s) for s in SCHEDULER_ONLY)
+
+
+def _what(path: str) -> str:
+    """What kubecore does with a field the decoding tables read."""
+    if _scheduler_only(path):
+        return SCHEDULER
+    pattern = field_pattern(path)
+    for prefix, reason in REFUSED_BY_VALIDATION.items():
+        if _under(pattern, prefix):
+            return f"refused: {reason}"
+    for prefix, condition in CONDITIONS.items():
+        if _under(pattern, prefix):
+            return f"{HONOURED} {condition}"
+    return HONOURED
 
 
 def _rows(spec: d._Spec, path: str, seen: dict[int, str]) -> Iterator[tuple[str, str]]:
@@ -51,7 +75,7 @@ def _rows(spec: d._Spec, path: str, seen: dict[int, str]) -> Iterator[tuple[str,
             seen.setdefault(id(kind.spec), inner)
             yield from _rows(kind.spec, inner, seen)
         else:
-            yield where, SCHEDULER if _scheduler_only(where) else HONOURED
+            yield where, _what(where)
     for name in sorted(spec.unsupported):
         where = _join(path, name)
         yield where, f"refused: {refusal_reason(field_pattern(where))}"

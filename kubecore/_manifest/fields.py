@@ -69,3 +69,39 @@ def refusal_message(path: str) -> str:
     """The problem message for a refused field at ``path``."""
     reason = refusal_reason(field_pattern(path))
     return DEFAULT_REASON if reason == DEFAULT_REASON else f"{DEFAULT_REASON}: {reason}"
+
+
+REFUSED_BY_VALIDATION = {
+    "spec.containers[].securityContext.windowsOptions": "this is a Linux node",
+    "spec.securityContext.windowsOptions": "this is a Linux node",
+    "spec.containers[].volumeMounts[].subPathExpr": "not supported by kubecore (use subPath)",
+    "spec.volumes[].image": "image volumes need an engine that mounts images",
+    "spec.volumes[].projected.sources[].serviceAccountToken": "there is no API server to issue"
+    " tokens",
+}
+"""Fields the decoding tables read (so that their content is checked) but validation always
+refuses, with the reason (the field table shows them refused)."""
+
+CONDITIONS = {
+    "spec.containers[].securityContext.appArmorProfile": "where the host has AppArmor, else"
+    " refused at admission",
+    "spec.securityContext.appArmorProfile": "where the host has AppArmor, else refused at"
+    " admission",
+    "spec.containers[].securityContext.seLinuxOptions": "where the host has SELinux, else"
+    " refused at admission",
+    "spec.securityContext.seLinuxOptions": "where the host has SELinux, else refused at admission",
+    "spec.containers[].securityContext.procMount": "Default only (Unmasked needs user namespaces)",
+    "spec.hostUsers": "true only (no runtime here gives a pod its own user namespace)",
+    "spec.securityContext.sysctls": "the kubelet's safe set, and those --allowed-unsafe-sysctls"
+    " allows",
+    "spec.hostPID": "with --allow-privileged",
+    "spec.hostIPC": "with --allow-privileged",
+    "spec.containers[].securityContext.privileged": "with --allow-privileged",
+    "spec.volumes[].persistentVolumeClaim": "with --pvc-dir (DIR/<namespace>/<claimName>)",
+    "spec.volumes[].emptyDir.medium": "\"\" and Memory (HugePages refused)",
+    "spec.containers[].livenessProbe.grpc": "with the grpc extra installed",
+    "spec.containers[].volumeMounts[].mountPropagation": "Bidirectional only in a privileged"
+    " container",
+    "spec.os.name": "linux only",
+}
+"""Honoured fields with a condition the field table states."""
