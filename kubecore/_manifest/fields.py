@@ -98,7 +98,7 @@ CONDITIONS = {
     "spec.hostIPC": "with --allow-privileged",
     "spec.containers[].securityContext.privileged": "with --allow-privileged",
     "spec.volumes[].persistentVolumeClaim": "with --pvc-dir (DIR/<namespace>/<claimName>)",
-    "spec.volumes[].emptyDir.medium": "\"\" and Memory (HugePages refused)",
+    "spec.volumes[].emptyDir.medium": '"" and Memory (HugePages refused)',
     "spec.containers[].livenessProbe.grpc": "with the grpc extra installed",
     "spec.containers[].volumeMounts[].mountPropagation": "Bidirectional only in a privileged"
     " container",
