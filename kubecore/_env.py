@@ -99,6 +99,31 @@ def expand(text: str, lookup: Callable[[str], str | None]) -> str:
     return "".join(out)
 
 
+def expand_sub_path_expr(expression: str, env: Mapping[str, str]) -> str:
+    """A ``subPathExpr`` expanded with the container's resolved environment, as the kubelet
+    does: every ``$(VAR)`` must name a variable with a non-empty value, and the result must be
+    a relative path without ``..``; otherwise ``CreateContainerConfigError`` (with the
+    kubelet's messages)."""
+    missing: set[str] = set()
+
+    def value_of(name: str) -> str:
+        value = env.get(name, "")
+        if not value:
+            missing.add(name)
+        return value
+
+    sub_path = expand(expression, value_of)
+    if missing:
+        raise CreateContainerConfigError(f"missing value for {', '.join(sorted(missing))}")
+    if sub_path.startswith("/"):
+        raise CreateContainerConfigError(f"error SubPath `{sub_path}` must not be an absolute path")
+    if ".." in sub_path.split("/"):
+        raise CreateContainerConfigError(
+            f"unable to provision SubPath `{sub_path}`: must not contain '..'"
+        )
+    return sub_path
+
+
 # --- sources --------------------------------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ from kubecore._env import (
     ObjectReader,
     ResolvedContainer,
     container_environment,
+    expand_sub_path_expr,
     needs_pod_ip,
 )
 from kubecore._errors import (
@@ -93,6 +94,8 @@ logger = logging.getLogger(__name__)
 MIN_GRACE_PERIOD = 2.0
 DEFAULT_GRACE_PERIOD = 30.0
 HOOK_TIMEOUT = 30.0
+_SUB_PATH_EXPR_WARNING = "subPathExpr"
+"""The prefix of ``PodRecord.warned`` keys for subPathExpr expansion failures."""
 
 
 @attrs.define
@@ -584,21 +587,32 @@ class Executor:
         return container_id
 
     def _sub_paths(
-        self, pod: Pod, container: Container, volumes: Mapping[str, PodVolume]
+        self,
+        pod: Pod,
+        container: Container,
+        volumes: Mapping[str, PodVolume],
+        env: Mapping[str, str],
+        record: PodRecord,
+        *,
+        is_init: bool,
     ) -> dict[tuple[str, str], str]:
-        """The host path of each ``subPath`` mount, made when missing; a subPath that cannot be
-        prepared fails the start (CreateContainerConfigError) with a Failed event."""
+        """The host path of each ``subPath`` and ``subPathExpr`` mount, keyed by the volume and
+        the path as written, made when missing. A subPathExpr is expanded with the container's
+        resolved ``env``; one that does not expand, or a subPath that cannot be prepared, fails
+        the start (CreateContainerConfigError) with a Failed event."""
         resolved: dict[tuple[str, str], str] = {}
         for mount in container.volume_mounts:
-            if not mount.sub_path or mount.name not in volumes:
+            written = mount.sub_path or mount.sub_path_expr
+            if not written or mount.name not in volumes:
                 continue
+            sub_path = mount.sub_path or self._expand_sub_path(
+                pod, container, mount.sub_path_expr, env, record, is_init=is_init
+            )
             volume = volumes[mount.name]
             try:
                 if volume.memory_backed:
                     raise ValueError("a subPath of an emptyDir of medium Memory is not supported")
-                resolved[(mount.name, mount.sub_path)] = self.volumes.sub_path_source(
-                    volume, mount.sub_path
-                )
+                resolved[(mount.name, written)] = self.volumes.sub_path_source(volume, sub_path)
             except (ValueError, OSError) as exc:
                 message = (
                     f"failed to prepare subPath for volumeMount {mount.name!r} of container"
@@ -606,7 +620,32 @@ class Executor:
                 )
                 self.event(pod, EventType.WARNING, "Failed", f"Error: {message}", container.name)
                 raise MountFailed(mount.name, message) from exc
+        warned_key = f"{_SUB_PATH_EXPR_WARNING}/{container.name}/"
+        record.warned = {w for w in record.warned if not w.startswith(warned_key)}
         return resolved
+
+    def _expand_sub_path(
+        self,
+        pod: Pod,
+        container: Container,
+        expression: str,
+        env: Mapping[str, str],
+        record: PodRecord,
+        *,
+        is_init: bool,
+    ) -> str:
+        """A subPathExpr expanded (``CreateContainerConfigError`` when it cannot be, with a
+        Warning event once per message until the container starts, as for its env)."""
+        try:
+            return expand_sub_path_expr(expression, env)
+        except CreateContainerConfigError as exc:
+            warned = f"{_SUB_PATH_EXPR_WARNING}/{container.name}/{exc}"
+            if warned not in record.warned:
+                record.warned.add(warned)
+                self.event(
+                    pod, EventType.WARNING, "Failed", f"Error: {exc}", container.name, init=is_init
+                )
+            raise
 
     def _remove_unstarted(self, container_id: str) -> None:
         with contextlib.suppress(ContainerNotFound):
@@ -646,7 +685,9 @@ class Executor:
             termination_message_host_path=term_path,
             is_init=is_init,
             node_name=self.node_name,
-            sub_paths=self._sub_paths(pod, container, target.volume_paths),
+            sub_paths=self._sub_paths(
+                pod, container, target.volume_paths, dict(resolved.env), record, is_init=is_init
+            ),
             hosts_file=target.hosts_file,
             seccomp_root=os.path.join(self.volumes.root_dir, SECCOMP_DIR),
             image=image,

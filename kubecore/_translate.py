@@ -558,8 +558,9 @@ def container_mounts(
     sub_paths: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Mount]:
     """The container's volume mounts. ``volumes`` maps each volume name to its host directory
-    (or its ``PodVolume``); ``sub_paths`` maps (volume, subPath) to the host path the agent
-    resolved for it (default: the subPath joined to the volume's directory)."""
+    (or its ``PodVolume``); ``sub_paths`` maps (volume, subPath or subPathExpr as written) to
+    the host path the agent resolved for it (default for a subPath: joined to the volume's
+    directory; a subPathExpr, which needs the container's environment, must be there)."""
     mounts: list[Mount] = []
     for vm in container.volume_mounts:
         try:
@@ -575,6 +576,14 @@ def container_mounts(
             host_path = (sub_paths or {}).get(
                 (vm.name, vm.sub_path), os.path.join(host_path, vm.sub_path)
             )
+        elif vm.sub_path_expr:
+            try:
+                host_path = (sub_paths or {})[(vm.name, vm.sub_path_expr)]
+            except KeyError:
+                raise ValueError(
+                    f"container {container.name!r} mounts volume {vm.name!r} with subPathExpr"
+                    f" {vm.sub_path_expr!r}, which has no expanded host path"
+                ) from None
         mounts.append(
             Mount(
                 host_path,

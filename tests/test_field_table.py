@@ -72,11 +72,6 @@ def test_replace_keeps_what_is_around() -> None:
             {"securityContext": {"windowsOptions": {"runAsUserName": "x"}}},
             "windowsOptions",
         ),
-        (
-            "container",
-            {"volumeMounts": [{"name": "v", "mountPath": "/v", "subPathExpr": "$(A)"}]},
-            "subPathExpr",
-        ),
         ("volume", {"image": {"reference": "busybox:1.35"}}, "image"),
     ],
 )

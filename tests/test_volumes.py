@@ -496,13 +496,6 @@ def test_sub_path_leaving_the_volume_fails_the_container(tmp_path: Path) -> None
     node.run_until(lambda: waiting_reason(node) == "CreateContainerConfigError")
 
 
-def test_sub_path_expr_is_refused_clearly() -> None:
-    with pytest.raises(ValidationError, match=r"volumeMounts\[0\]\.subPathExpr: not supported"):
-        pod_with_volume(
-            "{name: v, emptyDir: {}}", mount="{name: v, mountPath: /d, subPathExpr: $(POD)}"
-        )
-
-
 def test_mount_propagation_reaches_the_runtime(tmp_path: Path) -> None:
     node = node_with(tmp_path)
     node.kubelet.set_pods(

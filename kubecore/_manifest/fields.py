@@ -74,7 +74,6 @@ def refusal_message(path: str) -> str:
 REFUSED_BY_VALIDATION = {
     "spec.containers[].securityContext.windowsOptions": "this is a Linux node",
     "spec.securityContext.windowsOptions": "this is a Linux node",
-    "spec.containers[].volumeMounts[].subPathExpr": "not supported by kubecore (use subPath)",
     "spec.volumes[].image": "image volumes need an engine that mounts images",
     "spec.volumes[].projected.sources[].serviceAccountToken": "there is no API server to issue"
     " tokens",

@@ -841,7 +841,8 @@ def _volume_sources(volume: m.Volume) -> tuple[tuple[str, object], ...]:
 
 
 def _relative_path_problem(value: str) -> str | None:
-    """Kubernetes' rule for a file path inside a volume (``items[].path``, ``subPath``)."""
+    """Kubernetes' rule for a file path inside a volume (``items[].path``, ``subPath``, and
+    ``subPathExpr`` as written)."""
     if value.startswith("/"):
         return f"must be a relative path, got {value!r}"
     if ".." in value.split("/"):
@@ -1007,14 +1008,8 @@ def _check_volume_mount(
             errs.append(
                 FieldError(_field(where, "subPathExpr"), "may not be set together with subPath")
             )
-        else:
-            errs.append(
-                FieldError(
-                    _field(where, "subPathExpr"),
-                    "not supported: kubecore does not expand $(VAR) references in subPathExpr;"
-                    " use subPath",
-                )
-            )
+        if (problem := _relative_path_problem(mount.sub_path_expr)) is not None:
+            errs.append(FieldError(_field(where, "subPathExpr"), problem))
     if mount.mount_propagation is not None:
         at = _field(where, "mountPropagation")
         _check_enum(errs, at, mount.mount_propagation, _MOUNT_PROPAGATIONS)
