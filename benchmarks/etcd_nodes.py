@@ -33,6 +33,7 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Any
 
@@ -50,6 +51,8 @@ PODS_PER_SECOND_TARGET = 800.0
 """The issue's target: 100,000 pods Running within 120 s."""
 IN_FLIGHT = 64
 MAX_ROUNDS = 200
+WRITER_THREADS = 16
+"""Threads the agents' status sinks and event recorders write from (see ``round_robin``)."""
 SCALE_ENV = "KUBECORE_BENCH_ETCD_NODES"
 """``<nodes>x<pods per node>``: the count of a full-mode run (default ``100x110``)."""
 SECONDS_PER_POD = 0.01
@@ -147,19 +150,28 @@ def build_agents(
     return agents
 
 
-def round_robin(agents: Sequence[EtcdAgent]) -> None:
+def write_back(agent: EtcdAgent) -> None:
+    agent.sink.sync_once()
+    agent.events.flush()
+
+
+def round_robin(agents: Sequence[EtcdAgent], pool: Executor) -> None:
+    """One step of every agent, then every agent's status and event writes on ``pool``, so
+    that the agents' etcd round trips overlap (each real agent writes from threads of its own
+    while it syncs)."""
     for agent in agents:
         agent.step()
-    for agent in agents:
-        agent.sink.sync_once()
-        agent.events.flush()
+    for _ in pool.map(write_back, agents):
+        pass
 
 
-def converge(agents: Sequence[EtcdAgent], per_node: int, deadline: float) -> tuple[bool, int]:
+def converge(
+    agents: Sequence[EtcdAgent], pool: Executor, per_node: int, deadline: float
+) -> tuple[bool, int]:
     """Rounds until every agent runs its pods and has written every status; (ok, rounds)."""
     end = time.monotonic() + deadline
     for rounds in range(1, MAX_ROUNDS + 1):
-        round_robin(agents)
+        round_robin(agents, pool)
         if all(a.sink.pending == 0 and a.all_running(per_node) for a in agents):
             return True, rounds
         if time.monotonic() > end:
@@ -207,11 +219,16 @@ def pod_items(prefix: str, name: str, pods: Sequence[Pod]) -> list[tuple[str, by
 
 
 def measure_reaction(
-    client: Any, prefix: str, agents: Sequence[EtcdAgent], samples: int, deadline: float
+    client: Any,
+    prefix: str,
+    agents: Sequence[EtcdAgent],
+    pool: Executor,
+    samples: int,
+    deadline: float,
 ) -> list[float]:
     from kubecore._etcd import encode_json, pod_key
 
-    times = []
+    times: list[float] = []
     end = time.monotonic() + deadline
     for i in range(samples):
         agent = agents[i % len(agents)]
@@ -220,7 +237,7 @@ def measure_reaction(
         t0 = time.perf_counter()
         client.put(key, encode_json(pod_to_dict(pod)))
         while not agent.node.runtime.find_containers(pod_name=pod.metadata.name):
-            round_robin(agents)
+            round_robin(agents, pool)
             if time.monotonic() > end:
                 return times
         times.append(time.perf_counter() - t0)
@@ -265,10 +282,11 @@ def run(ctx: Context) -> list[Row]:
         rss_before = rss_bytes()
         with ExitStack() as stack:
             agents = build_agents(stack, client, prefix, count, per_node)
-            round_robin(agents)  # every source listed (empty), every node key on its lease
+            pool = stack.enter_context(ThreadPoolExecutor(WRITER_THREADS))
+            round_robin(agents, pool)  # every source listed (empty), every node key on its lease
             written = put_all(client, items, 300)
             t0 = time.perf_counter()
-            ok, rounds = converge(agents, per_node, max(10.0, ctx.time_left() * 0.4))
+            ok, rounds = converge(agents, pool, per_node, max(10.0, ctx.time_left() * 0.4))
             seconds = written + time.perf_counter() - t0
             running = running_statuses(client, prefix)
             rss_growth = rss_bytes() - rss_before
@@ -281,19 +299,27 @@ def run(ctx: Context) -> list[Row]:
             # Steady state: nothing changes; only the lease keep-alives should reach etcd.
             requests = client.requests
             writes = sum(a.sink.stats.puts + a.sink.stats.deletes for a in agents)
+            keepalives = sum(a.sink.stats.keepalives for a in agents)
             t_steady = time.monotonic()
             while time.monotonic() - t_steady < steady_seconds:
-                round_robin(agents)
+                round_robin(agents, pool)
             minutes = (time.monotonic() - t_steady) / 60
             per_minute = (client.requests - requests) / count / minutes
+            keepalives_per_minute = (sum(a.sink.stats.keepalives for a in agents) - keepalives) / (
+                count * minutes
+            )
             steady_writes = (
                 sum(a.sink.stats.puts + a.sink.stats.deletes for a in agents) - writes
             ) / (count * minutes)
             ctx.note(
                 f"steady state over {minutes * 60:.0f} s: {per_minute:.1f} etcd requests and"
-                f" {steady_writes:.1f} writes per node per minute"
+                f" {steady_writes:.1f} writes per node per minute, of which"
+                f" {keepalives_per_minute:.1f} lease keep-alives (one per"
+                f" {DEFAULT_LEASE_REFRESH:g} s per node)"
             )
-            reaction = measure_reaction(client, prefix, agents, samples, max(5.0, ctx.time_left()))
+            reaction = measure_reaction(
+                client, prefix, agents, pool, samples, max(5.0, ctx.time_left())
+            )
             events_written = sum(a.events.written for a in agents)
             events_dropped = sum(a.events.dropped for a in agents)
             ctx.note(f"events: {events_written} written to etcd, {events_dropped} dropped")
@@ -333,10 +359,10 @@ def run(ctx: Context) -> list[Row]:
             "steady state: etcd requests per node per minute",
             per_minute,
             "req",
-            baseline=60 / DEFAULT_LEASE_REFRESH,
-            baseline_label="the node lease's keep-alives alone",
+            baseline=keepalives_per_minute,
+            baseline_label="the node lease's keep-alives made in the same window",
             target="keep-alives only",
-            met=per_minute <= 60 / DEFAULT_LEASE_REFRESH * 1.5 and steady_writes == 0,
+            met=abs(per_minute - keepalives_per_minute) < 1e-9 and steady_writes == 0,
         ),
         Row(
             NAME,

@@ -992,6 +992,8 @@ class EtcdStatusSink:
         self._lease_id = 0
         self._lease_due = 0.0
         self._node_written = b""
+        self._node_health: tuple[bool, str] | None = None
+        """The (ready, reason) the last node document was made from."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -1121,10 +1123,10 @@ class EtcdStatusSink:
     # --- the node and its lease -----------------------------------------------------------
 
     def _keep_node(self) -> None:
-        ready, reason = self._kubelet.healthz()
-        document = encode_json(node_document(self._kubelet, self._node, ready=ready, reason=reason))
+        health = self._kubelet.healthz()
         now = time.monotonic()
-        if self._lease_id and now >= self._lease_due:
+        refresh = bool(self._lease_id) and now >= self._lease_due
+        if refresh:
             if self._refresh_lease():
                 self._lease_due = now + self._lease_refresh
             else:
@@ -1134,6 +1136,10 @@ class EtcdStatusSink:
             self._lease_id = self._grant_lease()
             self._lease_due = now + self._lease_refresh
             self._node_written = b""
+        if not refresh and self._node_written and health == self._node_health:
+            return  # the rest of the document (versions, capacity) is checked at each refresh
+        ready, reason = self._node_health = health
+        document = encode_json(node_document(self._kubelet, self._node, ready=ready, reason=reason))
         if document != self._node_written:
             self._client.put(node_key(self._prefix, self._node), document, lease=self._lease_id)
             self._node_written = document
