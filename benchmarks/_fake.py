@@ -28,7 +28,7 @@ from benchmarks._timing import WatchedRuntime
 from kubecore._clock import Clock, ManualClock
 from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._model import Pod
-from kubecore._runtime import RuntimeState
+from kubecore._runtime import EventRecorder, RuntimeState
 from kubecore_fake import FakeRuntime
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
@@ -52,12 +52,14 @@ def fake_node(
     *,
     clock: Clock | None = None,
     max_pods: int = 110,
+    root_parent: str | None = None,
+    recorder: EventRecorder | None = None,
     **config: object,
 ) -> Iterator[FakeNode]:
     """An agent on its own FakeRuntime with the test image present; stopped and its root
-    directory removed on exit."""
+    directory (made under ``root_parent``, default the temporary directory) removed on exit."""
     clock = clock if clock is not None else ManualClock()
-    root = tempfile.mkdtemp(prefix="kubecore-bench-")
+    root = tempfile.mkdtemp(prefix="kubecore-bench-", dir=root_parent)
     runtime = FakeRuntime(clock, pulled=(TEST_IMAGE, PAUSE_IMAGE))
     watch = WatchedRuntime(runtime)
     kubelet = Kubelet(
@@ -65,6 +67,7 @@ def fake_node(
         runtime,
         config=KubeletConfig(root_dir=root, max_pods=max_pods, **config),  # type: ignore[arg-type]
         clock=clock,
+        recorder=recorder,
     )
     try:
         yield FakeNode(kubelet, runtime, watch, clock, root)

@@ -35,6 +35,7 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
+import hashlib
 import itertools
 import json
 import logging
@@ -869,6 +870,11 @@ class TokenBucket:
         return False
 
 
+def document_digest(document: bytes) -> bytes:
+    """A short fingerprint of a status document, to tell whether it changed."""
+    return hashlib.blake2b(document, digest_size=16).digest()
+
+
 def status_document(pod: Pod) -> bytes:
     """What the status key of ``pod`` holds: the v1 Pod JSON with its status."""
     return encode_json(pod_to_dict(pod))
@@ -986,12 +992,15 @@ class EtcdStatusSink:
         self._seen: dict[str, Pod] = {}
         """Status key -> the pod last turned into a document (equal pods are not encoded again)."""
         self._written: dict[str, bytes] | None = None
-        """Status key -> the document it holds; None until the existing keys were read."""
+        """Status key -> the digest (``document_digest``) of the document it holds; None until
+        the existing keys were read. Digests, not documents: a node holds one per pod."""
         self._pending: dict[str, bytes | None] = {}
         """Status key -> the document to write (None: delete), latest only."""
         self._lease_id = 0
         self._lease_due = 0.0
         self._node_written = b""
+        self._node_health: tuple[bool, str] | None = None
+        """The (ready, reason) the last node document was made from."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -1058,7 +1067,7 @@ class EtcdStatusSink:
                 self.stats.failures += 1
                 logger.warning("etcd: reading the status keys failed: %s", error)
                 return
-            self._written = existing
+            self._written = {key: document_digest(value) for key, value in existing.items()}
         current = {
             status_key(self._prefix, self._node, pod.metadata.namespace, pod.metadata.name): pod
             for pod in self._kubelet.pods()
@@ -1070,7 +1079,7 @@ class EtcdStatusSink:
                     continue
                 document = status_document(pod)
                 self._seen[key] = pod
-                if self._written.get(key) == document:
+                if self._written.get(key) == document_digest(document):
                     self._pending.pop(key, None)
                 else:
                     self._pending[key] = document
@@ -1102,7 +1111,7 @@ class EtcdStatusSink:
                     if document is None:
                         self._written.pop(key, None)
                     else:
-                        self._written[key] = document
+                        self._written[key] = document_digest(document)
 
     def _write(self, batch: list[tuple[str, bytes | None]]) -> None:
         async def op(client: Any) -> None:
@@ -1121,10 +1130,10 @@ class EtcdStatusSink:
     # --- the node and its lease -----------------------------------------------------------
 
     def _keep_node(self) -> None:
-        ready, reason = self._kubelet.healthz()
-        document = encode_json(node_document(self._kubelet, self._node, ready=ready, reason=reason))
+        health = self._kubelet.healthz()
         now = time.monotonic()
-        if self._lease_id and now >= self._lease_due:
+        refresh = bool(self._lease_id) and now >= self._lease_due
+        if refresh:
             if self._refresh_lease():
                 self._lease_due = now + self._lease_refresh
             else:
@@ -1134,6 +1143,10 @@ class EtcdStatusSink:
             self._lease_id = self._grant_lease()
             self._lease_due = now + self._lease_refresh
             self._node_written = b""
+        if not refresh and self._node_written and health == self._node_health:
+            return  # the rest of the document (versions, capacity) is checked at each refresh
+        ready, reason = self._node_health = health
+        document = encode_json(node_document(self._kubelet, self._node, ready=ready, reason=reason))
         if document != self._node_written:
             self._client.put(node_key(self._prefix, self._node), document, lease=self._lease_id)
             self._node_written = document

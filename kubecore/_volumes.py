@@ -134,6 +134,18 @@ def _make_dirs(path: str) -> None:
                 raise
 
 
+def _write_file(path: str, data: bytes, mode: int) -> None:
+    """Write ``data`` over ``path`` in place and give it ``mode`` whatever the umask."""
+    fd = os.open(path, _CREATE_EMPTY, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
 def _make_empty_dir(path: str, gid: int | None) -> None:
     _make_dirs(path)
     mode = _EMPTY_DIR_MODE if gid is None else _EMPTY_DIR_MODE | 0o2000
@@ -273,8 +285,10 @@ class VolumeManager:
         self._write_lock = threading.Lock()
         """One writer at a time per volume directory: a worker's set-up and the refresh."""
         self._locked = False
-        self._marked: set[str] = set()
-        """Pod directories this manager has marked with its node name (or found marked)."""
+        self._marked: dict[str, set[str]] = {}
+        """Pod directories this manager has marked with its node name (or found marked), each
+        with the names of the ``containers/<name>`` directories known to exist in it (so that
+        new ones are made with one ``mkdir`` per level and no failed attempt)."""
 
     def acquire(self) -> None:
         """Take the root dir for this agent (``RootDirInUse`` if another process has it).
@@ -294,7 +308,22 @@ class VolumeManager:
         if uid in self._marked:
             return path
         self.acquire()
-        _make_dirs(path)
+        made: set[str] = set()
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise
+            fresh = False
+        except FileNotFoundError:
+            _make_dirs(path)
+            fresh = True
+        else:
+            fresh = True
+        if fresh:
+            # A new pod directory: its containers directory is made now, with no probing.
+            os.mkdir(os.path.join(path, "containers"))
+            made.add("")
         marker = os.path.join(path, NODE_FILE)
         try:
             fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -305,7 +334,7 @@ class VolumeManager:
                 os.write(fd, self.node_name.encode())
             finally:
                 os.close(fd)
-        self._marked.add(uid)
+        self._marked[uid] = made
         return path
 
     def _owner(self, uid: str) -> str | None:
@@ -460,9 +489,17 @@ class VolumeManager:
         """Create an empty termination-message file for one run of a container; return its path."""
         self._claim(uid)
         path = self.termination_log_path(uid, container, restart_count)
-        _make_dirs(os.path.dirname(path))
-        os.close(os.open(path, _CREATE_EMPTY, 0o666))
-        os.chmod(path, 0o666)  # past the umask: a container running as any user writes it
+        run_dir = os.path.dirname(path)
+        made = self._marked[uid]
+        try:
+            if "" not in made or container in made:
+                raise FileNotFoundError
+            os.mkdir(os.path.dirname(run_dir))
+            os.mkdir(run_dir)
+        except OSError:
+            _make_dirs(run_dir)
+        made.add(container)
+        _write_file(path, b"", 0o666)  # past the umask: a container running as any user writes it
         return path
 
     def write_etc_hosts(self, uid: str, content: str) -> str:
@@ -476,9 +513,7 @@ class VolumeManager:
                     return path
         except OSError:
             pass
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.chmod(path, 0o644)
+        _write_file(path, content.encode(), 0o644)
         return path
 
     def read_termination_message(self, uid: str, container: str, restart_count: int) -> str:
@@ -542,6 +577,6 @@ class VolumeManager:
                 logger.warning("could not remove orphaned pod directory %s: %s", uid, exc)
                 continue
             logger.info("removed orphaned volumes of pod %s", uid)
-            self._marked.discard(uid)
+            self._marked.pop(uid, None)
             removed.append(uid)
         return removed
