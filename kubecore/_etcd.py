@@ -126,19 +126,13 @@ def split_key(key: str, key_prefix: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
-    """The pod stored at ``key`` (v1 Pod, JSON or YAML). Its namespace and name come from the key
-    when the document leaves them out and must match it otherwise. Raises ``ValidationError``."""
-    try:
-        data = yaml.load(
-            value.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ValidationError((FieldError("", f"not a YAML or JSON document: {error}"),)) from None
+def _named_by_key(data: object, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    """A decoded ``kind`` document with its namespace and name taken from its key: they may be
+    left out, and must match the key when given. Raises ``ValidationError``."""
     if not isinstance(data, dict):
-        raise ValidationError((FieldError("", "the value must be one v1 Pod object"),))
-    if data.get("kind", "Pod") != "Pod":
-        raise ValidationError((FieldError("kind", f"must be Pod, got {data.get('kind')!r}"),))
+        raise ValidationError((FieldError("", f"the value must be one v1 {kind} object"),))
+    if data.get("kind", kind) != kind:
+        raise ValidationError((FieldError("kind", f"must be {kind}, got {data.get('kind')!r}"),))
     metadata = data.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ValidationError((FieldError("metadata", "must be a mapping"),))
@@ -149,7 +143,19 @@ def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
     ]
     if errors:
         raise ValidationError(tuple(errors))
-    data = {**data, "metadata": {**metadata, "namespace": namespace, "name": name}}
+    return {**data, "metadata": {**metadata, "namespace": namespace, "name": name}}
+
+
+def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
+    """The pod stored at ``key`` (v1 Pod, JSON or YAML). Its namespace and name come from the key
+    when the document leaves them out and must match it otherwise. Raises ``ValidationError``."""
+    try:
+        data = yaml.load(
+            value.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ValidationError((FieldError("", f"not a YAML or JSON document: {error}"),)) from None
+    data = _named_by_key(data, "Pod", namespace, name)
     pods = load_pods_from_dict(data, source_name=key)
     return pods[0]
 

@@ -154,23 +154,6 @@ class _Int(_Kind):
         return bool(value == 0)
 
 
-class _IntList(_Kind):
-    def zero(self) -> tuple[int, ...]:
-        return ()
-
-    def load(self, value: object, path: str, errs: _Problems) -> tuple[int, ...]:
-        if not isinstance(value, list):
-            errs.append(FieldError(path, f"expected a list of integers, got {_show(value)}"))
-            return ()
-        return tuple(_Int().load(v, _item(path, i), errs) for i, v in enumerate(value))
-
-    def dump(self, value: Any) -> Any:
-        return list(value)
-
-    def is_empty(self, value: Any) -> bool:
-        return not value
-
-
 class _Bool(_Kind):
     def __init__(self, optional: bool = False) -> None:
         self.optional = optional
@@ -233,21 +216,35 @@ class _IntOrStr(_Kind):
         return 0
 
 
-class _StrList(_Kind):
-    def zero(self) -> tuple[str, ...]:
+class _ScalarList(_Kind):
+    """A list of strings or of integers, each read by ``item``."""
+
+    def __init__(self, item: _Kind, what: str) -> None:
+        self.item = item
+        self.what = what
+
+    def zero(self) -> tuple[Any, ...]:
         return ()
 
-    def load(self, value: object, path: str, errs: _Problems) -> tuple[str, ...]:
+    def load(self, value: object, path: str, errs: _Problems) -> tuple[Any, ...]:
         if not isinstance(value, list):
-            errs.append(FieldError(path, f"expected a list of strings, got {_show(value)}"))
+            errs.append(FieldError(path, f"expected a list of {self.what}, got {_show(value)}"))
             return ()
-        return tuple(_Str().load(v, _item(path, i), errs) for i, v in enumerate(value))
+        return tuple(self.item.load(v, _item(path, i), errs) for i, v in enumerate(value))
 
     def dump(self, value: Any) -> Any:
         return list(value)
 
     def is_empty(self, value: Any) -> bool:
         return not value
+
+
+def _StrList() -> _ScalarList:
+    return _ScalarList(_Str(), "strings")
+
+
+def _IntList() -> _ScalarList:
+    return _ScalarList(_Int(), "integers")
 
 
 class _StrMap(_Kind):
