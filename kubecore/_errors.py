@@ -127,6 +127,12 @@ class ContainerNotFound(NotFound):
     pass
 
 
+class SandboxUnusable(ContainerRuntimeError):
+    """A container cannot join its sandbox's namespaces although the engine lists the sandbox
+    as running (the engine lost them, e.g. across an engine restart). The agent stops that
+    sandbox, so the next sync creates a new one."""
+
+
 class ImageNotFound(NotFound):
     pass
 

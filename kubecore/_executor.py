@@ -49,6 +49,7 @@ from kubecore._errors import (
     InvalidConfig,
     KubecoreError,
     MountFailed,
+    SandboxUnusable,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._events import pod_reference
@@ -713,11 +714,25 @@ class Executor:
         except ContainerRuntimeError as exc:
             self.metrics.started_containers_errors.labels(kind, "RunContainerError").inc()
             self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
+            if isinstance(exc, SandboxUnusable):
+                self._retire_sandbox(pod, target.sandbox_id)
             raise
         self.event(
             pod, EventType.NORMAL, "Started", f"Started container {name}", name, init=is_init
         )
         return container_id
+
+    def _retire_sandbox(self, pod: Pod, sandbox_id: str) -> None:
+        """Stop a sandbox that containers can no longer join: the next sync sees it not ready
+        and creates a new one (with ``SandboxChanged``)."""
+        logger.warning(
+            "sandbox %s of pod %s can no longer be joined; stopping it so that it is re-created",
+            sandbox_id[:12],
+            pod.full_name,
+            extra={"pod": pod.full_name},
+        )
+        with contextlib.suppress(ContainerRuntimeError):
+            self.runtime.stop_sandbox(sandbox_id)
 
     def _environment(
         self, pod: Pod, container: Container, target: _Target, record: PodRecord, *, is_init: bool

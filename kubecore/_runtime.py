@@ -444,8 +444,10 @@ class ContainerRuntime(Protocol):
         ...
 
     def start_container(self, container_id: str) -> None:
-        """Start a created container. Raises ``ContainerNotFound``; a start that fails in the
-        engine leaves the container EXITED/CREATED with a reason (``ContainerCannotRun``)."""
+        """Start a created container. Raises ``ContainerNotFound``, and ``SandboxUnusable``
+        when the container cannot join its sandbox's namespaces (the agent then re-creates the
+        sandbox); a start that fails in the engine leaves the container EXITED/CREATED with a
+        reason (``ContainerCannotRun``)."""
         ...
 
     def stop_container(self, container_id: str, timeout: float) -> None:

@@ -120,6 +120,22 @@ def engine_errors(subject: Subject = Subject.ENGINE) -> Iterator[None]:
         raise_translated(error, subject)
 
 
+# How the engine refuses to start a container whose sandbox's namespaces are gone (moby's
+# daemon/container_operations_unix.go): a stopped sandbox, or one whose /dev/shm mount was lost
+# although it is listed as running (seen after the engine was killed and restarted).
+_SANDBOX_JOIN_REFUSALS = (
+    "can't join ipc of container",
+    "cannot join network of a non running container",
+    "cannot join pid of a non running container",
+)
+
+
+def cannot_join_sandbox(message: str) -> bool:
+    """True if a start failed because the container could not join its sandbox's namespaces."""
+    lowered = message.lower()
+    return any(refusal in lowered for refusal in _SANDBOX_JOIN_REFUSALS)
+
+
 def is_status(error: BaseException, *codes: int) -> bool:
     """True if ``error`` (or the error it was translated from) is an engine answer with a code."""
     seen: BaseException | None = error

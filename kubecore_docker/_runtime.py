@@ -32,6 +32,7 @@ from kubecore import (
     RuntimeVersion,
     SandboxConfig,
     SandboxNotFound,
+    SandboxUnusable,
     Subscription,
     SystemClock,
 )
@@ -51,7 +52,12 @@ from kubecore_docker._convert import (
     summary_from_inspect,
     summary_from_list,
 )
-from kubecore_docker._errors import Subject, engine_errors, raise_translated
+from kubecore_docker._errors import (
+    Subject,
+    cannot_join_sandbox,
+    engine_errors,
+    raise_translated,
+)
 from kubecore_docker._events import EventWatcher
 from kubecore_docker._names import (
     CONTAINER_TYPE,
@@ -542,8 +548,13 @@ class DockerRuntime:
 
     def start_container(self, container_id: str) -> None:
         self._forget(container_id)
-        with engine_errors(Subject.CONTAINER):
-            self._api().start(container_id)
+        try:
+            with engine_errors(Subject.CONTAINER):
+                self._api().start(container_id)
+        except ContainerRuntimeError as error:
+            if cannot_join_sandbox(str(error)):
+                raise SandboxUnusable(str(error)) from error
+            raise
 
     def stop_container(self, container_id: str, timeout: float) -> None:
         self._stop(container_id, timeout)

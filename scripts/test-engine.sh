@@ -70,14 +70,30 @@ install_packages() {
     apt-get install -y -q "${missing[@]}"
 }
 
+MANAGED_CONTAINERD_PID=/var/run/docker/containerd/containerd.pid
+
+dockerd_answers_or_exited() {
+    engine_answers || ! pid_alive "$STATE/dockerd.pid" dockerd
+}
+
 start_engine() {
+    local attempt
     if engine_answers; then
         return 0
     fi
-    log "starting dockerd (log: $STATE/dockerd.log)"
-    setsid dockerd --host "unix://$SOCK" >>"$STATE/dockerd.log" 2>&1 </dev/null &
-    echo $! >"$STATE/dockerd.pid"
-    wait_until 60 dockerd engine_answers || die "dockerd did not answer within 60 s; see $STATE/dockerd.log"
+    # After dockerd was killed (SIGKILL), the containerd it managed can linger without
+    # answering; the next dockerd then waits on it and gives up ("timeout waiting for
+    # containerd to start"). Such a containerd is stopped and dockerd started again.
+    for attempt in 1 2 3; do
+        log "starting dockerd (log: $STATE/dockerd.log)"
+        setsid dockerd --host "unix://$SOCK" >>"$STATE/dockerd.log" 2>&1 </dev/null &
+        echo $! >"$STATE/dockerd.pid"
+        wait_until 90 "dockerd (or its exit)" dockerd_answers_or_exited && engine_answers && return 0
+        log "dockerd did not come up (attempt $attempt); stopping it and its containerd"
+        stop_pidfile "$STATE/dockerd.pid" dockerd
+        stop_pidfile "$MANAGED_CONTAINERD_PID" containerd
+    done
+    die "dockerd did not answer after 3 attempts; see $STATE/dockerd.log"
 }
 
 build_image() {

@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore._errors import ContainerRuntimeError
+from kubecore._errors import ContainerRuntimeError, SandboxUnusable
 from kubecore._model import ContainerPort, EnvVar
 from kubecore._runtime import (
     HASH_ANNOTATION,
@@ -122,6 +122,21 @@ def test_dead_sandbox_restarts_the_whole_pod(node: Node) -> None:
     ready = [s for s in node.runtime.list_sandboxes() if s.state is SandboxState.READY]
     assert len(ready) == 1 and ready[0].id != sandbox.id
     assert new.sandbox_id == ready[0].id
+
+
+def test_a_sandbox_that_cannot_be_joined_is_re_created(node: Node) -> None:
+    """The engine lists the sandbox as running, but a container cannot join it (Docker after
+    the engine was killed: "can't join IPC of container ...: non-shareable IPC")."""
+    node.runtime.fail_next("start_container", 1, SandboxUnusable("can't join IPC of container"))
+    node.kubelet.set_pods([make_pod("web", ctr("app"))])
+    report = node.kubelet.sync()
+    assert "default/web" in report.errors
+    (first,) = node.runtime.list_sandboxes()
+    assert first.state is SandboxState.NOTREADY
+    node.converge(step=30)
+    (app,) = node.running("web", "app")
+    assert app.sandbox_id != first.id
+    assert "SandboxChanged" in node.reasons("web")
 
 
 @pytest.mark.parametrize(

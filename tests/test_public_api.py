@@ -99,6 +99,7 @@ EXPECTED_ALL = [
     "SandboxConfig",
     "SandboxNotFound",
     "SandboxState",
+    "SandboxUnusable",
     "SecurityContext",
     "SourceUnavailable",
     "StaticSource",

@@ -20,6 +20,7 @@ from kubecore._errors import (
     RuntimeTimeout,
     RuntimeUnavailable,
     SandboxNotFound,
+    SandboxUnusable,
 )
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
@@ -563,14 +564,34 @@ def test_status_of_missing_and_foreign_objects(
         runtime.container_status(sandbox_id)
 
 
-def test_starting_a_container_of_a_stopped_sandbox_is_a_conflict(
+def test_starting_a_container_of_a_stopped_sandbox_says_the_sandbox_is_unusable(
     runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory
 ) -> None:
     config = make_sandbox()
     sandbox_id = runtime.run_sandbox(config)
     cid = runtime.create_container(sandbox_id, make_container(), config)
     runtime.stop_sandbox(sandbox_id)
-    with pytest.raises(ContainerRuntimeError):
+    with pytest.raises(SandboxUnusable, match="non running container"):
+        runtime.start_container(cid)
+
+
+def test_a_running_sandbox_whose_ipc_mount_is_lost_is_unusable(
+    runtime: DockerRuntime,
+    make_sandbox: SandboxFactory,
+    make_container: ContainerFactory,
+    raw: Any,
+) -> None:
+    """What a SIGKILLed and restarted engine can leave: the sandbox listed as running, its
+    /dev/shm mount gone, and every join refused as "non-shareable IPC"."""
+    config = make_sandbox()
+    sandbox_id = runtime.run_sandbox(config)
+    cid = runtime.create_container(sandbox_id, make_container(), config)
+    shm = Path(raw.info()["DockerRootDir"], "containers", sandbox_id, "mounts", "shm")
+    if not shm.is_dir():
+        pytest.skip(f"the engine keeps the sandbox's IPC mount elsewhere than {shm}")
+    subprocess.run(["umount", "-l", str(shm)], check=True, capture_output=True)
+    shm.rmdir()
+    with pytest.raises(SandboxUnusable, match="non-shareable IPC"):
         runtime.start_container(cid)
 
 
