@@ -676,6 +676,7 @@ class Kubelet:
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
+        named = False
         while not self._stop.is_set():
             self._wake.clear()
             quiet = False
@@ -683,6 +684,11 @@ class Kubelet:
                 with self._pass_lock:
                     report = self._pass(inline=False)
                 quiet = report.synced == 0 and not report.removed_dispatched
+                if not named:
+                    # Statuses name the runtime (one engine call, then cached): asked here,
+                    # while the first syncs run, rather than on a pod worker's path.
+                    self.status_manager.runtime_name()
+                    named = True
             except Exception:
                 logger.exception("sync loop pass failed")
             with self._pass_cond:

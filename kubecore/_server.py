@@ -55,15 +55,19 @@ from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_to_dict
 from kubecore._model import Pod
 from kubecore._runtime import ExecResult
-from kubecore._serving import BoundedServer, Limits, PrefixedReader
+from kubecore._serving import (
+    DEFAULT_ADDRESS,
+    DEFAULT_PORT,
+    BoundedServer,
+    Limits,
+    PrefixedReader,
+)
 
 if TYPE_CHECKING:
     from kubecore._apiserver import KubeApi
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ADDRESS = "127.0.0.1"
-DEFAULT_PORT = 10250
 MAX_BODY_BYTES = 1024 * 1024
 MAX_EXEC_TIMEOUT = 300.0
 

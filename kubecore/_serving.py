@@ -28,6 +28,9 @@ import attrs
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_ADDRESS = "127.0.0.1"
+DEFAULT_PORT = 10250
+"""Where the agent's HTTP API listens unless told otherwise (the kubelet's port)."""
 MAX_HEAD_BYTES = 64 * 1024
 _LINGER = 2.0
 """Seconds a closed connection's remaining input is drained."""

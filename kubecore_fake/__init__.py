@@ -6,17 +6,51 @@ build it directly. It is deterministic, thread-safe, runs in virtual time with a
 and has controls for tests: scripted behaviours, fault injection, latency, unmanaged objects.
 """
 
-from kubecore_fake._health import FakeHealthChecker
-from kubecore_fake._plugin import create_fake_runtime
-from kubecore_fake._runtime import (
-    OPERATIONS,
-    Behaviour,
-    ExecRequest,
-    FakeRuntime,
-    image_id_for,
-    normalize_image,
-)
-from kubecore_fake._shell import TimedFile, TimedLog
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubecore_fake._health import FakeHealthChecker
+    from kubecore_fake._plugin import create_fake_runtime
+    from kubecore_fake._runtime import (
+        OPERATIONS,
+        Behaviour,
+        ExecRequest,
+        FakeRuntime,
+        image_id_for,
+        normalize_image,
+    )
+    from kubecore_fake._shell import TimedFile, TimedLog
+
+# Names are imported on first use: the plugin entry point (``kubecore_fake._plugin``) is
+# loaded by every ``kubecore run``, whatever the runtime, and must stay cheap.
+_DEFINED_IN = {
+    "FakeHealthChecker": "kubecore_fake._health",
+    "create_fake_runtime": "kubecore_fake._plugin",
+    "OPERATIONS": "kubecore_fake._runtime",
+    "Behaviour": "kubecore_fake._runtime",
+    "ExecRequest": "kubecore_fake._runtime",
+    "FakeRuntime": "kubecore_fake._runtime",
+    "image_id_for": "kubecore_fake._runtime",
+    "normalize_image": "kubecore_fake._runtime",
+    "TimedFile": "kubecore_fake._shell",
+    "TimedLog": "kubecore_fake._shell",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_DEFINED_IN])
+
 
 __all__ = [
     "OPERATIONS",

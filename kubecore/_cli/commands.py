@@ -30,7 +30,6 @@ from kubecore._clock import Clock, ManualClock, SystemClock
 from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
 from kubecore._model import Pod
 from kubecore._runtime import Puller
-from kubecore._server import KubeletServer, ServerConfig
 from kubecore._sources import (
     FileSource,
     HTTPSource,
@@ -409,6 +408,8 @@ def run_forever(
     stop: threading.Event | None = None,
     start_extras: Callable[[], None] | None = None,
 ) -> int:
+    from kubecore._server import KubeletServer, ServerConfig
+
     stop = stop or threading.Event()
     restore = _install_signal_handlers(stop)
     server: KubeletServer | None = None

@@ -21,7 +21,7 @@ import yaml
 import kubecore
 from kubecore._cli.basic import UsageError as UsageError
 from kubecore._node_fit import parse_node_labels
-from kubecore._server import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._serving import DEFAULT_ADDRESS, DEFAULT_PORT
 from kubecore._sources import DEFAULT_SETTLE
 
 ENV_PREFIX = "KUBECORE_"
