@@ -1077,6 +1077,7 @@ class FakeRuntime:
             is_init=config.annotations.get(INIT_CONTAINER_ANNOTATION) == "true"
             and config.annotations.get(SIDECAR_ANNOTATION) != "true",
             read_file=functools.partial(_read_mounted_file, config.mounts),
+            list_dir=functools.partial(_list_mounted_dir, config.mounts),
         )
         return Behaviour(
             exit_code=program.exit_code,
@@ -1389,24 +1390,42 @@ def _finisher(
     return finish
 
 
-def _read_mounted_file(mounts: Iterable[Mount], path: str) -> str | None:
-    """The text of ``path`` inside a container, when one of its mounts (a host directory or
-    file the agent prepared, such as a volume) holds it."""
+def _mounted_host_path(mounts: Iterable[Mount], path: str) -> str | None:
+    """Where on the host ``path`` inside a container is, when one of its mounts (a host
+    directory or file the agent prepared, such as a volume) holds it."""
     for mount in mounts:
         root = mount.container_path.rstrip("/")
         if path != root and not path.startswith(root + "/"):
             continue
-        host = (
-            os.path.join(mount.host_path, os.path.relpath(path, root))
-            if path != root
-            else mount.host_path
-        )
-        try:
-            with open(host, encoding="utf-8", errors="replace") as file:
-                return file.read()
-        except OSError:
-            return None
+        if path == root:
+            return mount.host_path
+        return os.path.join(mount.host_path, os.path.relpath(path, root))
     return None
+
+
+def _read_mounted_file(mounts: Iterable[Mount], path: str) -> str | None:
+    """The text of the mounted file ``path`` (None when no mount holds it or it is unreadable)."""
+    host = _mounted_host_path(mounts, path)
+    if host is None:
+        return None
+    try:
+        with open(host, encoding="utf-8", errors="replace") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _list_mounted_dir(mounts: Iterable[Mount], path: str) -> tuple[str, ...] | None:
+    """The names in the mounted directory ``path`` (see ``_shell.DirLister``)."""
+    host = _mounted_host_path(mounts, path)
+    if host is None:
+        return None
+    try:
+        return tuple(os.listdir(host))
+    except (FileNotFoundError, NotADirectoryError):
+        raise
+    except OSError:
+        return None
 
 
 def _apply_item(

@@ -240,7 +240,7 @@ _DAEMONS = frozenset(
 """Servers of common images: run in the foreground, they run until stopped."""
 _QUIET_COMMANDS = frozenset({"cd", "export", "umask", "ulimit", "shift", "unset", "readonly"})
 _FINITE_PROGRAMS = frozenset(
-    {"echo", "printf", "cat", "sleep", "true", "false", ":", "touch", "mkdir", "rm", "wget"}
+    {"echo", "printf", "cat", "ls", "sleep", "true", "false", ":", "touch", "mkdir", "rm", "wget"}
     | {"curl", "printenv", "env", "exit"}
 )
 
@@ -260,9 +260,17 @@ class Program:
 
 
 FileReader = Callable[[str], "str | None"]
+DirLister = Callable[[str], "tuple[str, ...] | None"]
+"""The names in a directory the container can see (its mounts), or None when no mount holds
+it (the image's own directories are not known). Raises ``NotADirectoryError`` for a mounted
+file, ``FileNotFoundError`` for a path under a mount that is not there."""
 
 
 def _no_files(path: str) -> str | None:
+    return None
+
+
+def _no_dirs(path: str) -> tuple[str, ...] | None:
     return None
 
 
@@ -272,6 +280,7 @@ def read_program(
     *,
     is_init: bool = False,
     read_file: FileReader = _no_files,
+    list_dir: DirLister = _no_dirs,
 ) -> Program:
     """Read a container's command (command + args). An empty command runs until stopped.
 
@@ -279,7 +288,8 @@ def read_program(
     until stopped); an init container is expected to finish, so there it is unsupported, as is
     any statement of a shell script the reader cannot interpret: the container exits with
     ``UNSUPPORTED_EXIT_CODE`` and says why in its termination message instead of hanging.
-    ``read_file`` gives the content of a file the container can read (its mounts), for ``cat``.
+    ``read_file`` gives the content of a file the container can read (its mounts), for ``cat``;
+    ``list_dir`` the names in one of its mounted directories, for ``ls``.
     """
     if not argv:
         return Program()
@@ -290,10 +300,9 @@ def read_program(
             return Program(ports=(port,), traps_term=True)
         if name not in _FINITE_PROGRAMS and not is_init:
             return Program(traps_term=name != "sleep")
-        return _Interpreter(dict(env), is_init, read_file, traps=name != "sleep").run(
-            (Statement(tuple(argv)),)
-        )
-    return _Interpreter(dict(env), is_init, read_file, traps=False).run(statements(argv))
+        interpreter = _Interpreter(dict(env), is_init, read_file, list_dir, traps=name != "sleep")
+        return interpreter.run((Statement(tuple(argv)),))
+    return _Interpreter(dict(env), is_init, read_file, list_dir, traps=False).run(statements(argv))
 
 
 @attrs.define
@@ -303,6 +312,7 @@ class _Interpreter:
     env: dict[str, str]
     is_init: bool
     read_file: FileReader
+    list_dir: DirLister
     traps: bool
     timeline: list[TimedLog | TimedFile] = attrs.Factory(list)
     files: dict[str, str] = attrs.Factory(dict)
@@ -384,6 +394,8 @@ class _Interpreter:
         elif name == "cat":
             self.cat(st, args)
             return None
+        elif name == "ls":
+            return self.ls(st, args)
         elif name in ("printenv", "env"):
             self.printenv(st, args if name == "printenv" else [])
             return None
@@ -448,6 +460,63 @@ class _Interpreter:
                 text.append(content)
         if text:
             self.output(st, "".join(text))
+
+    def ls(self, st: Statement, args: list[str]) -> Program | None:
+        """``ls [-1aA] PATH...`` of mounted directories and of files the script wrote, as
+        busybox prints it to a pipe: one name a line, sorted, dot-names only with -a/-A, files
+        first, then each directory under a ``PATH:`` header when there are several. Anything
+        else (long listings, the image's own directories) is unsupported."""
+        flags = "".join(a[1:] for a in args if a.startswith("-") and a != "-")
+        paths = [a for a in args if not a.startswith("-") or a == "-"]
+        if not paths or not set(flags) <= {"1", "a", "A"}:
+            return self.unsupported(st)
+        files: list[str] = []
+        listings: list[tuple[str, list[str]]] = []
+        self.status = 0
+        for path in paths:
+            try:
+                names = self.names_in(path)
+            except NotADirectoryError:
+                files.append(path)
+                continue
+            except FileNotFoundError:
+                self.timeline.append(TimedLog(self.t, f"ls: {path}: No such file or directory"))
+                self.status = 1
+                continue
+            if names is None:
+                return self.unsupported(st)
+            every = "a" in flags or "A" in flags
+            shown = sorted(n for n in names if every or not n.startswith("."))
+            listings.append((path, ([".", ".."] if "a" in flags else []) + shown))
+        blocks = ["".join(f"{f}\n" for f in sorted(files))] if files else []
+        headed = len(files) + len(listings) > 1
+        for path, names in listings:
+            blocks.append((f"{path}:\n" if headed else "") + "".join(f"{n}\n" for n in names))
+        if blocks:
+            self.output(st, "\n".join(blocks))
+        return None
+
+    def names_in(self, path: str) -> list[str] | None:
+        """The names in directory ``path``: its mount's and those the script wrote there;
+        None when no mount holds it and the script wrote nothing there. Raises
+        ``NotADirectoryError`` for a file, ``FileNotFoundError`` for a missing mounted path."""
+        if path in self.files:
+            raise NotADirectoryError(path)
+        directory = path.rstrip("/") or "/"
+        written = {
+            f[len(directory) :].lstrip("/").split("/")[0]
+            for f in self.files
+            if f.startswith(directory.rstrip("/") + "/")
+        }
+        try:
+            listed = self.list_dir(directory)
+        except FileNotFoundError:
+            if written:
+                return sorted(written)
+            raise
+        if listed is None:
+            return sorted(written) if written else None
+        return sorted(set(listed) | written)
 
     def printenv(self, st: Statement, names: list[str]) -> None:
         if not names:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -41,6 +42,7 @@ from kubecore import (
     TCPSocketAction,
 )
 from kubecore._runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
+from kubecore.testing import FakeNode
 from kubecore_fake import Behaviour, ExecRequest, FakeHealthChecker, FakeRuntime, TimedLog
 from kubecore_fake._runtime import _container_view, _sandbox_view
 from kubecore_fake._shell import read_exec, read_program
@@ -991,3 +993,14 @@ def test_an_exit_during_the_grace_period_ends_the_wait(clock: ManualClock) -> No
     assert (status.exit_code, status.reason) == (0, "Completed")
     exited = fr._containers[cid].exited
     assert exited is not None and exited.is_set()
+
+
+def test_the_docs_configmap_volume_pod_lists_the_keys(tmp_path: Path) -> None:
+    """``ls /etc/config/`` of a ConfigMap volume prints its keys, as the docs show."""
+    text = (Path(__file__).parent / "corpus" / "volumes-configmap-ls.yaml").read_text()
+    with FakeNode(tmp_path) as node:
+        node.apply(text)
+        node.run_until(lambda: node.status("dapi-test-pod").phase == "Succeeded", timeout=60)
+        runtime = node.kubelet.runtime
+        (container,) = runtime.list_containers()
+        assert b"".join(runtime.logs(container.id)) == b"SPECIAL_LEVEL\nSPECIAL_TYPE\n"

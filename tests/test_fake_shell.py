@@ -8,6 +8,7 @@ import pytest
 from kubecore_fake._shell import (
     UNSUPPORTED,
     UNSUPPORTED_EXIT_CODE,
+    DirLister,
     Program,
     TimedFile,
     TimedLog,
@@ -196,3 +197,51 @@ spec:
     node.run_until(lambda: node.status("command-demo").phase == "Succeeded")
     (container,) = node.containers("command-demo")
     assert [line.decode() for line in node.runtime.logs(container.id)] == ["command-demo\n"]
+
+
+def _lister(tree: dict[str, tuple[str, ...]], files: frozenset[str] = frozenset()) -> DirLister:
+    def list_dir(path: str) -> tuple[str, ...] | None:
+        if path in files:
+            raise NotADirectoryError(path)
+        if path in tree:
+            return tree[path]
+        if path.startswith("/etc/config/"):
+            raise FileNotFoundError(path)
+        return None
+
+    return list_dir
+
+
+def test_ls_of_a_mounted_configmap_directory_shows_its_keys() -> None:
+    """The docs' ConfigMap volume pod: ``ls /etc/config/`` (the atomic writer's ``..data``
+    entries are dot-names, hidden as in a real container)."""
+    tree = {"/etc/config": ("..data", "..2026_11_30", "log_level", "game.properties")}
+    program = read_program(sh("ls /etc/config/"), {}, list_dir=_lister(tree))
+    assert (program.exit_code, logs(program)) == (0, ["game.properties", "log_level"])
+    program = read_program(sh("ls -a /etc/config"), {}, list_dir=_lister(tree))
+    assert logs(program)[:4] == [".", "..", "..2026_11_30", "..data"]
+
+
+def test_ls_of_several_paths_missing_ones_and_written_files() -> None:
+    tree = {"/etc/config": ("a",), "/data": ()}
+    files = frozenset({"/etc/config/a"})
+    script = "echo x > /data/new; ls /etc/config/a /data /etc/config /etc/config/nope"
+    program = read_program(sh(script), {}, list_dir=_lister(tree, files))
+    assert program.exit_code == 1
+    assert logs(program) == [
+        "ls: /etc/config/nope: No such file or directory",
+        "/etc/config/a",
+        "",
+        "/data:",
+        "new",
+        "",
+        "/etc/config:",
+        "a",
+    ]
+
+
+@pytest.mark.parametrize("script", ["ls /", "ls", "ls -l /etc/config", "ls /usr/share"])
+def test_ls_of_what_the_reader_cannot_see_is_unsupported(script: str) -> None:
+    program = read_program(sh(script), {}, list_dir=_lister({"/etc/config": ("a",)}))
+    assert program.exit_code == UNSUPPORTED_EXIT_CODE
+    assert UNSUPPORTED in program.message
