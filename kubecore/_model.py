@@ -368,6 +368,9 @@ class Container:
 class EmptyDirVolumeSource:
     medium: str = ""
     size_limit: str | None = None
+    mode: int | None = None
+    """The directory's permission bits (0 to 01777; default 0777). The pod's fsGroup, when
+    set, decides them instead (0777 with setgid), as in Kubernetes."""
 
 
 @attrs.frozen

@@ -115,6 +115,9 @@ class Mount:
     privileges, or one talking to a remote engine, keeps the semantics."""
     size_limit_bytes: int | None = None
     """The tmpfs's size (``emptyDir.sizeLimit``); None: the runtime's default (half the RAM)."""
+    mode: int | None = None
+    """The tmpfs root's permission bits (``emptyDir.mode``, or 02777 under an fsGroup);
+    None: the runtime's default (01777 for a tmpfs)."""
 
 
 @attrs.frozen

@@ -546,6 +546,7 @@ def sandbox_held_mounts(volumes: Mapping[str, PodVolume]) -> tuple[Mount, ...]:
             f"{SANDBOX_VOLUMES_DIR}/{name}",
             memory_backed=True,
             size_limit_bytes=v.size_limit_bytes,
+            mode=v.mode,
         )
         for name, v in sorted(volumes.items())
         if v.memory_backed
@@ -592,6 +593,7 @@ def container_mounts(
                 propagation=_PROPAGATION[vm.mount_propagation],
                 memory_backed=volume.memory_backed,
                 size_limit_bytes=volume.size_limit_bytes,
+                mode=volume.mode,
             )
         )
     return mounts

@@ -68,6 +68,8 @@ class PodVolume:
     memory_backed: bool = False
     """An emptyDir of medium Memory: a tmpfs the runtime makes (see ``Mount.memory_backed``)."""
     size_limit_bytes: int | None = None
+    mode: int | None = None
+    """The tmpfs root's permission bits (memory-backed only; see ``Mount.mode``)."""
 
 
 def _plugin_of(volume: Volume) -> str | None:
@@ -146,9 +148,18 @@ def _write_file(path: str, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def _make_empty_dir(path: str, gid: int | None) -> None:
+def empty_dir_mode(volume: Volume, gid: int | None) -> int:
+    """An emptyDir's permission bits: the pod's fsGroup decides them when set (0777 with
+    setgid), else the volume's ``mode``, else 0777."""
+    if gid is not None:
+        return _EMPTY_DIR_MODE | 0o2000
+    if volume.empty_dir is not None and volume.empty_dir.mode is not None:
+        return volume.empty_dir.mode
+    return _EMPTY_DIR_MODE
+
+
+def _make_empty_dir(path: str, gid: int | None, mode: int) -> None:
     _make_dirs(path)
-    mode = _EMPTY_DIR_MODE if gid is None else _EMPTY_DIR_MODE | 0o2000
     if gid is not None:
         os.chown(path, -1, gid)
     if os.stat(path).st_mode & 0o7777 != mode:
@@ -421,11 +432,13 @@ class VolumeManager:
             raise ValueError("image volumes are not supported by kubecore's runtimes")
         # emptyDir is also the default for a volume naming no source
         path = self.empty_dir_path(pod.uid, volume.name)
-        _make_empty_dir(path, gid)
+        mode = empty_dir_mode(volume, gid)
+        _make_empty_dir(path, gid, mode)
         if gid is not None:
             set_volume_ownership(path, gid, on_root_mismatch=on_root_mismatch)
-        memory = volume.empty_dir is not None and volume.empty_dir.medium == "Memory"
-        return PodVolume(path, memory_backed=memory, size_limit_bytes=_size_limit(volume))
+        if volume.empty_dir is None or volume.empty_dir.medium != "Memory":
+            return PodVolume(path)
+        return PodVolume(path, memory_backed=True, size_limit_bytes=_size_limit(volume), mode=mode)
 
     def _write_object_volume(
         self, pod: Pod, volume: Volume, plugin: str, path: str, gid: int | None

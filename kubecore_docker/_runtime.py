@@ -239,8 +239,13 @@ def memory_mount_of(mount: Mount, labels: Mapping[str, str]) -> dict[str, Any]:
     """An emptyDir of medium Memory: a local-driver volume backed by a tmpfs of the given size,
     labelled with the pod so that removing its sandbox removes it."""
     options = {"type": "tmpfs", "device": "tmpfs"}
+    tmpfs_options = []
     if mount.size_limit_bytes is not None:
-        options["o"] = f"size={mount.size_limit_bytes}"
+        tmpfs_options.append(f"size={mount.size_limit_bytes}")
+    if mount.mode is not None:
+        tmpfs_options.append(f"mode={mount.mode:o}")
+    if tmpfs_options:
+        options["o"] = ",".join(tmpfs_options)
     return {
         "Target": mount.container_path,
         "Source": tmpfs_volume_name(mount),

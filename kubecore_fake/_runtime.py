@@ -169,13 +169,16 @@ PROC_MOUNTS = "/proc/mounts"
 
 def proc_mounts(mounts: Sequence[Mount]) -> str:
     """The container's mount table as Linux shows it, from its config: a memory-backed mount is
-    a tmpfs with its size (in KiB, as the kernel prints it), a bind shows its host path."""
+    a tmpfs with its size (in KiB, as the kernel prints it) and its root's mode (printed when
+    not the tmpfs default, 1777), a bind shows its host path."""
     lines = []
     for m in mounts:
         options = ["ro" if m.read_only else "rw"]
         if m.memory_backed:
             if m.size_limit_bytes is not None:
                 options.append(f"size={m.size_limit_bytes // 1024}k")
+            if m.mode is not None and m.mode != 0o1777:
+                options.append(f"mode={m.mode:o}")
             lines.append(f"tmpfs {m.container_path} tmpfs {','.join(options)} 0 0\n")
         else:
             lines.append(f"{m.host_path} {m.container_path} bind {','.join(options)} 0 0\n")

@@ -22,6 +22,7 @@ from kubecore._local_storage import local_storage_eviction
 from kubecore._model import Pod
 from kubecore._runtime import MountPropagation
 from kubecore._volume_sources import DictObjects, check_host_path
+from kubecore._volumes import empty_dir_mode
 from kubecore.manifest import load_pods_from_string
 from kubecore_fake import Behaviour, FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import Node
@@ -240,6 +241,50 @@ spec:
     (held,) = node.runtime.sandbox_config(sandbox.id).mounts  # keeps the tmpfs for the pod
     assert (held.host_path, held.memory_backed) == (mounts["/dev/shm"].host_path, True)
     assert stat.S_IMODE(os.stat(mounts["/scratch"].host_path).st_mode) == 0o777
+
+
+def test_empty_dir_mode_sets_the_directory_and_tmpfs_bits(tmp_path: Path) -> None:
+    """The docs' ``emptyDir: {mode: 01777}`` (a shared /tmp with the sticky bit)."""
+    node = node_with(tmp_path)
+    pod = pod_of(f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: web, uid: uid-web}}
+spec:
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [server]
+    volumeMounts: [{{name: tmp, mountPath: /tmp}}, {{name: shm, mountPath: /dev/shm}}]
+  volumes:
+  - {{name: tmp, emptyDir: {{mode: 01777}}}}
+  - {{name: shm, emptyDir: {{medium: Memory, mode: 0700}}}}
+""")
+    node.kubelet.set_pods([pod])
+    node.converge()
+    mounts = mounts_of(node)
+    assert stat.S_IMODE(os.stat(mounts["/tmp"].host_path).st_mode) == 0o1777
+    assert mounts["/tmp"].mode is None  # a bind: the directory carries the bits
+    assert mounts["/dev/shm"].mode == 0o700
+    (sandbox,) = node.runtime.list_sandboxes()
+    (held,) = node.runtime.sandbox_config(sandbox.id).mounts
+    assert held.mode == 0o700
+
+
+def test_the_pods_fs_group_decides_an_empty_dirs_mode() -> None:
+    (volume,) = pod_with_volume("{name: v, emptyDir: {mode: 0700}}").spec.volumes
+    assert empty_dir_mode(volume, None) == 0o700
+    assert empty_dir_mode(volume, 2000) == 0o2777  # fsGroup: group-writable, setgid
+    (default,) = pod_with_volume("{name: v, emptyDir: {}}").spec.volumes
+    assert empty_dir_mode(default, None) == 0o777
+
+
+@pytest.mark.parametrize("mode", ["-1", "02000", "4096"])
+def test_an_empty_dir_mode_out_of_range_is_refused(mode: str) -> None:
+    with pytest.raises(
+        ValidationError, match=r"emptyDir\.mode: must be a mode between 0 and 01777"
+    ):
+        pod_with_volume(f"{{name: v, emptyDir: {{mode: {mode}}}}}")
 
 
 def test_a_huge_pages_empty_dir_is_refused() -> None:

@@ -712,7 +712,10 @@ _CONTAINER = _Spec(
         }
     ),
 )
-_EMPTY_DIR = _Spec(m.EmptyDirVolumeSource, (_F("medium", _Str()), _F("sizeLimit", _OptQuantity())))
+_EMPTY_DIR = _Spec(
+    m.EmptyDirVolumeSource,
+    (_F("medium", _Str()), _F("sizeLimit", _OptQuantity()), _F("mode", _OptInt())),
+)
 _HOST_PATH = _Spec(
     m.HostPathVolumeSource,
     (_F("path", _Str(), required=True, always=True), _F("type", _Str())),

@@ -98,6 +98,7 @@ CONDITIONS = {
     "spec.containers[].securityContext.privileged": "with --allow-privileged",
     "spec.volumes[].persistentVolumeClaim": "with --pvc-dir (DIR/<namespace>/<claimName>)",
     "spec.volumes[].emptyDir.medium": '"" and Memory (HugePages refused)',
+    "spec.volumes[].emptyDir.mode": "0 to 01777 (the pod's fsGroup decides instead when set)",
     "spec.containers[].livenessProbe.grpc": "with the grpc extra installed",
     "spec.containers[].volumeMounts[].mountPropagation": "Bidirectional only in a privileged"
     " container",

@@ -792,6 +792,13 @@ def _check_volumes(errs: _Problems, path: str, volumes: Sequence[m.Volume]) -> f
                         f"unsupported value {medium!r}: must be '' (disk), Memory or HugePages",
                     )
                 )
+            if empty.mode is not None and not 0 <= empty.mode <= 0o1777:
+                errs.append(
+                    FieldError(
+                        _field(where, "emptyDir.mode"),
+                        f"must be a mode between 0 and 01777 (octal), got {empty.mode}",
+                    )
+                )
             if empty.size_limit is not None:
                 size_where = _field(where, "emptyDir.sizeLimit")
                 try:

@@ -807,12 +807,14 @@ class RuntimeConformance:
     def test_a_memory_backed_mount_is_a_sized_tmpfs_or_refused(
         self, harness: Harness, tmp_path_factory: pytest.TempPathFactory
     ) -> None:
-        """An emptyDir of medium Memory: a tmpfs of the asked size, or ``InvalidConfig`` at
-        creation; never a plain directory in its place."""
+        """An emptyDir of medium Memory: a tmpfs of the asked size and root mode, or
+        ``InvalidConfig`` at creation; never a plain directory in its place."""
         rt = harness.runtime
         sandbox = harness.run_sandbox()
         host = tmp_path_factory.mktemp("memory-volume")
-        mount = Mount(str(host), "/kc-memory", memory_backed=True, size_limit_bytes=8 * MiB)
+        mount = Mount(
+            str(host), "/kc-memory", memory_backed=True, size_limit_bytes=8 * MiB, mode=0o1770
+        )
         config = attrs.evolve(
             harness.container_config(sandbox[1], harness.workloads.run_forever),
             mounts=(mount,),
@@ -831,7 +833,7 @@ class RuntimeConformance:
         lines = [line.split() for line in table.splitlines()]
         (fields,) = [f for f in lines if f[1:2] == ["/kc-memory"]] or [["missing"]]
         assert fields[2:3] == ["tmpfs"], table
-        assert "size=8192k" in fields[3].split(","), table
+        assert {"size=8192k", "mode=1770"} <= set(fields[3].split(",")), table
 
     @pytest.mark.parametrize("mode", [NamespaceMode.POD, NamespaceMode.CONTAINER])
     def test_pid_namespace_mode_is_applied_or_refused(

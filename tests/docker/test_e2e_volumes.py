@@ -137,6 +137,24 @@ def test_a_memory_empty_dir_is_a_sized_tmpfs_shared_by_the_containers(
     wait_for(lambda: not volumes(), timeout=30, what="the tmpfs removed with the pod")
 
 
+def test_empty_dir_mode_is_what_the_containers_see(
+    agent: Agent, engine: TestEngine, namespace: str
+) -> None:
+    """``emptyDir.mode`` on a disk emptyDir (the docs' shared /tmp, 01777) and on a tmpfs."""
+    pod = one_pod(
+        namespace,
+        engine,
+        volumes=[
+            {"name": "tmp", "emptyDir": {"mode": 0o1777}},
+            {"name": "private", "emptyDir": {"medium": "Memory", "mode": 0o700}},
+        ],
+        mounts=[{"name": "tmp", "mountPath": "/tmp"}, {"name": "private", "mountPath": "/p"}],
+    )
+    kubelet = agent([pod])
+    wait_pod(kubelet, namespace, "p", all_running)
+    assert run(kubelet, namespace, "stat -c %a /tmp /p").split() == ["1777", "700"]
+
+
 def test_a_memory_empty_dir_outlives_a_restart_of_its_only_container(
     agent: Agent, engine: TestEngine, namespace: str
 ) -> None:
