@@ -120,6 +120,29 @@ def _statement(tokens: list[str], background: bool, condition: str) -> Statement
     return Statement(tuple(argv), redirect, append, background, complex_, condition)
 
 
+def _endless_pipeline(words: Sequence[str]) -> bool:
+    """A pipeline (no subshell) of which one stage never ends: a loop, a server, ``tail -f``
+    or ``sleep infinity``. The whole pipeline then runs until stopped."""
+    if any(w in ("(", ")") for w in words):
+        return False
+    stages: list[list[str]] = [[]]
+    for word in words:
+        if word in ("|", "|&"):
+            stages.append([])
+        else:
+            stages[-1].append(word)
+    return len(stages) > 1 and any(_endless(stage) for stage in stages if stage)
+
+
+def _endless(argv: Sequence[str]) -> bool:
+    name, args = os.path.basename(argv[0]), argv[1:]
+    if name in _LOOPS or name in _DAEMONS:
+        return True
+    if name == "tail":
+        return any(a in ("-f", "-F") for a in args)
+    return name == "sleep" and bool(args) and parse_duration(args[0]) == math.inf
+
+
 def expand(word: str, env: Mapping[str, str]) -> str:
     return _ENV_REF.sub(lambda m: env.get(m.group(1) or m.group(2), ""), word)
 
@@ -370,6 +393,11 @@ class _Interpreter:
         args = words[1:]
         if name in _LOOPS:
             return self.program(None)  # a loop whose condition is not read: runs until stopped
+        if st.complex and _endless_pipeline(words):
+            if st.background:
+                self.status = 0
+                return None
+            return self.program(None)  # ``tail -F FILE | while read line; ...``: runs on
         if st.complex or name in _UNSUPPORTED_CONSTRUCTS:
             return self.unsupported(st)
         port = listen_port(words)

@@ -245,3 +245,19 @@ def test_ls_of_what_the_reader_cannot_see_is_unsupported(script: str) -> None:
     program = read_program(sh(script), {}, list_dir=_lister({"/etc/config": ("a",)}))
     assert program.exit_code == UNSUPPORTED_EXIT_CODE
     assert UNSUPPORTED in program.message
+
+
+def test_a_pipeline_into_an_endless_loop_runs_until_stopped() -> None:
+    """The docs' adapter sidecar: ``tail -F FILE | while read line; do ...; done``."""
+    script = (
+        "touch /var/log/app/raw.log; tail -F /var/log/app/raw.log | while read line;"
+        ' do echo "adapted: $line"; done'
+    )
+    program = read_program(sh(script), {})
+    assert program.exit_code is None
+    assert files(program) == {"/var/log/app/raw.log": ""}
+
+
+@pytest.mark.parametrize("script", ["cat /f | grep x", "echo a | (cat)", "ls /etc/config | wc -l"])
+def test_a_pipeline_that_ends_is_unsupported(script: str) -> None:
+    assert read_program(sh(script), {}).exit_code == UNSUPPORTED_EXIT_CODE
