@@ -4,9 +4,11 @@
 ConfigMaps and Secrets, the node and the pod's IPs: ``envFrom`` first (in order, ``prefix``
 applied, names that are not valid environment variable names skipped and reported), then ``env``
 in order, each ``value`` with ``$(VAR)`` references expanded against what is defined so far, each
-``valueFrom`` read from its source. ``command`` and ``args`` are then expanded against the whole
-environment. A missing object or key that is not optional raises ``CreateContainerConfigError``
-(the container waits with ``CreateContainerConfigError``); its message never holds a value.
+``valueFrom`` read from its source (a ``fileKeyRef`` from an env file in one of the pod's
+emptyDir volumes, through ``read_file``). ``command`` and ``args`` are then expanded against the
+whole environment. A missing object, file or key that is not optional raises
+``CreateContainerConfigError`` (the container waits with ``CreateContainerConfigError``); its
+message never holds a value.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from typing import Protocol
 
 import attrs
 
+from kubecore._envfile import EnvFileError, parse_env_file
 from kubecore._errors import CreateContainerConfigError
 from kubecore._manifest.validation import FIELD_REF_SUBSCRIPT_RE
 from kubecore._model import (
     ConfigMap,
     Container,
     EnvVarSource,
+    FileKeySelector,
     Pod,
     ResourceFieldSelector,
     Secret,
@@ -34,6 +38,14 @@ from kubecore._model import (
 from kubecore._quantity import parse_quantity
 
 _ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+
+
+VolumeFileReader = Callable[[str, str], "str | None"]
+"""(volume name, path in it) -> the file's text, None when it is not there."""
+
+
+def _no_volume_files(volume: str, path: str) -> str | None:
+    return None
 
 
 class ObjectReader(Protocol):
@@ -254,9 +266,10 @@ def _value_from(
     objects: ObjectReader,
     node: NodeInfo,
     pod_ips: Sequence[str],
+    read_file: VolumeFileReader,
 ) -> str | None:
-    """One ``valueFrom``; None when an optional object or key is missing (the variable is not
-    set)."""
+    """One ``valueFrom``; None when an optional object, file or key is missing (the variable
+    is not set)."""
     namespace = pod.metadata.namespace
     if source.config_map_key_ref is not None:
         ref = source.config_map_key_ref
@@ -286,7 +299,30 @@ def _value_from(
         return _field_value(pod, source.field_ref.field_path, node, pod_ips)
     if source.resource_field_ref is not None:
         return _resource_value(pod, container, source.resource_field_ref, node)
+    if source.file_key_ref is not None:
+        return _file_key_value(source.file_key_ref, read_file)
     return None  # validation refuses a valueFrom without a source
+
+
+def _file_key_value(ref: FileKeySelector, read_file: VolumeFileReader) -> str | None:
+    where = f'env file "{ref.path}" in volume "{ref.volume_name}"'
+    try:
+        text = read_file(ref.volume_name, ref.path)
+    except (ValueError, OSError) as exc:
+        raise CreateContainerConfigError(f"couldn't read {where}: {exc}") from None
+    if text is None:
+        if ref.optional:
+            return None
+        raise CreateContainerConfigError(f"couldn't read {where}: no such file")
+    try:
+        values = parse_env_file(text)
+    except EnvFileError as exc:
+        raise CreateContainerConfigError(f"couldn't parse {where}: {exc}") from None
+    if ref.key in values:
+        return values[ref.key]
+    if ref.optional:
+        return None
+    raise CreateContainerConfigError(f"couldn't find key {ref.key} in {where}")
 
 
 def container_environment(
@@ -295,6 +331,7 @@ def container_environment(
     objects: ObjectReader,
     node: NodeInfo,
     pod_ips: Sequence[str] = (),
+    read_file: VolumeFileReader = _no_volume_files,
 ) -> ResolvedContainer:
     """The container's environment and its expanded command and args (see the module doc)."""
     env, skipped = _env_from(pod, container, objects)
@@ -303,7 +340,7 @@ def container_environment(
         if source is None:
             env[var.name] = expand(var.value, env.get) if var.value else ""
             continue
-        value = _value_from(pod, container, source, objects, node, pod_ips)
+        value = _value_from(pod, container, source, objects, node, pod_ips, read_file)
         if value is not None:
             env[var.name] = value
     return ResolvedContainer(

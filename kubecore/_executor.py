@@ -88,7 +88,7 @@ from kubecore._translate import (
     sandbox_config,
     sandbox_held_mounts,
 )
-from kubecore._volumes import PodVolume, VolumeManager
+from kubecore._volumes import PodVolume, VolumeManager, read_volume_file
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +130,11 @@ class _Target:
     volume_paths: Mapping[str, PodVolume]
     hosts_file: str = ""
     """The pod's managed ``/etc/hosts`` ('' when the pod keeps the runtime's)."""
+
+    def read_volume_file(self, volume: str, path: str) -> str | None:
+        """A file a container wrote into one of the pod's volumes (``fileKeyRef``)."""
+        found = self.volume_paths.get(volume)
+        return None if found is None else read_volume_file(found.host_path, path)
 
 
 @attrs.frozen
@@ -749,7 +754,9 @@ class Executor:
             pod_ips = (ip,) if ip else ()
         config_key = f"config/{container.name}"
         try:
-            resolved = container_environment(pod, container, self.objects, self.node, pod_ips)
+            resolved = container_environment(
+                pod, container, self.objects, self.node, pod_ips, target.read_volume_file
+            )
         except CreateContainerConfigError as exc:
             # A sync retries every pass: say it once per message, until the container starts.
             if f"{config_key}/{exc}" not in record.warned:

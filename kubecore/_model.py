@@ -84,11 +84,22 @@ class ResourceFieldSelector:
 
 
 @attrs.frozen
+class FileKeySelector:
+    """A key of an env file in one of the pod's emptyDir volumes (``fileKeyRef``)."""
+
+    volume_name: str
+    path: str
+    key: str
+    optional: bool | None = None
+
+
+@attrs.frozen
 class EnvVarSource:
     config_map_key_ref: ConfigMapKeySelector | None = None
     secret_key_ref: SecretKeySelector | None = None
     field_ref: ObjectFieldSelector | None = None
     resource_field_ref: ResourceFieldSelector | None = None
+    file_key_ref: FileKeySelector | None = None
 
 
 @attrs.frozen

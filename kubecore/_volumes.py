@@ -46,6 +46,7 @@ from kubecore._volume_sources import (
 logger = logging.getLogger(__name__)
 
 EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
+"""The directory of a pod's emptyDir volumes under its volumes directory (as the kubelet's)."""
 CONFIG_MAP_PLUGIN = "kubernetes.io~configmap"
 SECRET_PLUGIN = "kubernetes.io~secret"
 DOWNWARD_API_PLUGIN = "kubernetes.io~downward-api"
@@ -164,6 +165,28 @@ def _make_empty_dir(path: str, gid: int | None, mode: int) -> None:
         os.chown(path, -1, gid)
     if os.stat(path).st_mode & 0o7777 != mode:
         os.chmod(path, mode)
+
+
+MAX_ENV_FILE_BYTES = 1024 * 1024
+"""The largest env file (``fileKeyRef``) the agent reads."""
+
+
+def read_volume_file(volume_dir: str, path: str) -> str | None:
+    """The text of ``path`` inside the volume at ``volume_dir`` (a container wrote it), None
+    when it is not there. A path that leads out of the volume (a symbolic link a container
+    made) is refused rather than followed, as is a file over ``MAX_ENV_FILE_BYTES``."""
+    root = os.path.realpath(volume_dir)
+    full = os.path.realpath(os.path.join(root, path))
+    if os.path.commonpath([root, full]) != root:
+        raise ValueError(f"{path} leads out of its volume")
+    try:
+        with open(full, "rb") as file:
+            data = file.read(MAX_ENV_FILE_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    if len(data) > MAX_ENV_FILE_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_ENV_FILE_BYTES} bytes")
+    return data.decode("utf-8", "replace")
 
 
 def _is_disk_empty_dir(volume: Volume) -> bool:

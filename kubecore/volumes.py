@@ -21,15 +21,16 @@ from kubecore._model import (
 )
 from kubecore._runtime import MountPropagation
 from kubecore._volume_sources import DictObjects, ObjectLookup
-from kubecore._volumes import PodVolume
+from kubecore._volumes import EMPTY_DIR_PLUGIN, PodVolume
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plainly sorted, as every namespace's)
     "ConfigMapProjection",
     "ConfigMapVolumeSource",
     "DictObjects",
     "DownwardAPIProjection",
     "DownwardAPIVolumeFile",
     "DownwardAPIVolumeSource",
+    "EMPTY_DIR_PLUGIN",
     "FileProjection",
     "ImageVolumeSource",
     "KeyToPath",

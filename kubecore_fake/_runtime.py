@@ -83,6 +83,7 @@ from kubecore.labels import (
 )
 from kubecore.security import parse_image_user
 from kubecore.translate import ContainerResources, NamespaceMode
+from kubecore.volumes import EMPTY_DIR_PLUGIN
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
 
@@ -1123,10 +1124,12 @@ class FakeRuntime:
     def _apply_locked(self, rec: _Container, item: TimedLog | TimedFile) -> None:
         if isinstance(item, TimedLog):
             self._log_locked(rec, item.line)
-        elif item.content is None:
+            return
+        if item.content is None:
             rec.files.pop(item.path, None)
         else:
             rec.files[item.path] = item.content
+        _write_through(rec.config.mounts, item.path, item.content)
 
     def _schedule(
         self,
@@ -1416,6 +1419,28 @@ def _read_mounted_file(mounts: Iterable[Mount], path: str) -> str | None:
             return file.read()
     except OSError:
         return None
+
+
+def _write_through(mounts: Iterable[Mount], path: str, content: str | None) -> None:
+    """A file a container writes into one of its pod's emptyDir volumes lands in the volume's
+    directory, as on a real node: the pod's other containers see it, and the agent reads it
+    (``fileKeyRef``). Nothing is written anywhere else (a hostPath stays untouched)."""
+    for mount in mounts:
+        if mount.read_only or f"/{EMPTY_DIR_PLUGIN}/" not in mount.host_path:
+            continue
+        host = _mounted_host_path((mount,), path)
+        if host is None or host == mount.host_path:
+            continue
+        try:
+            if content is None:
+                os.unlink(host)
+            else:
+                os.makedirs(os.path.dirname(host), exist_ok=True)
+                with open(host, "w", encoding="utf-8") as file:
+                    file.write(content)
+        except OSError:
+            logger.debug("could not write %s through to %s", path, host, exc_info=True)
+        return
 
 
 def _list_mounted_dir(mounts: Iterable[Mount], path: str) -> tuple[str, ...] | None:

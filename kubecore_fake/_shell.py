@@ -67,7 +67,7 @@ def statements(argv: Sequence[str]) -> tuple[Statement, ...]:
 
 
 def parse_script(text: str) -> tuple[Statement, ...]:
-    lexer = shlex.shlex(text.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
+    lexer = shlex.shlex(_lines_as_statements(text), posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
@@ -88,6 +88,28 @@ def parse_script(text: str) -> tuple[Statement, ...]:
     if current:
         result.append(_statement(current, False, condition))
     return tuple(result)
+
+
+def _lines_as_statements(text: str) -> str:
+    """The script with each line break outside quotes made a ``;`` (a quoted one is kept: it
+    belongs to a value, as in ``echo "A='a'<newline>B='b'" > file``)."""
+    out: list[str] = []
+    quote = ""
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "\n":
+            out.append(" ; ")
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def _statement(tokens: list[str], background: bool, condition: str) -> Statement:

@@ -602,7 +602,7 @@ spec:
     assert problems(text) == [
         "spec.containers[0].env[0].valueFrom: may not be specified when `value` is not empty",
         "spec.containers[0].env[1].valueFrom: must specify one of fieldRef, resourceFieldRef,"
-        " configMapKeyRef, secretKeyRef",
+        " configMapKeyRef, secretKeyRef, fileKeyRef",
         "spec.containers[0].env[2].valueFrom.configMapKeyRef.key: invalid key 'bad key': must be"
         " at most 253 characters of letters, digits, '-', '_' or '.', and not '.', '..' or"
         " start with '..'",

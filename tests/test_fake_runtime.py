@@ -1004,3 +1004,38 @@ def test_the_docs_configmap_volume_pod_lists_the_keys(tmp_path: Path) -> None:
         runtime = node.kubelet.runtime
         (container,) = runtime.list_containers()
         assert b"".join(runtime.logs(container.id)) == b"SPECIAL_LEVEL\nSPECIAL_TYPE\n"
+
+
+def test_files_written_into_an_empty_dir_are_seen_by_the_pods_other_containers(
+    tmp_path: Path,
+) -> None:
+    """The docs' startup coordination: the sidecar writes /config/app.conf into the shared
+    emptyDir, the app ``cat``s it. A write under a hostPath mount stays in the container."""
+    text = (Path(__file__).parent / "corpus" / "sidecars-startup-coordination.yaml").read_text()
+    host = tmp_path / "host"
+    host.mkdir()
+    text = (
+        text.replace(
+            "  volumes:\n",
+            "  volumes:\n  - name: host\n    hostPath: {path: " + str(host) + "}\n",
+        )
+        .replace(
+            'echo "greeting=hello" > /config/app.conf;',
+            'echo "greeting=hello" > /config/app.conf; echo x > /host/x;',
+        )
+        .replace(
+            "    volumeMounts:\n    - name: config\n      mountPath: /config\n  containers:",
+            "    volumeMounts:\n    - name: config\n      mountPath: /config\n"
+            "    - name: host\n      mountPath: /host\n  containers:",
+        )
+    )
+    assert "echo x > /host/x" in text and "mountPath: /host" in text and str(host) in text
+    with FakeNode(tmp_path / "node") as node:
+        node.apply(text)
+        node.run_until(
+            lambda: node.status("startup-coordination-example").phase == "Running", timeout=60
+        )
+        runtime = node.kubelet.runtime
+        (app,) = [c for c in runtime.list_containers() if c.name.endswith("main-app")]
+        assert b"".join(runtime.logs(app.id)) == b"greeting=hello\n"
+    assert not (host / "x").exists()

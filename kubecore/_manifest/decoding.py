@@ -549,6 +549,15 @@ _RESOURCE_FIELD_SELECTOR = _Spec(
         _F("divisor", _OptQuantity()),
     ),
 )
+_FILE_KEY_SELECTOR = _Spec(
+    m.FileKeySelector,
+    (
+        _F("volumeName", _Str(), required=True, always=True),
+        _F("path", _Str(), required=True, always=True),
+        _F("key", _Str(), required=True, always=True),
+        _F("optional", _Bool(optional=True)),
+    ),
+)
 _ENV_VAR_SOURCE = _Spec(
     m.EnvVarSource,
     (
@@ -556,8 +565,8 @@ _ENV_VAR_SOURCE = _Spec(
         _F("resourceFieldRef", _Obj(_RESOURCE_FIELD_SELECTOR, optional=True)),
         _F("configMapKeyRef", _Obj(_CONFIG_MAP_KEY_SELECTOR, optional=True)),
         _F("secretKeyRef", _Obj(_SECRET_KEY_SELECTOR, optional=True)),
+        _F("fileKeyRef", _Obj(_FILE_KEY_SELECTOR, optional=True)),
     ),
-    unsupported=frozenset({"fileKeyRef"}),
 )
 _ENV_VAR = _Spec(
     m.EnvVar,

@@ -99,6 +99,7 @@ CONDITIONS = {
     "spec.volumes[].persistentVolumeClaim": "with --pvc-dir (DIR/<namespace>/<claimName>)",
     "spec.volumes[].emptyDir.medium": '"" and Memory (HugePages refused)',
     "spec.volumes[].emptyDir.mode": "0 to 01777 (the pod's fsGroup decides instead when set)",
+    "spec.containers[].env[].valueFrom.fileKeyRef": "from an emptyDir on disk (not medium Memory)",
     "spec.containers[].livenessProbe.grpc": "with the grpc extra installed",
     "spec.containers[].volumeMounts[].mountPropagation": "Bidirectional only in a privileged"
     " container",

@@ -463,6 +463,7 @@ def _check_env_source(errs: _Problems, path: str, env: m.EnvVar) -> None:
             ("resourceFieldRef", source.resource_field_ref),
             ("configMapKeyRef", source.config_map_key_ref),
             ("secretKeyRef", source.secret_key_ref),
+            ("fileKeyRef", source.file_key_ref),
         )
         if value is not None
     ]
@@ -470,7 +471,8 @@ def _check_env_source(errs: _Problems, path: str, env: m.EnvVar) -> None:
         errs.append(
             FieldError(
                 where,
-                "must specify one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef"
+                "must specify one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef,"
+                " fileKeyRef"
                 if not given
                 else f"may not have more than one source, got {', '.join(given)}",
             )
@@ -521,6 +523,59 @@ def _check_env_source(errs: _Problems, path: str, env: m.EnvVar) -> None:
         problem = _config_key_problem(selector.key)
         if problem:
             errs.append(FieldError(_field(ref_path, "key"), problem))
+    if source.file_key_ref is not None:
+        _check_file_key_selector(errs, _field(where, "fileKeyRef"), source.file_key_ref)
+
+
+def _check_file_key_selector(errs: _Problems, where: str, ref: m.FileKeySelector) -> None:
+    """``fileKeyRef``'s own fields (its volume is checked against the pod's volumes apart)."""
+    if not ref.volume_name:
+        errs.append(FieldError(_field(where, "volumeName"), "required"))
+    if not ref.path:
+        errs.append(FieldError(_field(where, "path"), "required"))
+    elif (problem := _relative_path_problem(ref.path)) is not None:
+        errs.append(FieldError(_field(where, "path"), problem))
+    if not ref.key:
+        errs.append(FieldError(_field(where, "key"), "required"))
+    elif not all(" " <= c <= "~" and c != "=" for c in ref.key):
+        errs.append(
+            FieldError(
+                _field(where, "key"),
+                f"invalid key {ref.key!r}: use printable ASCII characters other than '='",
+            )
+        )
+
+
+def _check_file_key_volumes(
+    errs: _Problems, path: str, spec: m.PodSpec, groups: Sequence[tuple[str, Sequence[m.Container]]]
+) -> None:
+    """A ``fileKeyRef`` names one of the pod's emptyDir volumes (on disk: the agent reads the
+    file, and a Memory emptyDir is a tmpfs the runtime holds)."""
+    volumes = {v.name: v for v in spec.volumes}
+    for group, containers in groups:
+        for i, container in enumerate(containers):
+            for j, env in enumerate(container.env):
+                ref = env.value_from.file_key_ref if env.value_from else None
+                if ref is None or not ref.volume_name:
+                    continue
+                where = f"{_item(_field(path, group), i)}.env[{j}].valueFrom.fileKeyRef.volumeName"
+                volume = volumes.get(ref.volume_name)
+                if volume is None:
+                    problem = f"no volume named {ref.volume_name!r} in the pod"
+                    errs.append(FieldError(where, problem))
+                elif volume.empty_dir is None:
+                    errs.append(
+                        FieldError(where, f"volume {ref.volume_name!r} must be an emptyDir volume")
+                    )
+                elif volume.empty_dir is not None and volume.empty_dir.medium == "Memory":
+                    errs.append(
+                        FieldError(
+                            where,
+                            f"not supported by kubecore: volume {ref.volume_name!r} is an emptyDir"
+                            " of medium Memory, a tmpfs the container runtime holds, which the"
+                            " agent cannot read the env file from",
+                        )
+                    )
 
 
 _CPU_DIVISORS = ("1m", "1")
@@ -1090,6 +1145,7 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
                             f"no container named {field.container_name!r} in the pod",
                         )
                     )
+    _check_file_key_volumes(errs, path, spec, [(g, c) for g, c, _init in groups])
     check_security(errs, path, spec)
     _check_enum(errs, _field(path, "restartPolicy"), spec.restart_policy, _RESTART_POLICIES)
     _check_enum(errs, _field(path, "dnsPolicy"), spec.dns_policy, _DNS_POLICIES)

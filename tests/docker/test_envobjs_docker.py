@@ -200,3 +200,46 @@ def test_pull_secret_from_a_dockerconfigjson_secret(
     wait_pod(kubelet, namespace, "private", all_running, timeout=30)
     events = kubelet.events.events(namespace=namespace, name="private")
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
+
+
+def test_a_variable_from_the_env_file_an_init_container_wrote(
+    make_agent: AgentFactory, engine: TestEngine, namespace: str
+) -> None:
+    """The docs' fileKeyRef pod (pods/inject/envars-file-container.yaml) on the engine: the
+    agent reads the env file from the emptyDir on the node, the app container gets the key."""
+    write = "echo \"DB_ADDRESS='address'\nREST_ENDPOINT='endpoint'\" > /data/config.env"
+    ref = {"volumeName": "config", "path": "config.env", "key": "DB_ADDRESS"}
+    pod = make_pod(
+        "envfile",
+        namespace,
+        [
+            container(
+                "app",
+                engine.image,
+                ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"],
+                env=[{"name": "DB_ADDRESS", "valueFrom": {"fileKeyRef": ref}}],
+            )
+        ],
+        initContainers=[
+            container(
+                "setup-envfile",
+                engine.image,
+                ["sh", "-c", write],
+                volumeMounts=[{"name": "config", "mountPath": "/data"}],
+            )
+        ],
+        volumes=[{"name": "config", "emptyDir": {}}],
+    )
+    kubelet = make_agent(start=False)
+    kubelet.set_pods([pod], source=SOURCE)
+    kubelet.start()
+    wait_pod(kubelet, namespace, "envfile", all_running, timeout=30)
+    env = dict(
+        line.split("=", 1)
+        for line in exec_until(kubelet, namespace, "envfile", "app", ["env"])
+        .stdout.decode()
+        .splitlines()
+        if "=" in line
+    )
+    assert env["DB_ADDRESS"] == "address"
+    assert "REST_ENDPOINT" not in env
