@@ -70,6 +70,7 @@ from kubecore import (
     SandboxConfig,
     SandboxNotFound,
     SandboxState,
+    SandboxUnusable,
     SystemClock,
     TimerHandle,
 )
@@ -754,7 +755,7 @@ class FakeRuntime:
                 raise Conflict(f"container {container_id} has exited; create a new one")
             sb = self._sandboxes.get(rec.sandbox_id)
             if rec.managed and (sb is None or sb.state is not SandboxState.READY):
-                raise Conflict(f"cannot start {container_id}: its sandbox is not ready")
+                raise SandboxUnusable(f"cannot start {container_id}: its sandbox is not ready")
             behaviour = rec.behaviour
             if behaviour.fail_start:
                 message = (

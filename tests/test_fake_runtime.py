@@ -39,6 +39,7 @@ from kubecore import (
     SandboxConfig,
     SandboxNotFound,
     SandboxState,
+    SandboxUnusable,
     TCPSocketAction,
 )
 from kubecore._runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
@@ -179,12 +180,12 @@ def test_create_needs_a_present_image(clock: ManualClock) -> None:
     assert fr.create_container(sid, container_config(), sandbox_config())
 
 
-def test_start_in_a_stopped_sandbox_is_a_conflict(fr: FakeRuntime) -> None:
+def test_start_in_a_stopped_sandbox_says_the_sandbox_is_unusable(fr: FakeRuntime) -> None:
     sid = fr.run_sandbox(sandbox_config())
     cid = fr.create_container(sid, container_config(), sandbox_config())
     fr.stop_sandbox(sid)
     assert fr.sandbox_status(sid).state is SandboxState.NOTREADY
-    with pytest.raises(Conflict):
+    with pytest.raises(SandboxUnusable):
         fr.start_container(cid)
 
 

@@ -81,6 +81,7 @@ from kubecore._errors import (
     InvalidConfig,
     RuntimeTimeout,
     SandboxNotFound,
+    SandboxUnusable,
 )
 from kubecore._imageref import parse_image_ref
 from kubecore._model import ExecAction, Probe
@@ -938,11 +939,14 @@ class RuntimeConformance:
                 sandbox, harness.workloads.run_forever, image=harness.workloads.absent_image
             )
 
-    def test_start_in_a_stopped_sandbox_is_a_conflict(self, harness: Harness) -> None:
+    def test_start_in_a_stopped_sandbox_says_the_sandbox_is_unusable(
+        self, harness: Harness
+    ) -> None:
+        """The agent re-creates a sandbox on ``SandboxUnusable`` (see ``start_container``)."""
         sandbox = harness.run_sandbox()
         container_id = harness.create(sandbox, harness.workloads.run_forever)
         harness.runtime.stop_sandbox(sandbox[0])
-        with pytest.raises(Conflict):
+        with pytest.raises(SandboxUnusable):
             harness.runtime.start_container(container_id)
 
     @pytest.mark.parametrize("code", [0, 1, 3])

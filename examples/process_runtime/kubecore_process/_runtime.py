@@ -64,6 +64,7 @@ from kubecore import (
     SandboxConfig,
     SandboxNotFound,
     SandboxState,
+    SandboxUnusable,
 )
 from kubecore.images import parse_image_ref
 from kubecore.labels import MANAGED_LABEL
@@ -309,7 +310,7 @@ class ProcessRuntime(RuntimeBase):
                 raise Conflict(f"container {container_id} has exited; create a new one")
             sandbox = self._sandbox(container.sandbox_id)
             if sandbox is None or sandbox.state is not SandboxState.READY:
-                raise Conflict(f"the sandbox of container {container_id} is not ready")
+                raise SandboxUnusable(f"the sandbox of container {container_id} is not ready")
             directory = self._containers / container_id
             shim = [sys.executable, "-I", _shim.__file__, str(directory)]
             try:  # the shim forks into the background and its parent returns at once
