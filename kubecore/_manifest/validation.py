@@ -610,9 +610,7 @@ SIDECAR_RULES_REASON = (
 )
 
 
-def _check_restart_rules(
-    errs: _Problems, path: str, container: m.Container, *, init: bool
-) -> None:
+def _check_restart_rules(errs: _Problems, path: str, container: m.Container, *, init: bool) -> None:
     """A container's own ``restartPolicy`` and ``restartPolicyRules`` (KEP-5307), as the API
     server checks them: rules need the container's policy; a sidecar (an init container with
     ``Always``) takes no rules."""
