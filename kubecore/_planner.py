@@ -233,21 +233,31 @@ def _probe_grace(container: Container, state: ProbeState) -> float | None:
     return float(probe.termination_grace_period_seconds)
 
 
-def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
-    """Start the container at ``index`` after its previous instances (newest first)."""
+def _to_start(
+    index: int, records: list[Record] | None, others: list[Record] | None = None
+) -> ContainerToStart:
+    """Start the container at ``index`` after its previous instances (newest first), with a
+    restart count above theirs and above ``others`` of its name (instances ``View`` set aside)."""
+    floor = max((r.restart_count for r in others), default=-1) if others else -1
     if not records:
-        return ContainerToStart(index)
+        return ContainerToStart(index, floor + 1)
     newest = records[0]
     if newest.never_started:  # takes its place: the count it had, above every other instance
-        count = max(
-            newest.restart_count, max((r.restart_count for r in records[1:]), default=-1) + 1
-        )
+        below = max((r.restart_count for r in records[1:]), default=-1)
+        count = max(newest.restart_count, max(below, floor) + 1)
         return ContainerToStart(index, count, after_crash=True, replaces=newest.c.id)
     return ContainerToStart(
         index,
-        restart_count=max(r.restart_count for r in records) + 1,
+        restart_count=max(max(r.restart_count for r in records), floor) + 1,
         after_crash=records[0].c.state is not _RUNNING,
     )
+
+
+def _set_aside(view: View, name: str) -> list[Record] | None:
+    """The instances of ``name`` that ``View`` put among the strays (None: there are none)."""
+    if not view.stray:
+        return None
+    return [r for r in view.stray if r.name == name] or None
 
 
 class _Plan:
@@ -262,11 +272,15 @@ class _Plan:
         "resizes",
         "sidecar_starts",
         "starts",
+        "view",
         "waiting",
     )
 
-    def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
+    def __init__(
+        self, pod: Pod, info: PodInfo, history: PodHistory, now: float, view: View
+    ) -> None:
         self.pod = pod
+        self.view = view
         self.info = info
         self.history = history
         self.now = now
@@ -309,7 +323,7 @@ class _Plan:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.starts.append(_to_start(index, records))
+        self.starts.append(_to_start(index, records, _set_aside(self.view, container.name)))
 
     def resize(self, container: Container, record: Record) -> bool:
         """Resize a running container whose resources changed; True if it is killed for it
@@ -328,7 +342,7 @@ class _Plan:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.sidecar_starts.append(_to_start(index, records))
+        self.sidecar_starts.append(_to_start(index, records, _set_aside(self.view, container.name)))
 
     def sorted_kills(self) -> tuple[ContainerToKill, ...]:
         return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))
@@ -523,14 +537,14 @@ def _plan_new_sandbox(
             kill_pod_reason=reason if kill else None,
             sandboxes_to_remove=removable,
         )
-    plan = _Plan(pod, info, history, now)
+    plan = _Plan(pod, info, history, now, view)
     next_init: ContainerToStart | None = None
     if spec.init_containers:
         first = spec.init_containers[0]
         records = view.init.get(first.name)
         waiting = plan.blocked(first, crash=bool(records))
         if waiting is None:
-            next_init = _to_start(0, records)
+            next_init = _to_start(0, records, _set_aside(view, first.name))
         else:
             plan.waiting.append(waiting)
         plan.waiting.extend(Waiting(c.name, POD_INITIALIZING) for c in spec.containers)
@@ -567,7 +581,7 @@ def _plan_in_sandbox(
     spec = pod.spec
     policy = spec.restart_policy
     sandbox_id = sandbox.id
-    plan = _Plan(pod, info, history, now)
+    plan = _Plan(pod, info, history, now, view)
 
     # Live containers that are not (or no longer) wanted where they are.
     running: dict[str, Record] = {}
@@ -774,4 +788,4 @@ def _start_init(
     if waiting is not None:
         plan.waiting.append(waiting)
         return False, None
-    return False, _to_start(index, view.init.get(container.name))
+    return False, _to_start(index, view.init.get(container.name), _set_aside(view, container.name))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from kubecore import Container, Pod, RuntimeState
@@ -15,8 +16,9 @@ from kubecore._restart_rules import (
     is_container_restartable,
     rule_matches,
 )
-from kubecore._status import compute_pod_status
-from kubecore._translate import container_hash
+from kubecore._runtime import SIDECAR_ANNOTATION
+from kubecore._status import compute_pod_status, pod_verdict
+from kubecore._translate import container_config, container_hash
 from kubecore.planner import ObservedPod, PodHistory, ProbeState
 from kubecore.testing import FakeNode
 from tests.test_planner import (
@@ -335,3 +337,29 @@ def test_a_container_exiting_with_another_code_fails_the_pod(tmp_path: Any) -> N
         (status,) = node.status("job").container_statuses
         assert status.restart_count == 0
         assert status.state.terminated is not None and status.state.terminated.exit_code == 3
+
+
+def test_a_settled_pod_with_a_try_once_container_that_failed_is_judged_failed() -> None:
+    # The docs' on-failure-pod: under the pod's OnFailure, its try-once container (Never) that
+    # exited 1 stays exited beside the running one: settled, with that failure.
+    pod = never_pod(app("Never"), Container("keep", "busybox:1.36"), policy="OnFailure")
+    observed = ObservedPod(
+        sandboxes=(sandbox(pod),),
+        containers=(dead("app", 1, pod=pod), ctr("keep", pod)),
+    )
+    reported = attrs.evolve(pod, status=compute_pod_status(pod, observed, H, None, NOW))
+    assert reported.status is not None and reported.status.phase == "Running"
+    assert pod_verdict(reported) == ("failed", "container app exited with 1")
+    restarting = never_pod(app("OnFailure"), Container("keep", "busybox:1.36"), policy="Never")
+    observed = ObservedPod(
+        sandboxes=(sandbox(restarting),),
+        containers=(dead("app", 1, pod=restarting), ctr("keep", restarting)),
+    )
+    status = compute_pod_status(restarting, observed, H, None, NOW)
+    assert pod_verdict(attrs.evolve(restarting, status=status))[0] == "pending"
+
+
+def test_an_app_container_with_its_own_always_is_no_sidecar_to_the_runtime() -> None:
+    pod = never_pod(app("Always"))
+    config = container_config(pod, pod.spec.containers[0], restart_count=0, volume_paths={})
+    assert SIDECAR_ANNOTATION not in config.annotations
