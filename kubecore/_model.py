@@ -22,7 +22,7 @@ PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 DNSPolicy = Literal["ClusterFirst", "Default", "None", "ClusterFirstWithHostNet"]
 Protocol_ = Literal["TCP", "UDP", "SCTP"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
-ContainerRestartPolicy = Literal["Always"]
+ContainerRestartPolicy = Literal["Always", "OnFailure", "Never"]
 TerminationMessagePolicy = Literal["File", "FallbackToLogsOnError"]
 
 
@@ -166,6 +166,22 @@ class ContainerResizePolicy:
 
     resource_name: str
     restart_policy: str = "NotRequired"
+
+
+@attrs.frozen
+class ContainerRestartRuleOnExitCodes:
+    """The exit codes a restart rule matches: ``In`` the values, or ``NotIn`` them."""
+
+    operator: str
+    values: tuple[int, ...] = ()
+
+
+@attrs.frozen
+class ContainerRestartRule:
+    """What to do when a container exits with matching exit codes (``action: Restart``)."""
+
+    action: str
+    exit_codes: ContainerRestartRuleOnExitCodes | None = None
 
 
 @attrs.frozen
@@ -346,7 +362,11 @@ class Container:
     termination_message_path: str = DEFAULT_TERMINATION_MESSAGE_PATH
     termination_message_policy: TerminationMessagePolicy = "File"
     restart_policy: ContainerRestartPolicy | None = None
-    """``Always`` on an init container makes it a sidecar (a restartable init container)."""
+    """This container's own restart policy, over the pod's (KEP-5307). ``Always`` on an init
+    container makes it a sidecar (a restartable init container)."""
+    restart_policy_rules: tuple[ContainerRestartRule, ...] = ()
+    """Checked in order when the container exits: the first that matches its exit code decides
+    (``Restart``); when none does, ``restart_policy`` does."""
     stdin: bool = False
     stdin_once: bool = False
     tty: bool = False
@@ -360,7 +380,8 @@ class Container:
 
     @property
     def is_sidecar(self) -> bool:
-        """A restartable init container: it keeps running beside the app containers."""
+        """A restartable init container: it keeps running beside the app containers. (Read it
+        on init containers only: an app container with its own ``Always`` policy is no sidecar.)"""
         return self.restart_policy == "Always"
 
     @property

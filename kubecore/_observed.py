@@ -110,7 +110,9 @@ class Record:
 
 
 class SpecIndex:
-    """What ``View`` needs of the pod spec: container names by kind, and the restart policy."""
+    """What ``View`` needs of the pod spec: container names by kind, and whether no container
+    that runs once (app or init, not a sidecar) can ever be started again (restartPolicy Never,
+    and no container policy or rule of its own that restarts it)."""
 
     __slots__ = ("app_index", "init_index", "never_restarts")
 
@@ -123,7 +125,7 @@ class SpecIndex:
 
 
 def _set_aside_unstarted(records: list[Record], stray: list[Record]) -> None:
-    """Under restartPolicy Never a container that has run is never started again: a newer
+    """When no container can restart, a container that has run is never started again: a newer
     instance that was created but never started (an interrupted start) does not count, and the
     pod is judged by the run it had."""
     while (

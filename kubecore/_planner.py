@@ -31,6 +31,7 @@ from kubecore._actions import (
 from kubecore._backoff import format_delay, in_backoff
 from kubecore._model import Container, Pod
 from kubecore._observed import Record, SpecIndex, View, container_name
+from kubecore._restart_rules import container_should_restart, is_container_restartable, policy_of
 from kubecore._runtime import (
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
@@ -76,6 +77,7 @@ class PodInfo(SpecIndex):
         "app_resources",
         "desc",
         "noop",
+        "own_policies",
         "sandbox_hash",
         "sidecar_hashes",
         "steady",
@@ -83,11 +85,15 @@ class PodInfo(SpecIndex):
 
     def __init__(self, pod: Pod) -> None:
         spec = pod.spec
+        runs_once = [c for c in spec.init_containers if not c.is_sidecar]
+        runs_once += spec.containers
         super().__init__(
             {c.name: i for i, c in enumerate(spec.containers)},
             {c.name: i for i, c in enumerate(spec.init_containers)},
-            spec.restart_policy == "Never",
+            not any(is_container_restartable(c, spec.restart_policy) for c in runs_once),
         )
+        self.own_policies = any(c.restart_policy is not None for c in runs_once)
+        """Some app or init container (not a sidecar) has a restart policy of its own."""
         self.app_hashes = tuple(container_hash(c) for c in spec.containers)
         self.app_resources = tuple(
             resources_record(c) if c.resize_policy else None for c in spec.containers
@@ -123,37 +129,40 @@ def pod_info(pod: Pod) -> PodInfo:
     return info
 
 
-def should_restart(record: Record, policy: str) -> bool:
-    """Whether a dead container is started again under the pod's restart policy."""
+def should_restart(record: Record, container: Container, pod_policy: str) -> bool:
+    """Whether a dead container is started again: an interrupted start always is; one that ran
+    as its restart rules and policy (else the pod's policy) say for its exit code."""
     if record.never_started:
         return True
-    if policy == "Always":
-        return True
-    if policy == "OnFailure":
-        return record.failed
-    return False
+    return container_should_restart(container, pod_policy, record.c.exit_code)
 
 
 def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
     """(terminal, failed): the pod will never start anything again (Succeeded or Failed).
 
-    Never under ``Always``. Under ``Never`` a failed init container fails the pod (unless app
-    containers ran: init was done then). Otherwise the pod is terminal when every app container
-    has run, none runs, and none is to be restarted.
+    Never under ``Always`` (unless a container has a restart policy of its own). A failed init
+    container that is not to be restarted (``Never``, the pod's or its own) fails the pod
+    (unless app containers ran: init was done then). Otherwise the pod is terminal when every
+    app container has run, none runs, and none is to be restarted.
     """
     spec = pod.spec
     policy = spec.restart_policy
-    if policy == "Always":
+    if policy == "Always" and not pod_info(pod).own_policies:
         return False, False
     app_started = any(not r.never_started for records in view.app.values() for r in records)
-    if policy == "Never" and not app_started:  # app containers only ever start after init
+    if not app_started:  # app containers only ever start after init
         for c in spec.init_containers:
             if c.is_sidecar:  # restarted whatever the pod's policy: never fails the pod
                 continue
             records = view.init.get(c.name)
             if records:
                 newest = records[0]
-                if not newest.live and not newest.never_started and newest.failed:
+                if (
+                    not newest.live
+                    and not newest.never_started
+                    and newest.failed
+                    and not should_restart(newest, c, policy)
+                ):
                     return True, True
     failed = False
     for c in spec.containers:
@@ -164,7 +173,7 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
             if r.live:
                 return False, False
         newest = records[0]
-        if should_restart(newest, policy):
+        if should_restart(newest, c, policy):
             return False, False
         failed = failed or newest.failed
     return True, failed
@@ -224,21 +233,31 @@ def _probe_grace(container: Container, state: ProbeState) -> float | None:
     return float(probe.termination_grace_period_seconds)
 
 
-def _to_start(index: int, records: list[Record] | None) -> ContainerToStart:
-    """Start the container at ``index`` after its previous instances (newest first)."""
+def _to_start(
+    index: int, records: list[Record] | None, others: list[Record] | None = None
+) -> ContainerToStart:
+    """Start the container at ``index`` after its previous instances (newest first), with a
+    restart count above theirs and above ``others`` of its name (instances ``View`` set aside)."""
+    floor = max((r.restart_count for r in others), default=-1) if others else -1
     if not records:
-        return ContainerToStart(index)
+        return ContainerToStart(index, floor + 1)
     newest = records[0]
     if newest.never_started:  # takes its place: the count it had, above every other instance
-        count = max(
-            newest.restart_count, max((r.restart_count for r in records[1:]), default=-1) + 1
-        )
+        below = max((r.restart_count for r in records[1:]), default=-1)
+        count = max(newest.restart_count, max(below, floor) + 1)
         return ContainerToStart(index, count, after_crash=True, replaces=newest.c.id)
     return ContainerToStart(
         index,
-        restart_count=max(r.restart_count for r in records) + 1,
+        restart_count=max(max(r.restart_count for r in records), floor) + 1,
         after_crash=records[0].c.state is not _RUNNING,
     )
+
+
+def _set_aside(view: View, name: str) -> list[Record] | None:
+    """The instances of ``name`` that ``View`` put among the strays (None: there are none)."""
+    if not view.stray:
+        return None
+    return [r for r in view.stray if r.name == name] or None
 
 
 class _Plan:
@@ -253,11 +272,15 @@ class _Plan:
         "resizes",
         "sidecar_starts",
         "starts",
+        "view",
         "waiting",
     )
 
-    def __init__(self, pod: Pod, info: PodInfo, history: PodHistory, now: float) -> None:
+    def __init__(
+        self, pod: Pod, info: PodInfo, history: PodHistory, now: float, view: View
+    ) -> None:
         self.pod = pod
+        self.view = view
         self.info = info
         self.history = history
         self.now = now
@@ -300,7 +323,7 @@ class _Plan:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.starts.append(_to_start(index, records))
+        self.starts.append(_to_start(index, records, _set_aside(self.view, container.name)))
 
     def resize(self, container: Container, record: Record) -> bool:
         """Resize a running container whose resources changed; True if it is killed for it
@@ -319,7 +342,7 @@ class _Plan:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.sidecar_starts.append(_to_start(index, records))
+        self.sidecar_starts.append(_to_start(index, records, _set_aside(self.view, container.name)))
 
     def sorted_kills(self) -> tuple[ContainerToKill, ...]:
         return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))
@@ -514,14 +537,14 @@ def _plan_new_sandbox(
             kill_pod_reason=reason if kill else None,
             sandboxes_to_remove=removable,
         )
-    plan = _Plan(pod, info, history, now)
+    plan = _Plan(pod, info, history, now, view)
     next_init: ContainerToStart | None = None
     if spec.init_containers:
         first = spec.init_containers[0]
         records = view.init.get(first.name)
         waiting = plan.blocked(first, crash=bool(records))
         if waiting is None:
-            next_init = _to_start(0, records)
+            next_init = _to_start(0, records, _set_aside(view, first.name))
         else:
             plan.waiting.append(waiting)
         plan.waiting.extend(Waiting(c.name, POD_INITIALIZING) for c in spec.containers)
@@ -531,7 +554,7 @@ def _plan_new_sandbox(
             records = view.app.get(container.name)
             if records:
                 newest = records[0]
-                if not newest.live and not should_restart(newest, policy):
+                if not newest.live and not should_restart(newest, container, policy):
                     continue
             plan.start(index, records, crash=bool(records))
     return PodActions(
@@ -558,7 +581,7 @@ def _plan_in_sandbox(
     spec = pod.spec
     policy = spec.restart_policy
     sandbox_id = sandbox.id
-    plan = _Plan(pod, info, history, now)
+    plan = _Plan(pod, info, history, now, view)
 
     # Live containers that are not (or no longer) wanted where they are.
     running: dict[str, Record] = {}
@@ -589,7 +612,7 @@ def _plan_in_sandbox(
     _check_running_sidecars(plan, running_init)
     init_done, next_init = _init_progress(pod, view, sandbox_id, plan)
     if init_done is None:
-        # An init container failed under restartPolicy Never: the pod fails.
+        # An init container failed and is not to be restarted: the pod fails.
         return PodActions(
             kill_pod=True,
             kill_pod_reason=KillReason.POD_TERMINAL,
@@ -618,7 +641,8 @@ def _plan_in_sandbox(
                 elif probes and (state := probes.get(r.c.id)) is not None and state.liveness_failed:
                     grace = _probe_grace(container, state)
                     plan.kill(r, _probe_kill_reason(state), state.message, grace)
-                    if policy != "Never":
+                    # Still running: no exit code for its rules, its policy decides.
+                    if policy_of(container, policy) != "Never":
                         plan.start(index, records, crash=True)
                 elif post_start_failed and r.c.id in post_start_failed:
                     plan.kill(r, KillReason.POST_START_FAILED)
@@ -631,9 +655,9 @@ def _plan_in_sandbox(
             newest = records[0]
             if newest.live:
                 # It runs elsewhere and is being killed: treat it as if it had just died.
-                if policy != "Never":
+                if policy_of(container, policy) != "Never":
                     plan.start(index, records, crash=True)
-            elif should_restart(newest, policy):
+            elif should_restart(newest, container, policy):
                 plan.start(index, records, crash=True)
 
     if (
@@ -685,7 +709,8 @@ def _init_progress(
     pod: Pod, view: View, sandbox_id: str, plan: _Plan
 ) -> tuple[bool | None, ContainerToStart | None]:
     """(done, the init container to start now), judged from what ran in the current sandbox;
-    done is None when an init container failed under restartPolicy Never.
+    done is None when an init container failed and is not to be restarted (restartPolicy Never,
+    the pod's or its own, and no rule restarts it).
 
     As the kubelet, the init container furthest along that ran here is the frontier: the ones
     before it are done (their records may be gone), except that sidecars before it are kept
@@ -728,7 +753,7 @@ def _init_progress(
     elif newest.live:
         return False, None
     elif newest.failed:
-        if pod.spec.restart_policy == "Never":
+        if not should_restart(newest, container, pod.spec.restart_policy):
             return None, None
         return _start_init(plan, view, frontier, crash=True)
     if frontier == len(inits) - 1:
@@ -763,4 +788,4 @@ def _start_init(
     if waiting is not None:
         plan.waiting.append(waiting)
         return False, None
-    return False, _to_start(index, view.init.get(container.name))
+    return False, _to_start(index, view.init.get(container.name), _set_aside(view, container.name))

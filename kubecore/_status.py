@@ -28,11 +28,13 @@ from kubecore._model import (
     PodIP,
     PodPhase,
     PodReadinessGate,
+    PodSpec,
     PodStatus,
 )
 from kubecore._observed import Record, View
 from kubecore._planner import POD_INITIALIZING, compute_pod_actions, pod_info
 from kubecore._qos import qos_class
+from kubecore._restart_rules import container_should_restart
 from kubecore._runtime import RuntimeState
 
 DEFAULT_RUNTIME_NAME = "kubecore"
@@ -173,20 +175,27 @@ def _container_status(
     )
 
 
+def _exit_code(status: ContainerStatus) -> int | None:
+    """The exit code of the container's last run (None: it has not ended)."""
+    terminated = status.state.terminated or status.last_state.terminated
+    return None if terminated is None else terminated.exit_code
+
+
 def _phase(
-    policy: str,
+    spec: PodSpec,
     init_statuses: Sequence[ContainerStatus],
-    sidecars: Sequence[bool],
     statuses: Sequence[ContainerStatus],
     terminal: bool,
 ) -> PodPhase:
-    """The kubelet's getPhase. ``sidecars[i]``: init container ``i`` is a sidecar (it counts as
-    running beside the app containers, and as pending init until it has started)."""
+    """The kubelet's getPhase. A sidecar counts as running beside the app containers, and as
+    pending init until it has started. An exited container counts as restarting when its
+    restart rules and policy (else the pod's policy) restart it for its exit code."""
+    policy = spec.restart_policy
     pending_init = failed_init = 0
-    unknown = running = waiting = stopped = succeeded = 0
-    for st, sidecar in zip(init_statuses, sidecars, strict=True):
+    unknown = running = waiting = stopped = stopped_for_good = succeeded = 0
+    for st, container in zip(init_statuses, spec.init_containers, strict=True):
         s = st.state
-        if sidecar:
+        if container.is_sidecar:
             # An exited sidecar is neither running nor stopped: it is restarted.
             if s.running is not None:
                 running += 1
@@ -200,33 +209,35 @@ def _phase(
                 unknown += 1
         elif s.running is not None:
             pending_init += 1
-        elif s.terminated is not None:
-            if s.terminated.exit_code != 0:
-                failed_init += 1
-        elif s.waiting is not None and st.last_state.terminated is not None:
-            if st.last_state.terminated.exit_code != 0:
+        elif s.terminated is not None or (
+            s.waiting is not None and st.last_state.terminated is not None
+        ):
+            code = _exit_code(st)
+            if code != 0 and not container_should_restart(container, policy, code):
                 failed_init += 1
         else:
             pending_init += 1
-    for st in statuses:
+    for st, container in zip(statuses, spec.containers, strict=True):
         s = st.state
         if s.running is not None:
             running += 1
-        elif s.terminated is not None:
+        elif s.terminated is not None or (
+            s.waiting is not None and st.last_state.terminated is not None
+        ):
             stopped += 1
-            if s.terminated.exit_code == 0:
+            code = _exit_code(st)
+            if not container_should_restart(container, policy, code):
+                stopped_for_good += 1
+            if s.terminated is not None and code == 0:
                 succeeded += 1
         elif s.waiting is not None:
-            if st.last_state.terminated is not None:
-                stopped += 1
-            else:
-                waiting += 1
+            waiting += 1
         else:
             unknown += 1
     app_started = _any_started(statuses)
     # App containers only start once init is done: a failed init instance seen next to them
     # (a contradictory snapshot) does not fail the pod, as the planner does not either.
-    if failed_init and policy == "Never" and not app_started:
+    if failed_init and not app_started:
         return "Failed"
     # Once an app container has started, init containers without a status (garbage collected,
     # or from an earlier sandbox) no longer hold the pod in Pending, as in the kubelet.
@@ -237,13 +248,9 @@ def _phase(
     if not running and stopped and not unknown:
         if terminal:
             return "Succeeded" if stopped == succeeded else "Failed"
-        if policy == "Always":
+        if stopped != stopped_for_good:  # some are restarting
             return "Running"
-        if stopped == succeeded:
-            return "Succeeded"
-        if policy == "Never":
-            return "Failed"
-        return "Running"
+        return "Succeeded" if stopped == succeeded else "Failed"
     return "Pending"
 
 
@@ -352,7 +359,7 @@ def compute_pod_status(
     )
 
     sidecars = tuple(c.is_sidecar for c in spec.init_containers)
-    phase = _phase(spec.restart_policy, init_statuses, sidecars, statuses, actions.terminal)
+    phase = _phase(spec, init_statuses, statuses, actions.terminal)
     if actions.pod_failed:
         phase = "Failed"
     reason = previous.reason if previous is not None else ""
@@ -514,12 +521,13 @@ def pod_status_text(pod: Pod) -> str:
 Verdict = Literal["ok", "pending", "failed"]
 
 
-def _stays_terminated(policy: str, status: ContainerStatus) -> bool:
-    """A terminated container the kubelet will not restart under the pod's restart policy."""
+def _stays_terminated(container: Container, policy: str, status: ContainerStatus) -> bool:
+    """A terminated container the kubelet will not restart: by its restart rules and policy,
+    else the pod's restart policy."""
     terminated = status.state.terminated
     if terminated is None:
         return False
-    return policy == "Never" or (policy == "OnFailure" and terminated.exit_code == 0)
+    return not container_should_restart(container, policy, terminated.exit_code)
 
 
 def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
@@ -544,11 +552,13 @@ def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
             message = f" ({waiting.message})" if waiting.message else ""
             return "failed", f"container {cs.name}: {waiting.reason}{message}"
     policy = pod.spec.restart_policy
+    containers = {c.name: c for c in pod.spec.containers}
     if (
         status.phase == "Running"
         and len(status.container_statuses) == len(pod.spec.containers)
         and all(
-            (cs.state.running is not None and cs.ready) or _stays_terminated(policy, cs)
+            (cs.state.running is not None and cs.ready)
+            or (cs.name in containers and _stays_terminated(containers[cs.name], policy, cs))
             for cs in status.container_statuses
         )
     ):

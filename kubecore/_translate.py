@@ -639,7 +639,7 @@ def container_config(
         INIT_CONTAINER_ANNOTATION: "true" if is_init else "false",
         GRACE_PERIOD_ANNOTATION: str(pod.spec.termination_grace_period_seconds),
     }
-    if container.is_sidecar:
+    if is_init and container.is_sidecar:
         annotations[SIDECAR_ANNOTATION] = "true"
     if container.resize_policy:
         annotations[RESOURCES_ANNOTATION] = resources_record(container)

@@ -845,3 +845,23 @@ def test_the_planner_keeps_its_per_pod_facts_on_the_pod() -> None:
         for name, value in vars(planner).items()
         if not name.startswith("__")
     )
+
+
+def test_a_restart_count_stays_above_an_unstarted_instance_set_aside_under_never() -> None:
+    # A hypothesis counterexample (test_plans_converge): under Never, the newer never-started
+    # instance of an init container is set aside (the pod is judged by the failed start before
+    # it); run again in a new sandbox, the container must not reuse that instance's count.
+    pod = with_spec(INIT_POD, restart_policy="Never")
+    old = "sb-0"
+    observed = ObservedPod(
+        sandboxes=(sandbox(pod, old, ready=False, created=T0 - 10), sandbox(pod)),
+        containers=(
+            ctr("setup", pod, id="c-0", state=RuntimeState.CREATED, sandbox_id=old,
+                exit_code=0, reason="Error", created=T0 - 9),
+            ctr("setup", pod, id="c-1", state=RuntimeState.CREATED, sandbox_id=old,
+                restart=1, created=T0 - 9),
+        ),
+    )  # fmt: skip
+    actions = compute_pod_actions(pod, observed, H, NOW)
+    init = actions.next_init_container
+    assert init is not None and (init.index, init.restart_count) == (0, 2)

@@ -26,7 +26,9 @@ from kubecore import (
     SandboxState,
     _planner,
 )
+from kubecore._model import ContainerRestartRule, ContainerRestartRuleOnExitCodes
 from kubecore._planner import compute_pod_actions
+from kubecore._restart_rules import container_should_restart, is_container_restartable
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
@@ -160,14 +162,33 @@ def small_pods(draw: Any) -> Pod:
     apps = draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3, unique=True))
     inits = draw(st.lists(st.sampled_from(("i0", "i1")), max_size=2, unique=True))
     image = st.sampled_from(("busybox:1.36", "nginx:1.25"))
+
+    def own_restart(*policies: str | None) -> dict[str, Any]:
+        policy = draw(st.sampled_from(policies))
+        if policy is None:
+            return {}
+        rules = draw(st.lists(st.sampled_from(_RULES), max_size=2))
+        return {"restart_policy": policy, "restart_policy_rules": tuple(rules)}
+
     return Pod(
         metadata=ObjectMeta(name="p", uid="uid-p"),
         spec=PodSpec(
-            containers=tuple(Container(n, draw(image)) for n in apps),
-            init_containers=tuple(Container(n, draw(image)) for n in inits),
+            containers=tuple(
+                Container(n, draw(image), **own_restart(None, "Always", "OnFailure", "Never"))
+                for n in apps
+            ),
+            init_containers=tuple(
+                Container(n, draw(image), **own_restart(None, "OnFailure", "Never")) for n in inits
+            ),
             restart_policy=draw(st.sampled_from(("Always", "OnFailure", "Never"))),
         ),
     )
+
+
+_RULES = tuple(
+    ContainerRestartRule("Restart", ContainerRestartRuleOnExitCodes(operator, values))
+    for operator, values in (("In", (1,)), ("NotIn", (0,)), ("In", (0, 137)), ("NotIn", ()))
+)
 
 
 @st.composite
@@ -276,13 +297,17 @@ def _never_started(c: RuntimeContainer) -> bool:
     return c.state is RuntimeState.CREATED and not c.exit_code and not c.reason
 
 
-def _done_per_policy(c: RuntimeContainer, policy: str) -> bool:
-    """A dead container the restart policy does not start again."""
+def _done_per_policy(c: RuntimeContainer, container: Container, policy: str) -> bool:
+    """A dead container its restart rules and policy (else the pod's) do not start again."""
     if _never_started(c):
         return False
-    if policy == "Never":
-        return True
-    return policy == "OnFailure" and c.exit_code == 0
+    return not container_should_restart(container, policy, c.exit_code)
+
+
+def _nothing_restarts(pod: Pod) -> bool:
+    spec = pod.spec
+    once = [c for c in spec.init_containers if not c.is_sidecar] + list(spec.containers)
+    return not any(is_container_restartable(c, spec.restart_policy) for c in once)
 
 
 def check_converged(pod: Pod, observed: ObservedPod, actions: PodActions) -> None:
@@ -309,12 +334,12 @@ def check_converged(pod: Pod, observed: ObservedPod, actions: PodActions) -> Non
         assert records, f"{name} never ran"
         policy = pod.spec.restart_policy
         started = [c for c in records if not _never_started(c)]
-        if policy == "Never" and started:
-            # Under Never a container that has run never runs again: a newer instance that
-            # was never started does not count.
+        if _nothing_restarts(pod) and started:
+            # When nothing can restart, a container that has run never runs again: a newer
+            # instance that was never started does not count.
             records = started
         newest = max(records, key=_key)
-        assert _done_per_policy(newest, policy), f"{name} should run"
+        assert _done_per_policy(newest, app[name], policy), f"{name} should run"
 
 
 def full_plan(pod: Pod, observed: ObservedPod, now: float) -> PodActions:

@@ -688,6 +688,17 @@ _RESIZE_POLICY = _Spec(
         _F("restartPolicy", _Str(), required=True, always=True),
     ),
 )
+_RESTART_RULE_EXIT_CODES = _Spec(
+    m.ContainerRestartRuleOnExitCodes,
+    (_F("operator", _Str(), required=True, always=True), _F("values", _IntList())),
+)
+_RESTART_RULE = _Spec(
+    m.ContainerRestartRule,
+    (
+        _F("action", _Str(), required=True, always=True),
+        _F("exitCodes", _Obj(_RESTART_RULE_EXIT_CODES, optional=True)),
+    ),
+)
 _CONTAINER = _Spec(
     m.Container,
     (
@@ -710,6 +721,7 @@ _CONTAINER = _Spec(
         _F("securityContext", _Obj(_SECURITY_CONTEXT, optional=True)),
         _F("terminationMessagePolicy", _StrOrDefault("File")),
         _F("restartPolicy", _Str()),
+        _F("restartPolicyRules", _ObjList(_RESTART_RULE)),
         _F("stdin", _Bool()),
         _F("stdinOnce", _Bool()),
         _F("tty", _Bool()),

@@ -104,5 +104,10 @@ CONDITIONS = {
     "spec.containers[].volumeMounts[].mountPropagation": "Bidirectional only in a privileged"
     " container",
     "spec.os.name": "linux only",
+    # The action's row first: the rules' row below covers the rest of the rule.
+    "spec.containers[].restartPolicyRules[].action": "Restart only (RestartAllContainers is"
+    " refused: alpha, KEP-5532)",
+    "spec.containers[].restartPolicyRules": "with the container's own restartPolicy, not on"
+    " sidecars",
 }
 """Honoured fields with a condition the field table states."""

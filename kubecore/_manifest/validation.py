@@ -651,6 +651,86 @@ def _check_resize_policy(
             seen[name] = i
 
 
+_MAX_RESTART_RULES = 20
+_MAX_RESTART_RULE_EXIT_CODES = 255
+_RESTART_RULE_ACTIONS = ("Restart",)
+_RESTART_RULE_OPERATORS = ("In", "NotIn")
+RESTART_ALL_CONTAINERS = "RestartAllContainers"
+RESTART_ALL_CONTAINERS_REASON = (
+    "not supported by kubecore: RestartAllContainers restarts every container of the pod in"
+    " place, a separate feature (alpha, KEP-5532, off by default in Kubernetes)"
+)
+SIDECAR_RULES_REASON = (
+    "restartPolicyRules are not allowed for init containers with restart policy Always"
+)
+
+
+def _check_restart_rules(errs: _Problems, path: str, container: m.Container, *, init: bool) -> None:
+    """A container's own ``restartPolicy`` and ``restartPolicyRules`` (KEP-5307), as the API
+    server checks them: rules need the container's policy; a sidecar (an init container with
+    ``Always``) takes no rules."""
+    policy, rules = container.restart_policy, container.restart_policy_rules
+    if policy is None:
+        if rules:
+            errs.append(
+                FieldError(
+                    _field(path, "restartPolicy"),
+                    "required: must specify restartPolicy when restart rules are used",
+                )
+            )
+            if not init:  # as the API server: an init container's rules are not read further
+                _check_restart_rule_list(errs, path, rules)
+        return
+    _check_enum(errs, _field(path, "restartPolicy"), policy, _RESTART_POLICIES)
+    if init and policy == "Always":
+        _check_sidecar_rules(errs, path, rules)
+    else:
+        _check_restart_rule_list(errs, path, rules)
+
+
+def _check_sidecar_rules(
+    errs: _Problems, path: str, rules: Sequence[m.ContainerRestartRule]
+) -> None:
+    where = _field(path, "restartPolicyRules")
+    for i, rule in enumerate(rules):
+        if rule.action == RESTART_ALL_CONTAINERS:
+            errs.append(
+                FieldError(_field(_item(where, i), "action"), RESTART_ALL_CONTAINERS_REASON)
+            )
+    if any(rule.action != RESTART_ALL_CONTAINERS for rule in rules):
+        errs.append(FieldError(where, SIDECAR_RULES_REASON))
+
+
+def _check_restart_rule_list(
+    errs: _Problems, path: str, rules: Sequence[m.ContainerRestartRule]
+) -> None:
+    where = _field(path, "restartPolicyRules")
+    if len(rules) > _MAX_RESTART_RULES:
+        errs.append(
+            FieldError(where, f"must have at most {_MAX_RESTART_RULES} rules, got {len(rules)}")
+        )
+    for i, rule in enumerate(rules):
+        rule_path = _item(where, i)
+        if rule.action == RESTART_ALL_CONTAINERS:
+            errs.append(FieldError(_field(rule_path, "action"), RESTART_ALL_CONTAINERS_REASON))
+        else:
+            _check_enum(errs, _field(rule_path, "action"), rule.action, _RESTART_RULE_ACTIONS)
+        codes = rule.exit_codes
+        if codes is None:
+            errs.append(FieldError(_field(rule_path, "exitCodes"), "required"))
+            continue
+        codes_path = _field(rule_path, "exitCodes")
+        _check_enum(errs, _field(codes_path, "operator"), codes.operator, _RESTART_RULE_OPERATORS)
+        if len(codes.values) > _MAX_RESTART_RULE_EXIT_CODES:
+            errs.append(
+                FieldError(
+                    _field(codes_path, "values"),
+                    f"must have at most {_MAX_RESTART_RULE_EXIT_CODES} values,"
+                    f" got {len(codes.values)}",
+                )
+            )
+
+
 def _check_container(
     errs: _Problems,
     path: str,
@@ -679,16 +759,7 @@ def _check_container(
         container.termination_message_policy,
         _TERMINATION_MESSAGE_POLICIES,
     )
-    if container.restart_policy is not None:
-        if not init:
-            errs.append(
-                FieldError(
-                    _field(path, "restartPolicy"),
-                    "only init containers may set restartPolicy (Always makes one a sidecar)",
-                )
-            )
-        else:
-            _check_enum(errs, _field(path, "restartPolicy"), container.restart_policy, ("Always",))
+    _check_restart_rules(errs, path, container, init=init)
     _check_resize_policy(errs, _field(path, "resizePolicy"), container.resize_policy)
     # A sidecar (a restartable init container) runs beside the app: probes and hooks apply.
     init = init and not container.is_sidecar

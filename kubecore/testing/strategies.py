@@ -346,6 +346,8 @@ def _container(
     kwargs: dict[str, Any] = {}
     if draw(st.booleans()):
         kwargs["image_pull_policy"] = draw(st.sampled_from(("Always", "IfNotPresent", "Never")))
+    if draw(st.integers(0, 3)) == 0:
+        kwargs.update(_restart_fields(draw, init=init))
     return m.Container(
         name=name,
         image=image,
@@ -367,6 +369,26 @@ def _container(
         ),
         **kwargs,
     )
+
+
+_EXIT_CODES = st.integers(0, 255)
+
+
+def _restart_fields(draw: Draw[Any], *, init: bool) -> dict[str, Any]:
+    """A container's own restart policy and rules (KEP-5307); an init container gets no
+    ``Always`` (that makes a sidecar)."""
+    policies = ("OnFailure", "Never") if init else ("Always", "OnFailure", "Never")
+    rules = tuple(
+        m.ContainerRestartRule(
+            action="Restart",
+            exit_codes=m.ContainerRestartRuleOnExitCodes(
+                operator=draw(st.sampled_from(("In", "NotIn"))),
+                values=tuple(draw(st.lists(_EXIT_CODES, unique=True, max_size=3))),
+            ),
+        )
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    return {"restart_policy": draw(st.sampled_from(policies)), "restart_policy_rules": rules}
 
 
 @st.composite
