@@ -833,11 +833,11 @@ class LifecycleMachine(RuleBasedStateMachine):
                 self.fr.start_container(cid)
         elif entry[1] is RuntimeState.RUNNING:
             self.fr.start_container(cid)  # idempotent
-        elif (
-            entry[1] is RuntimeState.EXITED
-            or self.sandboxes[str(entry[0])] is not SandboxState.READY
-        ):
+        elif entry[1] is RuntimeState.EXITED:
             with pytest.raises(Conflict):
+                self.fr.start_container(cid)
+        elif self.sandboxes[str(entry[0])] is not SandboxState.READY:
+            with pytest.raises(SandboxUnusable):
                 self.fr.start_container(cid)
         else:
             self.fr.start_container(cid)
