@@ -110,24 +110,27 @@ class Record:
 
 
 class SpecIndex:
-    """What ``View`` needs of the pod spec: container names by kind, and whether no container
-    that runs once (app or init, not a sidecar) can ever be started again (restartPolicy Never,
-    and no container policy or rule of its own that restarts it)."""
+    """What ``View`` needs of the pod spec: container names by kind, and the containers that
+    run once and can never be started again (app or init, not sidecars: the pod's policy or
+    their own is Never, with no rule that restarts them)."""
 
-    __slots__ = ("app_index", "init_index", "never_restarts")
+    __slots__ = ("app_index", "init_index", "run_once")
 
     def __init__(
-        self, app_index: Mapping[str, int], init_index: Mapping[str, int], never_restarts: bool
+        self,
+        app_index: Mapping[str, int],
+        init_index: Mapping[str, int],
+        run_once: frozenset[str],
     ) -> None:
         self.app_index = app_index
         self.init_index = init_index
-        self.never_restarts = never_restarts
+        self.run_once = run_once
 
 
 def _set_aside_unstarted(records: list[Record], stray: list[Record]) -> None:
-    """When no container can restart, a container that has run is never started again: a newer
-    instance that was created but never started (an interrupted start) does not count, and the
-    pod is judged by the run it had."""
+    """A container that cannot restart is never started again once it has run: a newer instance
+    that was created but never started (an interrupted start) does not count, and the container
+    is judged by the run it had."""
     while (
         len(records) > 1
         and records[0].never_started
@@ -171,9 +174,10 @@ class View:
                     group[name] = [record]
             else:
                 stray.append(record)
-        for records in (*app.values(), *init.values()):
+        run_once = spec.run_once
+        for name, records in (*app.items(), *init.items()):
             _newest_first(records)
-            if spec.never_restarts:
+            if name in run_once:
                 _set_aside_unstarted(records, stray)
         self.app = app
         self.init = init

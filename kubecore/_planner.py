@@ -90,7 +90,9 @@ class PodInfo(SpecIndex):
         super().__init__(
             {c.name: i for i, c in enumerate(spec.containers)},
             {c.name: i for i, c in enumerate(spec.init_containers)},
-            not any(is_container_restartable(c, spec.restart_policy) for c in runs_once),
+            frozenset(
+                c.name for c in runs_once if not is_container_restartable(c, spec.restart_policy)
+            ),
         )
         self.own_policies = any(c.restart_policy is not None for c in runs_once)
         """Some app or init container (not a sidecar) has a restart policy of its own."""
