@@ -224,7 +224,27 @@ def test_env_value_from_and_config_map_volume_are_unsupported() -> None:
     ("api_version", "kind", "expected"),
     [
         ("apps/v1", "Pod", "apiVersion: must be 'v1', got 'apps/v1'"),
-        ("v1", "Deployment", "kind: must be 'Pod', got 'Deployment'"),
+        ("v1", "Podd", "kind: must be 'Pod', got 'Podd'"),
+        (
+            "apps/v1",
+            "Deployment",
+            "kind: a Deployment is not run by kubecore: a node agent runs Pods, and a Deployment"
+            " becomes Pods through a controller of the Kubernetes control plane; to run its pods"
+            " here, write its pod template (spec.template) as a Pod",
+        ),
+        (
+            "batch/v1",
+            "CronJob",
+            "kind: a CronJob is not run by kubecore: a node agent runs Pods, and a CronJob becomes"
+            " Pods through a controller of the Kubernetes control plane; to run its pods here,"
+            " write its pod template (spec.jobTemplate.spec.template) as a Pod",
+        ),
+        (
+            "v1",
+            "Service",
+            "kind: a Service is not read by kubecore: a node agent reads Pods and the ConfigMaps"
+            " and Secrets they use, and other Kubernetes components handle a Service",
+        ),
     ],
 )
 def test_api_version_and_kind(api_version: str, kind: str, expected: str) -> None:

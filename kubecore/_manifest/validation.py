@@ -1710,11 +1710,56 @@ def validate_pod(pod: m.Pod) -> list[FieldError]:
 # --- dict <-> Pod ---------------------------------------------------------------------------
 
 
+_POD_TEMPLATES = {
+    "Deployment": "spec.template",
+    "ReplicaSet": "spec.template",
+    "ReplicationController": "spec.template",
+    "StatefulSet": "spec.template",
+    "DaemonSet": "spec.template",
+    "Job": "spec.template",
+    "CronJob": "spec.jobTemplate.spec.template",
+}
+
+
+_CONTROL_PLANE_KINDS = frozenset(
+    {
+        "Service", "Endpoints", "EndpointSlice", "Ingress", "IngressClass", "NetworkPolicy",
+        "Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+        "ClusterRoleBinding", "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+        "HorizontalPodAutoscaler", "PodDisruptionBudget", "LimitRange", "ResourceQuota",
+        "PriorityClass", "RuntimeClass", "Node", "Event", "Lease", "CustomResourceDefinition",
+    }
+)  # fmt: skip
+"""Well-known kinds of the API server that a node agent does not read (a kind outside these
+is read as a misspelt Pod, so that its other problems are shown too)."""
+
+
+def kind_refusal(kind: str) -> str | None:
+    """Why a document of a well-known ``kind`` other than Pod is not run (None otherwise)."""
+    if kind not in _POD_TEMPLATES and kind not in _CONTROL_PLANE_KINDS:
+        return None
+    template = _POD_TEMPLATES.get(kind)
+    if template is not None:
+        return (
+            f"a {kind} is not run by kubecore: a node agent runs Pods, and a {kind} becomes"
+            " Pods through a controller of the Kubernetes control plane; to run its pods here,"
+            f" write its pod template ({template}) as a Pod"
+        )
+    return (
+        f"a {kind} is not read by kubecore: a node agent reads Pods and the ConfigMaps and"
+        f" Secrets they use, and other Kubernetes components handle a {kind}"
+    )
+
+
 def _decode_pod(data: object, path: str) -> tuple[m.Pod, _Problems]:
     if isinstance(data, Mapping) and data.get("status") == {}:
         data = {k: v for k, v in data.items() if k != "status"}
     decode_errs: _Problems = []
     pod: m.Pod = _POD.load(data, path, decode_errs)
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    refusal = kind_refusal(kind) if isinstance(kind, str) else None
+    if refusal is not None:  # not a pod: its fields would only repeat that
+        return pod, [FieldError(_field(path, "kind"), refusal)]
     return pod, _dedupe([*decode_errs, *_not_repeating(_validate(pod, path), decode_errs)])
 
 
