@@ -50,7 +50,7 @@ import attrs
 import yaml
 
 import kubecore
-from kubecore import FieldError, Kubelet, Operation, Pod, PodUpdate, ValidationError
+from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, ValidationError
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore.events import Event
 from kubecore.manifest import (
@@ -126,6 +126,19 @@ def split_key(key: str, key_prefix: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
+def load_document(value: bytes) -> object:
+    """A stored value, JSON or YAML. A JSON object (what ``kubecore etcd apply`` and most
+    writers store) is read by the JSON parser, twenty times faster than a YAML one; anything
+    else, or what it refuses, by YAML. Raises ``UnicodeDecodeError`` or ``yaml.YAMLError``."""
+    text = value.decode("utf-8")
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # a YAML flow mapping, or not a document at all: YAML says which
+    return yaml.load(text, Loader=_SAFE_LOADER)
+
+
 def _named_by_key(data: object, kind: str, namespace: str, name: str) -> dict[str, Any]:
     """A decoded ``kind`` document with its namespace and name taken from its key: they may be
     left out, and must match the key when given. Raises ``ValidationError``."""
@@ -150,9 +163,7 @@ def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
     """The pod stored at ``key`` (v1 Pod, JSON or YAML). Its namespace and name come from the key
     when the document leaves them out and must match it otherwise. Raises ``ValidationError``."""
     try:
-        data = yaml.load(
-            value.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
+        data = load_document(value)
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         raise ValidationError((FieldError("", f"not a YAML or JSON document: {error}"),)) from None
     data = _named_by_key(data, "Pod", namespace, name)
@@ -178,7 +189,7 @@ def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) 
     """The ConfigMap or Secret stored at ``key`` (JSON or YAML), named by the key as a pod is.
     Raises ``ValidationError``; no message quotes the value (it may be a Secret's)."""
     try:
-        data = yaml.load(value.decode("utf-8"), Loader=_SAFE_LOADER)
+        data = load_document(value)
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -205,8 +216,12 @@ def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) 
     return objects[0]
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""One encoder for every document (``json.dumps`` with options builds one per call)."""
+
+
 def encode_json(document: Mapping[str, Any]) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return _ENCODER.encode(document).encode()
 
 
 # --- the client ---------------------------------------------------------------------------------
@@ -995,8 +1010,10 @@ class EtcdStatusSink:
         self._lease_ttl = lease_ttl
         self._lease_refresh = lease_refresh
         self._revoke_on_close = revoke_on_close
-        self._seen: dict[str, Pod] = {}
-        """Status key -> the pod last turned into a document (equal pods are not encoded again)."""
+        self._seen: dict[str, tuple[Pod, PodStatus | None]] = {}
+        """Status key -> the desired pod and status object (the agent's own, not copies) last
+        turned into a document: while both are the same objects the document is not made
+        again."""
         self._written: dict[str, bytes] | None = None
         """Status key -> the digest (``document_digest``) of the document it holds; None until
         the existing keys were read. Digests, not documents: a node holds one per pod."""
@@ -1074,25 +1091,32 @@ class EtcdStatusSink:
                 logger.warning("etcd: reading the status keys failed: %s", error)
                 return
             self._written = {key: document_digest(value) for key, value in existing.items()}
-        current = {
-            status_key(self._prefix, self._node, pod.metadata.namespace, pod.metadata.name): pod
-            for pod in self._kubelet.pods()
-        }
+        reports = self._kubelet.pod_reports()
         ready = self._kubelet.sources_ready()
+        current: set[str] = set()
         with self._lock:
-            for key, pod in current.items():
-                if self._seen.get(key) == pod and key in self._written:
+            for report in reports:
+                meta = report.pod.metadata
+                key = status_key(self._prefix, self._node, meta.namespace, meta.name)
+                current.add(key)
+                seen = self._seen.get(key)
+                if (
+                    seen is not None
+                    and seen[0] is report.pod
+                    and seen[1] is report.status
+                    and key in self._written
+                ):
                     continue
-                document = status_document(pod)
-                self._seen[key] = pod
+                document = status_document(report.as_pod())
+                self._seen[key] = (report.pod, report.status)
                 if self._written.get(key) == document_digest(document):
                     self._pending.pop(key, None)
                 else:
                     self._pending[key] = document
-            for key in self._seen.keys() - current.keys():
+            for key in self._seen.keys() - current:
                 del self._seen[key]
             if ready:
-                for key in self._written.keys() - current.keys():
+                for key in self._written.keys() - current:
                     self._pending[key] = None
 
     def _flush(self) -> bool:
