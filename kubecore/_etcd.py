@@ -994,7 +994,7 @@ class EtcdStatusSink:
         interval: float = 1.0,
         qps: float = 5.0,
         burst: int = 10,
-        batch: int = 64,
+        batch: int = MAX_TXN_OPS,
         lease_ttl: int = DEFAULT_LEASE_TTL,
         lease_refresh: float = DEFAULT_LEASE_REFRESH,
         revoke_on_close: bool = True,
@@ -1259,7 +1259,7 @@ class EtcdEventRecorder:
         prefix: str = DEFAULT_PREFIX,
         ttl: int = DEFAULT_EVENT_TTL,
         queue_size: int = 1000,
-        batch: int = 64,
+        batch: int = MAX_TXN_OPS,
         interval: float = 1.0,
     ) -> None:
         self._client = client

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import sys
 import threading
 from collections.abc import Iterable
 
@@ -18,7 +19,8 @@ def pod_reference(
     """The object an event is about: the pod, or one of its containers (by field path)."""
     field_path = ""
     if container:
-        field_path = f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
+        # Interned: every event of every pod's container of that name shares one string.
+        field_path = sys.intern(f"spec.{'initContainers' if init else 'containers'}{{{container}}}")
     return ObjectReference(
         kind="Pod", namespace=namespace, name=name, uid=uid, field_path=field_path
     )

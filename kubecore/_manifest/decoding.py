@@ -13,6 +13,7 @@ import binascii
 import difflib
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -121,7 +122,9 @@ class _Str(_Kind):
             return ""
         if value.upper() in self.upper_choices:
             return value.upper()
-        return value
+        # Interned: the images, paths, policies and names repeated across many pods are held
+        # once, however many documents carried them.
+        return sys.intern(value)
 
     def is_empty(self, value: Any) -> bool:
         return bool(value == "")
