@@ -144,6 +144,10 @@ class PodReport(NamedTuple):
         """The pod as the API server would show it (``as_reported``)."""
         return as_reported(self.pod, self.status or PodStatus(), self.first_seen, self.node_name)
 
+    def reported_status(self) -> PodStatus:
+        """The status of ``as_pod()``, without rendering the rest of the pod."""
+        return reported_status(self.pod, self.status or PodStatus())
+
 
 def as_reported(pod: Pod, status: PodStatus, first_seen: float, node_name: str) -> Pod:
     """The pod as the API server would show it: bound to this node, created when the agent
@@ -154,6 +158,9 @@ def as_reported(pod: Pod, status: PodStatus, first_seen: float, node_name: str) 
     spec = pod.spec
     if node_name and not spec.node_name:
         spec = attrs.evolve(spec, node_name=node_name)
-    if not status.qos_class:
-        status = attrs.evolve(status, qos_class=qos_class(pod))
-    return attrs.evolve(pod, metadata=meta, spec=spec, status=status)
+    return attrs.evolve(pod, metadata=meta, spec=spec, status=reported_status(pod, status))
+
+
+def reported_status(pod: Pod, status: PodStatus) -> PodStatus:
+    """``status`` as the API server would show it: with the pod's QoS class."""
+    return status if status.qos_class else attrs.evolve(status, qos_class=qos_class(pod))

@@ -51,6 +51,8 @@ import yaml
 
 import kubecore
 from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, ValidationError
+from kubecore._desired import PodReport
+from kubecore._manifest.decoding import pod_status_to_dict
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore.events import Event
 from kubecore.manifest import (
@@ -898,7 +900,20 @@ def document_digest(document: bytes) -> bytes:
 
 def status_document(pod: Pod) -> bytes:
     """What the status key of ``pod`` holds: the v1 Pod JSON with its status."""
-    return encode_json(pod_to_dict(pod))
+    if pod.status is None:
+        return encode_json(pod_to_dict(pod))
+    return with_status(document_head(pod), pod.status)
+
+
+def document_head(pod: Pod) -> bytes:
+    """The status document of ``pod`` up to its status: the JSON object of its ``apiVersion``,
+    ``kind``, ``metadata`` and ``spec`` (sorted before ``status``) without its closing brace."""
+    return encode_json(pod_to_dict(attrs.evolve(pod, status=None)))[:-1]
+
+
+def with_status(head: bytes, status: PodStatus) -> bytes:
+    """A status document from its head (``document_head``) and the pod's status."""
+    return b"".join((head, b',"status":', encode_json(pod_status_to_dict(status)), b"}"))
 
 
 @functools.cache
@@ -1017,6 +1032,10 @@ class EtcdStatusSink:
         self._written: dict[str, bytes] | None = None
         """Status key -> the digest (``document_digest``) of the document it holds; None until
         the existing keys were read. Digests, not documents: a node holds one per pod."""
+        self._heads: dict[str, tuple[Pod, float, bytes]] = {}
+        """Status key -> the desired pod, its first-seen time and the head of its document
+        (``document_head``), kept while the pod is Pending: its status is about to change
+        again, and only the status is encoded then."""
         self._pending: dict[str, bytes | None] = {}
         """Status key -> the document to write (None: delete), latest only."""
         self._lease_id = 0
@@ -1107,7 +1126,7 @@ class EtcdStatusSink:
                     and key in self._written
                 ):
                     continue
-                document = status_document(report.as_pod())
+                document = self._document(key, report)
                 self._seen[key] = (report.pod, report.status)
                 if self._written.get(key) == document_digest(document):
                     self._pending.pop(key, None)
@@ -1115,9 +1134,21 @@ class EtcdStatusSink:
                     self._pending[key] = document
             for key in self._seen.keys() - current:
                 del self._seen[key]
+                self._heads.pop(key, None)
             if ready:
                 for key in self._written.keys() - current:
                     self._pending[key] = None
+
+    def _document(self, key: str, report: PodReport) -> bytes:
+        head = self._heads.get(key)
+        if head is None or head[0] is not report.pod or head[1] != report.first_seen:
+            head = (report.pod, report.first_seen, document_head(report.as_pod()))
+        status = report.reported_status()
+        if status.phase == "Pending":
+            self._heads[key] = head
+        else:
+            self._heads.pop(key, None)
+        return with_status(head[2], status)
 
     def _flush(self) -> bool:
         while True:
@@ -1239,6 +1270,31 @@ def event_document(event: Event, node: str, name: str) -> dict[str, Any]:
     }
 
 
+_quote = json.encoder.encode_basestring_ascii
+
+
+def event_json(event: Event, node: str, name: str) -> bytes:
+    """``encode_json(event_document(event, node, name))``, written out directly: six events
+    per pod started, their dictionaries and sorting cost more than the rest of their write."""
+    ref = event.involved_object
+    stamp = _quote(_rfc3339(event.timestamp if event.timestamp > 1e9 else time.time()))
+    involved = [f'"kind":{_quote(ref.kind)},"name":{_quote(ref.name)}']
+    if ref.field_path:
+        involved.insert(0, f'"fieldPath":{_quote(ref.field_path)}')
+    involved.append(f'"namespace":{_quote(ref.namespace)}')
+    if ref.uid:
+        involved.append(f'"uid":{_quote(ref.uid)}')
+    return (
+        f'{{"apiVersion":"v1","count":1,"firstTimestamp":{stamp},'
+        f'"involvedObject":{{{",".join(involved)}}},"kind":"Event","lastTimestamp":{stamp},'
+        f'"message":{_quote(event.message)},'
+        f'"metadata":{{"name":{_quote(name)},"namespace":{_quote(ref.namespace or "default")}}},'
+        f'"reason":{_quote(event.reason)},'
+        f'"source":{{"component":"kubecore","host":{_quote(node)}}},'
+        f'"type":{_quote(str(event.type))}}}'
+    ).encode()
+
+
 class EtcdEventRecorder:
     """An ``EventRecorder`` that writes the agent's events to
     ``<prefix>/events/<namespace>/<name>.<id>``, each on a lease so that it expires by itself.
@@ -1353,7 +1409,7 @@ class EtcdEventRecorder:
         for event in batch:
             key = self._key(event)
             name = key.rsplit("/", 1)[1]
-            documents.append((key, encode_json(event_document(event, self._node, name))))
+            documents.append((key, event_json(event, self._node, name)))
 
         async def op(client: Any) -> None:
             tx = client.transactions

@@ -1225,6 +1225,11 @@ def pod_to_dict(pod: m.Pod) -> dict[str, Any]:
     return _POD.dump(pod)
 
 
+def pod_status_to_dict(status: m.PodStatus) -> dict[str, Any]:
+    """The v1 JSON shape of a pod's status (what ``pod_to_dict`` writes under ``status``)."""
+    return _POD_STATUS.dump(status)
+
+
 def dump_pod_yaml(pod: m.Pod) -> str:
     return yaml.dump(
         pod_to_dict(pod),
