@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import sys
 import threading
@@ -13,6 +14,7 @@ from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
 logger = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=256)  # a container's events come in a burst: one object for them
 def pod_reference(
     namespace: str, name: str, uid: str = "", container: str = "", *, init: bool = False
 ) -> ObjectReference:
