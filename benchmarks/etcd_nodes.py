@@ -17,6 +17,10 @@ virtual clock 1 s; then one status round per node), as in ``many_nodes``.
 * **Events**: each agent's events go to etcd through its ``EtcdEventRecorder`` (flushed once a
   round); events dropped (target 0).
 
+Like a simulator of a thousand nodes, the process sets its garbage collector for their heaps
+while they converge (``simulator_gc``), for the in-process baseline too, and notes the time it
+still takes.
+
 The full mode runs 100 nodes x 110 pods; ``KUBECORE_BENCH_ETCD_NODES=1000x100`` runs another
 count (the time budget grows with it). The agents' root directories (pod directories, hosts and
 termination-message files) are on tmpfs (``/dev/shm``) when the machine has one, as a many-node
@@ -86,7 +90,7 @@ def simulator_gc() -> Iterator[GcTime]:
     objects, where one agent's process holds megabytes): what exists is frozen out of the
     collections (the benchmark's inputs, the idle agents) and the thresholds raised, so that
     a full collection does not scan every agent's objects each time the heap grows by a
-    quarter (with CPython's thresholds those collections took 11 of the 42 s a 300-node
+    quarter (with CPython's thresholds they took 9 of the 43 s the rounds of a 300-node
     convergence lasted). Objects made meanwhile are collected as usual. Yields the time
     spent collecting."""
     timer = GcTime()
