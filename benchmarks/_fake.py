@@ -54,13 +54,15 @@ def fake_node(
     max_pods: int = 110,
     root_parent: str | None = None,
     recorder: EventRecorder | None = None,
+    max_calls: int = 100_000,
     **config: object,
 ) -> Iterator[FakeNode]:
     """An agent on its own FakeRuntime with the test image present; stopped and its root
-    directory (made under ``root_parent``, default the temporary directory) removed on exit."""
+    directory (made under ``root_parent``, default the temporary directory) removed on exit.
+    ``max_calls``: the length of the runtime's call log (a test's record, not the agent's)."""
     clock = clock if clock is not None else ManualClock()
     root = tempfile.mkdtemp(prefix="kubecore-bench-", dir=root_parent)
-    runtime = FakeRuntime(clock, pulled=(TEST_IMAGE, PAUSE_IMAGE))
+    runtime = FakeRuntime(clock, pulled=(TEST_IMAGE, PAUSE_IMAGE), max_calls=max_calls)
     watch = WatchedRuntime(runtime)
     kubelet = Kubelet(
         watch.proxy(),

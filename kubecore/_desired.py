@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -107,21 +108,45 @@ class DesiredPods:
             self._on_desired(states)
             self.states = states
 
-    def listing(self) -> list[Pod]:
-        """Desired pods (in first-seen order) with their status filled in, refused ones too,
-        as the API server would show them (``as_reported``)."""
+    def reports(self) -> list[PodReport]:
+        """Desired pods (in first-seen order) and refused ones, each with its status as
+        published: the same objects until they change, nothing rebuilt (``listing`` renders
+        them)."""
         with self._lock:
-            out: list[tuple[int, Pod]] = []
-            for st in self.states.values():
-                status = st.published.status or PodStatus()
-                out.append((st.seq, as_reported(st.pod, status, st.first_seen, self._node_name)))
+            out: list[tuple[int, PodReport]] = [
+                (st.seq, PodReport(st.pod, st.published.status, st.first_seen, self._node_name))
+                for st in self.states.values()
+            ]
             for uid, (pod, status) in self._rejected.items():
                 seen = parse_time(status.start_time) or 0.0
                 out.append(
-                    (self._first_seen.get(uid, 0), as_reported(pod, status, seen, self._node_name))
+                    (self._first_seen.get(uid, 0), PodReport(pod, status, seen, self._node_name))
                 )
         out.sort(key=lambda item: item[0])
-        return [pod for _, pod in out]
+        return [report for _, report in out]
+
+    def listing(self) -> list[Pod]:
+        """Desired pods (in first-seen order) with their status filled in, refused ones too,
+        as the API server would show them (``as_reported``)."""
+        return [report.as_pod() for report in self.reports()]
+
+
+class PodReport(NamedTuple):
+    """A pod as the agent reports it, not yet rendered: its desired version and the status
+    object its worker last published (None before its first sync)."""
+
+    pod: Pod
+    status: PodStatus | None
+    first_seen: float
+    node_name: str
+
+    def as_pod(self) -> Pod:
+        """The pod as the API server would show it (``as_reported``)."""
+        return as_reported(self.pod, self.status or PodStatus(), self.first_seen, self.node_name)
+
+    def reported_status(self) -> PodStatus:
+        """The status of ``as_pod()``, without rendering the rest of the pod."""
+        return reported_status(self.pod, self.status or PodStatus())
 
 
 def as_reported(pod: Pod, status: PodStatus, first_seen: float, node_name: str) -> Pod:
@@ -133,6 +158,9 @@ def as_reported(pod: Pod, status: PodStatus, first_seen: float, node_name: str) 
     spec = pod.spec
     if node_name and not spec.node_name:
         spec = attrs.evolve(spec, node_name=node_name)
-    if not status.qos_class:
-        status = attrs.evolve(status, qos_class=qos_class(pod))
-    return attrs.evolve(pod, metadata=meta, spec=spec, status=status)
+    return attrs.evolve(pod, metadata=meta, spec=spec, status=reported_status(pod, status))
+
+
+def reported_status(pod: Pod, status: PodStatus) -> PodStatus:
+    """``status`` as the API server would show it: with the pod's QoS class."""
+    return status if status.qos_class else attrs.evolve(status, qos_class=qos_class(pod))

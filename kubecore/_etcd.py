@@ -50,7 +50,9 @@ import attrs
 import yaml
 
 import kubecore
-from kubecore import FieldError, Kubelet, Operation, Pod, PodUpdate, ValidationError
+from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, ValidationError
+from kubecore._desired import PodReport
+from kubecore._manifest.decoding import pod_status_to_dict
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore.events import Event
 from kubecore.manifest import (
@@ -126,6 +128,19 @@ def split_key(key: str, key_prefix: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
+def load_document(value: bytes) -> object:
+    """A stored value, JSON or YAML. A JSON object (what ``kubecore etcd apply`` and most
+    writers store) is read by the JSON parser, twenty times faster than a YAML one; anything
+    else, or what it refuses, by YAML. Raises ``UnicodeDecodeError`` or ``yaml.YAMLError``."""
+    text = value.decode("utf-8")
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # a YAML flow mapping, or not a document at all: YAML says which
+    return yaml.load(text, Loader=_SAFE_LOADER)
+
+
 def _named_by_key(data: object, kind: str, namespace: str, name: str) -> dict[str, Any]:
     """A decoded ``kind`` document with its namespace and name taken from its key: they may be
     left out, and must match the key when given. Raises ``ValidationError``."""
@@ -150,9 +165,7 @@ def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
     """The pod stored at ``key`` (v1 Pod, JSON or YAML). Its namespace and name come from the key
     when the document leaves them out and must match it otherwise. Raises ``ValidationError``."""
     try:
-        data = yaml.load(
-            value.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
+        data = load_document(value)
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         raise ValidationError((FieldError("", f"not a YAML or JSON document: {error}"),)) from None
     data = _named_by_key(data, "Pod", namespace, name)
@@ -178,7 +191,7 @@ def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) 
     """The ConfigMap or Secret stored at ``key`` (JSON or YAML), named by the key as a pod is.
     Raises ``ValidationError``; no message quotes the value (it may be a Secret's)."""
     try:
-        data = yaml.load(value.decode("utf-8"), Loader=_SAFE_LOADER)
+        data = load_document(value)
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -205,8 +218,12 @@ def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) 
     return objects[0]
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""One encoder for every document (``json.dumps`` with options builds one per call)."""
+
+
 def encode_json(document: Mapping[str, Any]) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return _ENCODER.encode(document).encode()
 
 
 # --- the client ---------------------------------------------------------------------------------
@@ -883,7 +900,20 @@ def document_digest(document: bytes) -> bytes:
 
 def status_document(pod: Pod) -> bytes:
     """What the status key of ``pod`` holds: the v1 Pod JSON with its status."""
-    return encode_json(pod_to_dict(pod))
+    if pod.status is None:
+        return encode_json(pod_to_dict(pod))
+    return with_status(document_head(pod), pod.status)
+
+
+def document_head(pod: Pod) -> bytes:
+    """The status document of ``pod`` up to its status: the JSON object of its ``apiVersion``,
+    ``kind``, ``metadata`` and ``spec`` (sorted before ``status``) without its closing brace."""
+    return encode_json(pod_to_dict(attrs.evolve(pod, status=None)))[:-1]
+
+
+def with_status(head: bytes, status: PodStatus) -> bytes:
+    """A status document from its head (``document_head``) and the pod's status."""
+    return b"".join((head, b',"status":', encode_json(pod_status_to_dict(status)), b"}"))
 
 
 @functools.cache
@@ -979,7 +1009,7 @@ class EtcdStatusSink:
         interval: float = 1.0,
         qps: float = 5.0,
         burst: int = 10,
-        batch: int = 64,
+        batch: int = MAX_TXN_OPS,
         lease_ttl: int = DEFAULT_LEASE_TTL,
         lease_refresh: float = DEFAULT_LEASE_REFRESH,
         revoke_on_close: bool = True,
@@ -995,11 +1025,17 @@ class EtcdStatusSink:
         self._lease_ttl = lease_ttl
         self._lease_refresh = lease_refresh
         self._revoke_on_close = revoke_on_close
-        self._seen: dict[str, Pod] = {}
-        """Status key -> the pod last turned into a document (equal pods are not encoded again)."""
+        self._seen: dict[str, tuple[Pod, PodStatus | None]] = {}
+        """Status key -> the desired pod and status object (the agent's own, not copies) last
+        turned into a document: while both are the same objects the document is not made
+        again."""
         self._written: dict[str, bytes] | None = None
         """Status key -> the digest (``document_digest``) of the document it holds; None until
         the existing keys were read. Digests, not documents: a node holds one per pod."""
+        self._heads: dict[str, tuple[Pod, float, bytes]] = {}
+        """Status key -> the desired pod, its first-seen time and the head of its document
+        (``document_head``), kept while the pod is Pending: its status is about to change
+        again, and only the status is encoded then."""
         self._pending: dict[str, bytes | None] = {}
         """Status key -> the document to write (None: delete), latest only."""
         self._lease_id = 0
@@ -1074,26 +1110,45 @@ class EtcdStatusSink:
                 logger.warning("etcd: reading the status keys failed: %s", error)
                 return
             self._written = {key: document_digest(value) for key, value in existing.items()}
-        current = {
-            status_key(self._prefix, self._node, pod.metadata.namespace, pod.metadata.name): pod
-            for pod in self._kubelet.pods()
-        }
+        reports = self._kubelet.pod_reports()
         ready = self._kubelet.sources_ready()
+        current: set[str] = set()
         with self._lock:
-            for key, pod in current.items():
-                if self._seen.get(key) == pod and key in self._written:
+            for report in reports:
+                meta = report.pod.metadata
+                key = status_key(self._prefix, self._node, meta.namespace, meta.name)
+                current.add(key)
+                seen = self._seen.get(key)
+                if (
+                    seen is not None
+                    and seen[0] is report.pod
+                    and seen[1] is report.status
+                    and key in self._written
+                ):
                     continue
-                document = status_document(pod)
-                self._seen[key] = pod
+                document = self._document(key, report)
+                self._seen[key] = (report.pod, report.status)
                 if self._written.get(key) == document_digest(document):
                     self._pending.pop(key, None)
                 else:
                     self._pending[key] = document
-            for key in self._seen.keys() - current.keys():
+            for key in self._seen.keys() - current:
                 del self._seen[key]
+                self._heads.pop(key, None)
             if ready:
-                for key in self._written.keys() - current.keys():
+                for key in self._written.keys() - current:
                     self._pending[key] = None
+
+    def _document(self, key: str, report: PodReport) -> bytes:
+        head = self._heads.get(key)
+        if head is None or head[0] is not report.pod or head[1] != report.first_seen:
+            head = (report.pod, report.first_seen, document_head(report.as_pod()))
+        status = report.reported_status()
+        if status.phase == "Pending":
+            self._heads[key] = head
+        else:
+            self._heads.pop(key, None)
+        return with_status(head[2], status)
 
     def _flush(self) -> bool:
         while True:
@@ -1215,6 +1270,31 @@ def event_document(event: Event, node: str, name: str) -> dict[str, Any]:
     }
 
 
+_quote = json.encoder.encode_basestring_ascii
+
+
+def event_json(event: Event, node: str, name: str) -> bytes:
+    """``encode_json(event_document(event, node, name))``, written out directly: six events
+    per pod started, their dictionaries and sorting cost more than the rest of their write."""
+    ref = event.involved_object
+    stamp = _quote(_rfc3339(event.timestamp if event.timestamp > 1e9 else time.time()))
+    involved = [f'"kind":{_quote(ref.kind)},"name":{_quote(ref.name)}']
+    if ref.field_path:
+        involved.insert(0, f'"fieldPath":{_quote(ref.field_path)}')
+    involved.append(f'"namespace":{_quote(ref.namespace)}')
+    if ref.uid:
+        involved.append(f'"uid":{_quote(ref.uid)}')
+    return (
+        f'{{"apiVersion":"v1","count":1,"firstTimestamp":{stamp},'
+        f'"involvedObject":{{{",".join(involved)}}},"kind":"Event","lastTimestamp":{stamp},'
+        f'"message":{_quote(event.message)},'
+        f'"metadata":{{"name":{_quote(name)},"namespace":{_quote(ref.namespace or "default")}}},'
+        f'"reason":{_quote(event.reason)},'
+        f'"source":{{"component":"kubecore","host":{_quote(node)}}},'
+        f'"type":{_quote(str(event.type))}}}'
+    ).encode()
+
+
 class EtcdEventRecorder:
     """An ``EventRecorder`` that writes the agent's events to
     ``<prefix>/events/<namespace>/<name>.<id>``, each on a lease so that it expires by itself.
@@ -1235,7 +1315,7 @@ class EtcdEventRecorder:
         prefix: str = DEFAULT_PREFIX,
         ttl: int = DEFAULT_EVENT_TTL,
         queue_size: int = 1000,
-        batch: int = 64,
+        batch: int = MAX_TXN_OPS,
         interval: float = 1.0,
     ) -> None:
         self._client = client
@@ -1329,7 +1409,7 @@ class EtcdEventRecorder:
         for event in batch:
             key = self._key(event)
             name = key.rsplit("/", 1)[1]
-            documents.append((key, encode_json(event_document(event, self._node, name))))
+            documents.append((key, event_json(event, self._node, name)))
 
         async def op(client: Any) -> None:
             tx = client.transactions

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections
+import functools
 import logging
+import sys
 import threading
 from collections.abc import Iterable
 
@@ -12,13 +14,15 @@ from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
 logger = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=256)  # a container's events come in a burst: one object for them
 def pod_reference(
     namespace: str, name: str, uid: str = "", container: str = "", *, init: bool = False
 ) -> ObjectReference:
     """The object an event is about: the pod, or one of its containers (by field path)."""
     field_path = ""
     if container:
-        field_path = f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
+        # Interned: every event of every pod's container of that name shares one string.
+        field_path = sys.intern(f"spec.{'initContainers' if init else 'containers'}{{{container}}}")
     return ObjectReference(
         kind="Pod", namespace=namespace, name=name, uid=uid, field_path=field_path
     )

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import math
 import os
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 
@@ -283,7 +284,8 @@ class Executor:
         meta = pod.metadata
         ref = pod_reference(meta.namespace, meta.name, meta.uid, container, init=init)
         try:
-            self.recorder.record(Event(ref, type_, reason, message, self.clock.now()))
+            # The same few messages recur for every pod (kept in the event ring): held once.
+            self.recorder.record(Event(ref, type_, reason, sys.intern(message), self.clock.now()))
         except Exception:
             logger.exception("event recorder failed")
 

@@ -26,7 +26,7 @@ import attrs
 from kubecore._admission import Admission
 from kubecore._clock import Clock, SystemClock
 from kubecore._credentials import Keyring
-from kubecore._desired import DesiredPods
+from kubecore._desired import DesiredPods, PodReport
 from kubecore._env import NodeInfo, host_capacity
 from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
@@ -787,6 +787,13 @@ class Kubelet:
         """Desired pods (in first-seen order) with their status filled in."""
         self._refresh_desired()
         return self.desired.listing()
+
+    def pod_reports(self) -> list[PodReport]:
+        """What ``pods`` lists, unrendered: each pod with its status object as published (the
+        same objects until that pod changes, so a reader tells a change by identity, cheaply;
+        ``report.as_pod()`` is the pod ``pods`` shows)."""
+        self._refresh_desired()
+        return self.desired.reports()
 
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         for pod in self.pods():

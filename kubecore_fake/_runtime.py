@@ -1331,22 +1331,22 @@ class FakeRuntime:
 
     def _view_locked(self, rec: _Container) -> RuntimeContainer:
         """The container's frozen view, shared by every call until a shown field changes (its
-        labels and annotations are one copy of the config's, made once)."""
+        labels and annotations are the config's own: both are frozen)."""
         view = rec.view
         if view is None or rec.stale:
-            view = rec.view = _container_view(rec, view)
+            view = rec.view = _container_view(rec)
             rec.stale = False
         return view
 
     def _sandbox_view_locked(self, sb: _Sandbox) -> RuntimeSandbox:
         view = sb.view
         if view is None or sb.stale:
-            view = sb.view = _sandbox_view(sb, view)
+            view = sb.view = _sandbox_view(sb)
             sb.stale = False
         return view
 
 
-def _container_view(rec: _Container, old: RuntimeContainer | None) -> RuntimeContainer:
+def _container_view(rec: _Container) -> RuntimeContainer:
     c = rec.config
     return RuntimeContainer(
         id=rec.id,
@@ -1362,12 +1362,12 @@ def _container_view(rec: _Container, old: RuntimeContainer | None) -> RuntimeCon
         exit_code=rec.exit_code,
         reason=rec.reason,
         message=rec.message,
-        labels=dict(c.labels) if old is None else old.labels,
-        annotations=dict(c.annotations) if old is None else old.annotations,
+        labels=c.labels,
+        annotations=c.annotations,
     )
 
 
-def _sandbox_view(sb: _Sandbox, old: RuntimeSandbox | None) -> RuntimeSandbox:
+def _sandbox_view(sb: _Sandbox) -> RuntimeSandbox:
     c = sb.config
     return RuntimeSandbox(
         id=sb.id,
@@ -1378,8 +1378,8 @@ def _sandbox_view(sb: _Sandbox, old: RuntimeSandbox | None) -> RuntimeSandbox:
         state=sb.state,
         created_at=sb.created_at,
         ip=sb.ip,
-        labels=dict(c.labels) if old is None else old.labels,
-        annotations=dict(c.annotations) if old is None else old.annotations,
+        labels=c.labels,
+        annotations=c.annotations,
     )
 
 

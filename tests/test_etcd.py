@@ -106,6 +106,55 @@ def test_decode_pod_takes_namespace_and_name_from_the_key() -> None:
         decode_pod(b"spec: {}\n", "k", "prod", "web")
 
 
+def test_a_json_value_is_read_as_json_and_anything_else_as_yaml() -> None:
+    from kubecore._etcd import decode_pod, load_document
+
+    assert load_document(b' {"a": [1, "x"]}') == {"a": [1, "x"]}
+    assert load_document(b"{a: 1, b: [x]}") == {"a": 1, "b": ["x"]}, "a YAML flow mapping"
+    assert load_document(b"a: 1\n") == {"a": 1}
+    spec = {"containers": [{"name": "app", "image": IMAGE}]}
+    document = json.dumps({"apiVersion": "v1", "kind": "Pod", "spec": spec})
+    from_json = decode_pod(document.encode(), "k", "prod", "web")
+    from_yaml = decode_pod(
+        b"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: app\n    image: "
+        + IMAGE.encode(),
+        "k",
+        "prod",
+        "web",
+    )
+    assert from_json == from_yaml
+
+
+def test_the_status_document_is_the_pod_as_json_with_its_status() -> None:
+    from kubecore._etcd import encode_json, status_document
+
+    runtime = FakeRuntime(images=[IMAGE])
+    with Kubelet(runtime, runtime) as kubelet:
+        kubelet.set_pods([make_pod("a"), make_pod("b")])
+        seen = set()
+        for _ in range(3):
+            kubelet.sync()
+            for pod in kubelet.pods():
+                assert status_document(pod) == encode_json(pod_to_dict(pod))
+                assert pod.status is not None
+                seen.add(pod.status.phase)
+        assert seen == {"Pending", "Running"}
+
+
+def test_an_event_document_is_the_v1_event_as_json() -> None:
+    from kubecore._etcd import encode_json, event_document, event_json
+    from kubecore._events import pod_reference
+    from kubecore._runtime import Event, EventType
+
+    for event in (
+        Event(pod_reference("prod", "web", "uid-1", "app"), EventType.NORMAL, "Started",
+              'Started container "app" \u00e9\n', 1.7e9),
+        Event(pod_reference("", "web"), EventType.WARNING, "Failed", "no uid, no path", 1.8e9),
+    ):  # fmt: skip
+        expected = encode_json(event_document(event, "node-1", "web.1"))
+        assert event_json(event, "node-1", "web.1") == expected
+
+
 def test_parse_endpoints() -> None:
     from kubecore._etcd import parse_endpoints
 
@@ -739,6 +788,45 @@ def test_status_writes_happen_on_change_only_in_rate_limited_batches(
     assert sink.sync_once()
     assert sink.stats.puts == 1, "nothing changed, nothing written"
     assert set(statuses(client, prefix, "n1")) == {"default/a", "default/b", "default/c"}
+    sink.close()
+
+
+@pytest.mark.etcd
+def test_the_status_sink_makes_a_document_only_for_a_pod_that_changed(
+    client: Any, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubecore import StaticSource, _etcd
+    from kubecore._etcd import EtcdStatusSink
+
+    made: list[str] = []
+    with_status = _etcd.with_status
+
+    def counting(head: bytes, status: Any) -> bytes:
+        made.append(json.loads(head + b"}")["metadata"]["name"])
+        return with_status(head, status)
+
+    monkeypatch.setattr(_etcd, "with_status", counting)
+    runtime = FakeRuntime(images=[IMAGE])
+    kubelet = Kubelet(
+        runtime, runtime, config=KubeletConfig(node_name="n1", root_dir=str(tmp_path / "root"))
+    )
+    a = make_pod("a")
+    source = StaticSource([a, make_pod("b")], sink=kubelet.update)
+    assert kubelet.sync_until_converged()
+    sink = EtcdStatusSink(kubelet, client, prefix=prefix, qps=0)
+    assert sink.sync_once()
+    assert sorted(made) == ["a", "b"]
+    made.clear()
+    kubelet.sync()
+    assert sink.sync_once()
+    assert made == [], "no pod changed: no document made, none written"
+    source.set([a, make_pod("b", Container(name="app", image=IMAGE, command=("x",)))])
+    assert kubelet.sync_until_converged()
+    puts = sink.stats.puts
+    assert sink.sync_once()
+    assert "b" in made
+    assert sink.stats.puts == puts + 1, "only the pod whose status changed is written"
+    assert phase(client, prefix, "n1", "b") == "Running"
     sink.close()
 
 

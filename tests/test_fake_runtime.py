@@ -883,9 +883,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         """The views snapshot reuses equal views built afresh from the records."""
         snap = self.fr.snapshot()
         records = self.fr._containers.values()
-        assert list(snap.containers) == [_container_view(r, None) for r in records if r.managed]
+        assert list(snap.containers) == [_container_view(r) for r in records if r.managed]
         sandboxes = self.fr._sandboxes.values()
-        assert list(snap.sandboxes) == [_sandbox_view(s, None) for s in sandboxes if s.managed]
+        assert list(snap.sandboxes) == [_sandbox_view(s) for s in sandboxes if s.managed]
         assert self.fr.list_containers() == list(snap.containers)
         assert self.fr.list_sandboxes() == list(snap.sandboxes)
         for view in snap.containers:

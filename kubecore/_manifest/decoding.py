@@ -13,6 +13,7 @@ import binascii
 import difflib
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -121,7 +122,9 @@ class _Str(_Kind):
             return ""
         if value.upper() in self.upper_choices:
             return value.upper()
-        return value
+        # Interned: the images, paths, policies and names repeated across many pods are held
+        # once, however many documents carried them.
+        return sys.intern(value)
 
     def is_empty(self, value: Any) -> bool:
         return bool(value == "")
@@ -1244,6 +1247,11 @@ def object_to_dict(obj: m.KubeObject) -> dict[str, Any]:
 def pod_to_dict(pod: m.Pod) -> dict[str, Any]:
     """The v1 JSON shape of a pod, with ``omitempty`` applied and Kubernetes' defaults written."""
     return _POD.dump(pod)
+
+
+def pod_status_to_dict(status: m.PodStatus) -> dict[str, Any]:
+    """The v1 JSON shape of a pod's status (what ``pod_to_dict`` writes under ``status``)."""
+    return _POD_STATUS.dump(status)
 
 
 def dump_pod_yaml(pod: m.Pod) -> str:
