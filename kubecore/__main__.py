@@ -1,8 +1,6 @@
 """``python -m kubecore``: the ``kubecore`` command."""
 
-import sys
-
-from kubecore._cli import main
+from kubecore._cli import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -12,7 +12,7 @@ little (``kubecore version``) starts fast.
 import importlib as _importlib
 import typing as _typing
 
-from kubecore._cli.parser import build_parser, main
+from kubecore._cli.parser import build_parser, console_main, main
 
 if _typing.TYPE_CHECKING:
     from kubecore._cli.basic import (
@@ -110,6 +110,7 @@ __all__ = [
     "build_parser",
     "build_sources",
     "cmd_run",
+    "console_main",
     "convert",
     "format_table",
     "main",
