@@ -45,7 +45,7 @@ pid_alive() {  # pid_alive FILE NAME: the pid in FILE is running and its command
     [[ -f "$1" ]] || return 1
     pid="$(cat "$1")"
     [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
+    grep -q -- "$2" <<<"$(tr '\0' ' ' <"/proc/$pid/cmdline")"
 }
 
 wait_until() {  # wait_until SECONDS WHAT COMMAND...: bounded wait
@@ -97,17 +97,21 @@ start_engine() {
 }
 
 build_image() {
-    local rootfs="$STATE/rootfs" tarball="$STATE/rootfs.tar" applet digest current
+    local rootfs="$STATE/rootfs" tarball="$STATE/rootfs.tar" applet available digest current
     [[ -x /bin/busybox ]] || die "/bin/busybox is missing (package busybox-static)"
     rm -rf "$rootfs"
     mkdir -p "$rootfs"/{bin,etc,tmp,proc,sys,dev,root,var/www,www}
     chmod 1777 "$rootfs/tmp"
     cp /bin/busybox "$rootfs/bin/busybox"
+    # The list is read once: `busybox --list | grep -q` under pipefail fails at random (grep
+    # stops at its match, busybox dies of SIGPIPE), which left images without /bin/sh.
+    available="$(/bin/busybox --list)"
     for applet in "${APPLETS[@]}"; do
-        if /bin/busybox --list | grep -qx "$applet"; then
+        if grep -qx "$applet" <<<"$available"; then
             ln -s busybox "$rootfs/bin/$applet"
         fi
     done
+    [[ -L "$rootfs/bin/sh" && -L "$rootfs/bin/sleep" ]] || die "the test image's rootfs has no /bin/sh or /bin/sleep"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$rootfs/etc/passwd"
     printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
     # The sandbox (pause) command: sleeps forever, exits 0 at once on TERM or INT.

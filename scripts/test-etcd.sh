@@ -45,7 +45,7 @@ pid_alive() {  # pid_alive FILE NAME: the pid in FILE is running and its command
     [[ -f "$1" ]] || return 1
     pid="$(cat "$1")"
     [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
+    grep -q -- "$2" <<<"$(tr '\0' ' ' <"/proc/$pid/cmdline")"
 }
 
 cluster_healthy() {
