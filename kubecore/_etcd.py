@@ -196,22 +196,7 @@ def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) 
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ValidationError((FieldError("", f"not a YAML or JSON document{where}"),)) from None
-    if not isinstance(data, dict):
-        raise ValidationError((FieldError("", f"the value must be one v1 {kind} object"),))
-    if data.get("kind", kind) != kind:
-        raise ValidationError((FieldError("kind", f"must be {kind}, got {data.get('kind')!r}"),))
-    metadata = data.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise ValidationError((FieldError("metadata", "must be a mapping"),))
-    errors = [
-        FieldError(f"metadata.{field}", f"is {metadata[field]!r} but the key says {wanted!r}")
-        for field, wanted in (("namespace", namespace), ("name", name))
-        if metadata.get(field) not in (None, "", wanted)
-    ]
-    if errors:
-        raise ValidationError(tuple(errors))
-    metadata = {**metadata, "namespace": namespace, "name": name}
-    data = {"apiVersion": "v1", **data, "kind": kind, "metadata": metadata}
+    data = {"apiVersion": "v1", **_named_by_key(data, kind, namespace, name), "kind": kind}
     _, objects, problems = load_manifest_lenient(json.dumps(data, default=str), source_name=key)
     if problems:
         raise ValidationError(tuple(p for e in problems for p in e.problems))

@@ -783,37 +783,25 @@ _DOWNWARD_API_VOLUME = _Spec(
     m.DownwardAPIVolumeSource,
     (_F("items", _ObjList(_DOWNWARD_API_FILE)), _F("defaultMode", _OptInt())),
 )
+
+
+def _object_projection(model: type[Any]) -> _Spec:
+    """A projected volume's ConfigMap or Secret source: the same fields for both."""
+    return _Spec(
+        model,
+        (
+            _F("name", _Str()),
+            _F("items", _ObjList(_KEY_TO_PATH)),
+            _F("optional", _Bool(optional=True)),
+        ),
+    )
+
+
 _PROJECTION = _Spec(
     m.VolumeProjection,
     (
-        _F(
-            "configMap",
-            _Obj(
-                _Spec(
-                    m.ConfigMapProjection,
-                    (
-                        _F("name", _Str()),
-                        _F("items", _ObjList(_KEY_TO_PATH)),
-                        _F("optional", _Bool(optional=True)),
-                    ),
-                ),
-                optional=True,
-            ),
-        ),
-        _F(
-            "secret",
-            _Obj(
-                _Spec(
-                    m.SecretProjection,
-                    (
-                        _F("name", _Str()),
-                        _F("items", _ObjList(_KEY_TO_PATH)),
-                        _F("optional", _Bool(optional=True)),
-                    ),
-                ),
-                optional=True,
-            ),
-        ),
+        _F("configMap", _Obj(_object_projection(m.ConfigMapProjection), optional=True)),
+        _F("secret", _Obj(_object_projection(m.SecretProjection), optional=True)),
         _F(
             "downwardAPI",
             _Obj(
