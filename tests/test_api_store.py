@@ -280,6 +280,8 @@ def test_a_stored_file_that_cannot_be_read_kills_nothing(
     assert list(reasons) == ["kube-apiserver"]
     assert reasons["kube-apiserver"].startswith(f"cannot read {broken}: ")
     assert reason in reasons["kube-apiserver"]
+    health = requests.get(agent.http.url + "/healthz", timeout=10)
+    assert health.status_code == 500 and f"cannot read {broken}" in health.text
     refused = agent.send("POST", PODS, json=api_pod("new"))
     assert refused.status_code == 503
     assert str(broken) in refused.json()["message"]
