@@ -126,7 +126,7 @@ def file_name(namespace: str, name: str) -> str:
     """The file of the object ``namespace/name`` in its kind's directory."""
     for part in (namespace, name):
         if not _NAME_RE.fullmatch(part):
-            raise ValueError(f"{part!r} cannot name a stored object (not a DNS name)")
+            raise ValueError(f"cannot hold {part!r}: not a DNS name")
     return f"{namespace}_{name}{_SUFFIX}"
 
 

@@ -1412,7 +1412,7 @@ class KubeApi:
             return
         try:
             self.store.put(item)
-        except OSError as error:
+        except (OSError, ValueError) as error:
             raise _not_stored(item.kind, item.metadata.name, error) from None
 
     def forget(self, item: Pod | KubeObject) -> None:
@@ -1421,7 +1421,7 @@ class KubeApi:
             return
         try:
             self.store.delete(item.kind, item.metadata.namespace, item.metadata.name)
-        except OSError as error:
+        except (OSError, ValueError) as error:
             raise _not_stored(item.kind, item.metadata.name, error) from None
 
     # --- writes, continued
@@ -1560,11 +1560,12 @@ class KubeApi:
         self._json(exchange, public(last))
 
 
-def _not_stored(kind: str, name: str, error: OSError) -> ApiError:
+def _not_stored(kind: str, name: str, error: OSError | ValueError) -> ApiError:
+    why = (error.strerror if isinstance(error, OSError) else None) or str(error)
     return ApiError(
         HTTPStatus.INTERNAL_SERVER_ERROR,
         "InternalError",
-        f'{kind} "{name}" was not changed: the API\'s store {error.strerror or error}',
+        f'{kind} "{name}" was not changed: the API\'s store {why}',
         details={"name": name, "kind": kind},
     )
 
