@@ -12,8 +12,8 @@ in its file, base64 as the API serves them)::
 Names and namespaces are DNS names (no ``_``), so a file names exactly one object. Each write goes
 to a temporary file in the same directory, is flushed to disk (``fsync``) and renamed over the old
 file, and the directory is flushed too: a crash at any point leaves the old file or the new one,
-never half of one (a leftover temporary file is the write that did not happen, and is removed when
-the store is read). A delete unlinks the file and flushes the directory.
+never half of one (a leftover temporary file is the write that did not happen: never read, and
+removed once it is old). A delete unlinks the file and flushes the directory.
 
 Reading the store never guesses: a file that cannot be read or decoded is a ``StoreProblem``
 (its path and why, never its contents), and the caller must not take it to mean that the object
@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,6 +48,8 @@ DIRECTORIES = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets"}
 """Each kind's directory in the store."""
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".tmp-"
+STALE_TEMP_SECONDS = 600.0
+"""A temporary file older than this is from a write that died (and is removed)."""
 _NAME_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?")
 """What a stored namespace or name may be (DNS names): never a path, never ``_``."""
 
@@ -218,14 +221,22 @@ def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | StorePr
     for entry in names:
         path = os.path.join(directory, entry)
         if entry.startswith(_TEMP_PREFIX):
-            logger.info("removing %s: a write to the API store that did not complete", path)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _remove_if_stale(path)
             continue
         if not entry.endswith(_SUFFIX):
             yield StoreProblem(path, f"not a file of the store (no {_SUFFIX} suffix)")
             continue
         yield _read_file(kind, path, entry)
+
+
+def _remove_if_stale(path: str) -> None:
+    """A temporary file is a write not renamed in yet (never part of the state): removed once
+    it is old enough to be from a writer that died, not one at work (a store is read before the
+    root directory's lock is taken, by an embedder)."""
+    with contextlib.suppress(OSError):
+        if time.time() - os.lstat(path).st_mtime > STALE_TEMP_SECONDS:
+            logger.info("removing %s: a write to the API store that did not complete", path)
+            os.unlink(path)
 
 
 def _read_file(kind: str, path: str, entry: str) -> Pod | KubeObject | StoreProblem:

@@ -21,7 +21,7 @@ import pytest
 import requests
 import yaml
 
-from kubecore._api_store import ApiStore, replace_file
+from kubecore._api_store import STALE_TEMP_SECONDS, ApiStore, replace_file
 from kubecore._apiserver import ApiServerConfig, KubeApi, attach_api
 from kubecore._manifest import load_pods_from_string
 from kubecore._model import ConfigMap, ObjectMeta, Secret
@@ -391,7 +391,9 @@ def test_a_write_that_fails_halfway_leaves_the_old_file(
     assert sorted(os.listdir(tmp_path / "api/configmaps")) == ["default_c.json"]
 
 
-def test_a_temporary_file_left_by_a_crash_is_removed(tmp_path: Path) -> None:
+def test_a_temporary_file_left_by_a_crash_is_not_read_and_removed_once_old(
+    tmp_path: Path,
+) -> None:
     store = ApiStore(str(tmp_path / "api"))
     config = ConfigMap(ObjectMeta(name="c"), data={"k": "v"})
     store.put(config)
@@ -399,6 +401,10 @@ def test_a_temporary_file_left_by_a_crash_is_removed(tmp_path: Path) -> None:
     leftover.write_text('{"kind": "Conf')
     state = store.load()
     assert state.objects == (config,) and state.problems == ()
+    assert leftover.exists()  # perhaps a write at work in another process
+    old = time.time() - STALE_TEMP_SECONDS - 1
+    os.utime(leftover, (old, old))
+    assert store.load() == state
     assert not leftover.exists()
 
 
