@@ -821,7 +821,14 @@ class PodLog:
 
     def events_after(self, version: int) -> list[WatchEvent]:
         with self._cond:
-            if version >= self.version:
+            if version > self.version:
+                # Handed out before a restart of the agent (versions start again at 1): waiting
+                # for it would miss every change until then; the client lists again instead.
+                raise Gone(
+                    f"too large resource version: {version} ({self.version}): the agent "
+                    "restarted since"
+                )
+            if version == self.version:
                 return []
             if not self._history or self._history[0].version > version + 1:
                 raise Gone(f"too old resource version: {version} ({self.version})")

@@ -471,3 +471,22 @@ def test_the_stored_pod_document_is_the_pod_as_written(agent: Agent) -> None:
     assert stored["spec"]["containers"][0]["volumeMounts"] == [
         {"name": "scratch", "mountPath": "/scratch"}
     ]
+
+
+def test_a_watch_from_before_a_restart_is_told_to_list_again(agent: Agent) -> None:
+    assert agent.send("POST", PODS, json=api_pod("web")).status_code == 201
+    for n in range(10):
+        patch = json.dumps({"metadata": {"labels": {"n": str(n)}}})
+        headers = {**AUTH, "Content-Type": "application/merge-patch+json"}
+        assert agent.send("PATCH", PODS + "/web", data=patch, headers=headers).status_code == 200
+    agent.node.converge()
+    version = agent.get(PODS)["metadata"]["resourceVersion"]
+
+    agent = restart(agent)
+    agent.node.converge()
+    assert int(agent.get(PODS)["metadata"]["resourceVersion"]) < int(version)
+    url = agent.http.url + PODS + f"?watch=true&resourceVersion={version}&timeoutSeconds=5"
+    with requests.get(url, stream=True, timeout=10) as stream:
+        event = json.loads(next(stream.iter_lines()))
+    assert event["type"] == "ERROR"
+    assert event["object"]["code"] == 410 and "restarted" in event["object"]["message"]
