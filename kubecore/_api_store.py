@@ -112,13 +112,14 @@ def _sync_directory(directory: str) -> None:
 
 
 def _make_private_dir(path: str) -> None:
-    """``path`` as a directory of mode 0700 (its new parents too), flushed into its parent."""
+    """``path`` as a directory of mode 0700, flushed into its parent when new. Its parents are
+    made as ``makedirs`` makes them, and left as they are."""
     if os.path.isdir(path):
         if os.stat(path).st_mode & 0o077:
             os.chmod(path, 0o700)
         return
     parent = os.path.dirname(path)
-    _make_private_dir(parent)
+    os.makedirs(parent, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     os.chmod(path, 0o700)  # whatever the umask
@@ -180,6 +181,7 @@ class ApiStore:
         path = self.path_of(item.kind, meta.namespace, meta.name)
         data = json.dumps(document_of(item), indent=1, sort_keys=True).encode() + b"\n"
         try:
+            _make_private_dir(self.directory)
             _make_private_dir(os.path.dirname(path))
             replace_file(path, data)
         except OSError as error:
@@ -195,7 +197,7 @@ class ApiStore:
     def load(self) -> StoredState:
         """Everything stored (nothing when the store was never written). A file that cannot be
         read, is not JSON, is not a valid object of its directory's kind or does not match its
-        name is a problem; a temporary file left by a crashed write is removed."""
+        name is a problem; a temporary file (a write not renamed in) is never read."""
         pods: list[Pod] = []
         objects: list[KubeObject] = []
         problems: list[StoreProblem] = []

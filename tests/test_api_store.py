@@ -211,6 +211,7 @@ def test_the_store_holds_each_object_in_a_private_file(agent: Agent) -> None:
     ]
     for path in [root, *root.iterdir()]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+    assert stat.S_IMODE(root.parent.stat().st_mode) == 0o755  # the root dir is left as it was
     secret_file = root / "secrets/default_db.json"
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     stored = json.loads((root / "pods/default_web.json").read_text())
