@@ -2,9 +2,11 @@
 create``, ``apply`` (client-side and server-side), ``replace``, ``edit``, ``get`` and ``delete``.
 
 Objects written over the API belong to the API's source (its ``StaticSource``); those of other
-sources (manifest files, a URL, etcd) are read-only here (403), as pods are. Secrets are read only
-with the bearer token, even on loopback: their values are never served to an anonymous reader.
-There is no watch of these resources.
+sources (manifest files, a URL, etcd) are read-only here (403), as pods are. Each gets a uid and
+its creation time when it is created, kept by every later write, and each change is in the API's
+store (``KubeApi.save``, ``KubeApi.forget``) before it is applied. Secrets are read only with the
+bearer token, even on loopback: their values are never served to an anonymous reader. There is no
+watch of these resources.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from typing import Any, NoReturn
+
+import attrs
 
 from kubecore._apiserver import (
     _SERVER_FIELDS,
@@ -226,6 +231,11 @@ class ObjectApi:
         """The ``KubeApi``: its responses, errors and helpers."""
         self._owned: dict[ObjectKey, KubeObject] = {}
         self._created: dict[ObjectKey, str] = {}
+        """When the API first showed an object of another source."""
+
+    def adopt(self, objects: Iterable[KubeObject]) -> None:
+        """Take ``objects`` (read back from the store) as the API's own, replacing any."""
+        self._owned = {object_key(obj): obj for obj in objects}
 
     # --- entry
 
@@ -286,8 +296,8 @@ class ObjectApi:
         key = object_key(obj)
         body = object_to_dict(obj)
         meta = body["metadata"]
-        created = self._created.get(key)
-        if created is None:
+        created = obj.metadata.creation_timestamp or self._created.get(key)
+        if not created:
             created = self._created[key] = _rfc3339(self._now())
         meta["creationTimestamp"] = created
         meta["resourceVersion"] = str(self.store.revision)
@@ -423,17 +433,25 @@ class ObjectApi:
             details={"name": name, "kind": f"{kind.lower()}s"},
         )
 
-    def _store(self, obj: KubeObject, dry_run: bool) -> dict[str, Any]:
+    def _store(self, obj: KubeObject, owned: KubeObject | None, dry_run: bool) -> dict[str, Any]:
+        # A uid and a creation time once, at creation; every later write keeps them.
+        meta = attrs.evolve(
+            obj.metadata,
+            uid=owned.metadata.uid if owned is not None else str(uuid.uuid4()),
+            creation_timestamp=(owned.metadata.creation_timestamp if owned is not None else "")
+            or _rfc3339(self._now()),
+        )
+        obj = attrs.evolve(obj, metadata=meta)
         if not dry_run:
-            key = object_key(obj)
-            self._owned[key] = obj
-            self._created.setdefault(key, _rfc3339(self._now()))
+            self._api.save(obj)
+            self._owned[object_key(obj)] = obj
             self.source.put_objects(obj)
         return self._body_of(obj)
 
     def _create(self, exchange: Exchange, request: _Request, kind: str, namespace: str) -> None:
         obj = self._decode(self._clean(self._body(exchange), kind, namespace), kind)
         with self._api._write_lock:
+            self._api._writable()
             getter = self.store.get_config_map if kind == "ConfigMap" else self.store.get_secret
             if getter(namespace, obj.metadata.name) is not None:
                 raise ApiError(
@@ -442,7 +460,7 @@ class ObjectApi:
                     f'{kind.lower()}s "{obj.metadata.name}" already exists',
                     details={"name": obj.metadata.name, "kind": f"{kind.lower()}s"},
                 )
-            stored = self._store(obj, self._api._dry_run(request))
+            stored = self._store(obj, None, self._api._dry_run(request))
         self._api._json(exchange, stored, HTTPStatus.CREATED)
 
     def _patch(
@@ -480,6 +498,7 @@ class ObjectApi:
         upsert: bool = False,
     ) -> None:
         with self._api._write_lock:
+            self._api._writable()
             key = (kind, namespace, name)
             owned = self._owned.get(key)
             getter = self.store.get_config_map if kind == "ConfigMap" else self.store.get_secret
@@ -509,7 +528,7 @@ class ObjectApi:
                         ],
                     },
                 )
-            stored = self._store(obj, self._api._dry_run(request))
+            stored = self._store(obj, owned, self._api._dry_run(request))
         code = HTTPStatus.OK if owned is not None else HTTPStatus.CREATED
         self._api._json(exchange, stored, code)
 
@@ -519,12 +538,14 @@ class ObjectApi:
         if _has_body(exchange):
             exchange._read_body()  # DeleteOptions: nothing in them applies to these objects
         with self._api._write_lock:
+            self._api._writable()
             key = (kind, namespace, name)
             owned = self._owned.get(key)
             if owned is None:
                 self._refuse_foreign(kind, namespace, name)
             last = self._body_of(owned)
             if not self._api._dry_run(request):
+                self._api.forget(owned)
                 del self._owned[key]
                 self._created.pop(key, None)
                 self.source.remove_objects(owned)

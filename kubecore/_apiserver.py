@@ -14,9 +14,11 @@ and ``/openapi``:
 * the ``Table`` form of lists (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) with
   kubectl's own pod columns, and watch streams (``?watch=true``) of ADDED / MODIFIED / DELETED.
 
-Pods written over the API belong to one in-process source (``ApiSource``, named
+Pods written over the API belong to one in-process source (a ``StaticSource`` named
 ``kube-apiserver``); pods of other sources (manifest files, a URL) are read-only here and a write
-to one is refused with 403, as the API server refuses to change a static pod's mirror pod.
+to one is refused with 403, as the API server refuses to change a static pod's mirror pod. Every
+change written over the API is on disk (``kubecore._api_store``, under ``<root-dir>/api``) before
+it is applied and answered, and ``attach_api`` reads the store back as the source's first state.
 
 Every write, and every read when the server is not bound to a loopback address, needs the bearer
 token of ``ApiServerConfig.token_file``: no token answers 401, a wrong one 403 (v1 ``Status``).
@@ -32,6 +34,8 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
+import os
 import re
 import select
 import socket
@@ -48,20 +52,23 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import attrs
 import yaml
 
+from kubecore._api_store import STORE_DIR, ApiStore, StoredState, StoreProblem
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
 from kubecore._events import MemoryRecorder
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
-from kubecore._model import Pod
+from kubecore._model import KubeObject, Pod
 from kubecore._objects import ObjectStore
 from kubecore._runtime import Event
 from kubecore._serving import BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
-from kubecore._updates import SOURCE_ANNOTATION
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
 
 if TYPE_CHECKING:
     from kubecore._sources import PodKey
+
+logger = logging.getLogger(__name__)
 
 API_SOURCE_NAME = "kube-apiserver"
 API_HEADS = frozenset({"api", "apis", "version", "openapi"})
@@ -238,6 +245,9 @@ class ApiKubelet(Protocol):
 
     @property
     def objects(self) -> ObjectStore: ...
+
+    @property
+    def root_dir(self) -> str: ...
 
     def pods(self) -> list[Pod]: ...
 
@@ -811,7 +821,14 @@ class PodLog:
 
     def events_after(self, version: int) -> list[WatchEvent]:
         with self._cond:
-            if version >= self.version:
+            if version > self.version:
+                # Handed out before a restart of the agent (versions start again at 1): waiting
+                # for it would miss every change until then; the client lists again instead.
+                raise Gone(
+                    f"too large resource version: {version} ({self.version}): the agent "
+                    "restarted since"
+                )
+            if version == self.version:
                 return []
             if not self._history or self._history[0].version > version + 1:
                 raise Gone(f"too old resource version: {version} ({self.version})")
@@ -879,9 +896,15 @@ class KubeApi:
         *,
         token: str | None,
         anonymous_reads: bool,
+        store: ApiStore | None = None,
     ) -> None:
         self.kubelet = kubelet
         self.source = source
+        self.store = store
+        """Where every change written over the API is kept (None: in memory only)."""
+        self.store_problems: tuple[StoreProblem, ...] = ()
+        """The stored files that cannot be read back: while any is left, the source is not
+        ready and writes are refused."""
         self._token = token
         self._anonymous_reads = anonymous_reads
         self._write_lock = threading.Lock()
@@ -1345,13 +1368,84 @@ class KubeApi:
             details={"name": name, "kind": "pods"},
         )
 
-    def _store(self, pod: Pod, *, new: bool, dry_run: bool) -> dict[str, Any]:
+    # --- the store: every change is on disk before it is applied and answered
+
+    def restore(self, state: StoredState) -> None:
+        """Take ``state`` (what the store holds) as the source's whole state: one SET of its
+        pods and objects. Files it could not read keep the source not ready (their pods are
+        kept running, nothing is deleted) until they are fixed or removed."""
+        self.objects.adopt(state.objects)
+        self.source.set(state.pods, state.objects)
+        self._set_problems(state.problems)
+
+    def _set_problems(self, problems: tuple[StoreProblem, ...]) -> None:
+        if problems and problems != self.store_problems:
+            for problem in problems:
+                logger.error(
+                    "API store file %s cannot be read (%s): source %s is not ready; pods are "
+                    "kept and nothing is deleted, and writes over the API are refused, until "
+                    "the file is fixed or removed",
+                    problem.path,
+                    problem.reason,
+                    self.source.name,
+                )
+            reason = "; ".join(f"cannot read {p}" for p in problems)
+            self.kubelet.update(PodUpdate(Operation.NOT_READY, (), self.source.name, reason=reason))
+        elif self.store_problems and not problems:
+            logger.warning("the API store can be read again: source %s is ready", self.source.name)
+        self.store_problems = problems
+
+    def _writable(self) -> None:
+        """Raise 503 while a stored file cannot be read (reading the store again first: a file
+        fixed or removed since lets writes through). Call under the write lock."""
+        if not self.store_problems or self.store is None:
+            return
+        state = self.store.load()
+        if not state.problems:
+            self.restore(state)
+            return
+        self._set_problems(state.problems)
+        raise ApiError(
+            HTTPStatus.SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "writes are refused while the API's store cannot be read ("
+            + "; ".join(str(p) for p in state.problems)
+            + "): fix or remove the file; the pods of the API are kept running meanwhile",
+        )
+
+    def save(self, item: Pod | KubeObject) -> None:
+        """Put ``item`` in the store (before the change is applied); 500 when it cannot be."""
+        if self.store is None:
+            return
+        try:
+            self.store.put(item)
+        except (OSError, ValueError) as error:
+            raise _not_stored(item.kind, item.metadata.name, error) from None
+
+    def forget(self, item: Pod | KubeObject) -> None:
+        """Remove ``item`` from the store (before it is removed from the source)."""
+        if self.store is None:
+            return
+        try:
+            self.store.delete(item.kind, item.metadata.namespace, item.metadata.name)
+        except (OSError, ValueError) as error:
+            raise _not_stored(item.kind, item.metadata.name, error) from None
+
+    # --- writes, continued
+
+    def _store(self, pod: Pod, *, owned: Pod | None, dry_run: bool) -> dict[str, Any]:
+        # Created once, by the API: a replace or patch keeps the time (and AGE goes on).
+        created = owned.metadata.creation_timestamp if owned is not None else ""
+        meta = attrs.evolve(
+            pod.metadata, creation_timestamp=created or rfc3339(self.kubelet.clock.now())
+        )
+        (stamped,) = prepare_pods([attrs.evolve(pod, metadata=meta)], self.source.name)
         if not dry_run:
-            if new:
-                self.source.add(pod)
+            self.save(stamped)
+            if owned is None:
+                self.source.add(stamped)
             else:
-                self.source.update(pod)
-        (stamped,) = prepare_pods([pod], self.source.name)
+                self.source.update(stamped)
         body = pod_to_dict(stamped)
         key = (pod.metadata.namespace, pod.metadata.name)
         for obj in self.current_pods():
@@ -1380,6 +1474,7 @@ class KubeApi:
         data = clean_manifest(self._body(exchange), namespace)
         pod = self._decode(data)
         with self._write_lock:
+            self._writable()
             name = pod.metadata.name
             if self._exists(namespace, name) or self._owned(namespace, name) is not None:
                 raise ApiError(
@@ -1388,7 +1483,7 @@ class KubeApi:
                     f'pods "{pod.metadata.name}" already exists',
                     details={"name": pod.metadata.name, "kind": "pods"},
                 )
-            stored = self._store(pod, new=True, dry_run=self._dry_run(request))
+            stored = self._store(pod, owned=None, dry_run=self._dry_run(request))
         self._json(exchange, stored, HTTPStatus.CREATED)
 
     def _replace(self, exchange: Exchange, request: _Request, namespace: str, name: str) -> None:
@@ -1434,6 +1529,7 @@ class KubeApi:
         upsert: bool = False,
     ) -> None:
         with self._write_lock:
+            self._writable()
             owned = self._owned(namespace, name)
             # Server-side apply may create; nothing may overwrite another source's pod.
             if owned is None and (not upsert or self._exists(namespace, name)):
@@ -1446,7 +1542,7 @@ class KubeApi:
             if owned is not None:
                 data["metadata"]["uid"] = owned.metadata.uid
             pod = self._decode(data)
-            stored = self._store(pod, new=owned is None, dry_run=self._dry_run(request))
+            stored = self._store(pod, owned=owned, dry_run=self._dry_run(request))
         self._json(exchange, stored, HTTPStatus.OK if owned is not None else HTTPStatus.CREATED)
 
     def _delete(self, exchange: Exchange, request: _Request, namespace: str, name: str) -> None:
@@ -1454,11 +1550,13 @@ class KubeApi:
         grace = _grace_period(options, request)
         dry_run = self._dry_run(request)
         with self._write_lock:
+            self._writable()
             owned = self._owned(namespace, name)
             if owned is None:
                 self._refuse_foreign(namespace, name)
             last = self._find(namespace, name)
             if not dry_run:
+                self.forget(owned)
                 if grace is not None and grace != owned.spec.termination_grace_period_seconds:
                     # The agent stops a removed pod with the grace period it last saw.
                     spec = attrs.evolve(owned.spec, termination_grace_period_seconds=grace)
@@ -1467,6 +1565,16 @@ class KubeApi:
                 self.source.remove(owned)
                 self.current_pods()
         self._json(exchange, public(last))
+
+
+def _not_stored(kind: str, name: str, error: OSError | ValueError) -> ApiError:
+    why = (error.strerror if isinstance(error, OSError) else None) or str(error)
+    return ApiError(
+        HTTPStatus.INTERNAL_SERVER_ERROR,
+        "InternalError",
+        f'{kind} "{name}" was not changed: the API\'s store {why}',
+        details={"name": name, "kind": kind},
+    )
 
 
 def _unauthorized_message(method: str, has_token: bool, tls: bool) -> str:
@@ -1540,8 +1648,11 @@ def _client_gone(sock: socket.socket) -> bool:
 def attach_api(
     kubelet: ApiKubelet, config: ApiServerConfig, *, address: str, tls: bool = False
 ) -> KubeApi:
-    """The Kubernetes API for ``kubelet``, served on ``address``: its in-process source (which
-    reports at once, empty) delivers straight to the agent. Pass the result to
+    """The Kubernetes API for ``kubelet``, served on ``address``: its in-process source delivers
+    straight to the agent, and reports at once what the API's store under
+    ``<root-dir>/api`` holds (nothing on a new root directory): the pods, ConfigMaps and Secrets
+    written over the API before a restart, with their uids and creation times, so their
+    containers are adopted, not replaced. Call it before ``kubelet.start()``. Pass the result to
     ``KubeletServer(..., api=...)``; ``tls`` says whether that server has a certificate.
     Raises ``ValueError`` for a non-loopback address without a token file or without TLS, and
     ``OSError`` for an unreadable token file."""
@@ -1557,8 +1668,11 @@ def attach_api(
             f"serving the Kubernetes API on {address} needs --tls-cert-file and "
             "--tls-private-key-file (a token must not cross the network in clear text)"
         )
-    source = StaticSource([], name=config.source_name, sink=kubelet.update)
-    return KubeApi(kubelet, source, token=token, anonymous_reads=loopback)
+    store = ApiStore(os.path.join(kubelet.root_dir, STORE_DIR))
+    source = StaticSource(name=config.source_name, sink=kubelet.update)  # silent until restored
+    api = KubeApi(kubelet, source, token=token, anonymous_reads=loopback, store=store)
+    api.restore(store.load())
+    return api
 
 
 # --- static documents -------------------------------------------------------------------------
