@@ -58,6 +58,7 @@ from kubecore._runtime import Event
 from kubecore._serving import BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
+from kubecore._timefmt import human_duration as human_duration
 from kubecore._updates import SOURCE_ANNOTATION
 
 if TYPE_CHECKING:
@@ -291,27 +292,6 @@ class Exchange(Protocol):
 
 
 # --- formatting ---------------------------------------------------------------------------
-
-
-def human_duration(seconds: float) -> str:
-    """An age as kubectl prints it: ``45s``, ``3m20s``, ``2h``, ``5d``."""
-    s = max(0, int(seconds))
-    minutes, hours, days = s // 60, s // 3600, s // 86400
-    if s < 120:
-        return f"{s}s"
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 192:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    return f"{days // 365}y{days % 365}d"
 
 
 def parse_rfc3339(text: str) -> float:
