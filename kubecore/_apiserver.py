@@ -49,7 +49,7 @@ import attrs
 import yaml
 
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
-from kubecore._events import MemoryRecorder
+from kubecore._events import MemoryRecorder, v1_event
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model import Pod
@@ -551,35 +551,7 @@ def event_object(event: Event, node_name: str) -> dict[str, Any]:
             )
         ).encode()
     ).hexdigest()[:16]
-    involved: dict[str, Any] = {
-        "kind": ref.kind,
-        "namespace": ref.namespace,
-        "name": ref.name,
-        "apiVersion": "v1",
-    }
-    if ref.uid:
-        involved["uid"] = ref.uid
-    if ref.field_path:
-        involved["fieldPath"] = ref.field_path
-    return {
-        "kind": "Event",
-        "apiVersion": "v1",
-        "metadata": {
-            "name": f"{ref.name}.{digest}",
-            "namespace": ref.namespace,
-            "creationTimestamp": when,
-        },
-        "involvedObject": involved,
-        "reason": event.reason,
-        "message": event.message,
-        "source": {"component": "kubelet", "host": node_name},
-        "firstTimestamp": when,
-        "lastTimestamp": when,
-        "count": 1,
-        "type": str(event.type),
-        "reportingComponent": "kubelet",
-        "reportingInstance": node_name,
-    }
+    return v1_event(event, node=node_name, name=f"{ref.name}.{digest}", stamp=when)
 
 
 def event_cells(event: dict[str, Any], now: float) -> list[Any]:
