@@ -54,7 +54,7 @@ import yaml
 
 from kubecore._api_store import STORE_DIR, ApiStore, StoredState, StoreProblem
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
-from kubecore._events import MemoryRecorder
+from kubecore._events import MemoryRecorder, v1_event
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model import KubeObject, Pod
@@ -63,6 +63,7 @@ from kubecore._runtime import Event
 from kubecore._serving import BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
+from kubecore._timefmt import human_duration as human_duration
 from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
 
 if TYPE_CHECKING:
@@ -301,27 +302,6 @@ class Exchange(Protocol):
 
 
 # --- formatting ---------------------------------------------------------------------------
-
-
-def human_duration(seconds: float) -> str:
-    """An age as kubectl prints it: ``45s``, ``3m20s``, ``2h``, ``5d``."""
-    s = max(0, int(seconds))
-    minutes, hours, days = s // 60, s // 3600, s // 86400
-    if s < 120:
-        return f"{s}s"
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 192:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    return f"{days // 365}y{days % 365}d"
 
 
 def parse_rfc3339(text: str) -> float:
@@ -581,35 +561,7 @@ def event_object(event: Event, node_name: str) -> dict[str, Any]:
             )
         ).encode()
     ).hexdigest()[:16]
-    involved: dict[str, Any] = {
-        "kind": ref.kind,
-        "namespace": ref.namespace,
-        "name": ref.name,
-        "apiVersion": "v1",
-    }
-    if ref.uid:
-        involved["uid"] = ref.uid
-    if ref.field_path:
-        involved["fieldPath"] = ref.field_path
-    return {
-        "kind": "Event",
-        "apiVersion": "v1",
-        "metadata": {
-            "name": f"{ref.name}.{digest}",
-            "namespace": ref.namespace,
-            "creationTimestamp": when,
-        },
-        "involvedObject": involved,
-        "reason": event.reason,
-        "message": event.message,
-        "source": {"component": "kubelet", "host": node_name},
-        "firstTimestamp": when,
-        "lastTimestamp": when,
-        "count": 1,
-        "type": str(event.type),
-        "reportingComponent": "kubelet",
-        "reportingInstance": node_name,
-    }
+    return v1_event(event, node=node_name, name=f"{ref.name}.{digest}", stamp=when)
 
 
 def event_cells(event: dict[str, Any], now: float) -> list[Any]:

@@ -170,6 +170,14 @@ class SourceUnavailable(KubecoreError, ValueError):
     """A pod source cannot be used as given (a manifest path that does not exist at start-up)."""
 
 
+class InvalidKubeletConfig(KubecoreError, ValueError):
+    """A ``KubeletConfig`` holds a value it cannot have; ``problems`` names each field and why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid KubeletConfig: " + "; ".join(problems))
+        self.problems = tuple(problems)
+
+
 class RootDirInUse(KubecoreError):
     """Another agent process holds the root directory's lock."""
 

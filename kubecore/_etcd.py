@@ -52,6 +52,7 @@ import yaml
 import kubecore
 from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, ValidationError
 from kubecore._desired import PodReport
+from kubecore._events import EVENT_COMPONENT, v1_event
 from kubecore._manifest.decoding import pod_status_to_dict
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore.events import Event
@@ -1230,29 +1231,14 @@ def _rfc3339(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def event_document(event: Event, node: str, name: str) -> dict[str, Any]:
-    """A v1 Event for one of the agent's events."""
-    ref = event.involved_object
-    involved = {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
-    if ref.uid:
-        involved["uid"] = ref.uid
-    if ref.field_path:
-        involved["fieldPath"] = ref.field_path
+def _event_stamp(event: Event) -> str:
     # The agent's clock may be virtual (a monotonic count): only a wall time is shown as one.
-    stamp = _rfc3339(event.timestamp if event.timestamp > 1e9 else time.time())
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": ref.namespace or "default"},
-        "involvedObject": involved,
-        "type": str(event.type),
-        "reason": event.reason,
-        "message": event.message,
-        "count": 1,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "source": {"component": "kubecore", "host": node},
-    }
+    return _rfc3339(event.timestamp if event.timestamp > 1e9 else time.time())
+
+
+def event_document(event: Event, node: str, name: str) -> dict[str, Any]:
+    """A v1 Event for one of the agent's events (the one builder's)."""
+    return v1_event(event, node=node, name=name, stamp=_event_stamp(event))
 
 
 _quote = json.encoder.encode_basestring_ascii
@@ -1262,20 +1248,24 @@ def event_json(event: Event, node: str, name: str) -> bytes:
     """``encode_json(event_document(event, node, name))``, written out directly: six events
     per pod started, their dictionaries and sorting cost more than the rest of their write."""
     ref = event.involved_object
-    stamp = _quote(_rfc3339(event.timestamp if event.timestamp > 1e9 else time.time()))
-    involved = [f'"kind":{_quote(ref.kind)},"name":{_quote(ref.name)}']
+    stamp = _quote(_event_stamp(event))
+    involved = ['"apiVersion":"v1"']
     if ref.field_path:
-        involved.insert(0, f'"fieldPath":{_quote(ref.field_path)}')
+        involved.append(f'"fieldPath":{_quote(ref.field_path)}')
+    involved.append(f'"kind":{_quote(ref.kind)},"name":{_quote(ref.name)}')
     involved.append(f'"namespace":{_quote(ref.namespace)}')
     if ref.uid:
         involved.append(f'"uid":{_quote(ref.uid)}')
+    host = _quote(node)
     return (
         f'{{"apiVersion":"v1","count":1,"firstTimestamp":{stamp},'
         f'"involvedObject":{{{",".join(involved)}}},"kind":"Event","lastTimestamp":{stamp},'
         f'"message":{_quote(event.message)},'
-        f'"metadata":{{"name":{_quote(name)},"namespace":{_quote(ref.namespace or "default")}}},'
+        f'"metadata":{{"creationTimestamp":{stamp},"name":{_quote(name)},'
+        f'"namespace":{_quote(ref.namespace or "default")}}},'
         f'"reason":{_quote(event.reason)},'
-        f'"source":{{"component":"kubecore","host":{_quote(node)}}},'
+        f'"reportingComponent":"{EVENT_COMPONENT}","reportingInstance":{host},'
+        f'"source":{{"component":"{EVENT_COMPONENT}","host":{host}}},'
         f'"type":{_quote(str(event.type))}}}'
     ).encode()
 

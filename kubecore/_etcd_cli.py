@@ -43,7 +43,8 @@ from kubecore._etcd import (
     split_key,
     status_prefix,
 )
-from kubecore._status import parse_time, short_duration
+from kubecore._status import parse_time
+from kubecore._timefmt import human_duration
 from kubecore.events import FanoutRecorder
 from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore.objects import KubeObject
@@ -205,7 +206,7 @@ def _pod_line(
         ready=f"{sum(1 for c in statuses if c.get('ready'))}/{len(containers)}",
         status=_status_text(document),
         restarts=sum(int(c.get("restartCount") or 0) for c in statuses),
-        age=short_duration(now - started) if started is not None else "<unknown>",
+        age=human_duration(now - started) if started is not None else "<unknown>",
     )
 
 

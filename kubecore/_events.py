@@ -8,6 +8,7 @@ import logging
 import sys
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
 
@@ -109,3 +110,43 @@ class FanoutRecorder:
                 recorder.record(event)
             except Exception:
                 logger.exception("event recorder %r failed", recorder)
+
+
+EVENT_COMPONENT = "kubelet"
+"""The component v1 Events name as their source and reporter, as the kubelet's do (``kubectl
+describe`` shows it in the FROM column)."""
+
+
+def v1_event(event: Event, *, node: str, name: str, stamp: str) -> dict[str, Any]:
+    """The one v1 ``Event`` document of one of the agent's events, wherever it is served or
+    stored (the node's API, etcd); ``stamp`` is its time in RFC 3339."""
+    ref = event.involved_object
+    involved: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": ref.kind,
+        "namespace": ref.namespace,
+        "name": ref.name,
+    }
+    if ref.uid:
+        involved["uid"] = ref.uid
+    if ref.field_path:
+        involved["fieldPath"] = ref.field_path
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": name,
+            "namespace": ref.namespace or "default",
+            "creationTimestamp": stamp,
+        },
+        "involvedObject": involved,
+        "reason": event.reason,
+        "message": event.message,
+        "source": {"component": EVENT_COMPONENT, "host": node},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "type": str(event.type),
+        "reportingComponent": EVENT_COMPONENT,
+        "reportingInstance": node,
+    }

@@ -25,10 +25,16 @@ import attrs
 
 from kubecore._admission import Admission
 from kubecore._clock import Clock, SystemClock
+from kubecore._config_bounds import config_problems
 from kubecore._credentials import Keyring
 from kubecore._desired import DesiredPods, PodReport
 from kubecore._env import NodeInfo, host_capacity
-from kubecore._errors import ContainerNotFound, ContainerRuntimeError, NotFound
+from kubecore._errors import (
+    ContainerNotFound,
+    ContainerRuntimeError,
+    InvalidKubeletConfig,
+    NotFound,
+)
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
     MIN_GRACE_PERIOD,
@@ -72,7 +78,7 @@ from kubecore._status import pod_verdict
 from kubecore._status_manager import StatusManager
 from kubecore._termination import PodLifecycle, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
-from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._updates import Operation, PodUpdate, is_static
 from kubecore._volumes import VolumeManager
 from kubecore._workers import Inbox, PodWorkers
 
@@ -87,9 +93,6 @@ moment after its death event (Docker does)."""
 _DEATH_RECHECK = 0.05
 _SYNC_LOOP_MIN_THRESHOLD = 300.0
 """The kubelet's ``syncloop`` health check allows twice the resync interval, at least 5 min."""
-_CLUSTER_SOURCES = frozenset({"api", "etcd"})
-"""Pods from these sources are the API server's (or the scheduler's); the others are *static*
-pods, as the kubelet's metrics label them."""
 
 
 @attrs.frozen
@@ -130,6 +133,11 @@ class KubeletConfig:
     node_labels: tuple[str, ...] = ()
     """``key=value`` labels of the node (each entry may hold several, comma separated), beside
     the well-known ``kubernetes.io/hostname``, ``/os`` and ``/arch`` it always has."""
+
+    def __attrs_post_init__(self) -> None:
+        problems = config_problems(attrs.fields(type(self)), self)
+        if problems:
+            raise InvalidKubeletConfig(problems)
 
     def labels(self) -> dict[str, str]:
         """The node's labels: the well-known ones, then ``node_labels`` (which may override)."""
@@ -208,6 +216,7 @@ class Kubelet:
         self.volumes = VolumeManager(
             cfg.root_dir, cfg.node_name, objects=self.objects, pvc_dir=cfg.pvc_dir
         )
+        self.volumes.acquire()  # RootDirInUse now, not at the first pod
         self.admission = Admission(
             max_pods=cfg.max_pods,
             allow_privileged=cfg.allow_privileged,
@@ -390,8 +399,7 @@ class Kubelet:
         self.desired.refresh(self.pod_config.generation, self.pod_config.pods, self.clock.now())
 
     def _leave(self, pod: Pod) -> None:
-        self.probes.forget(pod.uid)
-        self.metrics.forget_pod(pod.uid)
+        self.prober.forget(pod.uid)
         self.terminations.leave(pod)
 
     def _desired_again(self, desired: Mapping[str, PodState]) -> None:
@@ -978,8 +986,7 @@ def working_pod_counts(
 
 
 def _static_label(pod: Pod) -> str:
-    source = pod.metadata.annotations.get(SOURCE_ANNOTATION, "")
-    return "false" if source in _CLUSTER_SOURCES else "true"
+    return "true" if is_static(pod) else "false"
 
 
 def _settled(pod: Pod) -> bool:

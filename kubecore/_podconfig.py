@@ -9,29 +9,23 @@ so the agent may trust that a pod missing from the merged view is really not wan
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Iterable
 
 import attrs
 
+from kubecore._manifest.documents import pod_uid
 from kubecore._model import Pod
 from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
 
 logger = logging.getLogger(__name__)
 
 
-def stable_uid(source: str, namespace: str, name: str) -> str:
-    """A UID for a pod its source gave none: stable across restarts of the agent."""
-    digest = hashlib.sha256(f"{source}\0{namespace}\0{name}".encode()).hexdigest()
-    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
-
-
 def _stamp(pod: Pod, source: str) -> Pod:
     """The pod with a UID and the source annotation (unchanged object when it has both)."""
     meta = pod.metadata
-    uid = meta.uid or stable_uid(source, meta.namespace, meta.name)
+    uid = meta.uid or pod_uid(source, meta.namespace, meta.name)
     if uid == meta.uid and meta.annotations.get(SOURCE_ANNOTATION) == source:
         return pod
     annotations = {**meta.annotations, SOURCE_ANNOTATION: source}

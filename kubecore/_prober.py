@@ -52,6 +52,9 @@ class Prober:
         self._max_workers = max_workers
         self._on_change = on_change
         self._lock = threading.Lock()
+        self._record_lock = threading.Lock()
+        """A result is recorded, or a pod forgotten, one at a time: a probe answering as its pod
+        leaves records nothing."""
         self._in_flight: set[tuple[str, str]] = set()
         """(container id, probe kind) of the probes running on the pool."""
         self._pool: ThreadPoolExecutor | None = None
@@ -127,16 +130,25 @@ class Prober:
     ) -> bool:
         result, took = timed
         meta = pod.metadata
-        self._metrics.record_probe(
-            kind=job.kind,
-            outcome=result.outcome.value,
-            container=job.container_name,
-            pod=meta.name,
-            namespace=meta.namespace,
-            pod_uid=pod.uid,
-            duration=took,
-        )
-        return self.manager.record(pod, job, result, now)
+        with self._record_lock:
+            if not self.manager.knows(job):
+                return False  # the pod or container left while the probe ran
+            self._metrics.record_probe(
+                kind=job.kind,
+                outcome=result.outcome.value,
+                container=job.container_name,
+                pod=meta.name,
+                namespace=meta.namespace,
+                pod_uid=pod.uid,
+                duration=took,
+            )
+            return self.manager.record(pod, job, result, now)
+
+    def forget(self, uid: str) -> None:
+        """A pod left: its probes, their results and their metric series go."""
+        with self._record_lock:
+            self.manager.forget(uid)
+            self._metrics.forget_pod(uid)
 
     def shutdown(self) -> None:
         """Stop the pool without waiting for probes still running (they time out on their own)."""

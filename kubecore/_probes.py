@@ -126,6 +126,11 @@ class ProbeManager:
             self._pods.pop(uid, None)
             self._states.pop(uid, None)
 
+    def knows(self, job: ProbeJob) -> bool:
+        """The job's container is still probed (its pod has not left meanwhile)."""
+        with self._lock:
+            return job.container_id in self._pods.get(job.pod_uid, {})
+
     def retain(self, uids: Iterable[str]) -> None:
         keep = set(uids)
         with self._lock:

@@ -55,29 +55,6 @@ def parse_time(value: str) -> float | None:
         return None
 
 
-def short_duration(seconds: float) -> str:
-    """Like kubectl's ages: 45s, 3m20s, 12m, 5h10m, 20h, 3d4h, 12d, 2y."""
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if days < 8:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    return f"{days // 365}y"
-
-
 def rfc3339(ts: float) -> str:
     """Seconds since the epoch as the v1 API writes times: ``2024-05-01T12:00:00Z`` (UTC)."""
     return _rfc3339_seconds(math.floor(ts))

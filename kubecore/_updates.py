@@ -12,6 +12,33 @@ SOURCE_ANNOTATION = "kubernetes.io/config.source"
 """Every pod is stamped with the name of the source it came from."""
 
 
+class SourceName(enum.StrEnum):
+    """The names of kubecore's own pod sources (stamped under ``SOURCE_ANNOTATION``)."""
+
+    FILE = "file"
+    """Manifest files and directories."""
+    HTTP = "http"
+    """A manifest URL."""
+    API = "api"
+    """The embedding program (``StaticSource``, ``Kubelet.set_pods``)."""
+    KUBE_APISERVER = "kube-apiserver"
+    """The node's Kubernetes API, what kubectl writes to."""
+    ETCD = "etcd"
+    """Pods bound to the node in etcd."""
+
+
+CLUSTER_SOURCES = frozenset(
+    {SourceName.API.value, SourceName.KUBE_APISERVER.value, SourceName.ETCD.value}
+)
+"""Pods from these sources are the API server's (or the scheduler's, or the embedder's); the
+others are *static* pods, as the kubelet's metrics label them."""
+
+
+def is_static(pod: Pod) -> bool:
+    """The pod came from a manifest file or URL (or a source of the embedder's own naming)."""
+    return pod.metadata.annotations.get(SOURCE_ANNOTATION, "") not in CLUSTER_SOURCES
+
+
 class Operation(enum.Enum):
     SET = "set"
     """The source's complete pod list: pods it no longer lists are removed."""

@@ -12,19 +12,21 @@ Layout under the agent's root dir (as the kubelet's)::
     <root>/pods/<uid>/containers/<container>/<restart>/termination-log
     <root>/pods/<uid>/etc-hosts                             the pod's managed /etc/hosts
 
-One agent process uses a root dir at a time (an exclusive ``flock`` on the lock file, taken before
-the first change; agents in one process, such as a harness restarting its agent, share it), and an
-agent removes only the pod directories made for its own node name.
+One agent uses a root dir at a time (an exclusive ``flock`` on the lock file against other
+processes, and the same rule inside one process: a harness restarting its agent stops the old one
+first), and an agent removes only the pod directories made for its own node name.
 """
 
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import shutil
 import stat
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -210,19 +212,30 @@ LOCK_FILE = ".kubecore.lock"
 NODE_FILE = ".node"
 
 _held_lock = threading.Lock()
-_held: dict[str, tuple[int, int]] = {}
-"""Root dir -> (lock file descriptor, users in this process). A ``flock`` belongs to the process's
-open file, so agents of one process share the one taken."""
+_held: dict[str, tuple[int, weakref.ref[object], str]] = {}
+"""Root dir -> (lock file descriptor, the one agent of this process using it, its node name).
+A ``flock`` belongs to the process's open file, so the process itself must keep a second agent
+out."""
 
 
-def acquire_root_dir(root_dir: str, node_name: str) -> None:
-    """Take the root dir's lock for this process (shared by agents of this process); raises
-    ``RootDirInUse`` naming the holder when another process has it."""
+def acquire_root_dir(root_dir: str, node_name: str, owner: object) -> None:
+    """Take the root dir's lock for ``owner`` (idempotent for the same owner); raises
+    ``RootDirInUse`` naming the holder when another process, or another agent of this process,
+    has it. An agent of this process that was dropped without being closed does not keep it."""
     path = os.path.join(root_dir, LOCK_FILE)
     with _held_lock:
         held = _held.get(root_dir)
+        if held is not None and held[1]() is not None and held[1]() is not owner:
+            gc.collect()  # a dropped agent caught in a reference cycle is not a holder
+        held = _held.get(root_dir)
         if held is not None:
-            _held[root_dir] = (held[0], held[1] + 1)
+            fd, holder, holder_node = held
+            if holder() is not None and holder() is not owner:
+                raise RootDirInUse(
+                    root_dir,
+                    f"another agent of this process, pid {os.getpid()}, node {holder_node}",
+                )
+            _held[root_dir] = (fd, weakref.ref(owner), node_name)
             return
         _make_dirs(root_dir)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -230,10 +243,10 @@ def acquire_root_dir(root_dir: str, node_name: str) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
-                holder = os.pread(fd, 256, 0).decode(errors="replace").strip() or "unknown pid"
+                holder_text = os.pread(fd, 256, 0).decode(errors="replace").strip()
             finally:
                 os.close(fd)
-            raise RootDirInUse(root_dir, holder) from None
+            raise RootDirInUse(root_dir, holder_text or "unknown pid") from None
         except BaseException:
             os.close(fd)
             raise
@@ -242,21 +255,17 @@ def acquire_root_dir(root_dir: str, node_name: str) -> None:
             os.pwrite(fd, f"pid {os.getpid()}, node {node_name}\n".encode(), 0)
         except OSError as error:  # a full disk: the lock holds, only the holder's name is lost
             logger.warning("could not write the holder into %s: %s", path, error)
-        _held[root_dir] = (fd, 1)
+        _held[root_dir] = (fd, weakref.ref(owner), node_name)
 
 
-def release_root_dir(root_dir: str) -> None:
-    """Give back one use of the lock; the last user of this process unlocks it."""
+def release_root_dir(root_dir: str, owner: object) -> None:
+    """Give the lock back if ``owner`` holds it (closing the descriptor releases the flock)."""
     with _held_lock:
         held = _held.get(root_dir)
-        if held is None:
-            return
-        fd, users = held
-        if users > 1:
-            _held[root_dir] = (fd, users - 1)
+        if held is None or held[1]() is not owner:
             return
         del _held[root_dir]
-        os.close(fd)  # closing the only descriptor releases the flock
+        os.close(held[0])
 
 
 _GROUP_DIR_BITS = stat.S_IRGRP | stat.S_IWGRP | stat.S_IXGRP | stat.S_ISGID
@@ -328,13 +337,13 @@ class VolumeManager:
         """Take the root dir for this agent (``RootDirInUse`` if another process has it).
         Done before the first change; call it early to fail fast."""
         if not self._locked:
-            acquire_root_dir(self.root_dir, self.node_name)
+            acquire_root_dir(self.root_dir, self.node_name, self)
             self._locked = True
 
     def release(self) -> None:
         if self._locked:
             self._locked = False
-            release_root_dir(self.root_dir)
+            release_root_dir(self.root_dir, self)
 
     def _claim(self, uid: str) -> str:
         """The pod's directory, made and marked with this node's name on first use."""

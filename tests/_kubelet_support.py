@@ -76,7 +76,9 @@ class Node:
         return self.kubelet.events.reasons(name=name)
 
     def restart_kubelet(self, **config: Any) -> Kubelet:
-        """A fresh agent on the same runtime (the old one simply goes away)."""
+        """A fresh agent on the same runtime, root dir and clock (the old one is stopped, as a
+        restarted process would be; the containers keep running)."""
+        self.kubelet.close()
         self.kubelet = new_kubelet(self.runtime, self.clock, self.checker, self.tmp, **config)
         return self.kubelet
 

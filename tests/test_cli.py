@@ -19,7 +19,6 @@ from kubecore._cli import (
     main,
     parse_options,
     resolve_settings,
-    short_duration,
 )
 from kubecore._model import (
     Container,
@@ -365,26 +364,6 @@ def test_table_adds_namespace_when_several() -> None:
         "AGE",
     ]
     assert "<unknown>" in table
-
-
-@pytest.mark.parametrize(
-    "seconds, text",
-    [
-        (0, "0s"),
-        (59, "59s"),
-        (119, "119s"),
-        (120, "2m"),
-        (125, "2m5s"),
-        (700, "11m"),
-        (3 * 3600 + 60, "3h1m"),
-        (20 * 3600, "20h"),
-        (3 * 86400 + 3600, "3d1h"),
-        (30 * 86400, "30d"),
-        (800 * 86400, "2y"),
-    ],
-)
-def test_short_duration(seconds: float, text: str) -> None:
-    assert short_duration(seconds) == text
 
 
 # --- as a real program ----------------------------------------------------------------------------

@@ -155,6 +155,22 @@ def test_an_event_document_is_the_v1_event_as_json() -> None:
         assert event_json(event, "node-1", "web.1") == expected
 
 
+def test_the_node_api_and_etcd_build_one_event_document() -> None:
+    """kubectl reads the same Event whether the node's API serves it or etcd holds it."""
+    from kubecore._apiserver import event_object
+    from kubecore._etcd import event_document
+    from kubecore._events import pod_reference
+    from kubecore._runtime import Event, EventType
+
+    event = Event(pod_reference("prod", "web", "uid-1", "app"), EventType.NORMAL, "Started",
+                  "Started", 1.7e9)  # fmt: skip
+    served = event_object(event, "node-1")
+    stored = event_document(event, "node-1", served["metadata"]["name"])
+    assert stored == served
+    assert stored["source"] == {"component": "kubelet", "host": "node-1"}
+    assert stored["reportingComponent"] == "kubelet"
+
+
 def test_parse_endpoints() -> None:
     from kubecore._etcd import parse_endpoints
 

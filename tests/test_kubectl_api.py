@@ -19,7 +19,6 @@ from kubecore._apiserver import (
     Gone,
     PodLog,
     field_selector,
-    human_duration,
     label_selector,
     merge_patch,
     strategic_merge_patch,
@@ -42,25 +41,6 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
 # --- pure parts -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [
-        (0, "0s"),
-        (-3, "0s"),
-        (119, "119s"),
-        (125, "2m5s"),
-        (600, "10m"),
-        (3 * 3600 + 5 * 60, "3h5m"),
-        (20 * 3600, "20h"),
-        (3 * 86400 + 2 * 3600, "3d2h"),
-        (40 * 86400, "40d"),
-        (800 * 86400, "2y70d"),
-    ],
-)
-def test_ages_read_as_kubectl_prints_them(seconds: float, text: str) -> None:
-    assert human_duration(seconds) == text
 
 
 def test_label_selectors() -> None:

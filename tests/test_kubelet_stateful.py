@@ -90,6 +90,7 @@ class KubeletMachine(RuleBasedStateMachine):
 
     @rule()
     def restart_agent(self) -> None:
+        self.kubelet.close()
         self.kubelet = Kubelet(
             self.runtime,
             self.runtime,

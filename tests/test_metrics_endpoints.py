@@ -279,6 +279,17 @@ def test_working_and_restarted_pods(node: Node) -> None:
     assert working(node, "sync", "desired", "true") == 1
 
 
+@pytest.mark.parametrize(
+    ("source", "static"),
+    [("api", "false"), ("kube-apiserver", "false"), ("etcd", "false"), ("file", "true"),
+     ("http", "true")],
+)  # fmt: skip
+def test_pods_from_the_api_server_are_not_static(node: Node, source: str, static: str) -> None:
+    node.kubelet.set_pods([make_pod("web", ctr("app"))], source=source)
+    node.converge()
+    assert node.kubelet.metrics.value("kubelet_desired_pods", {"static": static}) == 1
+
+
 def test_agents_sharing_metrics_serve_the_last_ones_resources(tmp_path: Path) -> None:
     shared = Metrics()
     runtimes = [FakeRuntime(), FakeRuntime()]

@@ -3,8 +3,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from kubecore._manifest.documents import pod_uid
 from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._podconfig import PodConfig, stable_uid
+from kubecore._podconfig import PodConfig
 from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
 
 
@@ -50,7 +51,7 @@ def test_pods_are_stamped_with_source_and_uid() -> None:
     config.apply(PodUpdate(Operation.SET, (pod("a"),), "file"))
     (only,) = config.pods()
     assert only.metadata.annotations[SOURCE_ANNOTATION] == "file"
-    assert only.uid == stable_uid("file", "default", "a")
+    assert only.uid == pod_uid("file", "default", "a")
     # the same pod again gets the same uid: an agent restart adopts it
     other = PodConfig()
     other.apply(PodUpdate(Operation.SET, (pod("a"),), "file"))
@@ -108,3 +109,16 @@ def test_a_source_that_is_not_ready_says_why_until_it_reports_again() -> None:
     assert config.not_ready_reasons() == {"etcd": "etcd is unreachable: refused"}
     config.apply(PodUpdate(Operation.SET, (), "etcd"))
     assert config.not_ready_reasons() == {}
+
+
+def test_a_pod_has_one_uid_whichever_way_it_reaches_the_agent() -> None:
+    """``Kubelet.set_pods`` and ``StaticSource`` are two documented ways to hand the agent pods:
+    switching between them must not replace every container."""
+    from kubecore import StaticSource
+
+    web = pod("web")
+    direct = PodConfig()
+    direct.apply(PodUpdate(Operation.SET, (web,), "api"))
+    through_source = StaticSource([web], name="api").poll(0.0)
+    assert through_source is not None
+    assert [p.uid for p in direct.pods()] == [through_source.pods[0].uid]

@@ -52,6 +52,7 @@ EXPECTED_ALL = [
     "ImageNotFound",
     "ImagePullError",
     "InvalidConfig",
+    "InvalidKubeletConfig",
     "KubecoreError",
     "Kubelet",
     "KubeletConfig",

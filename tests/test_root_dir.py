@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from kubecore import Kubelet, KubeletConfig
 from kubecore._errors import RootDirInUse
 from kubecore._volumes import VolumeManager
+from kubecore_fake import FakeRuntime
 
 HOLD = """
 import sys
@@ -46,26 +48,48 @@ def test_another_process_holding_the_root_dir_is_named(tmp_path: Path) -> None:
     manager.release()
 
 
-def test_agents_of_one_process_share_the_root_dir(tmp_path: Path) -> None:
-    first = VolumeManager(str(tmp_path), "node")
-    second = VolumeManager(str(tmp_path), "node")
+def test_a_second_agent_of_one_process_is_refused_until_the_first_stops(tmp_path: Path) -> None:
+    first = VolumeManager(str(tmp_path), "node-a")
+    second = VolumeManager(str(tmp_path), "node-b")
     first.prepare_termination_log("uid-1", "app", 0)
-    second.prepare_termination_log("uid-2", "app", 0)  # a restarted agent in a harness
+    with pytest.raises(RootDirInUse, match=rf"another agent of this process, pid {os.getpid()}"):
+        second.prepare_termination_log("uid-2", "app", 0)
+    first.acquire()  # the holder itself may ask again
     first.release()
+    second.prepare_termination_log("uid-2", "app", 0)  # a restarted agent, the old one stopped
     second.release()
 
 
+def test_two_kubelets_on_one_root_dir_in_one_process(tmp_path: Path) -> None:
+    runtime = FakeRuntime()
+    config = KubeletConfig(root_dir=str(tmp_path), resolv_conf=str(tmp_path / "none"))
+    first = Kubelet(runtime, runtime, config=config)
+    with pytest.raises(RootDirInUse, match="node kubecore-node"):
+        Kubelet(runtime, runtime, config=config)
+    first.close()
+    with Kubelet(runtime, runtime, config=config) as second:
+        assert second.root_dir == str(tmp_path)
+
+
+def test_an_agent_dropped_without_closing_does_not_hold_the_root_dir(tmp_path: Path) -> None:
+    runtime = FakeRuntime()
+    config = KubeletConfig(root_dir=str(tmp_path), resolv_conf=str(tmp_path / "none"))
+    Kubelet(runtime, runtime, config=config)  # never closed, no reference kept
+    Kubelet(runtime, runtime, config=config).close()
+
+
 def test_orphan_cleanup_removes_only_this_nodes_directories(tmp_path: Path) -> None:
-    mine = VolumeManager(str(tmp_path), "node-a")
-    theirs = VolumeManager(str(tmp_path), "node-b")
-    mine.prepare_termination_log("uid-mine", "app", 0)
+    theirs = VolumeManager(str(tmp_path), "node-b")  # an agent of another node used it before
     theirs.prepare_termination_log("uid-theirs", "app", 0)
+    theirs.release()
+    mine = VolumeManager(str(tmp_path), "node-a")
+    mine.prepare_termination_log("uid-mine", "app", 0)
     legacy = tmp_path / "pods" / "uid-legacy"  # made before directories were marked
     legacy.mkdir(parents=True)
     assert mine.cleanup_orphans(()) == ["uid-legacy", "uid-mine"]
     assert sorted(os.listdir(tmp_path / "pods")) == ["uid-theirs"]
-    assert theirs.cleanup_orphans(()) == ["uid-theirs"]
     mine.release()
+    assert theirs.cleanup_orphans(()) == ["uid-theirs"]
     theirs.release()
 
 

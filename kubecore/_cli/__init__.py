@@ -90,9 +90,6 @@ if _typing.TYPE_CHECKING:
     from kubecore._cli.settings import (
         resolve_settings as resolve_settings,
     )
-    from kubecore._status import (
-        short_duration as short_duration,
-    )
 
 __all__ = [
     "CONFIG_FIELD_HELP",
@@ -122,7 +119,6 @@ __all__ = [
     "resolve_settings",
     "run_forever",
     "run_once",
-    "short_duration",
     "validate_paths",
 ]
 
@@ -160,7 +156,6 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "parse_options",
         "resolve_settings",
     ),
-    "kubecore._status": ("short_duration",),
 }
 _HOME = {name: module for module, names in _DEFINED_IN.items() for name in names}
 

@@ -27,7 +27,7 @@ from kubecore._cli.settings import (
     resolve_settings,
 )
 from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
+from kubecore._errors import InvalidKubeletConfig, KubecoreError, RootDirInUse, SourceUnavailable
 from kubecore._model import Pod
 from kubecore._runtime import Puller
 from kubecore._sources import (
@@ -128,6 +128,13 @@ def kubelet_config(settings: Mapping[str, Any]) -> kubecore.KubeletConfig:
     """The agent's ``KubeletConfig`` from the resolved settings."""
     try:
         return kubecore.KubeletConfig(**kubelet_config_values(settings))
+    except InvalidKubeletConfig as error:
+        options = {s.config_field: s.option for s in RUN_SETTINGS if s.config_field}
+        lines = []
+        for problem in error.problems:
+            field, _, why = problem.partition(": ")
+            lines.append(f"{options.get(field, field)}: {why}")
+        raise UsageError("; ".join(lines)) from None
     except (TypeError, ValueError) as error:
         raise UsageError(f"invalid agent configuration: {error}") from None
 
@@ -166,16 +173,16 @@ def cmd_run(
         from kubecore._credentials import KeyringPuller
 
         puller = KeyringPuller(puller, keyring)
-    kubelet = Kubelet.from_bundle(
-        attrs.evolve(bundle, puller=TrackingPuller(puller, tracker)),
-        config=config,
-        sources=tuple(source.name for source in sources),
-    )
-    clock = kubelet.clock
     try:
-        kubelet.volumes.acquire()
+        kubelet = Kubelet.from_bundle(
+            attrs.evolve(bundle, puller=TrackingPuller(puller, tracker)),
+            config=config,
+            sources=tuple(source.name for source in sources),
+        )
     except RootDirInUse as error:
+        bundle.runtime.close()
         raise UsageError(str(error)) from None
+    clock = kubelet.clock
     etcd = attach_etcd(kubelet, settings)
     if etcd is not None:
         sources.extend(etcd.sources)

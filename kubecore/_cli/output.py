@@ -13,7 +13,8 @@ import attrs
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 from kubecore._sources import SourceProblem
-from kubecore._status import parse_time, pod_status_text, short_duration
+from kubecore._status import parse_time, pod_status_text
+from kubecore._timefmt import human_duration
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def pod_row(pod: Pod, now: float) -> PodRow:
         ready=f"{ready}/{len(pod.spec.containers)}",
         status=pod_status_text(pod),
         restarts=restarts,
-        age=short_duration(now - started) if started is not None else "<unknown>",
+        age=human_duration(now - started) if started is not None else "<unknown>",
     )
 
 

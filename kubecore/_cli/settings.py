@@ -20,6 +20,7 @@ import yaml
 
 import kubecore
 from kubecore._cli.basic import UsageError as UsageError
+from kubecore._config_bounds import FIELD_BOUNDS, SECONDS, Bounds
 from kubecore._node_fit import parse_node_labels
 from kubecore._serving import DEFAULT_ADDRESS, DEFAULT_PORT
 from kubecore._sources import DEFAULT_SETTLE
@@ -29,29 +30,6 @@ ENV_PREFIX = "KUBECORE_"
 Kind = Literal["str", "int", "float", "bool", "list", "strs", "options"]
 """``list``: paths (``os.pathsep`` separated in the environment); ``strs``: a repeatable flag,
 comma separated in the environment; ``options``: ``key=value`` pairs for the runtime plugin."""
-
-
-@attrs.frozen
-class Bounds:
-    """The range a numeric setting must lie in; ``open_low``: the low end itself is excluded."""
-
-    low: float
-    high: float
-    open_low: bool = False
-
-    def contains(self, value: float) -> bool:
-        above = value > self.low if self.open_low else value >= self.low
-        return above and value <= self.high
-
-    def describe(self) -> str:
-        if self.open_low:
-            return f"greater than {self.low:g} and at most {self.high:g}"
-        return f"from {self.low:g} to {self.high:g}"
-
-
-SECONDS = Bounds(0, 7 * 86400, open_low=True)
-"""Any interval or deadline: positive, at most a week."""
-AGE = Bounds(0, 365 * 86400)
 
 
 @attrs.frozen
@@ -92,7 +70,6 @@ class FieldHelp:
 
     help: str
     metavar: str | None = None
-    bounds: Bounds | None = None
     flag_name: str = ""
     """The setting's name when it is not the field's (``resync`` for ``resync_interval``)."""
     default: Callable[[], Any] | None = None
@@ -105,13 +82,11 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
         "the agent's state directory (pod volumes live under it)", "DIR", default=_default_root_dir
     ),
     "resync_interval": FieldHelp(
-        "seconds between full resyncs of every pod", "SECONDS", SECONDS, flag_name="resync"
+        "seconds between full resyncs of every pod", "SECONDS", flag_name="resync"
     ),
-    "relist_interval": FieldHelp(
-        "seconds between relists of the runtime's containers", "SECONDS", SECONDS
-    ),
+    "relist_interval": FieldHelp("seconds between relists of the runtime's containers", "SECONDS"),
     "housekeeping_interval": FieldHelp(
-        "seconds between housekeeping passes (orphans, volumes, status)", "SECONDS", SECONDS
+        "seconds between housekeeping passes (orphans, volumes, status)", "SECONDS"
     ),
     "allow_privileged": FieldHelp(
         "allow containers with securityContext.privileged (refused otherwise)"
@@ -128,36 +103,31 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
     "cluster_domain": FieldHelp("the cluster's DNS domain, searched by pods", "DOMAIN"),
     "resolv_conf": FieldHelp("the resolver file pods with dnsPolicy Default inherit", "FILE"),
     "sandbox_image": FieldHelp("the image of pod sandboxes (default: the runtime's own)", "IMAGE"),
-    "pull_qps": FieldHelp("image pulls per second at most; 0 = no limit", "QPS", Bounds(0, 10_000)),
-    "pull_burst": FieldHelp("image pulls allowed at once above --pull-qps", "N", Bounds(1, 10_000)),
-    "max_pods": FieldHelp("pods admitted at most", "N", Bounds(1, 1_000_000)),
-    "workers": FieldHelp("pods synced in parallel at most", "N", Bounds(1, 1024)),
+    "pull_qps": FieldHelp("image pulls per second at most; 0 = no limit", "QPS"),
+    "pull_burst": FieldHelp("image pulls allowed at once above --pull-qps", "N"),
+    "max_pods": FieldHelp("pods admitted at most", "N"),
+    "workers": FieldHelp("pods synced in parallel at most", "N"),
     "container_gc_interval": FieldHelp(
-        "seconds between garbage collections of dead containers", "SECONDS", SECONDS
+        "seconds between garbage collections of dead containers", "SECONDS"
     ),
-    "gc_max_dead_per_container": FieldHelp(
-        "dead instances kept per container", "N", Bounds(0, 1_000_000)
-    ),
-    "gc_min_age": FieldHelp("seconds a dead container is kept at least", "SECONDS", AGE),
-    "image_gc_interval": FieldHelp("seconds between image garbage collections", "SECONDS", SECONDS),
+    "gc_max_dead_per_container": FieldHelp("dead instances kept per container", "N"),
+    "gc_min_age": FieldHelp("seconds a dead container is kept at least", "SECONDS"),
+    "image_gc_interval": FieldHelp("seconds between image garbage collections", "SECONDS"),
     "image_gc_high": FieldHelp(
         "image disk usage (percent) above which unused images are removed",
         "PERCENT",
-        Bounds(0, 100),
     ),
     "image_gc_low": FieldHelp(
         "image disk usage (percent) image garbage collection frees down to",
         "PERCENT",
-        Bounds(0, 100),
     ),
-    "image_min_age": FieldHelp("seconds an unused image is kept at least", "SECONDS", AGE),
-    "max_events": FieldHelp("events kept in memory at most", "N", Bounds(1, 10_000_000)),
+    "image_min_age": FieldHelp("seconds an unused image is kept at least", "SECONDS"),
+    "max_events": FieldHelp("events kept in memory at most", "N"),
     "backoff_initial": FieldHelp(
         "seconds of the first CrashLoopBackOff / ImagePullBackOff delay (it doubles)",
         "SECONDS",
-        SECONDS,
     ),
-    "backoff_max": FieldHelp("seconds those delays grow to at most", "SECONDS", SECONDS),
+    "backoff_max": FieldHelp("seconds those delays grow to at most", "SECONDS"),
     "host_ip": FieldHelp("the node's IP reported as the pods' hostIP", "IP"),
     "pvc_dir": FieldHelp(
         "serve persistentVolumeClaim volumes from DIR/<namespace>/<claimName>"
@@ -218,7 +188,7 @@ def config_settings(config_type: type = kubecore.KubeletConfig) -> tuple[Setting
                 info.default or _field_default(field),
                 info.help,
                 metavar=info.metavar,
-                bounds=info.bounds,
+                bounds=FIELD_BOUNDS.get(field.name),
                 config_field=field.name,
             )
         )

@@ -587,13 +587,18 @@ def load_manifest_lenient(
 _UID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://kubecore.invalid/pod-uid")
 
 
+def pod_uid(source: str, namespace: str, name: str) -> str:
+    """The UID of a pod its source gave none: the same for the same (source, namespace, name)
+    across restarts and whichever way the pod reached the agent (the one identity rule)."""
+    return str(uuid.uuid5(_UID_NAMESPACE, "\x00".join((source, namespace, name))))
+
+
 def assign_uid(pod: m.Pod, source: str) -> m.Pod:
-    """A pod without a uid gets a stable one from (source, namespace, name); others keep theirs."""
+    """A pod without a uid gets ``pod_uid`` of (source, namespace, name); others keep theirs."""
     if pod.metadata.uid:
         return pod
     meta = pod.metadata
-    key = "\x00".join((source, meta.namespace, meta.name))
-    uid = str(uuid.uuid5(_UID_NAMESPACE, key))
+    uid = pod_uid(source, meta.namespace, meta.name)
     return attrs.evolve(pod, metadata=attrs.evolve(meta, uid=uid))
 
 
