@@ -17,7 +17,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -147,6 +147,9 @@ class SyncResult:
     failure: Waiting | None = None
     """The container whose start failed, with the reason its status shows until the next try
     (``ErrImagePull``, ``ErrImageNeverPull``, ``CreateContainerConfigError``, ...)."""
+    preempted: str = ""
+    """The step the sync stopped before because its work was no longer current ('' if it ran
+    to the end)."""
 
     @property
     def ok(self) -> bool:
@@ -298,11 +301,23 @@ class Executor:
         observed: ObservedPod,
         record: PodRecord,
         dns: DNSConfig | None,
+        *,
+        current: Callable[[], bool] | None = None,
     ) -> SyncResult:
+        """Carry ``actions`` out. ``current`` (cheap, asked before each kill, the volumes and
+        sandbox, and each container start) says whether this work is still wanted: once it
+        answers False (the pod was deleted meanwhile) nothing more is done, and the result
+        names the step not taken in ``preempted``."""
         started: list[str] = []
         killed: list[str] = []
         step = "start"
         starting: str | None = None
+
+        def preempted(at: str) -> SyncResult | None:
+            if current is None or current():
+                return None
+            return SyncResult(actions, "", tuple(started), tuple(killed), preempted=at)
+
         try:
             self._backoff_events(pod, actions, record)
             if actions.failure_reason and actions.failure_reason not in record.warned:
@@ -313,6 +328,8 @@ class Executor:
                 killed.extend(self.kill_pod(pod, observed))
             for kill in actions.containers_to_kill:
                 step = f"kill container {kill.name}"
+                if stopped := preempted(step):
+                    return stopped
                 rc = next((c for c in observed.containers if c.id == kill.container_id), None)
                 message = _kill_message(kill)
                 grace = kill.grace_period
@@ -333,6 +350,8 @@ class Executor:
                 return SyncResult(actions, "", tuple(started), tuple(killed))
 
             step = "set up volumes"
+            if stopped := preempted(step):
+                return stopped
             volumes = self._set_up_volumes(pod, record)
             step = "create sandbox" if actions.create_sandbox else "start"
             target = self._target(pod, actions, observed, dns, volumes)
@@ -343,6 +362,8 @@ class Executor:
             for start, is_init in starts:
                 container = _spec_of(pod, start, is_init=is_init)
                 step = f"start {'init container' if is_init else 'container'} {container.name}"
+                if stopped := preempted(step):
+                    return stopped
                 starting = container.name
                 self.start_container(pod, start, is_init=is_init, target=target, record=record)
                 started.append(container.name)
