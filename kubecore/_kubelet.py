@@ -35,6 +35,7 @@ from kubecore._executor import (
     Executor,
     TokenBucket,
     container_name_of,
+    run_at_once,
 )
 from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
@@ -431,12 +432,14 @@ class Kubelet:
         running = [c.id for c in entry.containers if c.state is RuntimeState.RUNNING]
         left = max(MIN_GRACE_PERIOD, termination.remaining(self.clock.monotonic()))
 
+        def stop_one(container_id: str) -> None:
+            try:
+                self.runtime.stop_container(container_id, left)
+            except ContainerRuntimeError as exc:
+                logger.warning("stopping %s early failed: %s", container_id, exc)
+
         def stop() -> None:
-            for container_id in running:
-                try:
-                    self.runtime.stop_container(container_id, left)
-                except ContainerRuntimeError as exc:
-                    logger.warning("stopping %s early failed: %s", container_id, exc)
+            run_at_once([functools.partial(stop_one, container_id) for container_id in running])
 
         threading.Thread(target=stop, name="kubecore-grace", daemon=True).start()
 
