@@ -770,15 +770,7 @@ class Kubelet:
         try:
             subscription = self.runtime.watch_events(self._on_runtime_event)
         except ContainerRuntimeError as exc:
-            self._stream_wanted = True
-            logged = self._stream_outage.fail(mono)
-            self._subscribe_at = mono + self._stream_outage.delay
-            if logged:
-                logger.warning(
-                    "no runtime event stream (%s); relying on relists, subscribing again in %.1fs",
-                    exc,
-                    self._stream_outage.delay,
-                )
+            self._stream_lost(mono, f"no runtime event stream ({exc})")
             return
         ended = self._stream_outage.answer(mono)
         if ended is not None:
@@ -798,18 +790,20 @@ class Kubelet:
             if getattr(subscription, "alive", True):
                 return
             self._unsubscribe()
-            self._stream_wanted = True
-            logged = self._stream_outage.fail(mono)
-            self._subscribe_at = mono + self._stream_outage.delay
-            if logged:
-                logger.warning(
-                    "the runtime event stream ended; relying on relists, subscribing again in"
-                    " %.1fs",
-                    self._stream_outage.delay,
-                )
+            self._stream_lost(mono, "the runtime event stream ended")
             return
         if self._stream_wanted and mono >= self._subscribe_at:
             self._subscribe()
+
+    def _stream_lost(self, mono: float, why: str) -> None:
+        """No event stream now: try again after a delay growing with each failure in a row."""
+        self._stream_wanted = True
+        logged = self._stream_outage.fail(mono)
+        self._subscribe_at = mono + self._stream_outage.delay
+        if logged:
+            logger.warning(
+                "%s; relying on relists, subscribing again in %.1fs", why, self._stream_outage.delay
+            )
 
     def _unsubscribe(self) -> None:
         subscription, self._subscription = self._subscription, None
