@@ -1,5 +1,6 @@
-"""A deleted pod's TERM-ignoring containers are stopped at once on the real engine: the pod goes
-in about its grace period, not one grace period (or the 2 s floor) per container."""
+"""Deleting a pod on the real engine: a sync starting its many containers stops at the next
+start, and its TERM-ignoring containers are stopped at once (the pod goes in about its grace
+period, not one grace period, or the 2 s floor, per container)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,22 @@ def test_four_term_ignoring_containers_go_within_twice_the_grace_period(
     # one after the other: 3 s + 3 x 2 s (the floor) = 9 s and more
     assert took < 2 * GRACE, f"4 containers with a {GRACE} s grace took {took:.1f}s"
     assert took >= GRACE - 0.5
+
+
+def test_a_pod_deleted_while_its_containers_start_stops_starting_them(
+    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+) -> None:
+    pod = make_pod("many", namespace, [container(f"c{i:02d}", engine.image) for i in range(40)])
+    kubelet = make_agent([pod])
+
+    def started() -> int:
+        return kubelet.events.reasons(namespace=namespace, name="many").count("Started")
+
+    wait_for(lambda: started() >= 3, 60, interval=0.01, what="3 containers started")
+    kubelet.set_pods([])
+    at_delete = started()
+    wait_for(lambda: not running_in(raw, namespace), 60, interval=0.05, what="the pod stopped")
+    assert started() - at_delete <= 2, (
+        f"{started() - at_delete} containers started after the delete"
+    )
+    assert started() < 40
