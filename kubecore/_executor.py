@@ -1001,7 +1001,7 @@ def stop_groups(
     at once; first every container but the sidecars, then the sidecars one at a time, the last
     started first (the reverse of their order in ``initContainers``)."""
     containers = list(containers)
-    sidecars = {}
+    sidecars: dict[str, int] = {}
     if pod is not None:
         sidecars = {c.name: i for i, c in enumerate(pod.spec.init_containers) if c.is_sidecar}
     if pod is None or not sidecars:

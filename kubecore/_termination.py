@@ -159,6 +159,7 @@ def _stop_within(
     specs: Mapping[str, ContainerSpec],
     c: RuntimeContainer,
 ) -> None:
+    """One container of ``kill_within`` (a created one gets the two-second floor)."""
     if c.state is not RuntimeState.RUNNING:
         executor.runtime.stop_container(c.id, MIN_GRACE_PERIOD)
         return
