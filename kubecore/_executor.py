@@ -12,12 +12,14 @@ follows a crash (and so grows the crash back-off); admission decides which pods 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import attrs
 
@@ -96,6 +98,8 @@ logger = logging.getLogger(__name__)
 MIN_GRACE_PERIOD = 2.0
 DEFAULT_GRACE_PERIOD = 30.0
 HOOK_TIMEOUT = 30.0
+STOP_CONCURRENCY = 16
+"""Containers of one pod stopped at once (the kubelet stops all of them concurrently)."""
 _SUB_PATH_EXPR_WARNING = "subPathExpr"
 """The prefix of ``PodRecord.warned`` keys for subPathExpr expansion failures."""
 
@@ -147,6 +151,9 @@ class SyncResult:
     failure: Waiting | None = None
     """The container whose start failed, with the reason its status shows until the next try
     (``ErrImagePull``, ``ErrImageNeverPull``, ``CreateContainerConfigError``, ...)."""
+    preempted: str = ""
+    """The step the sync stopped before because its work was no longer current ('' if it ran
+    to the end)."""
 
     @property
     def ok(self) -> bool:
@@ -298,11 +305,23 @@ class Executor:
         observed: ObservedPod,
         record: PodRecord,
         dns: DNSConfig | None,
+        *,
+        current: Callable[[], bool] | None = None,
     ) -> SyncResult:
+        """Carry ``actions`` out. ``current`` (cheap, asked before each kill, the volumes and
+        sandbox, and each container start) says whether this work is still wanted: once it
+        answers False (the pod was deleted meanwhile) nothing more is done, and the result
+        names the step not taken in ``preempted``."""
         started: list[str] = []
         killed: list[str] = []
         step = "start"
         starting: str | None = None
+
+        def preempted(at: str) -> SyncResult | None:
+            if current is None or current():
+                return None
+            return SyncResult(actions, "", tuple(started), tuple(killed), preempted=at)
+
         try:
             self._backoff_events(pod, actions, record)
             if actions.failure_reason and actions.failure_reason not in record.warned:
@@ -313,6 +332,8 @@ class Executor:
                 killed.extend(self.kill_pod(pod, observed))
             for kill in actions.containers_to_kill:
                 step = f"kill container {kill.name}"
+                if stopped := preempted(step):
+                    return stopped
                 rc = next((c for c in observed.containers if c.id == kill.container_id), None)
                 message = _kill_message(kill)
                 grace = kill.grace_period
@@ -333,6 +354,8 @@ class Executor:
                 return SyncResult(actions, "", tuple(started), tuple(killed))
 
             step = "set up volumes"
+            if stopped := preempted(step):
+                return stopped
             volumes = self._set_up_volumes(pod, record)
             step = "create sandbox" if actions.create_sandbox else "start"
             target = self._target(pod, actions, observed, dns, volumes)
@@ -343,6 +366,8 @@ class Executor:
             for start, is_init in starts:
                 container = _spec_of(pod, start, is_init=is_init)
                 step = f"start {'init container' if is_init else 'container'} {container.name}"
+                if stopped := preempted(step):
+                    return stopped
                 starting = container.name
                 self.start_container(pod, start, is_init=is_init, target=target, record=record)
                 started.append(container.name)
@@ -923,24 +948,33 @@ class Executor:
         )
 
     def kill_pod(self, pod: Pod | None, observed: ObservedPod) -> list[str]:
-        """Stop every running container of the pod, then its sandboxes."""
+        """Stop every running container of the pod, at once (``stop_groups``: sidecars after
+        the others), then its sandboxes."""
         killed: list[str] = []
-        for c in stop_order(pod, observed.containers):
-            if c.state is RuntimeState.EXITED:
-                continue
-            name = container_name(c)
-            ref = (
-                c.labels.get(POD_NAMESPACE_LABEL, ""),
-                c.labels.get(POD_NAME_LABEL, ""),
-                c.labels.get(POD_UID_LABEL, ""),
-            )
-            if c.state is RuntimeState.RUNNING:
-                self.kill_container(
-                    pod, c.id, name, c, f"Stopping container {name}", orphan_ref=ref
+        for group in stop_groups(pod, observed.containers):
+            stops: list[Callable[[], object]] = []
+            for c in group:
+                if c.state is RuntimeState.EXITED:
+                    continue
+                if c.state is not RuntimeState.RUNNING:
+                    stops.append(
+                        functools.partial(self.runtime.stop_container, c.id, MIN_GRACE_PERIOD)
+                    )
+                    continue
+                name = container_name(c)
+                ref = (
+                    c.labels.get(POD_NAMESPACE_LABEL, ""),
+                    c.labels.get(POD_NAME_LABEL, ""),
+                    c.labels.get(POD_UID_LABEL, ""),
+                )
+                message = f"Stopping container {name}"
+                stops.append(
+                    functools.partial(
+                        self.kill_container, pod, c.id, name, c, message, orphan_ref=ref
+                    )
                 )
                 killed.append(name)
-            else:
-                self.runtime.stop_container(c.id, MIN_GRACE_PERIOD)
+            run_at_once(stops)
         for s in observed.sandboxes:
             if s.state is SandboxState.READY:
                 self.runtime.stop_sandbox(s.id)
@@ -960,20 +994,40 @@ def resource_updater(runtime: ContainerRuntime) -> ResourceUpdater | None:
     return inner if isinstance(inner, ResourceUpdater) else None
 
 
-def stop_order(pod: Pod | None, containers: Iterable[RuntimeContainer]) -> list[RuntimeContainer]:
-    """The order a pod's containers stop in: sidecars after the others, the last started first
-    (the reverse of their order in ``initContainers``), as the kubelet."""
-    if pod is None:
-        return list(containers)
-    sidecars = {c.name: i for i, c in enumerate(pod.spec.init_containers) if c.is_sidecar}
-    if not sidecars:
-        return list(containers)
-
-    def rank(c: RuntimeContainer) -> int:
+def stop_groups(
+    pod: Pod | None, containers: Iterable[RuntimeContainer]
+) -> list[list[RuntimeContainer]]:
+    """How a pod's containers stop, as the kubelet: group after group, the containers of a group
+    at once; first every container but the sidecars, then the sidecars one at a time, the last
+    started first (the reverse of their order in ``initContainers``)."""
+    containers = list(containers)
+    sidecars: dict[str, int] = {}
+    if pod is not None:
+        sidecars = {c.name: i for i, c in enumerate(pod.spec.init_containers) if c.is_sidecar}
+    if pod is None or not sidecars:
+        return [containers] if containers else []
+    last = len(pod.spec.init_containers)
+    groups: dict[int, list[RuntimeContainer]] = {}
+    for c in containers:
         index = sidecars.get(container_name(c))
-        return 0 if index is None else len(pod.spec.init_containers) - index
+        groups.setdefault(0 if index is None else last - index, []).append(c)
+    return [groups[rank] for rank in sorted(groups)]
 
-    return sorted(containers, key=rank)
+
+def run_at_once(tasks: Sequence[Callable[[], object]], name: str = "kubecore-stop") -> None:
+    """Run ``tasks`` concurrently, on up to ``STOP_CONCURRENCY`` threads (a single task in this
+    thread), and wait for all of them; the first error raised is raised again once all ended."""
+    if len(tasks) <= 1:
+        for task in tasks:
+            task()
+        return
+    workers = min(len(tasks), STOP_CONCURRENCY)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name) as pool:
+        futures = [pool.submit(task) for task in tasks]
+    for future in futures:
+        error = future.exception()
+        if error is not None:
+            raise error
 
 
 def _spec_of(pod: Pod, start: ContainerToStart, *, is_init: bool) -> Container:

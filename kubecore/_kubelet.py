@@ -41,6 +41,7 @@ from kubecore._executor import (
     Executor,
     TokenBucket,
     container_name_of,
+    run_at_once,
 )
 from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
@@ -51,6 +52,7 @@ from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_age
+from kubecore._outage import Outage
 from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
@@ -339,6 +341,19 @@ class Kubelet:
         """``workers.shutdown`` was called (by ``stop``) and not undone by ``start``."""
         self._thread: threading.Thread | None = None
         self._subscription: Subscription | None = None
+        self._outage = Outage()
+        """Relists failing in a row (the runtime not answering): the loop backs off."""
+        self._pass_failures = Outage()
+        """Background passes failing in a row on an unexpected error."""
+        self._resume = threading.Event()
+        """Ends a back-off wait early (``stop``)."""
+        self._holding_until: float | None = None
+        """While the loop backs off: the monotonic time of its next pass."""
+        self._stream_outage = Outage(initial=1.0)
+        self._stream_wanted = False
+        """The event stream could not be opened, or ended: subscribe again when the runtime
+        answers (a runtime whose ``watch_events`` returns None has none to want)."""
+        self._subscribe_at = 0.0
 
     @classmethod
     def from_bundle(cls, bundle: RuntimeBundle, **kwargs: Any) -> Kubelet:
@@ -425,12 +440,14 @@ class Kubelet:
         running = [c.id for c in entry.containers if c.state is RuntimeState.RUNNING]
         left = max(MIN_GRACE_PERIOD, termination.remaining(self.clock.monotonic()))
 
+        def stop_one(container_id: str) -> None:
+            try:
+                self.runtime.stop_container(container_id, left)
+            except ContainerRuntimeError as exc:
+                logger.warning("stopping %s early failed: %s", container_id, exc)
+
         def stop() -> None:
-            for container_id in running:
-                try:
-                    self.runtime.stop_container(container_id, left)
-                except ContainerRuntimeError as exc:
-                    logger.warning("stopping %s early failed: %s", container_id, exc)
+            run_at_once([functools.partial(stop_one, container_id) for container_id in running])
 
         threading.Thread(target=stop, name="kubecore-grace", daemon=True).start()
 
@@ -481,16 +498,16 @@ class Kubelet:
         try:
             engine_snapshot = self.runtime.snapshot()
         except Exception as exc:
-            if isinstance(exc, ContainerRuntimeError):
-                logger.warning("runtime snapshot failed: %s", exc)
-            else:
-                logger.exception("runtime snapshot failed unexpectedly")
+            self._relist_failed(exc)
             return SyncReport(pods=len(self.desired.states), errors={"runtime": f"snapshot: {exc}"})
         snapshot = self.node_view.own_objects(engine_snapshot)
         view = self.node_view.group(snapshot)
         grouped = view.entries
         now = self.clock.now()
         mono = self.clock.monotonic()
+        ended = self._outage.answer(mono)
+        if ended is not None:
+            logger.warning("the container runtime answered again %s", ended.describe())
         self.metrics.pleg_relist_duration.observe(max(0.0, mono - relist_started))
         self.metrics.pleg_last_seen.set(now)
         if self._unconfirmed_deaths:
@@ -606,6 +623,23 @@ class Kubelet:
             duration=duration,
         )
 
+    def _relist_failed(self, exc: Exception) -> None:
+        """A relist failed: logged at a falling rate (the 1st, 2nd, 4th, ... in a row, and at
+        least once a minute); the loop waits ``_outage.delay`` before the next."""
+        outage = self._outage
+        if not outage.fail(self.clock.monotonic()):
+            logger.debug("runtime snapshot failed again (%d in a row): %s", outage.failures, exc)
+            return
+        retry = f"; next relist in {outage.delay:.1f}s" if self._thread is not None else ""
+        message = (
+            "runtime snapshot failed (%d in a row over %.1fs%s; fewer of these are logged): %s"
+        )
+        args = (outage.failures, self.clock.monotonic() - outage.started, retry, exc)
+        if isinstance(exc, ContainerRuntimeError):
+            logger.warning(message, *args)
+        else:
+            logger.error(message, *args, exc_info=exc)
+
     def _count_pods(self) -> None:
         """The desired, active and working pod gauges, when the desired pods or the runtime's
         pods changed (a pod turns terminal, or moves on its way out, only as its containers
@@ -653,11 +687,7 @@ class Kubelet:
         self._stop.clear()
         self.workers.reopen()
         self._workers_closed = False
-        try:
-            self._subscription = self.runtime.watch_events(self._on_runtime_event)
-        except ContainerRuntimeError as exc:
-            logger.warning("no runtime event stream (%s); relying on relists", exc)
-            self._subscription = None
+        self._subscribe()
         self._thread = threading.Thread(target=self._loop, name="kubecore-sync-loop", daemon=True)
         self._thread.start()
 
@@ -665,15 +695,12 @@ class Kubelet:
         """Stop the loop and drain the workers. Containers keep running."""
         self._stop.set()
         self._wake.set()
-        if self._subscription is not None:
-            try:
-                self._subscription.close()
-            except Exception:
-                logger.exception("closing the runtime event subscription failed")
-            self._subscription = None
+        self._resume.set()
+        self._unsubscribe()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
+        self._unsubscribe()  # one the loop opened while stopping
         self._workers_closed = True
         self.workers.shutdown(timeout)
         self.prober.shutdown()
@@ -692,24 +719,108 @@ class Kubelet:
                 with self._pass_lock:
                     report = self._pass(inline=False)
                 quiet = report.synced == 0 and not report.removed_dispatched
-                if not named:
-                    # Statuses name the runtime (one engine call, then cached): asked here,
-                    # while the first syncs run, rather than on a pod worker's path.
-                    self.status_manager.runtime_name()
-                    named = True
+                ended = self._pass_failures.answer(self.clock.monotonic())
+                if ended is not None:
+                    logger.warning("the sync loop passes again %s", ended.describe())
+                if not self._outage.failures:
+                    if not named:
+                        # Statuses name the runtime (one engine call, then cached): asked here,
+                        # while the first syncs run, rather than on a pod worker's path.
+                        self.status_manager.runtime_name()
+                        named = True
+                    self._keep_subscribed()
             except Exception:
-                logger.exception("sync loop pass failed")
+                if self._pass_failures.fail(self.clock.monotonic()):
+                    logger.exception(
+                        "sync loop pass failed (%d in a row; fewer of these are logged)",
+                        self._pass_failures.failures,
+                    )
             with self._pass_cond:
                 self._passes += 1
                 self._quiet = quiet and self.workers.busy_count == 0
                 self._pass_cond.notify_all()
             if self._stop.is_set():
                 break
-            if self.clock.virtual:
+            delay = max(self._outage.delay, self._pass_failures.delay)
+            if delay > 0:
+                self._hold(delay)
+            elif self.clock.virtual:
                 # Virtual time moves only when a test advances it: wait for a wake-up in real time.
                 self._wake.wait(self.config.relist_interval)
             else:
                 self.clock.wait(self._wake, self._next_pass_in())
+
+    def _hold(self, seconds: float) -> None:
+        """No pass for ``seconds`` of the clock (a back-off after failed passes): wake-ups wait
+        for its end, ``stop`` does not. On a virtual clock the wait ends when the clock is
+        advanced that far."""
+        self._resume.clear()
+        if self._stop.is_set():
+            return
+        until = self.clock.monotonic() + seconds
+        self._holding_until = until
+        try:
+            if self.clock.virtual:
+                handle = self.clock.call_at(until, self._resume.set)
+                try:
+                    self._resume.wait()
+                finally:
+                    handle.cancel()
+            else:
+                self.clock.wait(self._resume, seconds)
+        finally:
+            self._holding_until = None
+
+    def _subscribe(self) -> None:
+        """Subscribe to the runtime's events; when that fails, relists alone see changes
+        until ``_keep_subscribed`` succeeds."""
+        mono = self.clock.monotonic()
+        try:
+            subscription = self.runtime.watch_events(self._on_runtime_event)
+        except ContainerRuntimeError as exc:
+            self._stream_lost(mono, f"no runtime event stream ({exc})")
+            return
+        ended = self._stream_outage.answer(mono)
+        if ended is not None:
+            logger.warning("subscribed to the runtime's events again %s", ended.describe())
+        self._stream_wanted = False
+        self._subscription = subscription
+        if self._stop.is_set():
+            self._unsubscribe()
+
+    def _keep_subscribed(self) -> None:
+        """After a pass the runtime answered: subscribe again if the event stream could not be
+        opened or has ended (a subscription with an ``alive`` attribute that turned False),
+        with a growing delay between tries."""
+        subscription = self._subscription
+        mono = self.clock.monotonic()
+        if subscription is not None:
+            if getattr(subscription, "alive", True):
+                return
+            self._unsubscribe()
+            self._stream_lost(mono, "the runtime event stream ended")
+            return
+        if self._stream_wanted and mono >= self._subscribe_at:
+            self._subscribe()
+
+    def _stream_lost(self, mono: float, why: str) -> None:
+        """No event stream now: try again after a delay growing with each failure in a row."""
+        self._stream_wanted = True
+        logged = self._stream_outage.fail(mono)
+        self._subscribe_at = mono + self._stream_outage.delay
+        if logged:
+            logger.warning(
+                "%s; relying on relists, subscribing again in %.1fs", why, self._stream_outage.delay
+            )
+
+    def _unsubscribe(self) -> None:
+        subscription, self._subscription = self._subscription, None
+        if subscription is None:
+            return
+        try:
+            subscription.close()
+        except Exception:
+            logger.exception("closing the runtime event subscription failed")
 
     def _next_pass_in(self) -> float:
         """Seconds until the next pass: the relist interval, or sooner when a back-off ends

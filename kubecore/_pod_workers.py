@@ -10,6 +10,7 @@ decide whether a pod needs a sync, and other threads post messages instead of wr
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -232,8 +233,24 @@ class PodSyncer:
                         actions.summary(),
                         extra={"pod": pod.full_name},
                     )
-                result = self._executor.execute(pod, actions, work.observed, record, self._dns(pod))
+                result = self._executor.execute(
+                    pod,
+                    actions,
+                    work.observed,
+                    record,
+                    self._dns(pod),
+                    current=functools.partial(self._still_desired, uid, st),
+                )
                 error = result.error
+                if result.preempted:
+                    logger.info(
+                        "pod %s/%s: sync stopped before %s (%d started): no longer desired",
+                        pod.metadata.namespace,
+                        pod.metadata.name,
+                        result.preempted,
+                        len(result.started),
+                        extra={"pod": pod.full_name},
+                    )
                 if result.failure is not None:
                     actions = attrs.evolve(actions, waiting=(*actions.waiting, result.failure))
         except Exception as exc:
@@ -297,6 +314,8 @@ class PodSyncer:
             self._metrics.pod_start_sli_duration.observe(started_in)
         if acted or error:
             summary = actions.summary() if acted and actions is not None else ""
+            if result is not None and result.preempted:
+                summary = f"stopped before {result.preempted} (no longer desired)"
             self._report(Outcome(f"{pod.metadata.namespace}/{pod.metadata.name}", summary, error))
         status = st.published.status
         if updated:
@@ -306,6 +325,11 @@ class PodSyncer:
         else:
             op = "sync"
         self._duration[op].observe(max(0.0, monotonic() - started))
+
+    def _still_desired(self, uid: str, st: PodState) -> bool:
+        """The work for ``st`` is still current: the pod has not left the desired pods (a delete,
+        or an eviction, seen by a pass since the sync began)."""
+        return self._desired.states.get(uid) is st
 
     def terminate(self, uid: str, work: Work) -> None:
         """Kill and remove a pod no longer desired, within its (possibly shortened) grace."""

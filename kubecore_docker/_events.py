@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,6 +19,17 @@ log = logging.getLogger(__name__)
 EventKey = tuple[int, str, str]
 
 
+def backoff_delay(failures: int, initial: float, cap: float) -> float:
+    """Seconds before the next try after ``failures`` in a row: ``initial`` doubling to ``cap``."""
+    return min(cap, initial * 2.0 ** min(max(0, failures - 1), 64))
+
+
+def logs_failure(failures: int, since_logged: float, log_every: float) -> bool:
+    """Is failure number ``failures`` in a row logged, ``since_logged`` seconds after the last one
+    logged? The 1st, 2nd, 4th, 8th, ... are, and one at least every ``log_every`` seconds."""
+    return failures & (failures - 1) == 0 or since_logged >= log_every
+
+
 def since_argument(time_nano: int) -> str:
     """The ``since`` the API takes: ``seconds.nanoseconds``."""
     return f"{time_nano // 1_000_000_000}.{time_nano % 1_000_000_000:09d}"
@@ -24,10 +37,14 @@ def since_argument(time_nano: int) -> str:
 
 class EventWatcher:
     """Streams ``events(filters={"label": MANAGED_LABEL})``; after a disconnect it subscribes again
-    from the last event's time (dropping the repeats) with a bounded, growing delay.
+    from the last event's time (dropping the repeats), for as long as it is open.
 
-    Give up after ``max_retries`` failed connections in a row (the agent's periodic relist still
-    sees every change, only later). ``close`` ends the stream and the thread.
+    The delay between tries starts at ``initial_backoff`` and doubles with each failure in a
+    row, up to ``max_backoff``; a stream that stayed up ``healthy_after`` seconds starts the
+    count over (one that ends sooner, as with an engine accepting and dropping connections,
+    counts as a failure). Failures are logged at a falling rate (the 1st, 2nd, 4th, 8th ... in a
+    row, and at least once a minute), a subscription after failures once. The agent's relists see
+    every change meanwhile, only later. ``close`` ends the stream and the thread.
     """
 
     def __init__(
@@ -35,15 +52,24 @@ class EventWatcher:
         connection: DockerConnection,
         handler: Callable[[RuntimeEvent], None],
         *,
-        max_retries: int = 8,
         initial_backoff: float = 0.2,
-        max_backoff: float = 5.0,
+        max_backoff: float = 30.0,
+        healthy_after: float = 30.0,
+        log_every: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not 0 < initial_backoff <= max_backoff:
+            raise ValueError(
+                "the event stream back-off needs 0 < initial_backoff <= max_backoff, got"
+                f" initial_backoff={initial_backoff} max_backoff={max_backoff}"
+            )
         self._connection = connection
         self._handler = handler
-        self._max_retries = max_retries
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
+        self._healthy_after = healthy_after
+        self._log_every = log_every
+        self._monotonic = monotonic
         self._closed = threading.Event()
         self._connected = threading.Event()
         self._lock = threading.Lock()
@@ -52,6 +78,11 @@ class EventWatcher:
         self._last_nano = 0
         self._seen_at_last: set[EventKey] = set()
         self.reconnects = 0
+        """Subscriptions tried again after a failure or a disconnect."""
+        self.failures = 0
+        """Failures in a row (0 once a stream has stayed up ``healthy_after`` seconds)."""
+        self.subscriptions = 0
+        """Streams opened."""
         self._thread = threading.Thread(
             target=self._run, name="kubecore-docker-events", daemon=True
         )
@@ -109,36 +140,51 @@ class EventWatcher:
         return stream
 
     def _run(self) -> None:
-        failures = 0
+        started = 0.0  # the first failure of the current run
+        logged_at = -math.inf
         while not self._closed.is_set():
+            connected_at: float | None = None
+            problem = "ended"
             try:
                 stream = self._subscribe()
+                connected_at = self._monotonic()
+                self.subscriptions += 1
                 self._connected.set()
-                failures = 0
+                if self.failures:
+                    log.warning(
+                        "docker event stream subscribed again after %d failure(s) over %.1fs",
+                        self.failures,
+                        connected_at - started,
+                    )
                 for message in stream:
                     self._deliver(message)
                     if self._closed.is_set():
                         break
             except Exception as error:
-                if self._closed.is_set():
-                    break
-                failures += 1
-                log.warning(
-                    "docker event stream failed (%d/%d): %s",
-                    failures,
-                    self._max_retries,
-                    error,
-                    extra={"failures": failures},
-                )
+                problem = f"failed: {error}"
             finally:
                 self._drop_stream()
             if self._closed.is_set():
                 break
-            if failures > self._max_retries:
-                log.error("docker event stream gave up after %d failures", failures)
-                break
+            now = self._monotonic()
+            if connected_at is not None and now - connected_at >= self._healthy_after:
+                self.failures = 0
+            if not self.failures:
+                started = now
+            self.failures += 1
+            delay = backoff_delay(self.failures, self._initial_backoff, self._max_backoff)
+            if logs_failure(self.failures, now - logged_at, self._log_every):
+                logged_at = now
+                log.warning(
+                    "docker event stream %s (%d in a row over %.1fs); subscribing again in %.1fs"
+                    " (fewer of these are logged)",
+                    problem,
+                    self.failures,
+                    now - started,
+                    delay,
+                    extra={"failures": self.failures},
+                )
             self.reconnects += 1
-            delay = min(self._max_backoff, self._initial_backoff * (2 ** max(0, failures - 1)))
             self._closed.wait(delay)
 
     def _deliver(self, message: Mapping[str, Any]) -> None:
