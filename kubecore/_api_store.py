@@ -29,7 +29,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -39,6 +39,7 @@ from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._manifest.decoding import object_to_dict
 from kubecore._manifest.validation import _decode_object
 from kubecore._model import KubeObject, Pod
+from kubecore._updates import Operation, PodUpdate, SourceName
 
 logger = logging.getLogger(__name__)
 
@@ -282,3 +283,28 @@ def _failed(error: OSError, what: str) -> OSError:
 
 def _why(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
+
+
+def keep_stored_pods(
+    root_dir: str,
+    deliver: Callable[[PodUpdate], None],
+    source: str = SourceName.KUBE_APISERVER.value,
+) -> StoredState:
+    """For an agent that does not serve the API (``--port 0``, ``--once``): report what the
+    store holds as the API source's state, read-only, so that pods created over the API before
+    keep running instead of being taken for pods nobody wants. A file that cannot be read keeps
+    the source not ready (nothing is deleted)."""
+    state = ApiStore(os.path.join(root_dir, STORE_DIR)).load()
+    if not (state.pods or state.objects or state.problems):
+        return state
+    deliver(PodUpdate(Operation.SET, state.pods, source, state.objects))
+    if state.problems:
+        reason = "; ".join(f"cannot read {problem}" for problem in state.problems)
+        deliver(PodUpdate(Operation.NOT_READY, (), source, reason=reason))
+    logger.info(
+        "%d pod(s) and %d object(s) written over the Kubernetes API are kept as they are"
+        " (the API is not served: they cannot be changed until it is)",
+        len(state.pods),
+        len(state.objects),
+    )
+    return state

@@ -64,14 +64,14 @@ from kubecore._serving import BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
 from kubecore._timefmt import human_duration as human_duration
-from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate, SourceName
 
 if TYPE_CHECKING:
     from kubecore._sources import PodKey
 
 logger = logging.getLogger(__name__)
 
-API_SOURCE_NAME = "kube-apiserver"
+API_SOURCE_NAME: str = SourceName.KUBE_APISERVER.value
 API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 """The first path segments the Kubernetes API answers."""
 KUBERNETES_VERSION = (1, 32)

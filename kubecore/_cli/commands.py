@@ -187,6 +187,10 @@ def cmd_run(
     if etcd is not None:
         sources.extend(etcd.sources)
     poller = SourcePoller(sources, kubelet.update, clock=clock)
+    if once or not settings["port"]:
+        from kubecore._api_store import keep_stored_pods
+
+        keep_stored_pods(kubelet.root_dir, kubelet.update)
 
     def close() -> None:
         if etcd is not None:
