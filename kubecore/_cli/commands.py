@@ -31,6 +31,7 @@ from kubecore._errors import KubecoreError, RootDirInUse, SourceUnavailable
 from kubecore._model import Pod
 from kubecore._runtime import Puller
 from kubecore._sources import (
+    LAST_GOOD_DIR,
     FileSource,
     HTTPSource,
     PodSource,
@@ -72,7 +73,10 @@ def load_runtime_bundle(
 
 
 def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
+    """The manifest sources of the settings; each remembers its last good state under the root
+    directory (``LAST_GOOD_DIR``), so that a restart during an outage keeps the pods."""
     sources: list[PodSource] = []
+    state_dir = os.path.join(settings["root_dir"], LAST_GOOD_DIR)
     if settings["manifests"]:
         try:
             sources.append(
@@ -81,6 +85,8 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
                     interval=settings["file_check_interval"],
                     may_be_missing=settings["manifest_may_be_missing"],
                     settle=settings["manifest_settle"],
+                    allow_empty=settings["manifest_allow_empty"],
+                    state_dir=state_dir,
                 )
             )
         except SourceUnavailable as error:
@@ -88,7 +94,12 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
     if settings["manifest_url"]:
         try:
             sources.append(
-                HTTPSource(settings["manifest_url"], interval=settings["http_check_interval"])
+                HTTPSource(
+                    settings["manifest_url"],
+                    interval=settings["http_check_interval"],
+                    allow_empty=settings["manifest_allow_empty"],
+                    state_dir=state_dir,
+                )
             )
         except ValueError as error:
             raise UsageError(f"--manifest-url: {error}") from None
