@@ -122,7 +122,9 @@ def test_nothing_sent_when_nothing_changed_or_not_due(manifests: Path) -> None:
 def test_changed_file_updates_its_pods_once_it_has_settled(manifests: Path) -> None:
     source = FileSource(manifests, interval=1.0, settle=2.0)
     source.poll(0.0)
-    write(manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36") + "---\n" + pod_yaml("beta"))
+    write(
+        manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36") + "---\n" + pod_yaml("beta")
+    )
     assert source.poll(1.0) is None  # changed just now: maybe still being written
     assert source.poll(2.0) is None
     update = source.poll(3.0)
