@@ -205,6 +205,7 @@ class SourceMemory:
         try:
             if not self._made:
                 self._directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.chmod(self._directory, 0o700)
                 self._made = True
             _write_private_file(path, json.dumps(record).encode())
         except OSError as error:
@@ -303,6 +304,13 @@ mid-file must not kill the pods of the documents it has not written yet."""
 
 _MIN_REREAD = 0.05
 """Seconds before a file that changed while it was read is read again (with ``settle=0``)."""
+
+_EMPTY_DIRECTORY = (
+    "the directory holds no manifest file (a mount point not mounted yet?); its pods are kept"
+    " (pass --manifest-allow-empty if no pods is meant)"
+)
+"""Why an empty directory makes its source not ready: a reason (``/healthz``, the log), not a
+problem of a manifest (``--once`` with an empty directory runs nothing and succeeds)."""
 
 _NOT_READ_YET = "is being written or cannot be read yet"
 
@@ -578,7 +586,8 @@ class FileSource:
         bad_files = tuple(
             state.problem for state in self._files.values() if state.problem is not None
         )
-        return self._unreadable + bad_files + self._duplicates
+        unreadable = tuple(p for p in self._unreadable if p.errors[0].message != _EMPTY_DIRECTORY)
+        return unreadable + bad_files + self._duplicates
 
     # --- memory ---------------------------------------------------------------------------
 
@@ -663,13 +672,7 @@ class FileSource:
                 unready.append(_path_problem(root, _os_reason(error)))
                 continue
             if not files and root.is_dir() and not self._empty_allowed(root):
-                unready.append(
-                    _path_problem(
-                        root,
-                        "the directory holds no manifest file (a mount point not mounted yet?);"
-                        " its pods are kept (pass --manifest-allow-empty if no pods is meant)",
-                    )
-                )
+                unready.append(_path_problem(root, _EMPTY_DIRECTORY))
                 continue
             self._seen_roots.add(root)
             counts[root] = len(files)
