@@ -165,7 +165,7 @@ class SourceMemory:
         self._directory = Path(directory)
         self._source = source
         self._made = False
-        self._failed: set[str] = set()
+        self._failed = False
 
     @property
     def directory(self) -> Path:
@@ -227,10 +227,11 @@ class SourceMemory:
         return record if isinstance(record, dict) else None
 
     def _warn(self, where: str, what: str, error: Exception) -> None:
-        if where in self._failed:
-            return
-        self._failed.add(where)
         reason = error.strerror if isinstance(error, OSError) else type(error).__name__
+        if self._failed:  # said once: the rest at debug level
+            logger.debug("source memory %s cannot be %s: %s", where, what, reason)
+            return
+        self._failed = True
         logger.warning(
             "the last good state of source %s cannot be %s at %s (%s): a restart will not find it",
             self._source,
@@ -883,18 +884,23 @@ class FileSource:
         *,
         known: bool = True,
     ) -> None:
-        self._pending.pop(path, None)
+        if known:  # a read error keeps its observation: the file is read again once settled
+            self._pending.pop(path, None)
         self._waiting_loss.discard(path)
-        logger.warning(
-            "manifest %s has %d problem(s); %s\n  %s",
-            path,
-            len(problem.errors),
-            "keeping its last good pods" if previous is not None else "loading its valid pods",
-            "\n  ".join(str(e) for e in problem.errors),
-            extra={"path": str(path), "problems": [str(e) for e in problem.errors]},
-        )
+        current = self._files.get(path)
+        if current is None or current.problem != problem:  # an unreadable file is tried often
+            logger.warning(
+                "manifest %s has %d problem(s); %s\n  %s",
+                path,
+                len(problem.errors),
+                "keeping its last good pods" if previous is not None else "loading its valid pods",
+                "\n  ".join(str(e) for e in problem.errors),
+                extra={"path": str(path), "problems": [str(e) for e in problem.errors]},
+            )
         if previous is not None:
-            previous.fingerprint = fingerprint
+            # unread (no hash): the last good hash stays, so the same text read later is no change
+            sha = fingerprint.sha256 or previous.fingerprint.sha256
+            previous.fingerprint = attrs.evolve(fingerprint, sha256=sha)
             previous.problem = problem
             return
         state = _FileState(fingerprint, valid, problem, valid_objects, text, known)

@@ -108,3 +108,16 @@ def test_a_source_that_is_not_ready_says_why_until_it_reports_again() -> None:
     assert config.not_ready_reasons() == {"etcd": "etcd is unreachable: refused"}
     config.apply(PodUpdate(Operation.SET, (), "etcd"))
     assert config.not_ready_reasons() == {}
+
+
+def test_a_set_with_a_reason_is_a_last_known_state_not_a_report() -> None:
+    config = PodConfig(["file"])
+    remembered = PodUpdate(
+        Operation.SET, (pod("a", "1"),), "file", reason="/pods: no such file or directory"
+    )
+    assert config.apply(remembered)  # the pods are desired (run and kept)
+    assert names(config) == ["a"]
+    assert not config.sources_ready()  # but nothing else may be deleted yet
+    assert config.not_ready_reasons() == {"file": "/pods: no such file or directory"}
+    config.apply(PodUpdate(Operation.SET, (pod("a", "1"), pod("b", "2")), "file"))
+    assert config.sources_ready() and names(config) == ["a", "b"]

@@ -641,3 +641,44 @@ def test_no_blink_of_any_source_kills_a_pod_across_a_restart(
     agent.assert_nothing_killed()
     assert agent.empty_sets() == []
     assert agent.node.kubelet.sources_ready()
+
+
+def test_a_file_unreadable_for_a_while_is_read_again_and_kept(
+    tmp_path: Path, denied: Denied, caplog: pytest.LogCaptureFixture
+) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    source = FileSource(pods, interval=1.0, watch=False)
+    first = source.poll(0.0)
+    assert first is not None
+    denied.deny(pods / "a.yaml", TimeoutError)  # a network mount that hangs
+    write(pods / "a.yaml", TWO)  # touched: it must be read again
+    caplog.set_level("WARNING")
+    assert [source.poll(float(t)) for t in range(1, 5)] == [None] * 4
+    assert "cannot be read" in str(source.problems[0]) and source.pods == first.pods
+    assert len([r for r in caplog.records if "cannot be read" in r.getMessage()]) == 1
+    denied.allow(pods / "a.yaml")
+    caplog.set_level("INFO")
+    assert source.poll(5.0) is None  # the same text: nothing to send
+    assert source.problems == ()
+    assert any("can be read again" in r.getMessage() for r in caplog.records)
+
+
+def test_the_memory_failing_is_said_once_and_the_source_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the memory's directory should be")
+    source = FileSource(pods, interval=1.0, settle=0, watch=False, state_dir=blocked / "memory")
+    caplog.set_level("WARNING")
+    first = source.poll(0.0)
+    assert first is not None and len(first.pods) == 2
+    write(pods / "a.yaml", TWO + "---\n" + OTHER)
+    assert source.poll(1.0) is not None
+    said = [r.getMessage() for r in caplog.records if "last good state" in r.getMessage()]
+    assert len(said) == 1 and "a restart will not find it" in said[0]
+    assert "image" not in said[0]  # no manifest content in the log
