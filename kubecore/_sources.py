@@ -368,7 +368,8 @@ class FileSource:
     * a path that disappears or cannot be read (a mount not there yet, a dangling symlink,
       permissions);
     * a directory that lists no manifest file (an unmounted mount point), at start or later,
-      unless ``allow_empty`` or the directory was (accepted) empty the last time;
+      unless ``allow_empty``, or the directory was (accepted) empty the last time, or nothing is
+      remembered of it and ``new_node`` says nothing ran before (then empty is that state);
     * before the first ``SET``: a file that could not be read yet, or is still being written
       (its size or mtime changed while it was read), and for which nothing is remembered.
 
@@ -410,6 +411,7 @@ class FileSource:
         loss_settle: float | None = None,
         allow_empty: bool = False,
         state_dir: str | os.PathLike[str] | None = None,
+        new_node: bool = False,
         watch: bool = True,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
@@ -428,8 +430,10 @@ class FileSource:
         self._settle = settle
         self._loss_settle = settle * LOSS_SETTLE_FACTOR if loss_settle is None else loss_settle
         self._allow_empty = allow_empty
+        self._new_node = new_node
         self._memory = SourceMemory(state_dir, name) if state_dir is not None else None
         self._remembered_empty: dict[Path, bool] = {}
+        """Whether each root was empty the last time it was accepted (absent: not known)."""
         self._name = name
         self._files: dict[Path, _FileState] = {}
         self._pending: dict[Path, _Pending] = {}
@@ -685,7 +689,9 @@ class FileSource:
         return listed, unready, counts
 
     def _empty_allowed(self, root: Path) -> bool:
-        return self._allow_empty or self._remembered_empty.get(root) is True
+        if self._allow_empty or self._remembered_empty.get(root) is True:
+            return True
+        return self._new_node and root not in self._remembered_empty and not self._had_files(root)
 
     def _scan(self, now: float, *, trusted: bool) -> PodUpdate | None:
         self._load_memory()
@@ -1034,13 +1040,13 @@ class HTTPSource:
     ``NOT_READY``, so the agent deletes nothing until the URL answers well again.
 
     As for files (``FileSource``), an unknown state is never read as "these pods are gone": a body
-    with no pod and no object is refused (an outage) unless ``allow_empty`` or the last good body
-    was empty too, and a body that takes pods or objects away, or is cut short (a strict prefix
-    of the last good body), is applied only once the URL has served it unchanged for
-    ``loss_settle`` seconds (it is fetched again then). With ``state_dir`` the last good body is
-    remembered there (``SourceMemory``): a URL that is down or bad when the agent starts offers
-    the remembered pods as the source's last known state (a ``SET`` with a reason: still not
-    ready), and the rules above compare with it.
+    with no pod and no object is refused (an outage) unless ``allow_empty``, or the last good
+    body was empty too, or none is known and ``new_node`` says nothing ran before; a body that
+    takes pods or objects away, or is cut short (a strict prefix of the last good body), is
+    applied only once the URL has served it unchanged for ``loss_settle`` seconds (it is fetched
+    again then). With ``state_dir`` the last good body is remembered there (``SourceMemory``): a
+    URL that is down or bad when the agent starts offers the remembered pods as the source's last
+    known state (a ``SET`` with a reason: still not ready), and the rules above compare with it.
 
     Emits ``SET`` for source ``name`` (default ``"http"``) after the first good fetch and whenever
     the pods change.
@@ -1059,6 +1065,7 @@ class HTTPSource:
         allow_empty: bool = False,
         loss_settle: float = DEFAULT_SETTLE * LOSS_SETTLE_FACTOR,
         state_dir: str | os.PathLike[str] | None = None,
+        new_node: bool = False,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"manifest URL must be http:// or https://, got {url!r}")
@@ -1070,6 +1077,7 @@ class HTTPSource:
         self._name = name
         self._fetch = fetch
         self._allow_empty = allow_empty
+        self._new_node = new_node
         self._loss_settle = loss_settle
         self._memory = SourceMemory(state_dir, name) if state_dir is not None else None
         self._loaded = False
@@ -1247,7 +1255,9 @@ class HTTPSource:
 
     def _empty_allowed(self) -> bool:
         known = self._known
-        return self._allow_empty or (known is not None and not known[0] and not known[1])
+        if known is None:
+            return self._allow_empty or self._new_node
+        return self._allow_empty or (not known[0] and not known[1])
 
     def _confirming(self, digest: str, now: float) -> bool:
         """True while a body that takes pods away has not been served for ``loss_settle``."""

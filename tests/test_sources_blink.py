@@ -411,6 +411,21 @@ def test_an_empty_directory_with_no_memory_is_refused_unless_allowed(tmp_path: P
     assert allowed == PodUpdate(Operation.SET, (), "file", ())
 
 
+def test_an_empty_directory_on_a_new_node_is_its_state_and_is_remembered(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    state = tmp_path / "state"
+    first = FileSource(pods, watch=False, state_dir=state, new_node=True).poll(0.0)
+    assert first == PodUpdate(Operation.SET, (), "file", ())
+    again = FileSource(pods, watch=False, state_dir=state).poll(0.0)  # pods have run since
+    assert again == PodUpdate(Operation.SET, (), "file", ())
+    write(pods / "a.yaml", TWO)
+    assert FileSource(pods, watch=False, state_dir=state).poll(0.0) is not None
+    (pods / "a.yaml").unlink()  # it held files: empty again is an outage, new node or not
+    later = FileSource(pods, watch=False, state_dir=state, new_node=True).poll(0.0)
+    assert later is not None and later.reason and len(later.pods) == 2
+
+
 def test_an_empty_directory_is_accepted_when_it_was_empty_the_last_time(tmp_path: Path) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()

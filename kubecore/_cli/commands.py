@@ -77,6 +77,7 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
     directory (``LAST_GOOD_DIR``), so that a restart during an outage keeps the pods."""
     sources: list[PodSource] = []
     state_dir = os.path.join(settings["root_dir"], LAST_GOOD_DIR)
+    new_node = nothing_ran(settings["root_dir"])
     if settings["manifests"]:
         try:
             sources.append(
@@ -87,6 +88,7 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
                     settle=settings["manifest_settle"],
                     allow_empty=settings["manifest_allow_empty"],
                     state_dir=state_dir,
+                    new_node=new_node,
                 )
             )
         except SourceUnavailable as error:
@@ -99,11 +101,25 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
                     interval=settings["http_check_interval"],
                     allow_empty=settings["manifest_allow_empty"],
                     state_dir=state_dir,
+                    new_node=new_node,
                 )
             )
         except ValueError as error:
             raise UsageError(f"--manifest-url: {error}") from None
     return sources
+
+
+def nothing_ran(root_dir: str) -> bool:
+    """No pod has a directory under the root directory (every pod that ran a container has one,
+    until it is cleaned up): a new node, whose sources held nothing before, so an empty manifest
+    directory is its state rather than a mount point not mounted yet."""
+    try:
+        with os.scandir(os.path.join(root_dir, "pods")) as entries:
+            return not any(entry.is_dir() for entry in entries)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def source_problems(sources: Iterable[PodSource]) -> list[SourceProblem]:
