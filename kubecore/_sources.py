@@ -156,9 +156,9 @@ class SourceMemory:
 
     One JSON record per file, directory or URL, named by a hash of the source's name and the
     path (``<kind>-<sha256>.json``), written atomically with mode 0600 (manifests may hold
-    Secrets; the directory is 0700). Nothing in a record is ever logged. A record that cannot be
-    written or read is logged once (by path) and the source goes on without it: the memory only
-    ever keeps pods, it never removes one.
+    Secrets; the directory is 0700). Nothing in a record is ever logged. The first record that
+    cannot be written or read is logged (by path; later ones at debug level) and the source goes
+    on without it: the memory only ever keeps pods, it never removes one.
     """
 
     def __init__(self, directory: str | os.PathLike[str], source: str) -> None:
