@@ -4,7 +4,9 @@ Each source owns its own pods (by UID). ``SET`` replaces everything the source s
 / ``UPDATE`` put pods in; ``REMOVE`` takes them out. The merged view lists each pod once: when two
 sources name the same ``namespace/name`` the source registered first wins. "Sources ready" means
 that every registered source has reported and none has since said it cannot be read (``NOT_READY``),
-so the agent may trust that a pod missing from the merged view is really not wanted.
+so the agent may trust that a pod missing from the merged view is really not wanted. An update
+with a ``reason`` (a ``SET`` of the pods a source remembers, sent while it cannot be read) sets
+the source's pods without counting as a report: they are run and kept, nothing else is deleted.
 """
 
 from __future__ import annotations
@@ -100,9 +102,15 @@ class PodConfig:
                     logger.warning("source %s cannot be read: its pods are kept", source)
                 return was_ready
             state = self._sources.setdefault(source, {})
-            first_report = source not in self._reported  # or ready again
-            self._reported.add(source)
-            self._not_ready_reasons.pop(source, None)
+            if update.reason:
+                # the source's last known state, sent while it cannot be read: not a report
+                first_report = False
+                self._reported.discard(source)
+                self._not_ready_reasons[source] = update.reason
+            else:
+                first_report = source not in self._reported  # or ready again
+                self._reported.add(source)
+                self._not_ready_reasons.pop(source, None)
             before = dict(state)
             if update.op is Operation.SET:
                 state.clear()

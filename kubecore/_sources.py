@@ -22,12 +22,14 @@ and the "every source has reported" gate already work from those updates.
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -117,6 +119,128 @@ def parse_documents(
     return tuple(pods), tuple(objects), problems
 
 
+# --- what a source remembers across restarts ----------------------------------------------
+
+
+LAST_GOOD_DIR = "manifests-last-good"
+"""The directory under the agent's root directory where the manifest sources keep their last good
+state (``SourceMemory``)."""
+
+
+def _write_private_file(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` atomically, mode 0600 whatever the umask: a temporary file in
+    the same directory, written and synced, renamed over it. A crash leaves the old file or the
+    new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class SourceMemory:
+    """The last good state of one source, kept in ``directory`` so that a restart finds what the
+    source said before it stopped: each manifest file's last good text, whether each manifest
+    directory held files, a URL's last good body.
+
+    One JSON record per file, directory or URL, named by a hash of the source's name and the
+    path (``<kind>-<sha256>.json``), written atomically with mode 0600 (manifests may hold
+    Secrets; the directory is 0700). Nothing in a record is ever logged. The first record that
+    cannot be written or read is logged (by path; later ones at debug level) and the source goes
+    on without it: the memory only ever keeps pods, it never removes one.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], source: str) -> None:
+        self._directory = Path(directory)
+        self._source = source
+        self._made = False
+        self._failed = False
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    def _record(self, kind: str, where: str) -> Path:
+        digest = _sha256(f"{self._source}\0{where}".encode())
+        return self._directory / f"{kind}-{digest[:40]}.json"
+
+    def records(self, kind: str) -> list[dict[str, Any]]:
+        """Every record of this source of ``kind`` (``file``, ``root`` or ``url``)."""
+        try:
+            names = sorted(os.listdir(self._directory))
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            self._warn(str(self._directory), "read", error)
+            return []
+        found: list[dict[str, Any]] = []
+        for name in names:
+            if name.startswith(f"{kind}-") and name.endswith(".json"):
+                record = self._load(self._directory / name)
+                if record is not None and record.get("source") == self._source:
+                    found.append(record)
+        return found
+
+    def get(self, kind: str, where: str) -> dict[str, Any] | None:
+        path = self._record(kind, where)
+        if not path.exists():
+            return None
+        record = self._load(path)
+        return record if record is not None and record.get("path") == where else None
+
+    def put(self, kind: str, where: str, **fields: Any) -> None:
+        record = {"kind": kind, "source": self._source, "path": where, **fields}
+        path = self._record(kind, where)
+        try:
+            if not self._made:
+                self._directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.chmod(self._directory, 0o700)
+                self._made = True
+            _write_private_file(path, json.dumps(record).encode())
+        except OSError as error:
+            self._warn(str(path), "written", error)
+
+    def drop(self, kind: str, where: str) -> None:
+        path = self._record(kind, where)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            self._warn(str(path), "removed", error)
+
+    def _load(self, path: Path) -> dict[str, Any] | None:
+        try:
+            record = json.loads(path.read_bytes())
+        except (OSError, ValueError) as error:
+            self._warn(str(path), "read", error)
+            return None
+        return record if isinstance(record, dict) else None
+
+    def _warn(self, where: str, what: str, error: Exception) -> None:
+        reason = error.strerror if isinstance(error, OSError) else type(error).__name__
+        if self._failed:  # said once: the rest at debug level
+            logger.debug("source memory %s cannot be %s: %s", where, what, reason)
+            return
+        self._failed = True
+        logger.warning(
+            "the last good state of source %s cannot be %s at %s (%s): a restart will not find it",
+            self._source,
+            what,
+            where,
+            reason or type(error).__name__,
+        )
+
+
 # --- the manifest file / directory source -------------------------------------------------
 
 
@@ -144,6 +268,20 @@ class _FileState:
     problem: SourceProblem | None = None
     objects: tuple[KubeObject, ...] = ()
     """Its ConfigMaps and Secrets, kept like its pods."""
+    text: str = ""
+    """The text ``pods`` and ``objects`` come from (what a restart reads back from memory)."""
+    known: bool = True
+    """False: the file has never been read (it could not be), so what it holds is unknown."""
+
+    def before(self) -> tuple[tuple[Pod, ...], tuple[KubeObject, ...], str]:
+        return self.pods, self.objects, self.text
+
+
+def _unreadable(state: _FileState) -> bool:
+    """The file could not be read the last time: it is read again at every scan."""
+    return state.problem is not None and state.problem.errors[0].message.startswith(
+        "cannot be read"
+    )
 
 
 @attrs.define
@@ -159,6 +297,23 @@ DEFAULT_SETTLE = 0.5
 """Seconds a changed manifest file must stay unchanged before it is read (editors and ``cp``
 write in place: a half-written file must not restart pods). Short, so that with the file watch a
 complete edit is applied within a second."""
+
+LOSS_SETTLE_FACTOR = 10
+"""A change that takes pods away (a file removed, fewer pods in it, its text cut short) must stay
+unchanged ten times the settle time (5 s by default) before it is acted on: a writer that pauses
+mid-file must not kill the pods of the documents it has not written yet."""
+
+_MIN_REREAD = 0.05
+"""Seconds before a file that changed while it was read is read again (with ``settle=0``)."""
+
+_EMPTY_DIRECTORY = (
+    "the directory holds no manifest file (a mount point not mounted yet?); its pods are kept"
+    " (pass --manifest-allow-empty if no pods is meant)"
+)
+"""Why an empty directory makes its source not ready: a reason (``/healthz``, the log), not a
+problem of a manifest (``--once`` with an empty directory runs nothing and succeeds)."""
+
+_NOT_READ_YET = "is being written or cannot be read yet"
 
 _WATCH_DEBOUNCE_MS = 50
 """watchfiles gathers the events of this many milliseconds into one batch."""
@@ -204,17 +359,42 @@ class FileSource:
     when the settle time has passed, so an edit is applied within ``settle`` plus a few
     milliseconds. A path that does not exist when the source is made is an
     error (``SourceUnavailable``) unless ``may_be_missing``: then it counts as empty until it
-    appears. A path that disappears or cannot be read later makes the source *not ready*
-    (``NOT_READY``): its pods stay as they were and the agent deletes nothing until it can be read
-    again.
+    appears (unless the source's memory says it held files: then it is an outage, as below).
 
-    A file whose mtime, size, ctime and content hash changed is re-read once it has stayed
-    unchanged for ``settle`` seconds (a half-written file is never acted on); a removed file
-    removes its pods once it has been gone that long. The first scan reads everything at once. A
-    bad file is reported (logged and listed in ``problems``) with its path and every field error;
-    the other files' pods are unaffected, a file that was good and turned bad (or empty) keeps its
-    last good pods, and a new bad file contributes the valid pods it has. A pod name used by two
-    files is kept from the first file (by path order) and reported as a problem of the second.
+    **An outage is not an instruction.** A state the source cannot know is never read as "these
+    pods are gone"; while it lasts the source says ``NOT_READY`` (its pods stay, the agent deletes
+    nothing) with a reason naming the path:
+
+    * a path that disappears or cannot be read (a mount not there yet, a dangling symlink,
+      permissions);
+    * a directory that lists no manifest file (an unmounted mount point), at start or later,
+      unless ``allow_empty``, or the directory was (accepted) empty the last time, or nothing is
+      remembered of it and ``new_node`` says nothing ran before (then empty is that state);
+    * before the first ``SET``: a file that could not be read yet, or is still being written
+      (its size or mtime changed while it was read), and for which nothing is remembered.
+
+    The first good scan, even after a start spent not ready, reads every file at once and sends
+    one ``SET`` with everything.
+
+    **Changes.** A file whose mtime, size, ctime and content hash changed is re-read once it has
+    stayed unchanged for ``settle`` seconds; a file whose size or mtime changes while it is read is
+    not a state yet (it waits again). A change that takes pods or objects away (the file removed,
+    a pod gone from it, or its text cut short: a strict prefix of the last good text) must stay
+    unchanged for ``loss_settle`` seconds (default ``LOSS_SETTLE_FACTOR`` times ``settle``): a
+    writer that pauses mid-file keeps the pods of the documents it has not written yet, and a
+    user removing a pod sees it go after ``loss_settle``. A bad file is reported (logged and
+    listed in ``problems``) with its path and every field error; the other files' pods are
+    unaffected, a file that was good and turned bad (unreadable, malformed, or holding no pods)
+    keeps its last good pods, and a new bad file contributes the valid pods it has. A pod name
+    used by two files is kept from the first file (by path order) and reported as a problem of
+    the second.
+
+    **Memory.** With ``state_dir`` (the command line uses ``<root-dir>/manifests-last-good``), each
+    file's last good text and each directory's emptiness are remembered there (``SourceMemory``),
+    so the rules above hold across restarts: a file that is bad, unreadable, empty or half-written
+    when the agent starts keeps the pods it had, and while the paths cannot be read at start the
+    remembered pods are offered as the source's last known state (a ``SET`` with a reason: the
+    source is still not ready).
 
     Emits ``SET`` for source ``name`` (default ``"file"``) on its first good scan and whenever
     the pods change.
@@ -228,6 +408,10 @@ class FileSource:
         name: str = FILE_SOURCE,
         may_be_missing: bool = False,
         settle: float = DEFAULT_SETTLE,
+        loss_settle: float | None = None,
+        allow_empty: bool = False,
+        state_dir: str | os.PathLike[str] | None = None,
+        new_node: bool = False,
         watch: bool = True,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
@@ -244,6 +428,12 @@ class FileSource:
         self._may_be_missing = may_be_missing
         self._interval = interval
         self._settle = settle
+        self._loss_settle = settle * LOSS_SETTLE_FACTOR if loss_settle is None else loss_settle
+        self._allow_empty = allow_empty
+        self._new_node = new_node
+        self._memory = SourceMemory(state_dir, name) if state_dir is not None else None
+        self._remembered_empty: dict[Path, bool] = {}
+        """Whether each root was empty the last time it was accepted (absent: not known)."""
         self._name = name
         self._files: dict[Path, _FileState] = {}
         self._pending: dict[Path, _Pending] = {}
@@ -251,6 +441,12 @@ class FileSource:
         self._unreadable: tuple[SourceProblem, ...] = ()
         self._absent: tuple[SourceProblem, ...] = ()
         self._not_ready = False
+        self._scanned = False
+        """A complete state has gone out (a ``SET`` without a reason)."""
+        self._offered = False
+        self._loaded = False
+        self._waiting_loss: set[Path] = set()
+        self._last_now = 0.0
         self._duplicates: tuple[SourceProblem, ...] = ()
         self._sent: tuple[Pod, ...] | None = None
         self._sent_objects: tuple[KubeObject, ...] = ()
@@ -382,92 +578,197 @@ class FileSource:
             if self._next_due is not None and now < self._next_due:
                 return None
             self._next_due = now + self._interval
-            return self._scan(now)
+            self._last_now = now
+            return self._scan(now, trusted=False)
 
     def refresh(self) -> PodUpdate | None:
         """Scan now, whatever the interval says, and act on changed files at once (the caller
         knows they are complete)."""
         with self._lock:
-            return self._scan(None)
+            return self._scan(self._last_now, trusted=True)
 
     def _current_problems(self) -> tuple[SourceProblem, ...]:
         bad_files = tuple(
             state.problem for state in self._files.values() if state.problem is not None
         )
-        return self._unreadable + bad_files + self._duplicates
+        unreadable = tuple(p for p in self._unreadable if p.errors[0].message != _EMPTY_DIRECTORY)
+        return unreadable + bad_files + self._duplicates
 
-    def _list(self) -> tuple[list[Path], list[SourceProblem]]:
+    # --- memory ---------------------------------------------------------------------------
+
+    def _load_memory(self) -> None:
+        """Before the first scan: the remembered files (as the files' previous states) and
+        directories."""
+        if self._loaded or self._memory is None:
+            self._loaded = True
+            return
+        self._loaded = True
+        for record in self._memory.records("file"):
+            path, text, digest = record.get("path"), record.get("text"), record.get("sha256")
+            if not (isinstance(path, str) and isinstance(text, str) and isinstance(digest, str)):
+                continue
+            file = self._own_file(Path(path))
+            if file is None:
+                continue
+            pods, objects, _errors = parse_documents(text, path)
+            self._files[file] = _FileState(
+                _Fingerprint(0, -1, 0, digest),
+                prepare_pods(pods, self._name),
+                objects=objects,
+                text=text,
+            )
+        for root in self._roots:
+            seen = self._memory.get("root", os.path.abspath(root))
+            if seen is not None and isinstance(seen.get("empty"), bool):
+                self._remembered_empty[root] = seen["empty"]
+
+    def _own_file(self, absolute: Path) -> Path | None:
+        """The path (as this source names it) of a remembered file, if it is one of its roots
+        or directly in one."""
+        for root, full in zip(self._roots, self._absolute_roots, strict=True):
+            if absolute == full:
+                return root
+            if absolute.parent == full:
+                return root / absolute.name
+        return None
+
+    def _remember(self, path: Path, state: _FileState) -> None:
+        if self._memory is not None:
+            self._memory.put(
+                "file", os.path.abspath(path), sha256=state.fingerprint.sha256, text=state.text
+            )
+
+    def _forget(self, path: Path) -> None:
+        if self._memory is not None:
+            self._memory.drop("file", os.path.abspath(path))
+
+    def _remember_roots(self, counts: dict[Path, int]) -> None:
+        for root, count in counts.items():
+            empty = count == 0
+            if self._remembered_empty.get(root) is empty:
+                continue
+            self._remembered_empty[root] = empty
+            if self._memory is not None:
+                self._memory.put("root", os.path.abspath(root), empty=empty)
+
+    def _had_files(self, root: Path) -> bool:
+        """The source knows ``root`` held manifest files (now or before a restart)."""
+        if self._remembered_empty.get(root) is False:
+            return True
+        return any(path == root or path.parent == root for path in self._files)
+
+    # --- scanning -------------------------------------------------------------------------
+
+    def _list(self) -> tuple[list[Path], list[SourceProblem], dict[Path, int]]:
         listed: list[Path] = []
-        unreadable: list[SourceProblem] = []
+        unready: list[SourceProblem] = []
         absent: list[SourceProblem] = []
+        counts: dict[Path, int] = {}
         for root in self._roots:
             try:
                 files = _list_root(root)
             except FileNotFoundError:
-                if root in self._seen_roots or not self._may_be_missing:
-                    unreadable.append(_path_problem(root, "no such file or directory"))
+                if root in self._seen_roots or not self._may_be_missing or self._had_files(root):
+                    unready.append(_path_problem(root, "no such file or directory"))
                 else:  # may be missing and never seen: no pods from it yet
                     absent.append(_path_problem(root, "does not exist yet"))
                 continue
             except OSError as error:
-                unreadable.append(_path_problem(root, _os_reason(error)))
+                unready.append(_path_problem(root, _os_reason(error)))
+                continue
+            if not files and root.is_dir() and not self._empty_allowed(root):
+                unready.append(_path_problem(root, _EMPTY_DIRECTORY))
                 continue
             self._seen_roots.add(root)
+            counts[root] = len(files)
             listed.extend(f for f in files if f not in listed)
         if tuple(absent) != self._absent:
             for problem in absent:
                 logger.info("manifest path %s does not exist yet: no pods from it", problem.where)
         self._absent = tuple(absent)
-        return listed, unreadable
+        return listed, unready, counts
 
-    def _scan(self, now: float | None) -> PodUpdate | None:
-        initial = self._sent is None and not self._not_ready
-        listed, unreadable = self._list()
-        if unreadable:
-            if tuple(unreadable) != self._unreadable:
-                for problem in unreadable:
-                    logger.warning(
-                        "manifest path %s cannot be read (%s): source %s is not ready; its pods"
-                        " are kept and nothing is deleted until it can be read again",
-                        problem.where,
-                        problem.errors[0].message,
-                        self._name,
-                        extra={"path": problem.where},
-                    )
-            self._unreadable = tuple(unreadable)
-            if self._not_ready:
-                return None
-            self._not_ready = True
-            reason = "; ".join(line for problem in unreadable for line in problem.lines())
-            return PodUpdate(Operation.NOT_READY, (), self._name, reason=reason)
+    def _empty_allowed(self, root: Path) -> bool:
+        if self._allow_empty or self._remembered_empty.get(root) is True:
+            return True
+        return self._new_node and root not in self._remembered_empty and not self._had_files(root)
+
+    def _scan(self, now: float, *, trusted: bool) -> PodUpdate | None:
+        self._load_memory()
+        immediate = trusted or not self._scanned
+        listed, unready, counts = self._list()
+        if unready:
+            return self._not_ready_update(unready)
+        for gone in [p for p in self._files if p not in listed]:
+            if self._gone_long_enough(gone, now, trusted):
+                logger.info("manifest %s removed: its pods are removed", gone)
+                del self._files[gone]
+                self._forget(gone)
+        for path in listed:
+            self._check_file(path, now, immediate=immediate, trusted=trusted)
+        for path in [p for p in self._pending if p not in listed and p not in self._files]:
+            del self._pending[path]
+        if not self._scanned:
+            unknown = [p for p in listed if p not in self._files or not self._files[p].known]
+            if unknown:
+                return self._not_ready_update(
+                    [
+                        _path_problem(p, _NOT_READ_YET + ": nothing is removed until it is read")
+                        for p in unknown
+                    ]
+                )
         recovered = self._not_ready
         if recovered:
             logger.warning("manifest paths of source %s can be read again", self._name)
         self._not_ready = False
         self._unreadable = ()
-        settle = None if initial or now is None else now
-        for gone in [p for p in self._files if p not in listed]:
-            if self._settled(gone, None, settle):
-                logger.info("manifest %s removed: its pods are removed", gone)
-                del self._files[gone]
-        for path in listed:
-            self._check_file(path, settle)
-        for path in [p for p in self._pending if p not in listed and p not in self._files]:
-            del self._pending[path]
         order = listed + [p for p in self._files if p not in listed]
         pods = self._merge(order)
         objects = self._merge_objects(order)
-        if pods == self._sent and objects == self._sent_objects and not recovered:
+        self._remember_roots(counts)
+        unchanged = pods == self._sent and objects == self._sent_objects
+        if unchanged and self._scanned and not recovered:
             return None
+        self._scanned = True
         self._sent = pods
         self._sent_objects = objects
         return PodUpdate(Operation.SET, pods, self._name, objects)
 
-    def _settled(self, path: Path, seen: _Fingerprint | None, now: float | None) -> bool:
-        """True when a change of ``path`` (to ``seen``) may be acted on now."""
-        if now is None or self._settle <= 0:
-            self._pending.pop(path, None)
-            return True
+    def _not_ready_update(self, problems: list[SourceProblem]) -> PodUpdate | None:
+        """The source cannot say what it holds now: ``NOT_READY`` once (before the first scan,
+        with the remembered pods when there are some: a ``SET`` with a reason)."""
+        if tuple(problems) != self._unreadable:
+            for problem in problems:
+                logger.warning(
+                    "manifest path %s: %s: source %s is not ready; its pods are kept and nothing"
+                    " is deleted until it can be read",
+                    problem.where,
+                    problem.errors[0].message,
+                    self._name,
+                    extra={"path": problem.where},
+                )
+        self._unreadable = tuple(problems)
+        if self._not_ready:
+            return None
+        self._not_ready = True
+        reason = "; ".join(line for problem in problems for line in problem.lines())
+        if not self._scanned and not self._offered and self._files:
+            self._offered = True
+            order = list(self._files)
+            self._sent = self._merge(order)
+            self._sent_objects = self._merge_objects(order)
+            logger.warning(
+                "source %s: %d remembered pod(s) are kept as its last known state",
+                self._name,
+                len(self._sent),
+            )
+            return PodUpdate(
+                Operation.SET, self._sent, self._name, self._sent_objects, reason=reason
+            )
+        return PodUpdate(Operation.NOT_READY, (), self._name, reason=reason)
+
+    def _stable_for(self, path: Path, seen: _Fingerprint | None, now: float) -> float:
+        """Seconds ``path`` has been seen as ``seen`` (0 the first time)."""
         pending = self._pending.get(path)
         same = pending is not None and (
             pending.seen is seen
@@ -475,43 +776,68 @@ class FileSource:
         )
         if pending is None or not same:
             pending = self._pending[path] = _Pending(seen, now)
-        if now - pending.since >= self._settle:
-            del self._pending[path]
-            return True
-        due = pending.since + self._settle
+        return now - pending.since
+
+    def _wait(self, path: Path, now: float, stable: float, needed: float) -> bool:
+        """True (and a poll asked for when it is over) while ``path`` must wait ``needed``."""
+        if stable >= needed:
+            return False
+        due = now + needed - stable
         if self._next_due is None or due < self._next_due:
             self._next_due = due
-        return False
+        return True
 
-    def _check_file(self, path: Path, now: float | None) -> None:
-        previous = self._files.get(path)
+    def _gone_long_enough(self, path: Path, now: float, trusted: bool) -> bool:
+        state = self._files[path]
+        if trusted:
+            self._pending.pop(path, None)
+            return True
+        needed = self._loss_settle if state.pods or state.objects else self._settle
+        if self._wait(path, now, self._stable_for(path, None, now), needed):
+            return False
+        self._pending.pop(path, None)
+        return True
+
+    def _check_file(self, path: Path, now: float, *, immediate: bool, trusted: bool) -> None:
+        state = self._files.get(path)
+        previous = state if state is not None and state.known else None
         try:
             stat = path.stat()
         except OSError:
             return  # vanished between the listing and the stat: seen as gone at the next scan
         quick = _Fingerprint(stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
-        if previous is not None and previous.fingerprint.same_stat(quick):
+        if state is not None and state.fingerprint.same_stat(quick) and not _unreadable(state):
             self._pending.pop(path, None)
             return
-        if not self._settled(path, quick, now):
+        stable = 0.0 if trusted else self._stable_for(path, quick, now)
+        if not immediate and self._wait(path, now, stable, self._settle):
             return
         try:
             data = read_manifest_bytes(path)  # a regular file within the size cap
         except OSError as error:
             problem = _path_problem(path, f"cannot be read: {_os_reason(error)}")
-            self._record_bad(path, previous, quick, problem)
+            self._record_bad(path, previous, quick, problem, known=False)
             return
         except ValidationError as error:
             self._record_bad(path, previous, quick, _problem_from_exception(str(path), error))
             return
+        try:
+            after = path.stat()
+        except OSError:
+            return
+        changed = _Fingerprint(after.st_mtime_ns, after.st_size, after.st_ctime_ns)
+        if not quick.same_stat(changed):  # written to while it was read: not a state yet
+            self._pending[path] = _Pending(changed, now)
+            self._wait(path, now, 0.0, max(self._settle, _MIN_REREAD))
+            return
         fingerprint = attrs.evolve(quick, sha256=_sha256(data))
         if previous is not None and previous.fingerprint.sha256 == fingerprint.sha256:
-            if previous.problem is not None and previous.problem.errors[0].message.startswith(
-                "cannot be read"
-            ):
+            if _unreadable(previous):
                 logger.info("manifest %s can be read again", path)
                 previous.problem = None
             previous.fingerprint = fingerprint  # touched, not changed
+            self._pending.pop(path, None)
+            self._waiting_loss.discard(path)
             return
         try:
             text = decode_manifest_bytes(data, str(path))
@@ -527,11 +853,30 @@ class FileSource:
             )
         if errors:
             problem = SourceProblem(str(path), errors)
-            self._record_bad(path, previous, fingerprint, problem, prepared, objects)
+            self._record_bad(path, previous, fingerprint, problem, prepared, objects, text)
             return
+        if (
+            not trusted
+            and previous is not None
+            and _takes_away(previous.before(), prepared, objects, text)
+            and self._wait(path, now, stable, self._loss_settle)
+        ):
+            if path not in self._waiting_loss:
+                self._waiting_loss.add(path)
+                logger.info(
+                    "manifest %s now holds less than before: acted on once it has stayed so"
+                    " for %gs",
+                    path,
+                    self._loss_settle,
+                )
+            return
+        self._waiting_loss.discard(path)
+        self._pending.pop(path, None)
         if previous is not None and previous.problem is not None:
             logger.info("manifest %s is good again", path)
-        self._files[path] = _FileState(fingerprint, prepared, objects=objects)
+        state = _FileState(fingerprint, prepared, objects=objects, text=text)
+        self._files[path] = state
+        self._remember(path, state)
 
     def _record_bad(
         self,
@@ -541,18 +886,33 @@ class FileSource:
         problem: SourceProblem,
         valid: tuple[Pod, ...] = (),
         valid_objects: tuple[KubeObject, ...] = (),
+        text: str = "",
+        *,
+        known: bool = True,
     ) -> None:
-        keep = previous.pods if previous is not None else valid
-        keep_objects = previous.objects if previous is not None else valid_objects
-        logger.warning(
-            "manifest %s has %d problem(s); %s\n  %s",
-            path,
-            len(problem.errors),
-            "keeping its last good pods" if previous is not None else "loading its valid pods",
-            "\n  ".join(str(e) for e in problem.errors),
-            extra={"path": str(path), "problems": [str(e) for e in problem.errors]},
-        )
-        self._files[path] = _FileState(fingerprint, keep, problem, keep_objects)
+        if known:  # a read error keeps its observation: the file is read again once settled
+            self._pending.pop(path, None)
+        self._waiting_loss.discard(path)
+        current = self._files.get(path)
+        if current is None or current.problem != problem:  # an unreadable file is tried often
+            logger.warning(
+                "manifest %s has %d problem(s); %s\n  %s",
+                path,
+                len(problem.errors),
+                "keeping its last good pods" if previous is not None else "loading its valid pods",
+                "\n  ".join(str(e) for e in problem.errors),
+                extra={"path": str(path), "problems": [str(e) for e in problem.errors]},
+            )
+        if previous is not None:
+            # unread (no hash): the last good hash stays, so the same text read later is no change
+            sha = fingerprint.sha256 or previous.fingerprint.sha256
+            previous.fingerprint = attrs.evolve(fingerprint, sha256=sha)
+            previous.problem = problem
+            return
+        state = _FileState(fingerprint, valid, problem, valid_objects, text, known)
+        self._files[path] = state
+        if known:
+            self._remember(path, state)  # a restart reads the same valid pods back
 
     def _merge(self, order: list[Path]) -> tuple[Pod, ...]:
         owner: dict[PodKey, Path] = {}
@@ -596,6 +956,23 @@ class FileSource:
             for obj in state.objects if state is not None else ():
                 merged.setdefault(object_key(obj), obj)
         return tuple(merged.values())
+
+
+def _takes_away(
+    before: tuple[tuple[Pod, ...], tuple[KubeObject, ...], str],
+    pods: tuple[Pod, ...],
+    objects: tuple[KubeObject, ...],
+    text: str,
+) -> bool:
+    """Whether a new text (with ``pods`` and ``objects``) loses something ``before`` had: a pod
+    or an object, or its end (the new text is a strict prefix of the old one: a write cut short
+    rather than an edit)."""
+    old_pods, old_objects, old_text = before
+    if {pod_key(p) for p in old_pods} - {pod_key(p) for p in pods}:
+        return True
+    if {object_key(o) for o in old_objects} - {object_key(o) for o in objects}:
+        return True
+    return len(text) < len(old_text) and old_text.startswith(text)
 
 
 def watched_directories(roots: Sequence[Path]) -> list[Path]:
@@ -657,11 +1034,22 @@ class HTTPSource:
 
     Every ``interval`` seconds the URL is fetched (with ``If-None-Match`` / ``If-Modified-Since``
     when the server gave an ETag / Last-Modified); a 304 or a body with the same hash as the last
-    one is skipped. A failed fetch or a body with problems is reported (logged and in
-    ``problems``) and retried after a backoff (``backoff`` seconds doubling up to
-    ``max_backoff``); the last good pods are kept meanwhile and the source says ``NOT_READY``, so
-    the agent deletes nothing until the URL answers well again. Emits ``SET`` for source ``name``
-    (default ``"http"``) after the first good fetch and whenever the pods change.
+    one is skipped. A failed fetch (refused, timed out, a non-2xx status) or a body with problems
+    is reported (logged and in ``problems``) and retried after a backoff (``backoff`` seconds
+    doubling up to ``max_backoff``); the last good pods are kept meanwhile and the source says
+    ``NOT_READY``, so the agent deletes nothing until the URL answers well again.
+
+    As for files (``FileSource``), an unknown state is never read as "these pods are gone": a body
+    with no pod and no object is refused (an outage) unless ``allow_empty``, or the last good
+    body was empty too, or none is known and ``new_node`` says nothing ran before; a body that
+    takes pods or objects away, or is cut short (a strict prefix of the last good body), is
+    applied only once the URL has served it unchanged for ``loss_settle`` seconds (it is fetched
+    again then). With ``state_dir`` the last good body is remembered there (``SourceMemory``): a
+    URL that is down or bad when the agent starts offers the remembered pods as the source's last
+    known state (a ``SET`` with a reason: still not ready), and the rules above compare with it.
+
+    Emits ``SET`` for source ``name`` (default ``"http"``) after the first good fetch and whenever
+    the pods change.
     """
 
     def __init__(
@@ -674,6 +1062,10 @@ class HTTPSource:
         max_backoff: float = 300.0,
         name: str = HTTP_SOURCE,
         fetch: Fetcher = urllib_fetch,
+        allow_empty: bool = False,
+        loss_settle: float = DEFAULT_SETTLE * LOSS_SETTLE_FACTOR,
+        state_dir: str | os.PathLike[str] | None = None,
+        new_node: bool = False,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"manifest URL must be http:// or https://, got {url!r}")
@@ -684,11 +1076,24 @@ class HTTPSource:
         self._max_backoff = max_backoff
         self._name = name
         self._fetch = fetch
+        self._allow_empty = allow_empty
+        self._new_node = new_node
+        self._loss_settle = loss_settle
+        self._memory = SourceMemory(state_dir, name) if state_dir is not None else None
+        self._loaded = False
         self._etag = ""
         self._last_modified = ""
         self._body_hash = ""
+        self._text: str | None = None
+        """The last good body (None: none known, not even from memory)."""
+        self._known: tuple[tuple[Pod, ...], tuple[KubeObject, ...]] | None = None
+        """The last good body's pods and objects."""
+        self._losing: tuple[str, float] | None = None
+        """A body that takes pods away: its hash and when it was first served."""
         self._sent: tuple[Pod, ...] | None = None
         self._sent_objects: tuple[KubeObject, ...] = ()
+        self._reported = False
+        """A good body has been sent (a ``SET`` without a reason)."""
         self._problem: SourceProblem | None = None
         self._failures = 0
         self._not_ready = False
@@ -723,32 +1128,66 @@ class HTTPSource:
         with self._lock:
             if self._next_due is not None and now < self._next_due:
                 return None
+            self._load_memory()
             try:
-                update = self._fetch_and_parse()
+                update = self._fetch_and_parse(now)
             except Exception as error:
                 update = _problem_from_exception(self._url, error)
             if isinstance(update, SourceProblem):
                 self._fail(now, update)
-                if self._sent is None or self._not_ready:
-                    return None
-                # Its pods stay; the agent deletes nothing until the URL answers again.
-                self._not_ready = True
-                return PodUpdate(
-                    Operation.NOT_READY, (), self._name, reason="; ".join(update.lines())
-                )
+                return self._not_ready_update(update)
             if self._failures:
                 logger.info("manifest URL %s is good again", self._url)
             self._failures = 0
             self._problem = None
-            self._next_due = now + self._interval
-            if update is None and self._not_ready and self._sent is not None:
+            if self._losing is None:
+                self._next_due = now + self._interval
+            if update is None and not self._reported and self._losing is not None:
+                waiting = FieldError(
+                    "", "it serves less than its remembered state: waiting for it to stay so"
+                )
+                return self._not_ready_update(SourceProblem(self._url, (waiting,)))
+            if update is None and self._not_ready and self._sent is not None and self._reported:
                 update = PodUpdate(Operation.SET, self._sent, self._name, self._sent_objects)
-            self._not_ready = False
+            if update is not None:
+                self._not_ready = False
+                self._reported = True
             return update
+
+    def _load_memory(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        record = self._memory.get("url", self._url) if self._memory is not None else None
+        text = record.get("body") if record is not None else None
+        if isinstance(text, str):
+            pods, objects, _errors = parse_documents(text, self._url)
+            self._text = text
+            self._known = (prepare_pods(pods, self._name), objects)
+
+    def _not_ready_update(self, problem: SourceProblem) -> PodUpdate | None:
+        if self._not_ready:
+            return None
+        self._not_ready = True
+        reason = "; ".join(problem.lines())
+        if self._sent is None and self._known is not None:
+            # The URL is down or bad at start: its remembered pods are its last known state.
+            self._sent, self._sent_objects = self._known
+            logger.warning(
+                "source %s: %d remembered pod(s) are kept as its last known state",
+                self._name,
+                len(self._sent),
+            )
+            return PodUpdate(
+                Operation.SET, self._sent, self._name, self._sent_objects, reason=reason
+            )
+        # Its pods stay; the agent deletes nothing until the URL answers again.
+        return PodUpdate(Operation.NOT_READY, (), self._name, reason=reason)
 
     def _fail(self, now: float, problem: SourceProblem) -> None:
         self._failures += 1
         self._problem = problem
+        self._losing = None
         delay = min(self._backoff * 2 ** (self._failures - 1), self._max_backoff)
         self._next_due = now + delay
         # A bad body must be parsed again after the backoff so the problem stays visible.
@@ -763,7 +1202,7 @@ class HTTPSource:
             extra={"url": self._url, "failures": self._failures},
         )
 
-    def _fetch_and_parse(self) -> PodUpdate | SourceProblem | None:
+    def _fetch_and_parse(self, now: float) -> PodUpdate | SourceProblem | None:
         headers = {"Accept": "application/yaml, application/json;q=0.9, */*;q=0.5"}
         if self._etag:
             headers["If-None-Match"] = self._etag
@@ -784,15 +1223,57 @@ class HTTPSource:
         pods, objects, errors = parse_documents(text, self._url)
         if errors:
             return SourceProblem(self._url, errors)
+        prepared = prepare_pods(pods, self._name)
+        if not prepared and not objects and not self._empty_allowed():
+            return SourceProblem(
+                self._url,
+                (
+                    FieldError(
+                        "",
+                        "the URL serves no pods; its pods are kept (pass --manifest-allow-empty"
+                        " if no pods is meant)",
+                    ),
+                ),
+            )
+        if self._known is not None and self._text is not None:
+            before = (*self._known, self._text)
+            if _takes_away(before, prepared, objects, text) and self._confirming(digest, now):
+                return None
+        self._losing = None
         self._body_hash = digest
         self._etag = result.etag
         self._last_modified = result.last_modified
-        prepared = prepare_pods(pods, self._name)
-        if prepared == self._sent and objects == self._sent_objects:
+        if text != self._text and self._memory is not None:
+            self._memory.put("url", self._url, body=text)
+        self._text = text
+        self._known = (prepared, objects)
+        if prepared == self._sent and objects == self._sent_objects and self._reported:
             return None
         self._sent = prepared
         self._sent_objects = objects
         return PodUpdate(Operation.SET, prepared, self._name, objects)
+
+    def _empty_allowed(self) -> bool:
+        known = self._known
+        if known is None:
+            return self._allow_empty or self._new_node
+        return self._allow_empty or (not known[0] and not known[1])
+
+    def _confirming(self, digest: str, now: float) -> bool:
+        """True while a body that takes pods away has not been served for ``loss_settle``."""
+        if self._losing is None or self._losing[0] != digest:
+            self._losing = (digest, now)
+            logger.info(
+                "manifest URL %s now serves less than before: acted on once it has served it"
+                " for %gs",
+                self._url,
+                self._loss_settle,
+            )
+        since = self._losing[1]
+        if now - since >= self._loss_settle:
+            return False
+        self._next_due = min(since + self._loss_settle, now + self._interval)
+        return True
 
 
 # --- the in-process source for embedders --------------------------------------------------

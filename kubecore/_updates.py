@@ -61,4 +61,6 @@ class PodUpdate:
     about objects (a ``SET`` of pods alone keeps the source's objects)."""
     reason: str = attrs.field(default="", eq=False)
     """With ``NOT_READY``: why the source cannot be read (``/healthz`` shows it); not part of
-    the update's identity."""
+    the update's identity. With another operation (a ``SET`` of the pods the source remembers,
+    sent while it cannot be read at start): the pods are applied but the source stays not ready
+    for this reason."""

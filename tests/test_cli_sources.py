@@ -98,3 +98,64 @@ def test_the_kubernetes_api_off_loopback_needs_a_token_and_tls(
         "--root-dir", str(tmp_path / "root"), capsys=capsys,
     )  # fmt: skip
     assert code == 2 and "--api-token-file" in output
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: main
+    image: busybox:1.35
+    command: ["httpd", "-f", "-p", "8080"]
+"""
+
+
+def test_the_last_good_manifests_are_kept_under_the_root_dir_privately(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    (manifests / "web.yaml").write_text(POD)
+    args = ("run", str(manifests), "--once", "--root-dir", str(root), "--log-level", "error")
+    code, output = run(*args, capsys=capsys)
+    assert code == 0, output
+    memory = root / "manifests-last-good"
+    assert (memory.stat().st_mode & 0o777) == 0o700
+    records = list(memory.iterdir())
+    assert len(records) == 2  # the file and its directory
+    assert all((r.stat().st_mode & 0o777) == 0o600 for r in records)
+    assert any("web" in r.read_text() for r in records)
+
+
+def test_an_empty_manifest_directory_on_a_used_node_says_so_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    root = tmp_path / "root"
+    (root / "pods" / "some-uid" / "volumes").mkdir(parents=True)  # pods ran on this node
+    base = ("run", str(manifests), "--once", "--root-dir", str(root))
+    code, output = run(*base, "--log-level", "warning", capsys=capsys)
+    assert code == 0 and "no pods to run" in output
+    said = [r.getMessage() for r in caplog.records if "--manifest-allow-empty" in r.getMessage()]
+    assert len(said) == 1 and f"manifest path {manifests}" in said[0]
+    caplog.clear()
+    code, output = run(*base, "--manifest-allow-empty", "--log-level", "warning", capsys=capsys)
+    assert code == 0 and not [r for r in caplog.records if "manifest path" in r.getMessage()]
+
+
+def test_an_empty_manifest_directory_on_a_new_node_is_its_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    root = tmp_path / "root"
+    base = ("run", str(manifests), "--once", "--root-dir", str(root), "--log-level", "warning")
+    code, _ = run(*base, capsys=capsys)
+    assert code == 0 and not [r for r in caplog.records if "manifest path" in r.getMessage()]
+    (root / "pods" / "some-uid").mkdir(parents=True)  # pods ran since (over the API, say)
+    code, _ = run(*base, capsys=capsys)  # the directory was empty the last time: still fine
+    assert code == 0 and not [r for r in caplog.records if "manifest path" in r.getMessage()]

@@ -122,3 +122,16 @@ def test_a_pod_has_one_uid_whichever_way_it_reaches_the_agent() -> None:
     through_source = StaticSource([web], name="api").poll(0.0)
     assert through_source is not None
     assert [p.uid for p in direct.pods()] == [through_source.pods[0].uid]
+
+
+def test_a_set_with_a_reason_is_a_last_known_state_not_a_report() -> None:
+    config = PodConfig(["file"])
+    remembered = PodUpdate(
+        Operation.SET, (pod("a", "1"),), "file", reason="/pods: no such file or directory"
+    )
+    assert config.apply(remembered)  # the pods are desired (run and kept)
+    assert names(config) == ["a"]
+    assert not config.sources_ready()  # but nothing else may be deleted yet
+    assert config.not_ready_reasons() == {"file": "/pods: no such file or directory"}
+    config.apply(PodUpdate(Operation.SET, (pod("a", "1"), pod("b", "2")), "file"))
+    assert config.sources_ready() and names(config) == ["a", "b"]

@@ -122,11 +122,13 @@ def test_nothing_sent_when_nothing_changed_or_not_due(manifests: Path) -> None:
 def test_changed_file_updates_its_pods_once_it_has_settled(manifests: Path) -> None:
     source = FileSource(manifests, interval=1.0, settle=2.0)
     source.poll(0.0)
-    write(manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36"))
+    write(
+        manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36") + "---\n" + pod_yaml("beta")
+    )
     assert source.poll(1.0) is None  # changed just now: maybe still being written
     assert source.poll(2.0) is None
     update = source.poll(3.0)
-    assert names(update) == ["alpha", "gamma"]
+    assert names(update) == ["alpha", "beta", "gamma"]
     assert update is not None
     alpha = next(p for p in update.pods if p.metadata.name == "alpha")
     assert alpha.spec.containers[0].image == "busybox:1.36"
@@ -283,7 +285,7 @@ def test_http_errors_back_off_and_keep_last_good_state() -> None:
         OSError("connection refused"),
         OSError("connection refused"),
         OSError("connection refused"),
-        FetchResult(200, pod_yaml("web2").encode()),
+        FetchResult(200, (pod_yaml("web") + "---\n" + pod_yaml("web2")).encode()),
     )
     source = HTTPSource(
         "http://example.invalid/", interval=10.0, backoff=1.0, max_backoff=3.0, fetch=fetch
@@ -299,7 +301,7 @@ def test_http_errors_back_off_and_keep_last_good_state() -> None:
     assert source.poll(12.9) is None and len(fetch.calls) == 3
     assert source.poll(13.0) is None and len(fetch.calls) == 4  # fails: capped at 3 s
     assert source.poll(15.9) is None and len(fetch.calls) == 4
-    assert names(source.poll(16.0)) == ["web2"]
+    assert names(source.poll(16.0)) == ["web", "web2"]
     assert source.failures == 0 and source.problems == ()
 
 
@@ -336,7 +338,8 @@ def test_http_source_ready_again_resends_its_pods_even_unchanged() -> None:
 
 def test_http_non_2xx_status_is_an_error() -> None:
     source = HTTPSource("http://example.invalid/", fetch=ScriptedFetch(FetchResult(503)))
-    assert source.poll(0.0) is None
+    down = source.poll(0.0)  # nothing known yet: not ready, and why
+    assert down is not None and down.op is Operation.NOT_READY and "503" in down.reason
     assert "503" in str(source.problems[0])
 
 
@@ -399,7 +402,8 @@ def test_http_source_connection_refused_is_reported() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     source = HTTPSource(f"http://127.0.0.1:{port}/", timeout=2.0)
-    assert source.poll(0.0) is None
+    down = source.poll(0.0)
+    assert down is not None and down.op is Operation.NOT_READY
     assert source.failures == 1 and source.problems
 
 
@@ -595,7 +599,7 @@ def test_unlistable_directory_is_one_warning_not_a_traceback_per_poll(
     caplog.set_level("WARNING")
     updates = [source.poll(float(t)) for t in range(1, 6)]
     assert [u.op for u in updates if u is not None] == [Operation.NOT_READY]
-    warnings = [r for r in caplog.records if "cannot be read" in r.getMessage()]
+    warnings = [r for r in caplog.records if "is not ready" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].exc_info is None
     assert "Permission denied" in warnings[0].getMessage()
 
@@ -626,8 +630,8 @@ def test_file_truncated_to_nothing_keeps_its_last_pods(manifests: Path) -> None:
     assert names(source.poll(2.0)) == ["gamma"]
 
 
-def test_removed_file_waits_for_the_settle_time(manifests: Path) -> None:
-    source = FileSource(manifests, interval=1.0, settle=2.0)
+def test_removed_file_waits_for_the_loss_settle_time(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=0.5, loss_settle=2.0)
     source.poll(0.0)
     saved = (manifests / "b.json").read_bytes()
     (manifests / "b.json").unlink()

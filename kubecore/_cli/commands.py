@@ -31,6 +31,7 @@ from kubecore._errors import InvalidKubeletConfig, KubecoreError, RootDirInUse, 
 from kubecore._model import Pod
 from kubecore._runtime import Puller
 from kubecore._sources import (
+    LAST_GOOD_DIR,
     FileSource,
     HTTPSource,
     PodSource,
@@ -72,7 +73,11 @@ def load_runtime_bundle(
 
 
 def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
+    """The manifest sources of the settings; each remembers its last good state under the root
+    directory (``LAST_GOOD_DIR``), so that a restart during an outage keeps the pods."""
     sources: list[PodSource] = []
+    state_dir = os.path.join(settings["root_dir"], LAST_GOOD_DIR)
+    new_node = nothing_ran(settings["root_dir"])
     if settings["manifests"]:
         try:
             sources.append(
@@ -81,6 +86,9 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
                     interval=settings["file_check_interval"],
                     may_be_missing=settings["manifest_may_be_missing"],
                     settle=settings["manifest_settle"],
+                    allow_empty=settings["manifest_allow_empty"],
+                    state_dir=state_dir,
+                    new_node=new_node,
                 )
             )
         except SourceUnavailable as error:
@@ -88,11 +96,30 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
     if settings["manifest_url"]:
         try:
             sources.append(
-                HTTPSource(settings["manifest_url"], interval=settings["http_check_interval"])
+                HTTPSource(
+                    settings["manifest_url"],
+                    interval=settings["http_check_interval"],
+                    allow_empty=settings["manifest_allow_empty"],
+                    state_dir=state_dir,
+                    new_node=new_node,
+                )
             )
         except ValueError as error:
             raise UsageError(f"--manifest-url: {error}") from None
     return sources
+
+
+def nothing_ran(root_dir: str) -> bool:
+    """No pod has a directory under the root directory (every pod that ran a container has one,
+    until it is cleaned up): a new node, whose sources held nothing before, so an empty manifest
+    directory is its state rather than a mount point not mounted yet."""
+    try:
+        with os.scandir(os.path.join(root_dir, "pods")) as entries:
+            return not any(entry.is_dir() for entry in entries)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def source_problems(sources: Iterable[PodSource]) -> list[SourceProblem]:

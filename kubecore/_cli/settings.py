@@ -259,6 +259,13 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
         " missing path is an error: a mistyped path must not delete the pods it held)",
     ),
     Setting(
+        "manifest_allow_empty",
+        "bool",
+        lambda: False,
+        "an empty manifest directory or URL means no pods (by default it is an outage, as an"
+        " unmounted mount point is: the pods are kept until files appear)",
+    ),
+    Setting(
         "manifest_settle",
         "float",
         lambda: DEFAULT_SETTLE,
