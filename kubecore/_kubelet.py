@@ -78,9 +78,9 @@ from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
 from kubecore._stats import StatsProvider
 from kubecore._status import pod_verdict
 from kubecore._status_manager import StatusManager
-from kubecore._termination import PodLifecycle, Terminations
+from kubecore._termination import PodLifecycle, Termination, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
-from kubecore._updates import Operation, PodUpdate, is_static
+from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate, is_static
 from kubecore._volumes import VolumeManager
 from kubecore._workers import Inbox, PodWorkers
 
@@ -485,7 +485,8 @@ class Kubelet:
         # Read before the desired pods: sources that had all reported by now are all in the
         # refreshed view, so a pod missing from it is really not wanted. (Read after, a source
         # reporting in between would make every pod of the view taken before it an orphan.)
-        sources_ready = self.pod_config.sources_ready()
+        ready = self.pod_config.ready_sources()
+        sources_ready = bool(ready) and ready.issuperset(self.pod_config.sources)
         self._refresh_desired()
         with self._outcomes_lock:
             self._outcomes = []
@@ -564,14 +565,16 @@ class Kubelet:
                 self.workers.dispatch(uid, work, inline=inline)
 
         removed: list[str] = []
-        if sources_ready:
-            desired = self.desired.states
-            for uid, entry in grouped.items():
-                if uid in desired or not uid:
-                    continue
-                removed.append(uid)
-                work = Work(None, observed_of(entry), generation, None, self.terminations.get(uid))
-                self.workers.dispatch(uid, work, inline=inline)
+        desired = self.desired.states
+        for uid, entry in grouped.items():
+            if uid in desired or not uid:
+                continue
+            termination = self.terminations.get(uid)
+            if not sources_ready and not _left_a_ready_source(termination, ready):
+                continue  # whose it is may be a source that cannot be read: keep it
+            removed.append(uid)
+            work = Work(None, observed_of(entry), generation, None, termination)
+            self.workers.dispatch(uid, work, inline=inline)
         self.terminations.retain(grouped, desired)
         try:
             collected = self.housekeeping.run(
@@ -1094,6 +1097,14 @@ def working_pod_counts(
             lifecycle = _LIFECYCLE_LABELS[termination.lifecycle]
             counts[lifecycle, "orphan", _static_label(termination.pod)] += 1
     return counts
+
+
+def _left_a_ready_source(termination: Termination | None, ready: frozenset[str]) -> bool:
+    """The pod left the state of a source that is ready (deleted over the API while a
+    manifest directory cannot be read): that source's word is known, the pod goes."""
+    if termination is None:
+        return False  # found on the runtime with no record of its source (after a restart)
+    return termination.pod.metadata.annotations.get(SOURCE_ANNOTATION, "") in ready
 
 
 def _static_label(pod: Pod) -> str:

@@ -41,6 +41,8 @@ class PodConfig:
         self._lock = threading.Lock()
         self._sources: dict[str, dict[str, Pod]] = {}
         self._reported: set[str] = set()
+        self._heard: set[str] = set()
+        """Sources whose pods are known: each has reported, or sent its last known state."""
         self._not_ready_reasons: dict[str, str] = {}
         self._generation = 0
         self._merged: tuple[Pod, ...] = ()
@@ -72,6 +74,16 @@ class PodConfig:
         with self._lock:
             return bool(self._sources) and self._reported.issuperset(self._sources)
 
+    def ready_sources(self) -> frozenset[str]:
+        """The registered sources that have reported and not said ``NOT_READY`` since: a pod
+        such a source no longer lists is really not wanted by it. Empty until every registered
+        source's pods are known (each reported, or sent its last known state), for until then a
+        pod one source dropped may be another's."""
+        with self._lock:
+            if not self._heard.issuperset(self._sources):
+                return frozenset()
+            return frozenset(s for s in self._sources if s in self._reported)
+
     def not_ready(self) -> tuple[str, ...]:
         """The registered sources that have not reported, or said ``NOT_READY`` since."""
         with self._lock:
@@ -102,6 +114,7 @@ class PodConfig:
                     logger.warning("source %s cannot be read: its pods are kept", source)
                 return was_ready
             state = self._sources.setdefault(source, {})
+            self._heard.add(source)
             if update.reason:
                 # the source's last known state, sent while it cannot be read: not a report
                 first_report = False
