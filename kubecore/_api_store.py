@@ -285,6 +285,11 @@ def _why(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
+def unreadable(problems: tuple[StoreProblem, ...]) -> str:
+    """Why the stored state is only partly known ("" when every file was read)."""
+    return "; ".join(f"cannot read {problem}" for problem in problems)
+
+
 def keep_stored_pods(
     root_dir: str,
     deliver: Callable[[PodUpdate], None],
@@ -297,10 +302,8 @@ def keep_stored_pods(
     state = ApiStore(os.path.join(root_dir, STORE_DIR)).load()
     if not (state.pods or state.objects or state.problems):
         return state
-    deliver(PodUpdate(Operation.SET, state.pods, source, state.objects))
-    if state.problems:
-        reason = "; ".join(f"cannot read {problem}" for problem in state.problems)
-        deliver(PodUpdate(Operation.NOT_READY, (), source, reason=reason))
+    unknown = unreadable(state.problems)
+    deliver(PodUpdate(Operation.SET, state.pods, source, state.objects, reason=unknown))
     logger.info(
         "%d pod(s) and %d object(s) written over the Kubernetes API are kept as they are"
         " (the API is not served: they cannot be changed until it is)",

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import attrs
 import yaml
 
-from kubecore._api_store import STORE_DIR, ApiStore, StoredState, StoreProblem
+from kubecore._api_store import STORE_DIR, ApiStore, StoredState, StoreProblem, unreadable
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
 from kubecore._events import MemoryRecorder, v1_event
 from kubecore._logs import LogOptions, parse_log_options
@@ -1327,7 +1327,7 @@ class KubeApi:
         pods and objects. Files it could not read keep the source not ready (their pods are
         kept running, nothing is deleted) until they are fixed or removed."""
         self.objects.adopt(state.objects)
-        self.source.set(state.pods, state.objects)
+        self.source.set(state.pods, state.objects, unknown=unreadable(state.problems))
         self._set_problems(state.problems)
 
     def _set_problems(self, problems: tuple[StoreProblem, ...]) -> None:
@@ -1341,7 +1341,7 @@ class KubeApi:
                     problem.reason,
                     self.source.name,
                 )
-            reason = "; ".join(f"cannot read {p}" for p in problems)
+            reason = unreadable(problems)
             self.kubelet.update(PodUpdate(Operation.NOT_READY, (), self.source.name, reason=reason))
         elif self.store_problems and not problems:
             logger.warning("the API store can be read again: source %s is ready", self.source.name)

@@ -1317,15 +1317,23 @@ class StaticSource:
         with self._lock:
             return self._queue.popleft() if self._queue else None
 
-    def set(self, pods: Iterable[Pod], objects: Iterable[KubeObject] | None = None) -> None:
+    def set(
+        self,
+        pods: Iterable[Pod],
+        objects: Iterable[KubeObject] | None = None,
+        *,
+        unknown: str = "",
+    ) -> None:
         """Replace the whole list: pods not in it are removed. ``objects`` (when given) replace
-        the source's ConfigMaps and Secrets the same way."""
+        the source's ConfigMaps and Secrets the same way. ``unknown``: why this is only the
+        last known state (part of it could not be read): its pods run and are kept, and the
+        source stays not ready, so nothing it no longer lists is deleted."""
         prepared = prepare_pods(pods, self._name)
         with self._lock:
             self._pods = {pod_key(pod): pod for pod in prepared}
             listed = tuple(objects) if objects is not None else None
             pods_now = tuple(self._pods.values())
-            self._emit(PodUpdate(Operation.SET, pods_now, self._name, listed))
+            self._emit(PodUpdate(Operation.SET, pods_now, self._name, listed, reason=unknown))
 
     def put_objects(self, *objects: KubeObject) -> None:
         """Add or replace ConfigMaps and Secrets (pods are untouched)."""

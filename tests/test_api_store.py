@@ -489,3 +489,30 @@ def test_a_watch_from_before_a_restart_is_told_to_list_again(agent: Agent) -> No
         event = json.loads(next(stream.iter_lines()))
     assert event["type"] == "ERROR"
     assert event["object"]["code"] == 410 and "restarted" in event["object"]["message"]
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_an_agent_not_serving_the_api_keeps_its_pods(agent: Agent, damaged: bool) -> None:
+    """``--port 0`` or ``--once`` after a run that served the API: the stored pods are the API
+    source's state, read-only; nothing is killed, a damaged file included."""
+    from kubecore._api_store import keep_stored_pods
+
+    node = agent.node
+    populate(agent)
+    ids = running_ids(node)
+    if damaged:
+        (store_dir(node) / "pods/default_db.json").write_text("{torn")
+    agent.http.stop()
+    agent.servers.remove(agent.http)
+    kubelet = node.restart_kubelet()
+    kubelet.register_source("file")
+    StaticSource(load_pods_from_string(STATIC), name="file", sink=kubelet.update)
+    calls = node.runtime.call_count("*")
+    state = keep_stored_pods(kubelet.root_dir, kubelet.update)
+    assert len(state.pods) == (2 if damaged else 3)
+    for _ in range(3):
+        node.converge()
+        node.clock.advance(60)
+    assert running_ids(node) == ids
+    assert [op for op, _ in node.runtime.calls[calls:] if op in MUTATING] == []
+    assert kubelet.sources_ready() is not damaged
