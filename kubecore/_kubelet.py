@@ -175,7 +175,11 @@ def _read_resolv_conf(path: str) -> ResolvConf:
         with open(path, encoding="utf-8", errors="replace") as f:
             return parse_resolv_conf(f.read())
     except OSError as exc:
-        logger.info("no host resolv.conf at %s (%s); using no host DNS", path, exc)
+        logger.info(
+            "no host resolv.conf at %s (%s); using no host DNS",
+            path,
+            exc.strerror or type(exc).__name__,
+        )
         return parse_resolv_conf("")
 
 
