@@ -55,7 +55,7 @@ from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model import Pod
 from kubecore._objects import ObjectStore
 from kubecore._runtime import Event
-from kubecore._serving import BoundedServer, Handle, Limits
+from kubecore._serving import Admit, BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
 from kubecore._updates import SOURCE_ANNOTATION
@@ -202,9 +202,15 @@ class TLSBoundedServer(BoundedServer):
     first read, which the selector drives without blocking."""
 
     def __init__(
-        self, address: str, port: int, handle: Handle, limits: Limits, context: ssl.SSLContext
+        self,
+        address: str,
+        port: int,
+        handle: Handle,
+        limits: Limits,
+        context: ssl.SSLContext,
+        admit: Admit,
     ) -> None:
-        super().__init__(address, port, handle, limits)
+        super().__init__(address, port, handle, limits, admit)
         listener = context.wrap_socket(
             self._listener, server_side=True, do_handshake_on_connect=False
         )
@@ -654,6 +660,47 @@ def clean_manifest(data: object, namespace: str) -> dict[str, Any]:
     return body
 
 
+MAX_BODY_DEPTH = 100
+"""How deeply a written body may nest (a pod nests about 10 levels): deeper ones are refused
+before anything walks them (patches, decoding, copies all recurse)."""
+
+
+def parse_body(raw: bytes, content_type: str) -> object:
+    """A request's JSON or YAML body; a 400 for one that does not parse or nests too deeply."""
+    syntax = "YAML" if content_type.endswith("yaml") else "JSON"
+    try:
+        value = yaml.safe_load(raw.decode()) if syntax == "YAML" else json.loads(raw)
+    except (ValueError, yaml.YAMLError) as error:
+        raise _bad_request(f"the body is not valid {content_type or 'JSON'}: {error}") from None
+    except RecursionError:  # the parser gave up: far deeper than the limit
+        value = None
+        deep = True
+    else:
+        deep = nests_deeper(value, MAX_BODY_DEPTH)
+    if deep:
+        raise _bad_request(
+            f"the body is not valid {syntax}: nested more than {MAX_BODY_DEPTH} levels"
+        )
+    return value
+
+
+def nests_deeper(value: object, limit: int) -> bool:
+    """Whether ``value`` has lists or mappings nested more than ``limit`` levels (no recursion)."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
@@ -921,6 +968,14 @@ class KubeApi:
                 JSON_TYPE,
                 error.headers,
             )
+
+    def authenticated(self, header: str, method: str, tls: bool) -> bool:
+        """Whether a request with this ``Authorization`` header passes ``_authenticate``."""
+        try:
+            self._authenticate(header, method, tls)
+        except ApiError:
+            return False
+        return True
 
     def _token_ok(self, given: str) -> bool:
         return self._token is not None and hmac.compare_digest(given.encode(), self._token.encode())
@@ -1300,14 +1355,8 @@ class KubeApi:
     # --- writes
 
     def _body(self, exchange: Exchange) -> object:
-        raw = exchange._read_body()
         content_type = (exchange.headers.get("Content-Type") or "").split(";")[0].strip()
-        try:
-            if content_type.endswith("yaml"):
-                return yaml.safe_load(raw.decode())
-            return json.loads(raw)
-        except (ValueError, yaml.YAMLError) as error:
-            raise _bad_request(f"the body is not valid {content_type or 'JSON'}: {error}") from None
+        return parse_body(exchange._read_body(), content_type)
 
     def _decode(self, data: dict[str, Any]) -> Pod:
         try:
