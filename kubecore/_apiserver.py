@@ -644,7 +644,7 @@ def clean_manifest(data: object, namespace: str) -> dict[str, Any]:
     if data.get("kind", "Pod") != "Pod" or data.get("apiVersion", "v1") != "v1":
         raise _bad_request(f"expected a v1 Pod, got {data.get('apiVersion')}/{data.get('kind')}")
     body = {key: value for key, value in data.items() if key != "status"}
-    meta = dict(body.get("metadata") or {})
+    meta = body_metadata(body)
     for key in _SERVER_FIELDS:
         meta.pop(key, None)
     given = meta.get("namespace")
@@ -699,6 +699,16 @@ def nests_deeper(value: object, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
+
+
+def body_metadata(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a written object's ``metadata``; a 400 when it is not a mapping."""
+    meta = body.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise _bad_request(f"metadata: expected a mapping, got {type(meta).__name__}")
+    return dict(meta)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

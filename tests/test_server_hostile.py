@@ -323,3 +323,13 @@ def test_a_deep_patch_on_an_existing_pod_is_refused_and_the_pod_kept(node: Node)
     )
     assert response.status_code == 400 and "nested" in response.json()["message"]
     assert requests.get(node.http.url + PODS + "/deep", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("path", [PODS, "/api/v1/namespaces/default/configmaps"])
+@pytest.mark.parametrize("metadata", [[], ["name"], "web", 7, True])
+def test_metadata_that_is_not_a_mapping_is_a_400(node: Node, path: str, metadata: object) -> None:
+    kind = "Pod" if path == PODS else "ConfigMap"
+    body = {"apiVersion": "v1", "kind": kind, "metadata": metadata}
+    response = requests.post(node.http.url + path, json=body, headers=AUTH, timeout=10)
+    assert response.status_code == 400, response.text
+    assert response.json()["message"].startswith("metadata: expected a mapping")

@@ -370,7 +370,8 @@ def _load_documents(
         for doc in _expand(document, prefix, index, source, errors):
             kind = doc.data.get("kind") if isinstance(doc.data, Mapping) else None
             decoded: m.Pod | m.KubeObject
-            if isinstance(doc.data, Mapping) and kind in OBJECT_KINDS:
+            # A kind of another type (``kind: []``) is the pod decoder's field error.
+            if isinstance(doc.data, Mapping) and isinstance(kind, str) and kind in OBJECT_KINDS:
                 decoded, problems = _decode_object(doc.data, doc.path)
             else:
                 decoded, problems = _decode_pod(doc.data, doc.path)
