@@ -339,8 +339,8 @@ def list_directory(path: Path) -> str:
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:
-    """``length`` bytes, or fewer at the end of input: one read of an unbuffered socket (or of
-    one TLS record) may return only part of a body."""
+    """``length`` bytes, or fewer at the end of input (one read of a raw stream may return only
+    part of what was asked)."""
     chunks: list[bytes] = []
     remaining = length
     while remaining > 0:
@@ -555,7 +555,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _refuse_body(self) -> None:
         length = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or (length not in (None, "0")):
-            self._read_body()  # enforces the size limit, then discard
+            self._read_body()  # from memory (the selector read it, at most 64 KiB): dropped
 
     def _read_body(self) -> bytes:
         """The body, from memory: the selector read it (or, for a request it did not admit, did
