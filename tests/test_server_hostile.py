@@ -333,3 +333,40 @@ def test_metadata_that_is_not_a_mapping_is_a_400(node: Node, path: str, metadata
     response = requests.post(node.http.url + path, json=body, headers=AUTH, timeout=10)
     assert response.status_code == 400, response.text
     assert response.json()["message"].startswith("metadata: expected a mapping")
+
+
+# --- what well-behaved clients rely on ----------------------------------------------------------
+
+EXEC_BODY = b'{"command": ["echo", "hi"]}'
+EXEC_HEAD = (
+    b"POST /run/default/web/httpd HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: %d\r\n" % len(EXEC_BODY)
+)
+
+
+def _read_until(conn: socket.socket, marker: bytes, count: int = 1) -> bytes:
+    received = b""
+    while received.count(marker) < count:
+        chunk = conn.recv(4096)
+        assert chunk, received
+        received += chunk
+    return received
+
+
+def test_expect_100_continue_is_answered_once_before_the_body(server: KubeletServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall(EXEC_HEAD + b"Expect: 100-continue\r\n\r\n")
+        assert _read_until(conn, b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        conn.sendall(EXEC_BODY)
+        answer = _read_until(conn, b"}")
+    assert answer.startswith(b"HTTP/1.1 200 ") and b"100 Continue" not in answer
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["stdout"] == "echo hi\n"
+
+
+def test_a_request_pipelined_after_a_body_is_answered_next(server: KubeletServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall(EXEC_HEAD + b"\r\n" + EXEC_BODY + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answers = _read_until(conn, b"HTTP/1.1 200 OK", 2)
+        answers += _read_until(conn, b"ok\n") if not answers.endswith(b"ok\n") else b""
+    first, second = answers.split(b"HTTP/1.1 200 OK")[1:]
+    assert b'"exitCode": 0' in first and second.endswith(b"ok\n")
