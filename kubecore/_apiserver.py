@@ -46,12 +46,12 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import attrs
-import yaml
 
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
 from kubecore._events import MemoryRecorder
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
+from kubecore._manifest.documents import parse_yaml_document
 from kubecore._model import Pod
 from kubecore._objects import ObjectStore
 from kubecore._runtime import Event
@@ -666,11 +666,15 @@ before anything walks them (patches, decoding, copies all recurse)."""
 
 
 def parse_body(raw: bytes, content_type: str) -> object:
-    """A request's JSON or YAML body; a 400 for one that does not parse or nests too deeply."""
+    """A request's JSON or YAML body (YAML read as manifests are, aliases bounded); a 400 for
+    one that does not parse or nests too deeply."""
     syntax = "YAML" if content_type.endswith("yaml") else "JSON"
     try:
-        value = yaml.safe_load(raw.decode()) if syntax == "YAML" else json.loads(raw)
-    except (ValueError, yaml.YAMLError) as error:
+        value = parse_yaml_document(raw.decode()) if syntax == "YAML" else json.loads(raw)
+    except ValidationError as error:
+        problems = "; ".join(p.message for p in error.problems)
+        raise _bad_request(f"the body is not valid {content_type}: {problems}") from None
+    except ValueError as error:
         raise _bad_request(f"the body is not valid {content_type or 'JSON'}: {error}") from None
     except RecursionError:  # the parser gave up: far deeper than the limit
         value = None

@@ -370,3 +370,32 @@ def test_a_request_pipelined_after_a_body_is_answered_next(server: KubeletServer
         answers += _read_until(conn, b"ok\n") if not answers.endswith(b"ok\n") else b""
     first, second = answers.split(b"HTTP/1.1 200 OK")[1:]
     assert b'"exitCode": 0' in first and second.endswith(b"ok\n")
+
+
+def test_yaml_aliases_that_expand_beyond_the_body_are_a_400_at_once(node: Node) -> None:
+    levels = "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)
+    )
+    body = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + levels  # 10**10 values once expanded
+    response = requests.post(
+        node.http.url + PODS,
+        data=body.encode(),
+        headers={**AUTH, "Content-Type": "application/yaml"},
+        timeout=10,
+    )
+    assert response.status_code == 400 and "aliases expand" in response.json()["message"]
+
+
+def test_a_yaml_body_is_read_as_kubectl_reads_yaml(node: Node) -> None:
+    body = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: dated\n  annotations:\n"
+        "    since: 2024-01-01\nspec:\n  containers:\n  - name: c\n    image: busybox\n"
+    )
+    response = requests.post(
+        node.http.url + PODS,
+        data=body.encode(),
+        headers={**AUTH, "Content-Type": "application/yaml"},
+        timeout=10,
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["metadata"]["annotations"]["since"] == "2024-01-01"
