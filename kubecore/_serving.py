@@ -369,8 +369,16 @@ class BoundedServer:
             self._wait(_Waiting(sock, address, bytearray(), deadline))
 
     def _wait(self, waiting: _Waiting) -> None:
-        if waiting.draining or not self._progress(waiting):
-            self._selector.register(waiting.sock, selectors.EVENT_READ, waiting)
+        """Move the request on, or (back) into the selector (it is not in it now)."""
+        if not waiting.draining:
+            try:
+                if self._progress(waiting):
+                    return
+            except Exception:  # never let one client end the selector thread
+                logger.exception("reading a request from %s failed", waiting.address)
+                self._close(waiting.sock)
+                return
+        self._selector.register(waiting.sock, selectors.EVENT_READ, waiting)
 
     def _read(self, waiting: _Waiting) -> None:
         data = self._receive(waiting.sock)
@@ -411,9 +419,7 @@ class BoundedServer:
             if end is None:
                 if len(waiting.buffer) <= MAX_HEAD_BYTES:
                     return False
-                with contextlib.suppress(OSError):
-                    waiting.sock.send(_TOO_LARGE)
-                self._close(waiting.sock)
+                self._refuse(waiting, _TOO_LARGE)
                 return True
             try:
                 head = read_head(bytes(waiting.buffer[:end]))

@@ -5,6 +5,8 @@ answered with a 4xx v1 Status and never at the cost of the workers that answer e
 from __future__ import annotations
 
 import contextlib
+import http.client
+import io
 import json
 import socket
 import threading
@@ -15,8 +17,11 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubecore._server import KubeletServer, ServerConfig
+from kubecore._serving import Refused, head_end, read_head
 from tests.test_kubectl_support import TOKEN as API_TOKEN
 from tests.test_kubectl_support import Node, running_node
 from tests.test_server import TOKEN, StubKubelet
@@ -399,3 +404,64 @@ def test_a_yaml_body_is_read_as_kubectl_reads_yaml(node: Node) -> None:
     )
     assert response.status_code == 201, response.text
     assert response.json()["metadata"]["annotations"]["since"] == "2024-01-01"
+
+
+# --- the head checker, on any bytes -------------------------------------------------------------
+
+_PIECES = st.sampled_from(
+    [
+        b"GET / HTTP/1.1",
+        b"POST /run/a/b/c HTTP/1.1",
+        b"GET /",
+        b"Content-Length: 5",
+        b"Content-Length: 0",
+        b"content-length:7",
+        b"Content-Length : 5",
+        b"Content-Length: 5, 5",
+        b"Content-Length: +5",
+        b"Transfer-Encoding: chunked",
+        b"transfer-encoding: gzip",
+        b" folded",
+        b"\tfolded",
+        b"Host: x",
+        b"X: a\rb",
+        b"X:",
+        b":",
+        b"\x00",
+        b"\r",
+        b"",
+    ]
+)
+_HEADS = st.lists(_PIECES, max_size=8).flatmap(
+    lambda pieces: st.lists(
+        st.sampled_from([b"\r\n", b"\n"]), min_size=len(pieces) + 1, max_size=len(pieces) + 1
+    ).map(lambda ends: b"".join(p + e for p, e in zip(pieces, ends, strict=False)) + ends[-1])
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_HEADS, st.binary(max_size=200)))
+def test_a_head_is_refused_or_framed_as_the_handler_reads_it(data: bytes) -> None:
+    end = head_end(data)
+    if end is None:
+        return
+    try:
+        head = read_head(data[:end])
+    except Refused as refused:
+        assert 400 <= refused.code < 500 and refused.message
+        return
+    assert head.size == end and head.length >= 0
+    # What http.server's handler will parse from the same bytes agrees on the framing.
+    stream = io.BytesIO(data[:end])
+    stream.readline()
+    headers = http.client.parse_headers(stream)
+    assert headers.get_all("Transfer-Encoding") is None
+    lengths = headers.get_all("Content-Length") or []
+    assert [int(v) for v in lengths] == ([head.length] if lengths else [])
+    assert stream.tell() == end  # the handler's head ends where the selector's does
+
+
+def test_garbage_heads_leave_the_server_answering(server: KubeletServer) -> None:
+    for garbage in (b"\x00\xff\r\n\r\n", b"GET / HTTP/1.1\r\n\x00: x\r\n\r\n", b"\r\n" * 100):
+        exchange(server.port, garbage, timeout=5)
+    assert requests.get(server.url + "/healthz", timeout=10).text == "ok\n"
