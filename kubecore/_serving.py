@@ -183,7 +183,7 @@ def body_length(headers: Any) -> int:
             "a request may not have both Transfer-Encoding and Content-Length",
         )
     if codings:
-        coding = ", ".join(str(value).strip() for value in codings)
+        coding = ", ".join(str(value).strip(" \t") for value in codings)
         if coding.lower() != "chunked":
             raise Refused(
                 HTTPStatus.BAD_REQUEST, f"Transfer-Encoding {_show(coding)} is not supported"
@@ -193,7 +193,7 @@ def body_length(headers: Any) -> int:
         raise Refused(HTTPStatus.BAD_REQUEST, "a request may have only one Content-Length")
     if not lengths:
         return 0
-    value = str(lengths[0]).strip()
+    value = str(lengths[0]).strip(" \t")
     if not _DIGITS.fullmatch(value):
         raise Refused(HTTPStatus.BAD_REQUEST, f"bad Content-Length {_show(value)}")
     return int(value)
