@@ -31,6 +31,7 @@ from kubecore._apiserver import (
     _not_found,
     _Request,
     _table,
+    body_metadata,
     field_selector,
     human_duration,
     label_selector,
@@ -410,7 +411,7 @@ class ObjectApi:
                 f"expected a v1 {kind}, got {data.get('apiVersion')}/{data.get('kind')}"
             )
         body = {"apiVersion": "v1", **data, "kind": kind}
-        meta = dict(body.get("metadata") or {})
+        meta = body_metadata(body)
         for field in (*_SERVER_FIELDS, "uid"):
             meta.pop(field, None)
         given = meta.get("namespace")

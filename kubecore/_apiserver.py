@@ -50,17 +50,17 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import attrs
-import yaml
 
 from kubecore._api_store import STORE_DIR, ApiStore, StoredState, StoreProblem, unreadable
 from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
 from kubecore._events import MemoryRecorder, v1_event
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
+from kubecore._manifest.documents import parse_yaml_document
 from kubecore._model import KubeObject, Pod
 from kubecore._objects import ObjectStore
 from kubecore._runtime import Event
-from kubecore._serving import BoundedServer, Handle, Limits
+from kubecore._serving import Admit, BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
 from kubecore._status import pod_status_text, rfc3339
 from kubecore._timefmt import human_duration as human_duration
@@ -210,9 +210,15 @@ class TLSBoundedServer(BoundedServer):
     first read, which the selector drives without blocking."""
 
     def __init__(
-        self, address: str, port: int, handle: Handle, limits: Limits, context: ssl.SSLContext
+        self,
+        address: str,
+        port: int,
+        handle: Handle,
+        limits: Limits,
+        context: ssl.SSLContext,
+        admit: Admit,
     ) -> None:
-        super().__init__(address, port, handle, limits)
+        super().__init__(address, port, handle, limits, admit)
         listener = context.wrap_socket(
             self._listener, server_side=True, do_handshake_on_connect=False
         )
@@ -600,7 +606,7 @@ def clean_manifest(data: object, namespace: str) -> dict[str, Any]:
     if data.get("kind", "Pod") != "Pod" or data.get("apiVersion", "v1") != "v1":
         raise _bad_request(f"expected a v1 Pod, got {data.get('apiVersion')}/{data.get('kind')}")
     body = {key: value for key, value in data.items() if key != "status"}
-    meta = dict(body.get("metadata") or {})
+    meta = body_metadata(body)
     for key in _SERVER_FIELDS:
         meta.pop(key, None)
     given = meta.get("namespace")
@@ -614,6 +620,61 @@ def clean_manifest(data: object, namespace: str) -> dict[str, Any]:
         meta.pop("labels", None)
     body["metadata"] = meta
     return body
+
+
+MAX_BODY_DEPTH = 100
+"""How deeply a written body may nest (a pod nests about 10 levels): deeper ones are refused
+before anything walks them (patches, decoding, copies all recurse)."""
+
+
+def parse_body(raw: bytes, content_type: str) -> object:
+    """A request's JSON or YAML body (YAML read as manifests are, aliases bounded); a 400 for
+    one that does not parse or nests too deeply."""
+    syntax = "YAML" if content_type.endswith("yaml") else "JSON"
+    try:
+        value = parse_yaml_document(raw.decode()) if syntax == "YAML" else json.loads(raw)
+    except ValidationError as error:
+        problems = "; ".join(p.message for p in error.problems)
+        raise _bad_request(f"the body is not valid {content_type}: {problems}") from None
+    except ValueError as error:
+        raise _bad_request(f"the body is not valid {content_type or 'JSON'}: {error}") from None
+    except RecursionError:  # the parser gave up: far deeper than the limit
+        value = None
+        deep = True
+    else:
+        deep = nests_deeper(value, MAX_BODY_DEPTH)
+    if deep:
+        raise _bad_request(
+            f"the body is not valid {syntax}: nested more than {MAX_BODY_DEPTH} levels"
+        )
+    return value
+
+
+def nests_deeper(value: object, limit: int) -> bool:
+    """Whether ``value`` has lists or mappings nested more than ``limit`` levels (no recursion)."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def body_metadata(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a written object's ``metadata``; a 400 when it is not a mapping."""
+    meta = body.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise _bad_request(f"metadata: expected a mapping, got {type(meta).__name__}")
+    return dict(meta)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -896,6 +957,14 @@ class KubeApi:
                 JSON_TYPE,
                 error.headers,
             )
+
+    def authenticated(self, header: str, method: str, tls: bool) -> bool:
+        """Whether a request with this ``Authorization`` header passes ``_authenticate``."""
+        try:
+            self._authenticate(header, method, tls)
+        except ApiError:
+            return False
+        return True
 
     def _token_ok(self, given: str) -> bool:
         return self._token is not None and hmac.compare_digest(given.encode(), self._token.encode())
@@ -1275,14 +1344,8 @@ class KubeApi:
     # --- writes
 
     def _body(self, exchange: Exchange) -> object:
-        raw = exchange._read_body()
         content_type = (exchange.headers.get("Content-Type") or "").split(";")[0].strip()
-        try:
-            if content_type.endswith("yaml"):
-                return yaml.safe_load(raw.decode())
-            return json.loads(raw)
-        except (ValueError, yaml.YAMLError) as error:
-            raise _bad_request(f"the body is not valid {content_type or 'JSON'}: {error}") from None
+        return parse_body(exchange._read_body(), content_type)
 
     def _decode(self, data: dict[str, Any]) -> Pod:
         try:

@@ -37,6 +37,7 @@ import logging
 import os
 import shlex
 import socket
+import ssl
 import stat
 import threading
 import urllib.parse
@@ -60,7 +61,11 @@ from kubecore._serving import (
     DEFAULT_PORT,
     BoundedServer,
     Limits,
-    PrefixedReader,
+    Refused,
+    RequestHead,
+    RequestReader,
+    body_length,
+    status_body,
 )
 
 if TYPE_CHECKING:
@@ -69,6 +74,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_LOG_PATH = 4096
+MAX_LOG_NAME = 255
+"""The longest ``/logs/`` path and file name asked for (Linux's PATH_MAX and NAME_MAX)."""
 MAX_EXEC_TIMEOUT = 300.0
 
 JSON_TYPE = "application/json"
@@ -131,8 +139,9 @@ class ServerConfig:
     """The directory ``/logs/`` serves; None answers 404."""
     max_body_bytes: int = MAX_BODY_BYTES
     request_timeout: float = 30.0
-    """Socket timeout for reading a request's body and writing a response; also the time a
-    client has to send a request's head, and an idle keep-alive connection its next request."""
+    """The time a client has to send a request's head (an idle keep-alive connection, its next
+    request), then again to send its body, each in all rather than per read; also the socket
+    timeout for writing a response."""
     workers: int = 16
     """Requests answered at once (a client that sends nothing holds no worker)."""
     max_connections: int = 1024
@@ -164,21 +173,6 @@ class HTTPError(Exception):
         self.code = code
         self.message = message
         self.headers = headers or {}
-
-
-def status_body(code: HTTPStatus, message: str) -> bytes:
-    """A v1 ``Status`` object, as Kubernetes answers errors."""
-    reason = "".join(part.capitalize() for part in code.phrase.split())
-    body = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": int(code),
-    }
-    return json.dumps(body).encode() + b"\n"
 
 
 # --- query parsing ------------------------------------------------------------------------
@@ -242,6 +236,10 @@ def exec_command(query: dict[str, list[str]], body: bytes, content_type: str) ->
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError) as error:
             raise HTTPError(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {error}") from None
+        except RecursionError:
+            raise HTTPError(
+                HTTPStatus.BAD_REQUEST, "body is not valid JSON: nested too deep"
+            ) from None
         if not isinstance(payload, dict):
             raise HTTPError(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
         raw = payload.get("command", payload.get("cmd"))
@@ -304,17 +302,25 @@ def resolve_log_path(root: str, relative: str) -> Path:
     an absolute path, a NUL byte, a symlink that leads outside ``root`` or a missing file."""
     if "\0" in relative:
         raise HTTPError(HTTPStatus.BAD_REQUEST, "path: NUL byte")
+    if len(relative) > MAX_LOG_PATH or any(len(p) > MAX_LOG_NAME for p in relative.split("/")):
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST,
+            f"path: longer than {MAX_LOG_PATH} characters or a name longer than {MAX_LOG_NAME}",
+        )
     if relative.startswith("/") or relative.startswith("\\"):
         raise HTTPError(HTTPStatus.FORBIDDEN, "path: absolute paths are not allowed")
     parts = [part for part in relative.split("/") if part not in ("", ".")]
     if ".." in parts or any(part.startswith("..\\") or "\\..\\" in part for part in parts):
         raise HTTPError(HTTPStatus.FORBIDDEN, "path: '..' is not allowed")
     base = Path(os.path.realpath(root))
-    target = Path(os.path.realpath(base.joinpath(*parts)))
-    if target != base and base not in target.parents:
-        raise HTTPError(HTTPStatus.FORBIDDEN, "path: leads outside the log directory")
-    if not target.exists():
-        raise HTTPError(HTTPStatus.NOT_FOUND, f"no log file {relative!r}")
+    try:
+        target = Path(os.path.realpath(base.joinpath(*parts)))
+        if target != base and base not in target.parents:
+            raise HTTPError(HTTPStatus.FORBIDDEN, "path: leads outside the log directory")
+        if not target.exists():
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"no log file {relative!r}")
+    except OSError as error:  # a name the file system cannot take (too long, ...)
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"path: {error.strerror or error}") from None
     return target
 
 
@@ -333,8 +339,8 @@ def list_directory(path: Path) -> str:
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:
-    """``length`` bytes, or fewer at the end of input: one read of an unbuffered socket (or of
-    one TLS record) may return only part of a body."""
+    """``length`` bytes, or fewer at the end of input (one read of a raw stream may return only
+    part of what was asked)."""
     chunks: list[bytes] = []
     remaining = length
     while remaining > 0:
@@ -347,6 +353,16 @@ def _read_exactly(stream: Any, length: int) -> bytes:
 
 
 Route = Callable[["_Handler", list[str], dict[str, list[str]]], None]
+
+
+def bearer_problem(header: str, token: str) -> str:
+    """Why an ``Authorization`` header does not carry ``token`` ("" when it does)."""
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not given.strip():
+        return "a bearer token is required"
+    if not token or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        return "the bearer token is not valid"
+    return ""
 
 
 class _SocketWriter(io.BufferedIOBase):
@@ -374,14 +390,15 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server  # type: ignore[assignment]
 
     def __init__(
-        self, sock: socket.socket, address: Any, server: _Server, reader: PrefixedReader
+        self, sock: socket.socket, address: Any, server: _Server, reader: RequestReader
     ) -> None:
         self._reader = reader
         super().__init__(sock, address, server)  # type: ignore[arg-type]
 
     def setup(self) -> None:
         self.connection = self.request
-        # A slow client cannot hold a worker for longer than this per read or write.
+        # The request has been read whole; a client slow to take the answer cannot hold a
+        # worker for longer than this per write.
         self.connection.settimeout(self.server.config.request_timeout)
         self.rfile = self._reader  # type: ignore[assignment]
         self.wfile = _SocketWriter(self.connection)
@@ -389,6 +406,9 @@ class _Handler(BaseHTTPRequestHandler):
     def handle(self) -> None:
         self.close_connection = True
         self.handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        return True  # the selector said "100 Continue" before it read the body
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -535,20 +555,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _refuse_body(self) -> None:
         length = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or (length not in (None, "0")):
-            self._read_body()  # enforces the size limit, then discard
+            self._read_body()  # from memory (the selector read it, at most 64 KiB): dropped
 
     def _read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding"):
-            raise HTTPError(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length, not chunks")
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return b""
+        """The body, from memory: the selector read it (or, for a request it did not admit, did
+        not, and this finds it short)."""
         try:
-            length = int(raw)
-        except ValueError:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw!r}") from None
-        if length < 0:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw!r}")
+            length = body_length(self.headers)
+        except Refused as refused:
+            raise HTTPError(refused.code, refused.message) from None
         limit = self.server.config.max_body_bytes
         if length > limit:
             raise HTTPError(
@@ -669,13 +684,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _authorize(self, token: str) -> None:
-        challenge = {"WWW-Authenticate": 'Bearer realm="kubecore"'}
-        header = self.headers.get("Authorization") or ""
-        scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not given.strip():
-            raise HTTPError(HTTPStatus.UNAUTHORIZED, "a bearer token is required", challenge)
-        if not hmac.compare_digest(given.strip().encode(), token.encode()):
-            raise HTTPError(HTTPStatus.UNAUTHORIZED, "the bearer token is not valid", challenge)
+        problem = bearer_problem(self.headers.get("Authorization") or "", token)
+        if problem:
+            challenge = {"WWW-Authenticate": 'Bearer realm="kubecore"'}
+            raise HTTPError(HTTPStatus.UNAUTHORIZED, problem, challenge)
 
     def _logs(self, rest: list[str], query: dict[str, list[str]]) -> None:
         root = self.server.config.log_dir
@@ -755,21 +767,43 @@ class _Server:
         self.stopping = threading.Event()
         self._follows: dict[tuple[str, str, str], int] = {}
         self._follows_lock = threading.Lock()
-        limits = Limits(config.workers, config.max_connections, config.request_timeout)
+        limits = Limits(
+            workers=config.workers,
+            max_connections=config.max_connections,
+            head_timeout=config.request_timeout,
+            body_timeout=config.request_timeout,
+            max_body_bytes=config.max_body_bytes,
+        )
         if config.tls_cert_file and config.tls_private_key_file:
             from kubecore._apiserver import TLSBoundedServer, tls_context
 
             context = tls_context(config.tls_cert_file, config.tls_private_key_file)
             self.bounded: BoundedServer = TLSBoundedServer(
-                config.address, config.port, self._handle, limits, context
+                config.address, config.port, self._handle, limits, context, self._admit
             )
         else:
-            self.bounded = BoundedServer(config.address, config.port, self._handle, limits)
+            self.bounded = BoundedServer(
+                config.address, config.port, self._handle, limits, self._admit
+            )
         self.server_address = self.bounded.server_address
 
-    def _handle(self, sock: socket.socket, address: Any, reader: PrefixedReader) -> bool:
+    def _handle(self, sock: socket.socket, address: Any, reader: RequestReader) -> bool:
         handler = _Handler(sock, address, self, reader)
         return not handler.close_connection
+
+    def _admit(self, head: RequestHead, sock: socket.socket) -> bool:
+        """Whether a request's body may be read: only an authenticated request's. The others
+        are answered (401, 403, 404, 405) from their head, as the handler checks the token
+        before it reads a body."""
+        path = urllib.parse.urlsplit(head.target).path
+        first = path.split("/")[1] if path.count("/") else ""
+        authorization = head.header("authorization")
+        if self.api is not None and first in self.api.heads:
+            tls = isinstance(sock, ssl.SSLSocket)
+            return self.api.authenticated(authorization, head.method, tls)
+        if first == "run" and self.config.enable_exec:
+            return not bearer_problem(authorization, self.config.exec_token)
+        return False
 
     @contextlib.contextmanager
     def follow_slot(self, container: tuple[str, str, str]) -> Iterator[None]:

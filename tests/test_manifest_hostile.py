@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubecore._errors import ValidationError
 from kubecore._manifest import (
@@ -298,3 +300,95 @@ def test_a_header_of_the_wrong_type_is_a_problem_at_its_path() -> None:
         "spec.containers[0].livenessProbe.httpGet.httpHeaders[0]",
         "spec.containers[0].livenessProbe.httpGet.httpHeaders[1]",
     ]
+
+
+# --- identity fields of any JSON type -----------------------------------------------------------
+
+_TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=5)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+"""Any value a YAML or JSON document may hold where a string or a mapping belongs."""
+
+IDENTITY_PATHS = [
+    ("apiVersion",),
+    ("kind",),
+    ("metadata",),
+    ("metadata", "name"),
+    ("metadata", "namespace"),
+    ("metadata", "uid"),
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("spec",),
+    ("items",),
+    ("data",),
+    ("stringData",),
+    ("type",),
+]
+KINDS = ["Pod", "ConfigMap", "Secret", "List", "PodList"]
+GOOD_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "good"},
+    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+}
+
+
+def _with(document: dict[str, Any], path: tuple[str, ...], value: object) -> dict[str, Any]:
+    changed = json.loads(json.dumps(document))
+    target = changed
+    for key in path[:-1]:
+        if not isinstance(target.get(key), dict):
+            target[key] = {}
+        target = target[key]
+    target[path[-1]] = value
+    return changed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(KINDS),
+    changes=st.lists(
+        st.tuples(st.sampled_from(IDENTITY_PATHS), JSON_VALUES), min_size=1, max_size=3
+    ),
+    as_json=st.booleans(),
+)
+def test_any_value_at_an_identity_field_is_a_field_error_and_the_good_pod_still_loads(
+    kind: str, changes: list[tuple[tuple[str, ...], object]], as_json: bool
+) -> None:
+    bad: dict[str, Any] = {**GOOD_POD, "kind": kind, "metadata": {"name": "bad"}}
+    for path, value in changes:
+        bad = _with(bad, path, value)
+    documents = [bad, GOOD_POD]
+    if as_json:
+        text = "\n".join(json.dumps(document) for document in documents)
+    else:
+        text = "---\n".join(json.dumps(document) + "\n" for document in documents)
+    pods, errors = load_pods_lenient(text)
+    assert "good" in [pod.metadata.name for pod in pods]
+    for error in errors:
+        assert isinstance(error, DocumentError)
+        assert error.problems and all(problem.message for problem in error.problems)
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        ({"kind": []}, "documents[0].kind: expected a string, got a list"),
+        ({"kind": {"a": 1}}, "documents[0].kind: expected a string, got a mapping"),
+        ({"kind": 7}, "documents[0].kind: expected a string, got 7"),
+    ],
+)
+def test_a_kind_that_is_not_a_string_names_the_field(
+    document: dict[str, Any], problem: str
+) -> None:
+    text = (
+        json.dumps({**GOOD_POD, **document})
+        + "\n"
+        + json.dumps(GOOD_POD | {"metadata": {"name": "g2"}})
+    )
+    pods, errors = load_pods_lenient(text)
+    assert [pod.metadata.name for pod in pods] == ["g2"]
+    assert problem in [str(p) for e in errors for p in e.problems]

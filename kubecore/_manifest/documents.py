@@ -265,17 +265,17 @@ def _too_deep(syntax: str, text: str, start: int) -> FieldError:
             if depth > _MAX_DEPTH:
                 line, column = _line_and_column(text, offset)
                 return FieldError(
-                    "",
-                    f"invalid {syntax} at line {line}, column {column}: "
-                    f"nested more than {_MAX_DEPTH} levels deep",
+                    "", f"invalid {syntax} at line {line}, column {column}: {_NESTED_TOO_DEEP}"
                 )
         elif char in "]}":
             depth -= 1
-    return FieldError("", f"invalid {syntax}: nested too deep")
+    return FieldError("", f"invalid {syntax}: {_NESTED_TOO_DEEP}")
 
 
 _MAX_DEPTH = 100
-"""Far deeper than any pod (about 10 levels); only used to point at the place in an error."""
+"""Far deeper than any pod (about 10 levels); only used to point at the place in an error
+(the parsers give up far deeper)."""
+_NESTED_TOO_DEEP = f"nested more than {_MAX_DEPTH} levels deep"
 
 
 def _parse_yaml(text: str) -> _RawDocuments:
@@ -301,6 +301,21 @@ def _parse_yaml(text: str) -> _RawDocuments:
     finally:
         loader.dispose()
     return _RawDocuments(documents, None, notes)
+
+
+def parse_yaml_document(text: str) -> object:
+    """The one YAML document of ``text`` (None when it has none), read as a manifest is: with
+    kubectl's flavour, numbers, nesting and aliases bounded, duplicate keys refused. Raises
+    ``ValidationError`` for anything else, with a position where known."""
+    raw = _parse_yaml(text)
+    problems = [note for notes in raw.notes.values() for note in notes]
+    if raw.error is not None:
+        problems.append(raw.error.message)
+    if not problems and len(raw.documents) > 1:
+        problems.append(f"expected one document, got {len(raw.documents)}")
+    if problems:
+        raise ValidationError([FieldError("", problem) for problem in problems])
+    return raw.documents[0] if raw.documents else None
 
 
 _TOO_MANY_VALUES = FieldError(
@@ -336,6 +351,8 @@ def _yaml_error_message(exc: yaml.YAMLError, text: str) -> str:
         return f"invalid YAML at line {line}, column {column}: {exc.reason}"
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
+    if problem == "exceeded maximum nesting depth":  # libyaml's, at 1,000 levels
+        problem = _NESTED_TOO_DEEP
     if mark is not None:
         return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
     return f"invalid YAML: {problem}"
@@ -370,7 +387,8 @@ def _load_documents(
         for doc in _expand(document, prefix, index, source, errors):
             kind = doc.data.get("kind") if isinstance(doc.data, Mapping) else None
             decoded: m.Pod | m.KubeObject
-            if isinstance(doc.data, Mapping) and kind in OBJECT_KINDS:
+            # A kind of another type (``kind: []``) is the pod decoder's field error.
+            if isinstance(doc.data, Mapping) and isinstance(kind, str) and kind in OBJECT_KINDS:
                 decoded, problems = _decode_object(doc.data, doc.path)
             else:
                 decoded, problems = _decode_pod(doc.data, doc.path)
