@@ -72,6 +72,7 @@ from kubecore._runtime import (
     RuntimeSnapshot,
     RuntimeState,
     Subscription,
+    owned_by,
 )
 from kubecore._security import detect_host_security
 from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
@@ -934,7 +935,9 @@ class Kubelet:
         candidates = [
             c
             for c in snapshot.containers
-            if c.labels.get(POD_UID_LABEL) == pod.uid and container_name_of(c) == container
+            if c.labels.get(POD_UID_LABEL) == pod.uid
+            and container_name_of(c) == container
+            and owned_by(c.labels, self.config.node_name)
         ]
         if running:
             candidates = [c for c in candidates if c.state is RuntimeState.RUNNING]

@@ -59,6 +59,20 @@ RESOURCES_ANNOTATION = "io.kubecore.container.resources"
 hash leaves them out, and the planner compares them to decide on a resize."""
 
 
+def node_of(labels: Mapping[str, str]) -> str:
+    """The node (agent) that made an object: its ``NODE_LABEL``, '' when it has none."""
+    return labels.get(NODE_LABEL, "")
+
+
+def owned_by(labels: Mapping[str, str], node_name: str) -> bool:
+    """The ownership rule, written once: an agent syncs, kills and collects an object only when
+    the object's node label names the agent's node. Everything else on a shared engine (another
+    node's objects, and objects that carry ``MANAGED_LABEL`` but no node label: made by hand,
+    by another tool, or by an agent older than node labels) is left alone. (An agent with the
+    empty node name labels nothing, and so owns just the unlabelled objects.)"""
+    return labels.get(NODE_LABEL, "") == node_name
+
+
 class SandboxState(enum.Enum):
     READY = "ready"
     NOTREADY = "notready"

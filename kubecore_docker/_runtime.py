@@ -36,7 +36,7 @@ from kubecore import (
     Subscription,
     SystemClock,
 )
-from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, node_of
 from kubecore.security import LinuxContainerSecurityContext, ProfileType, SecurityProfile
 from kubecore.translate import ContainerResources, NamespaceMode
 from kubecore.volumes import MountPropagation
@@ -348,7 +348,8 @@ def _create_container(api: Any, call: dict[str, Any]) -> str:
 
 INTERRUPTED_AFTER = 30.0
 """Seconds after which a sandbox still never started is an interrupted ``run_sandbox`` (an agent
-killed between create and start), removed; until then it is only hidden."""
+killed between create and start), removed; until then it is only hidden. One without a node
+label is no agent's: always hidden, never removed."""
 
 
 class DockerRuntime:
@@ -624,6 +625,8 @@ class DockerRuntime:
         )
 
     def _drop_interrupted(self, summary: Summary) -> None:
+        if not node_of(summary.labels):
+            return  # nobody's (no agent made it): hidden, and left alone
         with self._details_lock:
             if summary.name in self._starting:
                 return  # being started by this process right now
