@@ -50,6 +50,7 @@ from kubecore._logs import LogOptions, limited, log_container_id
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
+from kubecore._node_lease import NodeNameGuard
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_age
 from kubecore._outage import Outage
@@ -262,6 +263,10 @@ class Kubelet:
 
         # The rooms.
         self.node_view = NodeView(cfg.node_name)
+        self.node_guard = NodeNameGuard(
+            runtime, cfg.node_name, self.clock, on_lost=lambda _lease: self._halt()
+        )
+        """The agent's lease on its node name on the engine, while started."""
         self.inbox = Inbox()
         self.probes = ProbeManager(self.health_checker, self.recorder)
         self.prober = Prober(
@@ -682,9 +687,11 @@ class Kubelet:
     # --- background loop --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Run the sync loop in a background thread (relist, resync, runtime events)."""
+        """Run the sync loop in a background thread (relist, resync, runtime events). Raises
+        ``NodeNameInUse`` when another live agent holds this node name on the engine."""
         if self._thread is not None and self._thread.is_alive():
             return
+        self.node_guard.acquire()  # NodeNameInUse: another live agent has this node name
         self._stop.clear()
         self.workers.reopen()
         self._workers_closed = False
@@ -706,6 +713,12 @@ class Kubelet:
         self.workers.shutdown(timeout)
         self.prober.shutdown()
         self.volumes.release()
+        self.node_guard.release()
+
+    def _halt(self) -> None:
+        """Stop syncing (another agent took this node name): the loop ends, containers stay."""
+        self._stop.set()
+        self._wake.set()
 
     @property
     def running(self) -> bool:

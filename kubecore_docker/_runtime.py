@@ -22,6 +22,8 @@ from kubecore import (
     ExecResult,
     InvalidConfig,
     Mount,
+    NodeClaim,
+    NodeHolder,
     NotFound,
     RuntimeContainer,
     RuntimeEvent,
@@ -59,6 +61,7 @@ from kubecore_docker._errors import (
     raise_translated,
 )
 from kubecore_docker._events import EventWatcher
+from kubecore_docker._lease import DockerNodeLeases
 from kubecore_docker._names import (
     CONTAINER_TYPE,
     DOCKER_TYPE_LABEL,
@@ -379,6 +382,7 @@ class DockerRuntime:
         """Container id -> its log file on this host (read once, by inspect)."""
         self._closed = False
         self._engine: EngineSecurity | None = None
+        self._leases = DockerNodeLeases(self._api, self._clock)
 
     def _engine_security(self, config: ContainerConfig) -> EngineSecurity:
         """What the engine's security modules are, asked once and only by a container that
@@ -787,6 +791,17 @@ class DockerRuntime:
             return os.stat(path).st_size if path else None
         except OSError:
             return None
+
+    # -- node leases (NodeClaims) -------------------------------------------------------------
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        """A marker container per node name (``kubecore_docker._lease``)."""
+        return self._leases.claim(node_name, holder, ttl, replace)
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        self._leases.release(node_name, holder)
 
     def close(self) -> None:
         self._closed = True

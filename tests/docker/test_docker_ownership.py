@@ -5,21 +5,34 @@ two agents with one node name do not both run."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from kubecore._errors import NodeNameInUse
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
 )
 from kubecore_docker import DockerRuntime
 from kubecore_docker import _runtime as docker_runtime
-from kubecore_docker._names import CONTAINER_TYPE, DOCKER_TYPE_LABEL, SANDBOX_ID_LABEL, SANDBOX_TYPE
+from kubecore_docker._names import (
+    CONTAINER_TYPE,
+    DOCKER_TYPE_LABEL,
+    SANDBOX_ID_LABEL,
+    SANDBOX_TYPE,
+    lease_name,
+)
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import all_running, container, get_pod, make_pod
 from tests.docker.helpers import SLEEPER, TEST_LABEL, wait_for
@@ -52,7 +65,54 @@ def make_stray(
     return str(created["Id"])
 
 
+def make_strays(raw: Any, engine: TestEngine, test_uid: str, **node: str) -> set[str]:
+    """A running sandbox with a running and an exited container (a pod nobody wants: an agent
+    that took them for its own would kill it), and an exited sandbox (it would collect it).
+    Made as fast as the engine allows: an agent on the shared engine that predates the rule
+    takes unlabelled objects for its own."""
+    sandbox = make_stray(raw, engine, test_uid, SANDBOX_TYPE, "stray-pod", **node)
+    raw.start(sandbox)
+    app = make_stray(
+        raw, engine, test_uid, CONTAINER_TYPE, "stray-app",
+        **{CONTAINER_NAME_LABEL: "app", SANDBOX_ID_LABEL: sandbox}, **node,
+    )  # fmt: skip
+    raw.start(app)
+    done = make_stray(
+        raw, engine, test_uid, CONTAINER_TYPE, "stray-done",
+        **{CONTAINER_NAME_LABEL: "done", SANDBOX_ID_LABEL: sandbox}, **node,
+    )  # fmt: skip
+    raw.start(done)
+    raw.kill(done)
+    dead_sandbox = make_stray(raw, engine, test_uid, SANDBOX_TYPE, "stray-dead-pod", **node)
+    raw.start(dead_sandbox)
+    raw.kill(dead_sandbox)
+    return {sandbox, app, done, dead_sandbox}
+
+
+def spy_on_changes(runtime: DockerRuntime, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids this runtime is asked to stop or remove."""
+    touched: list[str] = []
+    for method in ("stop_container", "remove_container", "stop_sandbox", "remove_sandbox"):
+        original = getattr(runtime, method)
+
+        def spy(object_id: str, *args: Any, _original: Any = original) -> Any:
+            touched.append(object_id)
+            return _original(object_id, *args)
+
+        monkeypatch.setattr(runtime, method, spy)
+    return touched
+
+
+@pytest.mark.parametrize(
+    "node",
+    [{}, {NODE_LABEL: ""}],
+    # An agent on the shared engine that predates the ownership rule takes objects with no
+    # node label for its own (and removes them in this test); one with an empty node label it
+    # leaves alone, and to this rule the two are the same.
+    ids=["no-node-label", "empty-node-label"],
+)
 def test_containers_without_a_node_label_survive_passes_and_gc_and_are_reported_once(
+    node: dict[str, str],
     make_agent: AgentFactory,
     engine: TestEngine,
     namespace: str,
@@ -60,23 +120,8 @@ def test_containers_without_a_node_label_survive_passes_and_gc_and_are_reported_
     test_uid: str,
     cleanup: str,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sandbox = make_stray(raw, engine, test_uid, SANDBOX_TYPE, "stray-pod")
-    app = make_stray(
-        raw, engine, test_uid, CONTAINER_TYPE, "stray-app",
-        **{CONTAINER_NAME_LABEL: "app", SANDBOX_ID_LABEL: sandbox},
-    )  # fmt: skip
-    done = make_stray(
-        raw, engine, test_uid, CONTAINER_TYPE, "stray-done",
-        **{CONTAINER_NAME_LABEL: "done", SANDBOX_ID_LABEL: sandbox},
-    )  # fmt: skip
-    dead_sandbox = make_stray(raw, engine, test_uid, SANDBOX_TYPE, "stray-dead-pod")
-    for cid in (sandbox, app, done, dead_sandbox):
-        raw.start(cid)
-    for cid in (done, dead_sandbox):
-        raw.kill(cid)
-    strays = {sandbox, app, done, dead_sandbox}
-
     pod = make_pod("web", namespace, [container("app", engine.image)])
     kubelet = make_agent(
         [pod],
@@ -85,20 +130,25 @@ def test_containers_without_a_node_label_survive_passes_and_gc_and_are_reported_
         container_gc_interval=0.0,  # container GC at every pass
         housekeeping_interval=0.0,
     )
+    wait_for(
+        lambda: kubelet.sync() and all_running(get_pod(kubelet, namespace, "web")),
+        60,
+        what="the agent's own pod",
+    )
+    assert isinstance(kubelet.raw_runtime, DockerRuntime)
+    touched = spy_on_changes(kubelet.raw_runtime, monkeypatch)
+    strays = make_strays(raw, engine, test_uid, **node)
     with caplog.at_level(logging.INFO, logger="kubecore"):
-        wait_for(
-            lambda: kubelet.sync() and all_running(get_pod(kubelet, namespace, "web")),
-            60,
-            what="the agent's own pod",
-        )
         for _ in range(5):
             kubelet.sync()
+    assert not strays & set(touched), "the agent stopped or removed an unlabelled object"
     present = {
         entry["Id"]: entry["State"]
         for entry in raw.containers(all=True, filters={"label": f"{TEST_LABEL}={test_uid}"})
     }
     assert strays <= set(present), "an unlabelled container was removed"
-    assert present[sandbox] == "running" and present[app] == "running"
+    running = {cid for cid, state in present.items() if state == "running"}
+    assert len(strays & running) == 2  # the stray sandbox and its app
     warned = [
         record
         for record in caplog.records
@@ -120,3 +170,78 @@ def test_a_never_started_sandbox_without_a_node_label_is_hidden_and_never_remove
     for _ in range(3):
         assert stray not in {s.id for s in runtime.snapshot().sandboxes}
     assert raw.containers(all=True, filters={"id": stray})
+
+
+# --- one agent per node name on the engine -----------------------------------------------------
+
+
+@pytest.fixture
+def node_name(raw: Any, test_uid: str) -> Iterator[str]:
+    """A node name of this test's own; its lease marker does not outlive the test."""
+    name = f"lease-{test_uid}"
+    yield name
+    with contextlib.suppress(Exception):
+        raw.remove_container(lease_name(name), force=True)
+
+
+def test_two_agents_with_one_node_name_on_one_engine(
+    make_agent: AgentFactory, node_name: str, raw: Any
+) -> None:
+    first = make_agent(node_name=node_name)
+    second = make_agent(node_name=node_name, start=False, root_dir=f"/tmp/second-{node_name}")
+    with pytest.raises(NodeNameInUse) as refused:
+        second.start()
+    assert f"'{node_name}'" in str(refused.value)
+    assert f"process {os.getpid()}" in str(refused.value) and "--node-name" in str(refused.value)
+    assert not second.running and first.running
+    marker = raw.inspect_container(lease_name(node_name))
+    assert marker["State"]["Status"] == "created"  # a marker: never run
+    assert MANAGED_LABEL not in marker["Config"]["Labels"]  # never listed as a pod's
+    first.stop()
+    with pytest.raises(docker_errors().NotFound):
+        raw.inspect_container(lease_name(node_name))  # given up at a clean stop
+    second.start()
+    assert second.running
+
+
+def test_an_agent_killed_on_this_host_does_not_block_its_restart(
+    make_agent: AgentFactory, node_name: str, engine: TestEngine
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LEASE, engine.base_url, node_name],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        agent = make_agent(node_name=node_name, start=False)
+        with pytest.raises(NodeNameInUse, match=f"process {holder.pid} on host"):
+            agent.start()
+        holder.kill()  # kill -9: the lease stands, unrenewed
+        holder.wait(30)
+        agent.start()  # at once, not a TTL later: its holder's process is gone
+        assert agent.running
+        assert agent.node_guard.held
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
+
+
+HOLD_LEASE = """
+import sys, time
+from kubecore._clock import SystemClock
+from kubecore._node_lease import NodeNameGuard
+from kubecore_docker import DockerOptions, DockerRuntime
+
+runtime = DockerRuntime(DockerOptions(base_url=sys.argv[1]))
+NodeNameGuard(runtime, sys.argv[2], SystemClock(), on_lost=lambda lease: None).acquire()
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+def docker_errors() -> Any:
+    import docker.errors
+
+    return docker.errors
