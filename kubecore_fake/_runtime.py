@@ -23,6 +23,9 @@ Semantics worth knowing:
   scripts without a ``trap ... TERM`` and a bare ``sleep`` do not (as PID 1 in a real engine).
 * Events are delivered synchronously, in the thread that caused the change, after the runtime's
   lock is released. Only managed containers produce events.
+* Node leases (``claim_node``) live in the runtime object, timed by its clock: every agent
+  handed the same ``FakeRuntime`` shares them, as agents on one engine do; ``node_lease(name)``
+  shows one.
 * Once ``close()`` is called every runtime call raises ``RuntimeUnavailable``.
 """
 

@@ -44,7 +44,7 @@ blocks and streams new lines; ``since`` is honoured; after ``close()`` every cal
 if given, else left to the ``bundle`` fixture's teardown).
 
 Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
-event stream, a health checker) are skipped when it is missing.
+event stream, a health checker, node leases: ``NodeClaims``) are skipped when it is missing.
 
 Security context: for each field of ``LinuxContainerSecurityContext`` (and the sandbox's
 ``sysctls``) the suite starts a container that has it and requires that the runtime either

@@ -8,9 +8,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,13 +31,14 @@ from kubecore_docker import _runtime as docker_runtime
 from kubecore_docker._names import (
     CONTAINER_TYPE,
     DOCKER_TYPE_LABEL,
+    LEASE_LABEL,
     SANDBOX_ID_LABEL,
     SANDBOX_TYPE,
     lease_name,
 )
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import all_running, container, get_pod, make_pod
-from tests.docker.helpers import SLEEPER, TEST_LABEL, wait_for
+from tests.docker.helpers import SLEEPER, TEST_LABEL, free_port, wait_for
 from tests.docker.test_e2e_agent import (  # noqa: F401 - the fixtures
     AgentFactory,
     make_agent,
@@ -245,3 +248,41 @@ def docker_errors() -> Any:
     import docker.errors
 
     return docker.errors
+
+
+def test_a_second_kubecore_run_with_the_node_name_exits_naming_the_first(
+    engine: TestEngine, raw: Any, node_name: str, tmp_path: Path
+) -> None:
+    def command(root: str) -> list[str]:
+        return [
+            sys.executable, "-m", "kubecore", "run", "--runtime", "docker",
+            "--runtime-option", f"base_url={engine.base_url}",
+            "--runtime-option", f"sandbox_image={engine.pause_image}",
+            "--root-dir", str(tmp_path / root), "--port", str(free_port()),
+            "--node-name", node_name, "--log-level", "warning",
+        ]  # fmt: skip
+
+    first = subprocess.Popen(command("first"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: lease_holder_pid(raw, node_name), 30, what="the first agent's lease")
+        assert lease_holder_pid(raw, node_name) == first.pid
+        second = subprocess.run(
+            command("second"), capture_output=True, text=True, timeout=60, check=False
+        )
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert f"node name '{node_name}' is in use" in second.stderr
+        assert f"process {first.pid} on host" in second.stderr
+        assert "--node-name" in second.stderr
+        assert lease_holder_pid(raw, node_name) == first.pid  # the refused one took nothing
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(30)
+    assert lease_holder_pid(raw, node_name) is None  # a clean stop gives the lease up
+
+
+def lease_holder_pid(raw: Any, node_name: str) -> int | None:
+    try:
+        labels = raw.inspect_container(lease_name(node_name))["Config"]["Labels"]
+    except docker_errors().NotFound:
+        return None
+    return int(labels[f"{LEASE_LABEL}.pid"])
