@@ -5,7 +5,8 @@ name makes the claim exclusive (a second create is a 409), its labels name the h
 small file in it (written with ``put_archive``) holds the last renewal, labels being fixed at
 creation. A lapsed lease is taken over by removing that very container (by id) and creating
 the name again: of two agents taking over at once, one create wins and the other sees the
-winner's lease. Renewal times are each holder's clock, compared with the claimant's.
+winner's lease. Renewal times are each holder's clock, compared with the claimant's: the
+clocks of hosts whose agents share an engine must agree to well within the TTL.
 """
 
 from __future__ import annotations
@@ -89,16 +90,40 @@ class DockerNodeLeases:
     def __init__(self, api: Callable[[], Any], clock: Clock) -> None:
         self._api = api
         self._clock = clock
+        self._held: dict[tuple[str, str], str] = {}
+        """(node name, holder id) -> the marker of a lease granted here: a renewal is then one
+        write to it (a marker removed by a takeover fails it, and the claim looks again)."""
 
     def claim(self, node_name: str, holder: NodeHolder, ttl: float, replace: str) -> NodeClaim:
+        key = (node_name, holder.id)
+        held = self._held.pop(key, None)
+        if held is not None:
+            mine = NodeLease(node_name, holder, self._clock.now(), ttl)
+            try:
+                self._write(held, mine)
+            except ContainerNotFound:
+                pass  # taken over: read who holds it now
+            else:
+                self._held[key] = held
+                return NodeClaim(True, mine)
+        claim, marker = self._claim(node_name, holder, ttl, replace)
+        if marker:
+            self._held[key] = marker
+        return claim
+
+    def _claim(
+        self, node_name: str, holder: NodeHolder, ttl: float, replace: str
+    ) -> tuple[NodeClaim, str]:
+        """The claim, and the marker when granted."""
         name = lease_name(node_name)
         for _ in range(_TRIES):
             found = self._read(name, node_name)
             now = self._clock.now()
             mine = NodeLease(node_name, holder, now, ttl)
             if found is None:
-                if self._create(name, mine):
-                    return NodeClaim(True, mine)
+                created = self._create(name, mine)
+                if created:
+                    return NodeClaim(True, mine), created
                 continue  # another claimant created it first: read theirs
             marker, lease = found
             if lease.holder.id == holder.id:
@@ -106,15 +131,17 @@ class DockerNodeLeases:
                     self._write(marker, mine)
                 except ContainerNotFound:
                     continue  # taken over meanwhile: read who holds it
-                return NodeClaim(True, mine)
+                return NodeClaim(True, mine), marker
             if not (lease.expired(now) or (replace and lease.holder.id == replace)):
-                return NodeClaim(False, lease)
+                return NodeClaim(False, lease), ""
             self._remove(marker)
-            if self._create(name, mine):
-                return NodeClaim(True, mine, replaced=lease)
+            created = self._create(name, mine)
+            if created:
+                return NodeClaim(True, mine, replaced=lease), created
         raise Conflict(f"the lease on node name {node_name!r} kept changing while it was claimed")
 
     def release(self, node_name: str, holder: NodeHolder) -> None:
+        self._held.pop((node_name, holder.id), None)
         found = self._read(lease_name(node_name), node_name)
         if found is not None and found[1].holder.id == holder.id:
             self._remove(found[0])
@@ -156,8 +183,8 @@ class DockerNodeLeases:
         with engine_errors(Subject.CONTAINER):
             self._api().put_archive(marker, "/", archive)
 
-    def _create(self, name: str, lease: NodeLease) -> bool:
-        """Create the marker and write its first renewal; False when the name is taken."""
+    def _create(self, name: str, lease: NodeLease) -> str:
+        """Create the marker and write its first renewal: its id, '' when the name is taken."""
         image = self._lease_image()
         try:
             with engine_errors(Subject.CONTAINER):
@@ -169,12 +196,13 @@ class DockerNodeLeases:
                     network_disabled=True,
                 )
         except Conflict:
-            return False
+            return ""
+        marker = str(created["Id"])
         try:
-            self._write(str(created["Id"]), lease)
+            self._write(marker, lease)
         except ContainerNotFound:
-            return False  # removed at once by a claimant that saw it lapsed (a far clock)
-        return True
+            return ""  # removed at once by a claimant that saw it lapsed (a far clock)
+        return marker
 
     def _remove(self, marker: str) -> None:
         try:

@@ -263,3 +263,29 @@ def test_a_runtime_without_leases_starts_as_before() -> None:
     guard.acquire()
     assert not guard.supported and not guard.held
     guard.release()
+
+
+def test_a_first_agent_that_hangs_or_dies_is_taken_over_after_the_ttl(
+    node: Node, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kubecore._clock import ManualClock
+
+    # The first agent's own clock never moves: it never renews (as if killed, or stopped),
+    # and never gives its lease up.
+    frozen = new_kubelet(node.runtime, ManualClock(), node.checker, node.tmp / "frozen")
+    frozen.start()
+    second = second_agent(node)
+    try:
+        with pytest.raises(NodeNameInUse):
+            second.start()
+        node.clock.advance(LEASE_TTL + 1)  # the engine's time
+        with caplog.at_level(logging.WARNING, logger="kubecore"):
+            second.start()
+        assert second.running
+        assert any("lapsed" in r.getMessage() for r in caplog.records)
+        lease = node.runtime.node_lease("kubecore-node")
+        assert lease is not None and lease.holder == second.node_guard.holder
+    finally:
+        second.stop()
+        frozen.stop()  # gives up nothing: the lease is not its own any more
+    assert node.runtime.node_lease("kubecore-node") is None
