@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 LEASE_TTL = 15.0
 """Seconds a lease stands without renewal; an agent renews it every third of that."""
 RETRY_INTERVAL = 1.0
-"""Seconds between claims while the engine could not be asked (the agent runs meanwhile, as it
-does whenever the engine is down)."""
+"""Seconds before the first claim again when the engine could not be asked (the agent runs
+meanwhile, as it does whenever the engine is down); it doubles up to a renewal interval."""
 
 
 def pid_namespace() -> str:
@@ -103,6 +103,7 @@ class NodeNameGuard:
         """Between ``acquire`` and ``release`` (or the loss of the lease)."""
         self.held = False
         self._engine_failing = False
+        self._retry = RETRY_INTERVAL
 
     @property
     def supported(self) -> bool:
@@ -123,9 +124,8 @@ class NodeNameGuard:
             try:
                 claim = self._claim(self._claims, starting=True)
             except ContainerRuntimeError as exc:
-                self._engine_failed(exc)
                 self._active = True
-                self._schedule(RETRY_INTERVAL)
+                self._schedule(self._engine_failed(exc))
                 return
             if claim.granted:
                 self._active = self.held = True
@@ -167,6 +167,7 @@ class NodeNameGuard:
         if self._engine_failing:
             logger.info("node name %r claimed: the engine answers again", self.node_name)
             self._engine_failing = False
+        self._retry = RETRY_INTERVAL
         old = claim.replaced
         if old is not None:
             now = self._clock.now()
@@ -189,12 +190,11 @@ class NodeNameGuard:
             try:
                 claim = self._claim(self._claims, starting=not was_held)
             except ContainerRuntimeError as exc:
-                self._engine_failed(exc)
-                self._schedule(RETRY_INTERVAL)
+                self._schedule(self._engine_failed(exc))
                 return
             except Exception:
                 logger.exception("renewing the lease on node name %r failed", self.node_name)
-                self._schedule(RETRY_INTERVAL)
+                self._schedule(self._engine_failed(None))
                 return
             if claim.granted:
                 self.held = True
@@ -210,15 +210,18 @@ class NodeNameGuard:
         )
         self._on_lost(claim.lease)
 
-    def _engine_failed(self, exc: ContainerRuntimeError) -> None:
-        if not self._engine_failing:
+    def _engine_failed(self, exc: ContainerRuntimeError | None) -> float:
+        """Say so (once per outage); the seconds until the next claim."""
+        if not self._engine_failing and exc is not None:
             logger.warning(
-                "cannot claim node name %r on the engine yet (%s): claiming again every %.0fs",
+                "cannot claim node name %r on the engine yet (%s): claiming again until it answers",
                 self.node_name,
                 exc,
-                RETRY_INTERVAL,
             )
         self._engine_failing = True
+        delay = self._retry
+        self._retry = min(2 * self._retry, self.ttl / 3)
+        return delay
 
     def _schedule(self, delay: float) -> None:
         """The next claim in ``delay`` seconds (with the lock held)."""

@@ -1,12 +1,13 @@
 """Node leases on a Docker engine (``NodeClaims``): one marker container per node name.
 
 The marker is created, never started, from an empty image imported on the engine; its unique
-name makes the claim exclusive (a second create is a 409), its labels name the holder, and a
-small file in it (written with ``put_archive``) holds the last renewal, labels being fixed at
-creation. A lapsed lease is taken over by removing that very container (by id) and creating
-the name again: of two agents taking over at once, one create wins and the other sees the
-winner's lease. Renewal times are each holder's clock, compared with the claimant's: the
-clocks of hosts whose agents share an engine must agree to well within the TTL.
+name makes the claim exclusive (a second create is a 409), its labels name the holder and the
+TTL, and its creation time is the first renewal; a small file in it (written with
+``put_archive``) holds each later one, labels being fixed at creation. A lapsed lease is taken
+over by removing that very container (by id) and creating the name again: of two agents taking
+over at once, one create wins and the other sees the winner's lease. Renewal times are each
+holder's clock, compared with the claimant's: the clocks of hosts whose agents share an engine
+must agree to well within the TTL.
 """
 
 from __future__ import annotations
@@ -141,7 +142,10 @@ class DockerNodeLeases:
         raise Conflict(f"the lease on node name {node_name!r} kept changing while it was claimed")
 
     def release(self, node_name: str, holder: NodeHolder) -> None:
-        self._held.pop((node_name, holder.id), None)
+        held = self._held.pop((node_name, holder.id), None)
+        if held is not None:  # its own marker (or gone, if taken over)
+            self._remove(held)
+            return
         found = self._read(lease_name(node_name), node_name)
         if found is not None and found[1].holder.id == holder.id:
             self._remove(found[0])
@@ -184,7 +188,8 @@ class DockerNodeLeases:
             self._api().put_archive(marker, "/", archive)
 
     def _create(self, name: str, lease: NodeLease) -> str:
-        """Create the marker and write its first renewal: its id, '' when the name is taken."""
+        """Create the marker: its id, '' when the name is taken. Until the first renewal its
+        creation time is its renewal (no write: an agent's start stays one request)."""
         image = self._lease_image()
         try:
             with engine_errors(Subject.CONTAINER):
@@ -197,12 +202,7 @@ class DockerNodeLeases:
                 )
         except Conflict:
             return ""
-        marker = str(created["Id"])
-        try:
-            self._write(marker, lease)
-        except ContainerNotFound:
-            return ""  # removed at once by a claimant that saw it lapsed (a far clock)
-        return marker
+        return str(created["Id"])
 
     def _remove(self, marker: str) -> None:
         try:
