@@ -719,6 +719,7 @@ class Kubelet:
         """Stop syncing (another agent took this node name): the loop ends, containers stay."""
         self._stop.set()
         self._wake.set()
+        self._resume.set()
 
     @property
     def running(self) -> bool:

@@ -102,7 +102,8 @@ class NodeNameGuard:
         self._active = False
         """Between ``acquire`` and ``release`` (or the loss of the lease)."""
         self.held = False
-        self._engine_failing = False
+        self._engine_failing = 0
+        """While the engine does not answer: the level its failure was logged at."""
         self._retry = RETRY_INTERVAL
 
     @property
@@ -125,7 +126,7 @@ class NodeNameGuard:
                 claim = self._claim(self._claims, starting=True)
             except ContainerRuntimeError as exc:
                 self._active = True
-                self._schedule(self._engine_failed(exc))
+                self._schedule(self._engine_failed(exc, starting=True))
                 return
             if claim.granted:
                 self._active = self.held = True
@@ -165,8 +166,12 @@ class NodeNameGuard:
         if not claim.granted:
             return claim
         if self._engine_failing:
-            logger.info("node name %r claimed: the engine answers again", self.node_name)
-            self._engine_failing = False
+            logger.log(
+                logging.INFO if self._engine_failing >= logging.WARNING else logging.DEBUG,
+                "node name %r claimed: the engine answers again",
+                self.node_name,
+            )
+            self._engine_failing = 0
         self._retry = RETRY_INTERVAL
         old = claim.replaced
         if old is not None:
@@ -190,11 +195,11 @@ class NodeNameGuard:
             try:
                 claim = self._claim(self._claims, starting=not was_held)
             except ContainerRuntimeError as exc:
-                self._schedule(self._engine_failed(exc))
+                self._schedule(self._engine_failed(exc, starting=not was_held))
                 return
             except Exception:
                 logger.exception("renewing the lease on node name %r failed", self.node_name)
-                self._schedule(self._engine_failed(None))
+                self._schedule(self._engine_failed(None, starting=False))
                 return
             if claim.granted:
                 self.held = True
@@ -210,15 +215,17 @@ class NodeNameGuard:
         )
         self._on_lost(claim.lease)
 
-    def _engine_failed(self, exc: ContainerRuntimeError | None) -> float:
-        """Say so (once per outage); the seconds until the next claim."""
-        if not self._engine_failing and exc is not None:
-            logger.warning(
+    def _engine_failed(self, exc: ContainerRuntimeError | None, *, starting: bool) -> float:
+        """Say so (once per outage: a warning at start, else at debug level, the relists
+        reporting the outage); the seconds until the next claim."""
+        if not self._engine_failing:
+            self._engine_failing = logging.WARNING if starting else logging.DEBUG
+            logger.log(
+                self._engine_failing,
                 "cannot claim node name %r on the engine yet (%s): claiming again until it answers",
                 self.node_name,
-                exc,
+                exc or "an unexpected error",
             )
-        self._engine_failing = True
         delay = self._retry
         self._retry = min(2 * self._retry, self.ttl / 3)
         return delay
