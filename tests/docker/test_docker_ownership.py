@@ -130,8 +130,8 @@ def test_containers_without_a_node_label_survive_passes_and_gc_and_are_reported_
         [pod],
         start=False,
         node_name=f"own-{test_uid}",
-        container_gc_interval=0.0,  # container GC at every pass
-        housekeeping_interval=0.0,
+        container_gc_interval=0.001,  # container GC at every pass
+        housekeeping_interval=0.001,
     )
     wait_for(
         lambda: kubelet.sync() and all_running(get_pod(kubelet, namespace, "web")),
