@@ -16,7 +16,10 @@ Contract for every adapter:
 * Labels and annotations given in a config are returned unchanged by list/status calls: everything
   the agent must know after a restart lives there.
 * ``snapshot``/``list_*`` return only objects that carry ``MANAGED_LABEL``: kubecore never sees, and
-  so never touches, containers it did not create.
+  so never touches, containers it did not create. Of those, an agent touches only the objects
+  whose ``NODE_LABEL`` names its node (``owned_by``): the runtime lists every node's.
+* Optional capabilities, found with ``isinstance``: ``ResourceUpdater`` (resize in place) and
+  ``NodeClaims`` (one agent per node name on the engine).
 * ``start_container`` in a sandbox that is not ready raises ``Conflict``; ``exec_sync`` in a
   container that is not running raises a ``ContainerRuntimeError``.
 * After ``close()`` every call raises a ``ContainerRuntimeError`` (promptly: no hang).
