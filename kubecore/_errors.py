@@ -190,6 +190,21 @@ class RootDirInUse(KubecoreError):
         self.holder = holder
 
 
+class NodeNameInUse(KubecoreError):
+    """Another live agent holds the node name on this engine: two agents with one node name
+    would both sync (and fight over) the same containers."""
+
+    def __init__(self, node_name: str, holder: str, renewed_ago: float, lapses_in: float) -> None:
+        super().__init__(
+            f"node name {node_name!r} is in use on this engine by another kubecore agent"
+            f" ({holder}; its lease was renewed {max(0.0, renewed_ago):.0f}s ago): give each"
+            f" agent on one engine its own --node-name, or stop that agent first (if it was"
+            f" killed, its lease lapses in {max(0.0, lapses_in):.0f}s)"
+        )
+        self.node_name = node_name
+        self.holder = holder
+
+
 class MountFailed(KubecoreError):
     """A pod's volume could not be set up (the kubelet's ``FailedMount``): a hostPath of the
     wrong type, a missing ConfigMap or Secret. The pod waits in ``ContainerCreating`` and the

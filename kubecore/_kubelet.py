@@ -50,6 +50,7 @@ from kubecore._logs import LogOptions, limited, log_container_id
 from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
 from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
+from kubecore._node_lease import NodeNameGuard
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_age
 from kubecore._outage import Outage
@@ -72,6 +73,7 @@ from kubecore._runtime import (
     RuntimeSnapshot,
     RuntimeState,
     Subscription,
+    owned_by,
 )
 from kubecore._security import detect_host_security
 from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
@@ -265,6 +267,10 @@ class Kubelet:
 
         # The rooms.
         self.node_view = NodeView(cfg.node_name)
+        self.node_guard = NodeNameGuard(
+            runtime, cfg.node_name, self.clock, on_lost=lambda _lease: self._halt()
+        )
+        """The agent's lease on its node name on the engine, while started."""
         self.inbox = Inbox()
         self.probes = ProbeManager(self.health_checker, self.recorder)
         self.prober = Prober(
@@ -688,9 +694,11 @@ class Kubelet:
     # --- background loop --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Run the sync loop in a background thread (relist, resync, runtime events)."""
+        """Run the sync loop in a background thread (relist, resync, runtime events). Raises
+        ``NodeNameInUse`` when another live agent holds this node name on the engine."""
         if self._thread is not None and self._thread.is_alive():
             return
+        self.node_guard.acquire()  # NodeNameInUse: another live agent has this node name
         self._stop.clear()
         self.workers.reopen()
         self._workers_closed = False
@@ -712,6 +720,13 @@ class Kubelet:
         self.workers.shutdown(timeout)
         self.prober.shutdown()
         self.volumes.release()
+        self.node_guard.release()
+
+    def _halt(self) -> None:
+        """Stop syncing (another agent took this node name): the loop ends, containers stay."""
+        self._stop.set()
+        self._wake.set()
+        self._resume.set()
 
     @property
     def running(self) -> bool:
@@ -941,7 +956,9 @@ class Kubelet:
         candidates = [
             c
             for c in snapshot.containers
-            if c.labels.get(POD_UID_LABEL) == pod.uid and container_name_of(c) == container
+            if c.labels.get(POD_UID_LABEL) == pod.uid
+            and container_name_of(c) == container
+            and owned_by(c.labels, self.config.node_name)
         ]
         if running:
             candidates = [c for c in candidates if c.state is RuntimeState.RUNNING]

@@ -16,7 +16,10 @@ Contract for every adapter:
 * Labels and annotations given in a config are returned unchanged by list/status calls: everything
   the agent must know after a restart lives there.
 * ``snapshot``/``list_*`` return only objects that carry ``MANAGED_LABEL``: kubecore never sees, and
-  so never touches, containers it did not create.
+  so never touches, containers it did not create. Of those, an agent touches only the objects
+  whose ``NODE_LABEL`` names its node (``owned_by``): the runtime lists every node's.
+* Optional capabilities, found with ``isinstance``: ``ResourceUpdater`` (resize in place) and
+  ``NodeClaims`` (one agent per node name on the engine).
 * ``start_container`` in a sandbox that is not ready raises ``Conflict``; ``exec_sync`` in a
   container that is not running raises a ``ContainerRuntimeError``.
 * After ``close()`` every call raises a ``ContainerRuntimeError`` (promptly: no hang).
@@ -57,6 +60,20 @@ SIDECAR_ANNOTATION = "io.kubecore.container.sidecar"
 RESOURCES_ANNOTATION = "io.kubecore.container.resources"
 """The resources a container with a ``resizePolicy`` was created with (canonical JSON): its spec
 hash leaves them out, and the planner compares them to decide on a resize."""
+
+
+def node_of(labels: Mapping[str, str]) -> str:
+    """The node (agent) that made an object: its ``NODE_LABEL``, '' when it has none."""
+    return labels.get(NODE_LABEL, "")
+
+
+def owned_by(labels: Mapping[str, str], node_name: str) -> bool:
+    """The ownership rule, written once: an agent syncs, kills and collects an object only when
+    the object's node label names the agent's node. Everything else on a shared engine (another
+    node's objects, and objects that carry ``MANAGED_LABEL`` but no node label: made by hand,
+    by another tool, or by an agent older than node labels) is left alone. (An agent with the
+    empty node name labels nothing, and so owns just the unlabelled objects.)"""
+    return labels.get(NODE_LABEL, "") == node_name
 
 
 class SandboxState(enum.Enum):
@@ -279,6 +296,75 @@ class ResourceUpdater(Protocol):
 
     def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
         """Raises ``ContainerNotFound``; an engine refusal is a ``ContainerRuntimeError``."""
+        ...
+
+
+@attrs.frozen
+class NodeHolder:
+    """One running agent, as a node's lease names it: ``id`` is unique to the agent (a new one
+    at each start); the rest says where it runs, for people and for a restarted agent on the
+    same host to tell that the holder's process is gone."""
+
+    id: str
+    host: str = ""
+    pid: int = 0
+    pid_namespace: str = ""
+    """The process's pid namespace (``pid:[4026531836]``): pids compare only within one."""
+
+    def __str__(self) -> str:
+        where = f"process {self.pid} on host {self.host}" if self.pid else f"host {self.host}"
+        return f"{where}, agent {self.id}"
+
+
+@attrs.frozen
+class NodeLease:
+    """Who holds a node name on an engine, until when."""
+
+    node_name: str
+    holder: NodeHolder
+    renewed_at: float
+    """When the holder last took or renewed it (seconds since the epoch, its runtime's clock)."""
+    ttl: float
+    """Seconds after ``renewed_at`` at which the lease lapses unless renewed."""
+
+    def expires_at(self) -> float:
+        return self.renewed_at + self.ttl
+
+    def expired(self, now: float) -> bool:
+        return now > self.expires_at()
+
+
+@attrs.frozen
+class NodeClaim:
+    """What ``claim_node`` answered."""
+
+    granted: bool
+    lease: NodeLease
+    """The lease as it stands: the caller's when granted, the live holder's when refused."""
+    replaced: NodeLease | None = None
+    """Another holder's lease that was taken over (it had lapsed, or was named in ``replace``)."""
+
+
+@runtime_checkable
+class NodeClaims(Protocol):
+    """A runtime that can hold a node name on its engine for one agent at a time (optional):
+    two agents with one node name on one engine would both sync the same objects. Agents on
+    other hosts, and with other root directories, share the engine's leases, so the claim
+    lives in the engine (Docker: a labelled marker container), not on a host."""
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        """Take or renew the lease on ``node_name`` for ``holder``, atomically against every
+        other caller on the engine. Granted when there is no lease, when ``holder`` (by ``id``)
+        holds it, when it lapsed (not renewed within its ``ttl``), or when its holder's id is
+        ``replace`` (the caller knows that holder is gone); the lease then stands renewed now
+        for ``ttl`` seconds. Otherwise refused, naming the live holder. Raises a
+        ``ContainerRuntimeError`` when the engine cannot answer."""
+        ...
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        """Give up the lease if ``holder`` holds it (idempotent; another holder's stays)."""
         ...
 
 

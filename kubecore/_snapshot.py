@@ -1,27 +1,38 @@
 """What was observed: one runtime snapshot turned into per-pod entries (the agent's PLEG room).
 
-A pass lists the runtime once; ``NodeView`` keeps this node's objects (another agent may share
-the engine), groups them by pod UID into ``PodEntry`` values, and reuses the grouping while the
-runtime lists the very same (immutable) tuples. An entry's ``key`` changes exactly when something
+A pass lists the runtime once; ``NodeView`` keeps this node's objects (``owned_by``: another
+agent may share the engine, and an object with no node label is nobody's), groups them by pod
+UID into ``PodEntry`` values, and reuses the grouping while the runtime lists the very same
+(immutable) tuples. An entry's ``key`` changes exactly when something
 that matters to the pod's sync does: an object appears or goes, changes state, or a sandbox gets
 an IP.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+
 import attrs
 
 from kubecore._actions import ObservedPod
 from kubecore._metrics import Metrics
 from kubecore._runtime import (
+    MANAGED_LABEL,
     NODE_LABEL,
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeState,
     SandboxState,
+    node_of,
+    owned_by,
 )
+
+logger = logging.getLogger(__name__)
 
 NOTHING_OBSERVED = ObservedPod()
 
@@ -104,7 +115,9 @@ def group_again(snapshot: RuntimeSnapshot, last: Grouped | None) -> Grouped:
 
 class NodeView:
     """This node's objects of each snapshot, grouped by pod; one instance per agent (not
-    thread-safe: used by the pass only)."""
+    thread-safe: used by the pass only). What is not this node's (``owned_by``) is left out,
+    and reported once: a warning per object that carries no node label at all, a line per
+    other node whose objects share the engine."""
 
     def __init__(self, node_name: str) -> None:
         self.node_name = node_name
@@ -112,34 +125,95 @@ class NodeView:
             tuple[tuple[RuntimeSandbox, ...], tuple[RuntimeContainer, ...], RuntimeSnapshot] | None
         ) = None
         self._last: Grouped | None = None
+        self._reported: set[str] = set()
+        """Ids of the foreign objects already reported (those still listed)."""
+        self._other_nodes: set[str] = set()
+        """The other nodes already reported (those whose objects are still listed)."""
 
     def own_objects(self, snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
-        """The snapshot without the objects another node (agent) made on a shared engine.
-        Objects with no node label (made before kubecore labelled nodes) count as this node's.
-        The filtered tuples are reused while the runtime lists the very same ones."""
+        """The snapshot without the objects this node does not own (``owned_by``): another
+        node's on a shared engine, or unlabelled ones nobody owns. The filtered tuples are
+        reused while the runtime lists the very same ones."""
         node = self.node_name
         last = self._own_cache
         if last is not None and last[0] is snapshot.sandboxes and last[1] is snapshot.containers:
             return attrs.evolve(last[2], taken_at=snapshot.taken_at)
         sandboxes = snapshot.sandboxes
         containers = snapshot.containers
-        if any(s.labels.get(NODE_LABEL, node) != node for s in sandboxes) or any(
-            c.labels.get(NODE_LABEL, node) != node for c in containers
-        ):
+        foreign_sandboxes = [s for s in sandboxes if not owned_by(s.labels, node)]
+        foreign_containers = [c for c in containers if not owned_by(c.labels, node)]
+        if foreign_sandboxes or foreign_containers:
             own = RuntimeSnapshot(
-                tuple(s for s in sandboxes if s.labels.get(NODE_LABEL, node) == node),
-                tuple(c for c in containers if c.labels.get(NODE_LABEL, node) == node),
+                tuple(s for s in sandboxes if owned_by(s.labels, node)),
+                tuple(c for c in containers if owned_by(c.labels, node)),
                 snapshot.taken_at,
             )
         else:
             own = snapshot
+        if foreign_sandboxes or foreign_containers or self._reported:
+            self._report(foreign_sandboxes, foreign_containers)
         self._own_cache = (sandboxes, containers, own)
         return own
+
+    def _report(self, sandboxes: list[RuntimeSandbox], containers: list[RuntimeContainer]) -> None:
+        """Say once what is left alone; forget what is no longer listed (a new object with
+        an id seen before is reported again only after a listing without it)."""
+        listed: set[str] = set()
+        nodes: set[str] = set()
+        described = [
+            *((s.id, "sandbox", s.name, s.labels) for s in sandboxes),
+            *((c.id, "container", c.name, c.labels) for c in containers),
+        ]
+        for object_id, kind, name, labels in described:
+            listed.add(object_id)
+            other = node_of(labels)
+            if other:
+                nodes.add(other)
+                if other not in self._other_nodes:
+                    self._other_nodes.add(other)
+                    logger.info(
+                        "the engine holds objects of node %r too: this node (%r) leaves them alone",
+                        other,
+                        self.node_name,
+                        extra={"node": other},
+                    )
+            if object_id in self._reported:
+                continue
+            if other:
+                logger.debug(
+                    "%s %s (%s, %s) is node %r's: left alone",
+                    kind,
+                    name,
+                    object_id,
+                    _pod_of(labels),
+                    other,
+                )
+            else:
+                logger.warning(
+                    "%s %s (%s, %s) carries %s but no %s label: no kubecore agent's object,"
+                    " so node %r leaves it alone (remove it yourself if nothing needs it)",
+                    kind,
+                    name,
+                    object_id,
+                    _pod_of(labels),
+                    MANAGED_LABEL,
+                    NODE_LABEL,
+                    self.node_name,
+                    extra={"object_id": object_id},
+                )
+        self._reported = listed
+        self._other_nodes &= nodes
 
     def group(self, own: RuntimeSnapshot) -> Grouped:
         """``own`` (from ``own_objects``) by pod UID, reusing the last grouping when unchanged."""
         self._last = group_again(own, self._last)
         return self._last
+
+
+def _pod_of(labels: Mapping[str, str]) -> str:
+    namespace = labels.get(POD_NAMESPACE_LABEL, "")
+    name = labels.get(POD_NAME_LABEL, "")
+    return f"pod {namespace}/{name}" if name else "no pod"
 
 
 class NodeGauges:

@@ -1,7 +1,8 @@
 """The labels and annotations kubecore puts on sandboxes and containers.
 
 State lives only in these, so a runtime must store them as given and return them unchanged; a
-runtime selects its own objects by ``MANAGED_LABEL``.
+runtime selects its own objects by ``MANAGED_LABEL``, and an agent the objects of its own node
+by ``NODE_LABEL`` (``owned_by``: an object without one is nobody's).
 """
 
 from kubecore._exports import publish as _publish
@@ -19,6 +20,8 @@ from kubecore._runtime import (
     SANDBOX_CONTAINER_NAME,
     SIDECAR_ANNOTATION,
     TERMINATION_MESSAGE_PATH_ANNOTATION,
+    node_of,
+    owned_by,
 )
 from kubecore._updates import SOURCE_ANNOTATION
 
@@ -37,6 +40,8 @@ __all__ = [
     "SIDECAR_ANNOTATION",
     "SOURCE_ANNOTATION",
     "TERMINATION_MESSAGE_PATH_ANNOTATION",
+    "node_of",
+    "owned_by",
 ]
 
 _publish(__all__, globals(), __name__)

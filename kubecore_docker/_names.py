@@ -1,7 +1,10 @@
-"""dockershim names and labels: what ``docker ps`` and existing tooling read."""
+"""dockershim names and labels: what ``docker ps`` and existing tooling read; and the names of
+the node leases' marker containers."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 
 from kubecore import ContainerConfig, SandboxConfig
@@ -20,6 +23,14 @@ SANDBOX_TYPE = "podsandbox"
 CONTAINER_TYPE = "container"
 SANDBOX_ID_LABEL = "io.kubernetes.sandbox.id"
 ANNOTATION_PREFIX = "annotation."
+
+LEASE_PREFIX = "kubecore-node-lease_"
+LEASE_LABEL = "io.kubecore.node-lease"
+"""On a node lease's marker container (never ``MANAGED_LABEL``: no agent lists it as a pod's):
+the node name it holds; the holder's fields are ``LEASE_LABEL.<field>``."""
+LEASE_IMAGE = "kubecore/node-lease:1"
+"""The image of the marker containers: empty, imported on the engine (never pulled)."""
+_ENGINE_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 
 
 def sandbox_name(config: SandboxConfig) -> str:
@@ -108,3 +119,11 @@ def split_labels(engine_labels: Mapping[str, str] | None) -> tuple[dict[str, str
         else:
             labels[key] = value
     return labels, annotations
+
+
+def lease_name(node_name: str) -> str:
+    """The marker container of the lease on ``node_name``: unique on the engine, as names are.
+    A node name that is no valid container name is hashed."""
+    if _ENGINE_NAME.fullmatch(node_name):
+        return LEASE_PREFIX + node_name
+    return LEASE_PREFIX + "sha256-" + hashlib.sha256(node_name.encode()).hexdigest()[:32]

@@ -22,6 +22,8 @@ from kubecore import (
     ExecResult,
     InvalidConfig,
     Mount,
+    NodeClaim,
+    NodeHolder,
     NotFound,
     RuntimeContainer,
     RuntimeEvent,
@@ -36,7 +38,7 @@ from kubecore import (
     Subscription,
     SystemClock,
 )
-from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, node_of
 from kubecore.security import LinuxContainerSecurityContext, ProfileType, SecurityProfile
 from kubecore.translate import ContainerResources, NamespaceMode
 from kubecore.volumes import MountPropagation
@@ -59,6 +61,7 @@ from kubecore_docker._errors import (
     raise_translated,
 )
 from kubecore_docker._events import EventWatcher
+from kubecore_docker._lease import DockerNodeLeases
 from kubecore_docker._names import (
     CONTAINER_TYPE,
     DOCKER_TYPE_LABEL,
@@ -348,7 +351,8 @@ def _create_container(api: Any, call: dict[str, Any]) -> str:
 
 INTERRUPTED_AFTER = 30.0
 """Seconds after which a sandbox still never started is an interrupted ``run_sandbox`` (an agent
-killed between create and start), removed; until then it is only hidden."""
+killed between create and start), removed; until then it is only hidden. One without a node
+label is no agent's: always hidden, never removed."""
 
 
 class DockerRuntime:
@@ -378,6 +382,7 @@ class DockerRuntime:
         """Container id -> its log file on this host (read once, by inspect)."""
         self._closed = False
         self._engine: EngineSecurity | None = None
+        self._leases = DockerNodeLeases(self._api, self._clock)
 
     def _engine_security(self, config: ContainerConfig) -> EngineSecurity:
         """What the engine's security modules are, asked once and only by a container that
@@ -624,6 +629,8 @@ class DockerRuntime:
         )
 
     def _drop_interrupted(self, summary: Summary) -> None:
+        if not node_of(summary.labels):
+            return  # nobody's (no agent made it): hidden, and left alone
         with self._details_lock:
             if summary.name in self._starting:
                 return  # being started by this process right now
@@ -784,6 +791,17 @@ class DockerRuntime:
             return os.stat(path).st_size if path else None
         except OSError:
             return None
+
+    # -- node leases (NodeClaims) -------------------------------------------------------------
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        """A marker container per node name (``kubecore_docker._lease``)."""
+        return self._leases.claim(node_name, holder, ttl, replace)
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        self._leases.release(node_name, holder)
 
     def close(self) -> None:
         self._closed = True

@@ -23,6 +23,9 @@ Semantics worth knowing:
   scripts without a ``trap ... TERM`` and a bare ``sleep`` do not (as PID 1 in a real engine).
 * Events are delivered synchronously, in the thread that caused the change, after the runtime's
   lock is released. Only managed containers produce events.
+* Node leases (``claim_node``) live in the runtime object, timed by its clock: every agent
+  handed the same ``FakeRuntime`` shares them, as agents on one engine do; ``node_lease(name)``
+  shows one.
 * Once ``close()`` is called every runtime call raises ``RuntimeUnavailable``.
 """
 
@@ -56,6 +59,9 @@ from kubecore import (
     ImagePullError,
     InvalidConfig,
     Mount,
+    NodeClaim,
+    NodeHolder,
+    NodeLease,
     PullProgress,
     RegistryAuth,
     RuntimeContainer,
@@ -114,6 +120,8 @@ OPERATIONS = frozenset(
         "logs",
         "watch_events",
         "container_stats",
+        "claim_node",
+        "release_node",
         "pull",
         "image_status",
         "list_images",
@@ -375,6 +383,7 @@ class FakeRuntime:
         )
         self._unmanaged_calls: list[tuple[str, tuple[object, ...]]] = []
         self._timers: set[TimerHandle] = set()
+        self._leases: dict[str, NodeLease] = {}
         self._closed = False
         if images is not None:
             self._pullable = set()
@@ -914,6 +923,38 @@ class FakeRuntime:
                 for rec in self._containers.values()
                 if rec.managed and rec.state is RuntimeState.RUNNING
             ]
+
+    # -- node leases (NodeClaims) -------------------------------------------------------------
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        """The engine's lease on a node name, in memory (shared by every agent on this runtime,
+        timed by its clock)."""
+        self._enter("claim_node", node_name, holder, ttl)
+        with self._lock:
+            now = self._clock.now()
+            current = self._leases.get(node_name)
+            mine = NodeLease(node_name, holder, now, ttl)
+            if current is None or current.holder.id == holder.id:
+                self._leases[node_name] = mine
+                return NodeClaim(True, mine)
+            if current.expired(now) or (replace and current.holder.id == replace):
+                self._leases[node_name] = mine
+                return NodeClaim(True, mine, replaced=current)
+            return NodeClaim(False, current)
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        self._enter("release_node", node_name, holder)
+        with self._lock:
+            current = self._leases.get(node_name)
+            if current is not None and current.holder.id == holder.id:
+                del self._leases[node_name]
+
+    def node_lease(self, node_name: str) -> NodeLease | None:
+        """The lease on ``node_name`` as it stands (a test control), lapsed or not."""
+        with self._lock:
+            return self._leases.get(node_name)
 
     def close(self) -> None:
         with self._lock:

@@ -395,13 +395,15 @@ def test_two_nodes_on_one_runtime_leave_each_other_alone(node: Node) -> None:
     assert node.running_names() == [("a-web", "app")]
 
 
-def test_objects_without_a_node_label_are_adopted(tmp_path: Path) -> None:
+def test_objects_without_a_node_label_are_nobodys(tmp_path: Path) -> None:
     unlabelled = make_node(tmp_path, node_name="")  # an agent that labels no node
     unlabelled.kubelet.set_pods([make_pod("web")])
     unlabelled.converge()
     (first,) = unlabelled.running("web", "app")
     assert NODE_LABEL not in first.labels
     labelled = unlabelled.restart_kubelet(node_name="kubecore-node")
-    labelled.set_pods([make_pod("web")])
-    unlabelled.converge()
-    assert [c.id for c in unlabelled.all("web", "app")] == [first.id]
+    labelled.set_pods([])
+    for _ in range(5):
+        labelled.sync()
+        unlabelled.clock.advance(1)
+    assert [c.id for c in unlabelled.running("web", "app")] == [first.id]  # left alone

@@ -44,7 +44,7 @@ blocks and streams new lines; ``since`` is honoured; after ``close()`` every cal
 if given, else left to the ``bundle`` fixture's teardown).
 
 Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
-event stream, a health checker) are skipped when it is missing.
+event stream, a health checker, node leases: ``NodeClaims``) are skipped when it is missing.
 
 Security context: for each field of ``LinuxContainerSecurityContext`` (and the sandbox's
 ``sysctls``) the suite starts a container that has it and requires that the runtime either
@@ -101,6 +101,8 @@ from kubecore._runtime import (
     Mount,
     NamespaceMode,
     NamespaceOption,
+    NodeClaims,
+    NodeHolder,
     ProbeOutcome,
     ProbeTarget,
     ProfileType,
@@ -1034,6 +1036,45 @@ class RuntimeConformance:
         assert foreign not in ids
         assert foreign not in {c.id for c in harness.runtime.list_containers()}
         assert foreign not in {s.id for s in harness.runtime.list_sandboxes()}
+
+    # -- node leases (optional: NodeClaims) ----------------------------------------------------
+
+    def test_node_claims_are_exclusive_renewable_and_lapse(self, harness: Harness) -> None:
+        rt = harness.runtime
+        if not isinstance(rt, NodeClaims):
+            pytest.skip("the runtime holds no node leases (NodeClaims is optional)")
+        node = f"{harness.prefix}-node"
+        first = NodeHolder(f"{harness.prefix}-a", "host-a", 101, "pid:[1]")
+        second = NodeHolder(f"{harness.prefix}-b", "host-b", 202, "pid:[2]")
+        try:
+            took = rt.claim_node(node, first, 60.0)
+            assert took.granted and took.replaced is None
+            assert took.lease.holder == first and took.lease.ttl == 60.0
+            refused = rt.claim_node(node, second, 60.0)
+            assert not refused.granted, "a live lease of another holder is refused"
+            assert refused.lease.holder == first, "a refusal names the holder, every field"
+            assert abs(refused.lease.renewed_at - took.lease.renewed_at) < 5.0
+            assert rt.claim_node(node, first, 60.0).granted, "the holder renews its own lease"
+            rt.release_node(node, second)
+            assert not rt.claim_node(node, second, 60.0).granted, "release by another holder"
+            rt.release_node(node, first)
+            rt.release_node(node, first)  # idempotent
+            assert rt.claim_node(node, second, 60.0).granted, "a released lease is free"
+            replaced = rt.claim_node(node, first, 60.0, replace=second.id)
+            assert replaced.granted and replaced.replaced is not None
+            assert replaced.replaced.holder == second, "replace takes over the holder named"
+            rt.release_node(node, first)
+            assert rt.claim_node(node, second, 0.5).granted
+            harness.clock.sleep(1.5)
+            lapsed = rt.claim_node(node, first, 60.0)
+            assert lapsed.granted, "a lease not renewed within its ttl is taken over"
+            assert lapsed.replaced is not None and lapsed.replaced.holder == second
+            assert not rt.claim_node(node, second, 60.0).granted
+        finally:
+            rt.release_node(node, first)
+            rt.release_node(node, second)
+        assert rt.claim_node(node, second, 60.0).granted, "nothing is left after the releases"
+        rt.release_node(node, second)
 
     # -- exec and logs -------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     MANAGED_LABEL,
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
@@ -206,7 +207,7 @@ def test_a_sandbox_whose_start_was_interrupted_is_hidden_then_removed(
 ) -> None:
     """An agent killed between run_sandbox's create and start leaves a sandbox that never
     started: it is not a sandbox of the pod (RunPodSandbox is one step), and it goes."""
-    config = make_sandbox()
+    config = make_sandbox(labels={NODE_LABEL: "interrupted-node"})
     args = sandbox_create_args(config, engine.pause_image)
     call = {**args, "host_config": raw.create_host_config(**args["host_config"])}
     interrupted = raw.create_container(**call)["Id"]
