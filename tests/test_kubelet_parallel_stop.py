@@ -92,6 +92,7 @@ def test_a_pod_the_agent_never_knew_is_stopped_at_once(tmp_path: Path) -> None:
     kubelet.set_pods([big_pod(4, grace=7)])
     assert kubelet.sync_until_converged()
     # A restarted agent that no longer wants it: the grace comes from the containers' labels.
+    kubelet.close()
     kubelet = new_kubelet(runtime, clock, FakeHealthChecker(runtime), tmp_path)
     kubelet.set_pods([])
     report = kubelet.sync()
