@@ -168,7 +168,7 @@ def test_attach_registers_the_source_so_nothing_is_deleted_before_etcd_was_liste
         assert all(kv.lease for kv in events)
         document = json.loads(events[0].value)
         assert document["involvedObject"]["name"] == "db"
-        assert document["source"] == {"component": "kubecore", "host": "n9"}
+        assert document["source"] == {"component": "kubelet", "host": "n9"}
         ttl = client.run(lambda etcd: etcd.get_lease_info(events[0].lease, keys=False)).TTL
         assert 3000 < ttl <= 3600
         assert attachment.events.dropped == 0
