@@ -18,7 +18,6 @@ class KillReason(enum.Enum):
     SANDBOX_MISSING = "the pod sandbox is missing"
     SANDBOX_DEAD = "the pod sandbox is not ready"
     SANDBOX_CHANGED = "the pod sandbox must be recreated"
-    POD_NOT_DESIRED = "the pod is no longer desired"
     POD_TERMINAL = "the pod reached a terminal phase"
     SPEC_CHANGED = "the container spec changed"
     RESOURCES_CHANGED = "the container's resources changed"
@@ -27,7 +26,6 @@ class KillReason(enum.Enum):
     LIVENESS_FAILED = "the liveness probe failed"
     STARTUP_FAILED = "the startup probe failed"
     POST_START_FAILED = "the postStart hook failed"
-    INIT_NOT_DONE = "init containers must complete first"
     DEADLINE_EXCEEDED = "the pod was active longer than its activeDeadlineSeconds"
     UNKNOWN_STATE = "the container's state is unknown"
 

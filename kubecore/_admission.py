@@ -188,9 +188,6 @@ class Admission:
     def rejection(self, uid: str) -> Rejection | None:
         return self._rejected.get(uid)
 
-    def is_admitted(self, uid: str) -> bool:
-        return uid in self._admitted
-
     def evict(self, uid: str, rejection: Rejection) -> None:
         """Turn an admitted pod into a refused one (the kubelet's eviction): it stays refused
         for its UID, as a rejection does."""

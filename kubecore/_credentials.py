@@ -39,9 +39,6 @@ from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 
 logger = logging.getLogger(__name__)
 
-DOCKER_HUB_SERVER = "https://index.docker.io/v1/"
-"""The server address the ``docker`` command records Docker Hub logins under."""
-
 
 class Keyring(Protocol):
     def lookup(self, image: str) -> RegistryAuth | None:

@@ -964,8 +964,6 @@ class SinkStats:
     deletes: int = 0
     transactions: int = 0
     failures: int = 0
-    node_writes: int = 0
-    lease_grants: int = 0
     keepalives: int = 0
 
 
@@ -1197,16 +1195,13 @@ class EtcdStatusSink:
         if document != self._node_written:
             self._client.put(node_key(self._prefix, self._node), document, lease=self._lease_id)
             self._node_written = document
-            self.stats.node_writes += 1
 
     def _grant_lease(self) -> int:
         async def op(client: Any) -> int:
             lease = await client.lease(self._lease_ttl)
             return int(lease.id)
 
-        lease_id = self._client.run(op)
-        self.stats.lease_grants += 1
-        return lease_id
+        return self._client.run(op)
 
     def _refresh_lease(self) -> bool:
         """Keep the lease alive; False when it has expired."""

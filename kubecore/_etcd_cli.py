@@ -76,10 +76,6 @@ def etcd_config(
 # --- the commands -------------------------------------------------------------------------------
 
 
-def _pods_of(files: Iterable[str | Path]) -> list[Pod]:
-    return _documents_of(files)[0]
-
-
 def _documents_of(files: Iterable[str | Path]) -> tuple[list[Pod], list[KubeObject]]:
     """The pods, ConfigMaps and Secrets of manifest files; ``ValidationError`` on any problem."""
     pods: list[Pod] = []

@@ -61,10 +61,6 @@ def sandbox_age(s: RuntimeSandbox) -> tuple[float, int, str]:
     return (s.created_at, s.attempt, s.id)
 
 
-def newest_container(containers: Iterable[RuntimeContainer]) -> RuntimeContainer | None:
-    return max(containers, key=container_age, default=None)
-
-
 def newest_sandbox(sandboxes: Iterable[_S]) -> _S | None:
     return max(sandboxes, key=sandbox_age, default=None)
 

@@ -45,13 +45,13 @@ from kubecore._manifest import (
 )
 from kubecore._model import KubeObject, Pod
 from kubecore._objects import object_key
-from kubecore._updates import Operation, PodUpdate
+from kubecore._updates import Operation, PodUpdate, SourceName
 
 logger = logging.getLogger(__name__)
 
-FILE_SOURCE = "file"
-HTTP_SOURCE = "http"
-API_SOURCE = "api"
+FILE_SOURCE: str = SourceName.FILE.value
+HTTP_SOURCE: str = SourceName.HTTP.value
+API_SOURCE: str = SourceName.API.value
 
 PodKey = tuple[str, str]
 """(namespace, name): a pod's identity inside one source."""

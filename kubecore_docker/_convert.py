@@ -203,20 +203,6 @@ def _state_fields(detail: StateDetail) -> dict[str, Any]:
     return {"state": RuntimeState.UNKNOWN}
 
 
-def detail_from_summary(summary: Summary) -> StateDetail:
-    """A best guess from the list alone (used only when an inspect is not possible)."""
-    code = exit_code_from_status(summary.status_text)
-    return StateDetail(
-        status=summary.status,
-        running=summary.status == "running",
-        exit_code=code or 0,
-        error="",
-        oom_killed=False,
-        started_at=None,
-        finished_at=None,
-    )
-
-
 def container_from(summary: Summary, detail: StateDetail) -> RuntimeContainer:
     labels, annotations = split_labels(summary.labels)
     return RuntimeContainer(

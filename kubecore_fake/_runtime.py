@@ -234,7 +234,7 @@ class _Changes:
 _V = TypeVar("_V")
 
 
-def _changed(record: _Sandbox | _Container, attribute: attrs.Attribute[Any], value: _V) -> _V:
+def _changed(record: _Sandbox | _Container, _attribute: attrs.Attribute[Any], value: _V) -> _V:
     """``on_setattr`` hook of the fields a view shows: the cached view is stale."""
     record.stale = True
     record.changes.count += 1

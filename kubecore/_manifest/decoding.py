@@ -835,16 +835,6 @@ _PVC_VOLUME = _Spec(
     (_F("claimName", _Str(), required=True, always=True), _F("readOnly", _Bool())),
 )
 _IMAGE_VOLUME = _Spec(m.ImageVolumeSource, (_F("reference", _Str()), _F("pullPolicy", _Str())))
-_SUPPORTED_VOLUME_SOURCES = (
-    "emptyDir",
-    "hostPath",
-    "configMap",
-    "secret",
-    "downwardAPI",
-    "projected",
-    "persistentVolumeClaim",
-    "image",
-)
 _UNSUPPORTED_VOLUME_SOURCES = frozenset(
     {
         "awsElasticBlockStore",

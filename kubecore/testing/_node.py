@@ -53,11 +53,6 @@ def pod_key(pod: PodRef) -> tuple[str, str]:
     return namespace or "default", name
 
 
-def as_pods(manifest_or_pods: str | Pod | Iterable[Pod]) -> list[Pod]:
-    """Pods from manifest text (``v1`` Pod YAML, one or more documents), a pod or pods."""
-    return as_pods_and_objects(manifest_or_pods)[0]
-
-
 def as_pods_and_objects(
     manifest: str | Pod | KubeObject | Iterable[Pod | KubeObject],
 ) -> tuple[list[Pod], list[KubeObject]]:
