@@ -41,6 +41,7 @@ from kubecore._apiserver import (
 )
 from kubecore._apiserver import OBJECT_RESOURCES as RESOURCES
 from kubecore._errors import ValidationError
+from kubecore._http import error_for
 from kubecore._manifest.decoding import object_to_dict
 from kubecore._manifest.validation import _decode_object
 from kubecore._model import KubeObject, Secret
@@ -221,13 +222,11 @@ class ObjectApi:
         source: StaticSource,
         *,
         now: Callable[[], float],
-        token_ok: Callable[[str], bool],
         api: KubeApi,
     ) -> None:
         self.store = store
         self.source = source
         self._now = now
-        self._token_ok = token_ok
         self._api = api
         """The ``KubeApi``: its responses, errors and helpers."""
         self._owned: dict[ObjectKey, KubeObject] = {}
@@ -281,14 +280,9 @@ class ObjectApi:
             )
 
     def _require_token(self, exchange: Exchange) -> None:
-        scheme, _, given = (exchange.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() == "bearer" and self._token_ok(given.strip()):
-            return
-        raise ApiError(
-            HTTPStatus.UNAUTHORIZED if not given else HTTPStatus.FORBIDDEN,
-            "Unauthorized" if not given else "Forbidden",
+        self._api.require_token(
+            exchange.headers.get("Authorization") or "",
             "secrets are read only with the bearer token (over TLS), even on loopback",
-            headers={"WWW-Authenticate": 'Bearer realm="kubecore"'},
         )
 
     # --- reads
@@ -393,14 +387,7 @@ class ObjectApi:
                 raise ValidationError(problems)
         except ValidationError as error:
             name = (data.get("metadata") or {}).get("name", "")
-            causes = [{"field": p.path, "message": p.message} for p in error.problems]
-            problems_text = "; ".join(str(p) for p in error.problems)
-            raise ApiError(
-                HTTPStatus.UNPROCESSABLE_ENTITY,
-                "Invalid",
-                f'{kind} "{name}" is invalid: {problems_text}',
-                details={"name": name, "kind": kind, "causes": causes},
-            ) from None
+            raise error_for(error, kind=kind, name=name) from None
         return obj
 
     def _clean(self, data: object, kind: str, namespace: str) -> dict[str, Any]:

@@ -21,7 +21,8 @@ change written over the API is on disk (``kubecore._api_store``, under ``<root-d
 it is applied and answered, and ``attach_api`` reads the store back as the source's first state.
 
 Every write, and every read when the server is not bound to a loopback address, needs the bearer
-token of ``ApiServerConfig.token_file``: no token answers 401, a wrong one 403 (v1 ``Status``).
+token of ``ApiServerConfig.token_file``: no token or a wrong one answers 401 (v1 ``Status``), as
+the API server answers a missing or invalid bearer token (``kubecore._http.require_bearer``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import copy
 import datetime
 import errno
 import hashlib
-import hmac
 import ipaddress
 import json
 import logging
@@ -52,8 +52,18 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import attrs
 
 from kubecore._api_store import STORE_DIR, ApiStore, StoredState, StoreProblem, unreadable
-from kubecore._errors import KubecoreError, LogRequestError, NotFound, ValidationError
+from kubecore._errors import BadParameter, KubecoreError, ValidationError
 from kubecore._events import MemoryRecorder, v1_event
+from kubecore._http import (
+    Credentials,
+    HTTPError,
+    check_bearer,
+    error_for,
+    query_flag,
+    query_int,
+    query_value,
+    require_bearer,
+)
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._manifest.documents import parse_yaml_document
@@ -117,8 +127,8 @@ class ApiServerConfig:
     """The source that owns pods created over the API."""
 
 
-class ApiError(Exception):
-    """A v1 ``Status`` failure with Kubernetes' own reason (``NotFound``, ``AlreadyExists``...)."""
+class ApiError(HTTPError):
+    """An ``HTTPError`` given Kubernetes' reason first (``NotFound``, ``AlreadyExists``)."""
 
     def __init__(
         self,
@@ -129,26 +139,7 @@ class ApiError(Exception):
         details: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.details = dict(details or {})
-        self.headers = dict(headers or {})
-
-    def status(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": int(self.code),
-        }
-        if self.details:
-            body["details"] = self.details
-        return body
+        super().__init__(code, message, headers, reason=reason, details=details)
 
 
 def _bad_request(message: str) -> ApiError:
@@ -873,28 +864,14 @@ class _Request:
     accept: str
 
     def param(self, name: str, default: str = "") -> str:
-        values = self.query.get(name)
-        return values[-1] if values else default
+        value = query_value(self.query, name)
+        return default if value is None else value
 
     def flag(self, name: str) -> bool:
-        value = self.param(name, "false").lower()
-        if value in ("true", "1", ""):
-            return True
-        if value in ("false", "0"):
-            return False
-        raise _bad_request(f"{name}: must be true or false, got {value!r}")
+        return query_flag(self.query, name)
 
     def number(self, name: str, minimum: int = 0) -> int | None:
-        raw = self.param(name)
-        if not raw:
-            return None
-        try:
-            value = int(raw)
-        except ValueError:
-            raise _bad_request(f"{name}: must be an integer, got {raw!r}") from None
-        if value < minimum:
-            raise _bad_request(f"{name}: must be >= {minimum}, got {value}")
-        return value
+        return query_int(self.query, name, minimum)
 
 
 class KubeApi:
@@ -924,9 +901,7 @@ class KubeApi:
         self.log = PodLog(kubelet.clock.now)
         from kubecore._apiobjects import ObjectApi  # it builds on this module
 
-        self.objects = ObjectApi(
-            kubelet.objects, source, now=kubelet.clock.now, token_ok=self._token_ok, api=self
-        )
+        self.objects = ObjectApi(kubelet.objects, source, now=kubelet.clock.now, api=self)
         self.started = rfc3339(kubelet.clock.now())
 
     @property
@@ -948,44 +923,26 @@ class KubeApi:
             tls = isinstance(exchange.connection, ssl.SSLSocket)
             self._authenticate(exchange.headers.get("Authorization") or "", request.method, tls)
             self._route(exchange, request)
-        except ApiError as error:
+        except (HTTPError, BadParameter) as failure:
+            error = failure if isinstance(failure, HTTPError) else error_for(failure)
             # The request's body may be unread: the connection cannot serve another request.
             exchange.close_connection = True
-            exchange._send_bytes(
-                error.code,
-                json.dumps(error.status()).encode() + b"\n",
-                JSON_TYPE,
-                error.headers,
-            )
+            exchange._send_bytes(error.code, error.body(), JSON_TYPE, error.headers)
 
     def authenticated(self, header: str, method: str, tls: bool) -> bool:
         """Whether a request with this ``Authorization`` header passes ``_authenticate``."""
-        try:
-            self._authenticate(header, method, tls)
-        except ApiError:
-            return False
-        return True
+        if method not in _WRITE_METHODS and self._anonymous_reads:
+            return True
+        return check_bearer(header, self._token) is Credentials.VALID
 
-    def _token_ok(self, given: str) -> bool:
-        return self._token is not None and hmac.compare_digest(given.encode(), self._token.encode())
+    def require_token(self, header: str, missing: str) -> None:
+        """The 401 unless ``header`` carries the API's token (``missing``: why one is needed)."""
+        require_bearer(header, self._token, missing)
 
     def _authenticate(self, header: str, method: str, tls: bool) -> None:
         if method not in _WRITE_METHODS and self._anonymous_reads:
             return
-        scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not given.strip():
-            raise ApiError(
-                HTTPStatus.UNAUTHORIZED,
-                "Unauthorized",
-                _unauthorized_message(method, self._token is not None, tls),
-                headers={"WWW-Authenticate": 'Bearer realm="kubecore"'},
-            )
-        if self._token is None or not hmac.compare_digest(
-            given.strip().encode(), self._token.encode()
-        ):
-            raise ApiError(
-                HTTPStatus.FORBIDDEN, "Forbidden", "forbidden: the bearer token is not valid"
-            )
+        self.require_token(header, _unauthorized_message(method, self._token is not None, tls))
 
     def _route(self, exchange: Exchange, request: _Request) -> None:
         s = request.segments
@@ -1315,8 +1272,8 @@ class KubeApi:
             raise _bad_request(f"container {container} is not valid for pod {name}")
         try:
             options = parse_log_options(request.query)
-        except LogRequestError as error:
-            raise _bad_request(str(error)) from None
+        except KubecoreError as error:
+            raise error_for(error) from None
         if not options.follow:
             self._send_log(exchange, namespace, name, container, options)
             return
@@ -1333,12 +1290,8 @@ class KubeApi:
             )
             # The first read may fail: fail before the headers go out.
             first = next(lines, b"")
-        except LogRequestError as error:
-            raise _bad_request(str(error)) from None
-        except NotFound as error:
-            raise ApiError(HTTPStatus.NOT_FOUND, "NotFound", str(error)) from None
         except KubecoreError as error:
-            raise ApiError(HTTPStatus.BAD_GATEWAY, "InternalError", str(error)) from None
+            raise error_for(error) from None
         exchange._stream(first, lines, TEXT_TYPE)
 
     # --- writes
@@ -1352,14 +1305,7 @@ class KubeApi:
             return pod_from_dict(data)
         except ValidationError as error:
             name = (data.get("metadata") or {}).get("name", "")
-            causes = [{"field": p.path, "message": p.message} for p in error.problems]
-            problems = "; ".join(str(p) for p in error.problems)
-            raise ApiError(
-                HTTPStatus.UNPROCESSABLE_ENTITY,
-                "Invalid",
-                f'Pod "{name}" is invalid: {problems}',
-                details={"name": name, "kind": "Pod", "causes": causes},
-            ) from None
+            raise error_for(error, kind="Pod", name=name) from None
 
     def _exists(self, namespace: str, name: str) -> bool:
         return any(_key(pod) == (namespace, name) for pod in self.current_pods())

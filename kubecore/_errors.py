@@ -166,6 +166,10 @@ class LogRequestError(KubecoreError, ValueError):
     container waiting to start, a bad option (HTTP 400, as the kubelet answers it)."""
 
 
+class BadParameter(KubecoreError, ValueError):
+    """A query-string parameter with a value it cannot have (HTTP 400); the message names it."""
+
+
 class SourceUnavailable(KubecoreError, ValueError):
     """A pod source cannot be used as given (a manifest path that does not exist at start-up)."""
 

@@ -15,12 +15,11 @@ from typing import Any
 
 import attrs
 
-from kubecore._errors import LogRequestError
+from kubecore._errors import BadParameter, LogRequestError
+from kubecore._http import query_flag, query_int, query_value
 from kubecore._model import ContainerStatus, Pod
 
 MAX_TAIL_LINES = 100_000
-_TRUE = frozenset({"true", "1", ""})
-_FALSE = frozenset({"false", "0"})
 
 
 @attrs.frozen
@@ -55,35 +54,6 @@ class LogOptions:
         }
 
 
-def _last(query: Mapping[str, Sequence[str]], name: str) -> str | None:
-    values = query.get(name)
-    return values[-1] if values else None
-
-
-def _flag(query: Mapping[str, Sequence[str]], name: str) -> bool:
-    raw = _last(query, name)
-    if raw is None:
-        return False
-    if raw.strip().lower() in _TRUE:
-        return True
-    if raw.strip().lower() in _FALSE:
-        return False
-    raise LogRequestError(f"{name}: must be true or false, got {raw!r}")
-
-
-def _number(query: Mapping[str, Sequence[str]], name: str, minimum: int) -> int | None:
-    raw = _last(query, name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise LogRequestError(f"{name}: must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise LogRequestError(f"{name}: must be >= {minimum}, got {value}")
-    return value
-
-
 def parse_rfc3339(text: str, name: str = "sinceTime") -> float:
     """An RFC 3339 time in seconds since the epoch (``LogRequestError`` if it is not one)."""
     try:
@@ -96,22 +66,30 @@ def parse_rfc3339(text: str, name: str = "sinceTime") -> float:
 
 
 def parse_log_options(query: Mapping[str, Sequence[str]]) -> LogOptions:
-    """The options of a query string, checked as the API server checks ``PodLogOptions``."""
-    tail = _number(query, "tailLines", 0)
+    """The options of a query string, checked as the API server checks ``PodLogOptions``;
+    ``LogRequestError`` naming the first option that cannot be taken."""
+    try:
+        tail = query_int(query, "tailLines", 0)
+        since_seconds = query_int(query, "sinceSeconds", 1)
+        limit_bytes = query_int(query, "limitBytes", 1)
+        previous = query_flag(query, "previous")
+        timestamps = query_flag(query, "timestamps")
+        follow = query_flag(query, "follow")
+    except BadParameter as error:
+        raise LogRequestError(str(error)) from None
     if tail is not None and tail > MAX_TAIL_LINES:
         raise LogRequestError(f"tailLines: at most {MAX_TAIL_LINES}")
-    since_seconds = _number(query, "sinceSeconds", 1)
-    since_text = _last(query, "sinceTime")
+    since_text = query_value(query, "sinceTime")
     if since_seconds is not None and since_text:
         raise LogRequestError("at most one of sinceTime or sinceSeconds may be specified")
     return LogOptions(
-        previous=_flag(query, "previous"),
+        previous=previous,
         since_seconds=since_seconds,
         since_time=parse_rfc3339(since_text) if since_text else None,
-        limit_bytes=_number(query, "limitBytes", 1),
-        timestamps=_flag(query, "timestamps"),
+        limit_bytes=limit_bytes,
+        timestamps=timestamps,
         tail_lines=tail,
-        follow=_flag(query, "follow"),
+        follow=follow,
     )
 
 

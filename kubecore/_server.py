@@ -30,7 +30,6 @@ Errors are answered as a v1 ``Status`` JSON object with a reason, never with a t
 from __future__ import annotations
 
 import contextlib
-import hmac
 import io
 import json
 import logging
@@ -50,7 +49,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from kubecore._errors import KubecoreError, LogRequestError, NotFound, RuntimeTimeout
+from kubecore._errors import BadParameter, KubecoreError
+from kubecore._http import (
+    Credentials,
+    HTTPError,
+    check_bearer,
+    error_for,
+    query_seconds,
+    require_bearer,
+    status_body,
+)
 from kubecore._logs import MAX_TAIL_LINES as MAX_TAIL_LINES
 from kubecore._logs import LogOptions, parse_log_options
 from kubecore._manifest import pod_to_dict
@@ -65,7 +73,6 @@ from kubecore._serving import (
     RequestHead,
     RequestReader,
     body_length,
-    status_body,
 )
 
 if TYPE_CHECKING:
@@ -161,66 +168,6 @@ class ServerConfig:
             raise ValueError("exec needs a token: set exec_token when enable_exec is true")
         if self.max_follow_streams >= self.workers:
             raise ValueError("max_follow_streams must leave workers free for other requests")
-
-
-class HTTPError(Exception):
-    """An answer other than success: turned into a v1 Status by the handler."""
-
-    def __init__(
-        self, code: HTTPStatus, message: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.headers = headers or {}
-
-
-# --- query parsing ------------------------------------------------------------------------
-
-_TRUE = frozenset({"true", "1", "yes", "on", ""})
-_FALSE = frozenset({"false", "0", "no", "off"})
-
-
-def query_bool(query: dict[str, list[str]], name: str) -> bool:
-    values = query.get(name)
-    if not values:
-        return False
-    value = values[-1].strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name}: must be true or false, got {values[-1]!r}")
-
-
-def query_int(query: dict[str, list[str]], name: str, *, minimum: int = 0) -> int | None:
-    values = query.get(name)
-    if not values:
-        return None
-    try:
-        value = int(values[-1])
-    except ValueError:
-        raise HTTPError(
-            HTTPStatus.BAD_REQUEST, f"{name}: must be an integer, got {values[-1]!r}"
-        ) from None
-    if value < minimum:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name}: must be >= {minimum}, got {value}")
-    return value
-
-
-def query_seconds(query: dict[str, list[str]], name: str, default: float, maximum: float) -> float:
-    values = query.get(name)
-    if not values:
-        return default
-    try:
-        value = float(values[-1])
-    except ValueError:
-        raise HTTPError(
-            HTTPStatus.BAD_REQUEST, f"{name}: must be a number of seconds, got {values[-1]!r}"
-        ) from None
-    if not 0 < value <= maximum:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name}: must be in (0, {maximum:g}]")
-    return value
 
 
 def exec_command(query: dict[str, list[str]], body: bytes, content_type: str) -> list[str]:
@@ -355,16 +302,6 @@ def _read_exactly(stream: Any, length: int) -> bytes:
 Route = Callable[["_Handler", list[str], dict[str, list[str]]], None]
 
 
-def bearer_problem(header: str, token: str) -> str:
-    """Why an ``Authorization`` header does not carry ``token`` ("" when it does)."""
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not given.strip():
-        return "a bearer token is required"
-    if not token or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        return "the bearer token is not valid"
-    return ""
-
-
 class _SocketWriter(io.BufferedIOBase):
     """Writes go out whole (``sendall``), unbuffered, as ``http.server`` expects."""
 
@@ -455,6 +392,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._route(split.path, segments, query)
         except HTTPError as error:
             self._fail(error)
+        except BadParameter as error:
+            self._fail(error_for(error))
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception:
@@ -518,9 +457,7 @@ class _Handler(BaseHTTPRequestHandler):
         # The request body (if any) may be unread: do not reuse the connection.
         self.close_connection = True
         with contextlib.suppress(OSError):
-            self._send_bytes(
-                error.code, status_body(error.code, error.message), JSON_TYPE, error.headers
-            )
+            self._send_bytes(error.code, error.body(), JSON_TYPE, error.headers)
 
     def _stream(self, first: bytes, rest: Iterator[bytes], content_type: str) -> None:
         """Send a chunked body; stop when the iterator ends or the client goes away."""
@@ -626,8 +563,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         try:
             options = parse_log_options(query)
-        except LogRequestError as error:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, str(error)) from None
+        except KubecoreError as error:
+            raise error_for(error) from None
         if options.follow:
             with self.server.follow_slot((namespace, pod, container)):
                 self._send_logs(namespace, pod, container, options)
@@ -641,19 +578,15 @@ class _Handler(BaseHTTPRequestHandler):
             )
             # The first read may fail (no container yet): fail before the headers go out.
             first = next(lines, b"")
-        except NotFound as error:
-            raise HTTPError(HTTPStatus.NOT_FOUND, str(error)) from None
-        except LogRequestError as error:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, str(error)) from None
         except KubecoreError as error:
-            raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
+            raise error_for(error) from None
         self._stream(first, lines, TEXT_TYPE)
 
     def _run(self, rest: list[str], query: dict[str, list[str]]) -> None:
         config = self.server.config
         if not config.enable_exec:
             raise HTTPError(HTTPStatus.FORBIDDEN, "exec is disabled on this node")
-        self._authorize(config.exec_token)
+        require_bearer(self.headers.get("Authorization") or "", config.exec_token)
         body = self._read_body()
         namespace, pod, container = self._target(rest, "/run/{namespace}/{pod}/{container}")
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -669,12 +602,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         try:
             result = self.server.kubelet.exec(namespace, pod, container, command, timeout=timeout)
-        except NotFound as error:
-            raise HTTPError(HTTPStatus.NOT_FOUND, str(error)) from None
-        except RuntimeTimeout as error:
-            raise HTTPError(HTTPStatus.GATEWAY_TIMEOUT, str(error)) from None
         except KubecoreError as error:
-            raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
+            raise error_for(error) from None
         self._send_json(
             {
                 "exitCode": result.exit_code,
@@ -682,12 +611,6 @@ class _Handler(BaseHTTPRequestHandler):
                 "stderr": result.stderr.decode("utf-8", "replace"),
             }
         )
-
-    def _authorize(self, token: str) -> None:
-        problem = bearer_problem(self.headers.get("Authorization") or "", token)
-        if problem:
-            challenge = {"WWW-Authenticate": 'Bearer realm="kubecore"'}
-            raise HTTPError(HTTPStatus.UNAUTHORIZED, problem, challenge)
 
     def _logs(self, rest: list[str], query: dict[str, list[str]]) -> None:
         root = self.server.config.log_dir
@@ -751,7 +674,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             summary = self.server.kubelet.stats_summary()
         except KubecoreError as error:
-            raise HTTPError(HTTPStatus.BAD_GATEWAY, str(error)) from None
+            raise error_for(error) from None
         self._send_json(summary)
 
 
@@ -802,7 +725,7 @@ class _Server:
             tls = isinstance(sock, ssl.SSLSocket)
             return self.api.authenticated(authorization, head.method, tls)
         if first == "run" and self.config.enable_exec:
-            return not bearer_problem(authorization, self.config.exec_token)
+            return check_bearer(authorization, self.config.exec_token) is Credentials.VALID
         return False
 
     @contextlib.contextmanager

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import queue
 import re
@@ -41,6 +40,8 @@ from typing import Any
 
 import attrs
 
+from kubecore._http import status_body
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_ADDRESS = "127.0.0.1"
@@ -53,21 +54,6 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 """The methods whose body a handler reads."""
 _LINGER = 2.0
 """Seconds a closed connection's remaining input is drained."""
-
-
-def status_body(code: HTTPStatus, message: str) -> bytes:
-    """A v1 ``Status`` object, as Kubernetes answers errors."""
-    reason = "".join(part.capitalize() for part in code.phrase.split())
-    body = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": int(code),
-    }
-    return json.dumps(body).encode() + b"\n"
 
 
 def status_response(code: HTTPStatus, message: str) -> bytes:

@@ -134,13 +134,3 @@ def cannot_join_sandbox(message: str) -> bool:
     """True if a start failed because the container could not join its sandbox's namespaces."""
     lowered = message.lower()
     return any(refusal in lowered for refusal in _SANDBOX_JOIN_REFUSALS)
-
-
-def is_status(error: BaseException, *codes: int) -> bool:
-    """True if ``error`` (or the error it was translated from) is an engine answer with a code."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if getattr(seen, "status_code", None) in codes:
-            return True
-        seen = seen.__cause__
-    return False
