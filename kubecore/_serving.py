@@ -322,11 +322,6 @@ class BoundedServer:
         self._wake_r.close()
         self._wake_w.close()
 
-    @property
-    def open_connections(self) -> int:
-        with self._open_lock:
-            return self._open
-
     # --- the selector thread
 
     def _accept(self) -> None:
