@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import datetime
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
@@ -33,10 +32,8 @@ from kubecore._apiserver import (
     _table,
     body_metadata,
     field_selector,
-    human_duration,
     label_selector,
     merge_patch,
-    parse_rfc3339,
     wants_table,
 )
 from kubecore._apiserver import OBJECT_RESOURCES as RESOURCES
@@ -47,6 +44,8 @@ from kubecore._manifest.validation import _decode_object
 from kubecore._model import KubeObject, Secret
 from kubecore._objects import ObjectKey, ObjectStore, object_key
 from kubecore._sources import StaticSource
+from kubecore._timefmt import age as time_age
+from kubecore._timefmt import rfc3339
 
 
 def _column(name: str, description: str, fmt: str = "") -> dict[str, Any]:
@@ -208,11 +207,6 @@ def _contents(obj: KubeObject) -> tuple[object, ...]:
     return (obj.data, obj.binary_data, obj.immutable)
 
 
-def _rfc3339(when: float) -> str:
-    moment = datetime.datetime.fromtimestamp(when, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class ObjectApi:
     """The ``configmaps`` and ``secrets`` resources of ``KubeApi``."""
 
@@ -293,7 +287,7 @@ class ObjectApi:
         meta = body["metadata"]
         created = obj.metadata.creation_timestamp or self._created.get(key)
         if not created:
-            created = self._created[key] = _rfc3339(self._now())
+            created = self._created[key] = rfc3339(self._now())
         meta["creationTimestamp"] = created
         meta["resourceVersion"] = str(self.store.revision)
         if isinstance(obj, Secret) and "type" not in body:
@@ -316,7 +310,7 @@ class ObjectApi:
 
     def _cells(self, obj: KubeObject, now: float) -> list[Any]:
         body = self._body_of(obj)
-        age = human_duration(now - parse_rfc3339(body["metadata"]["creationTimestamp"]))
+        age = time_age(body["metadata"]["creationTimestamp"], now)
         if isinstance(obj, Secret):
             return [obj.metadata.name, obj.type, len(obj.data), age]
         return [obj.metadata.name, len(obj.data) + len(obj.binary_data), age]
@@ -427,7 +421,7 @@ class ObjectApi:
             obj.metadata,
             uid=owned.metadata.uid if owned is not None else str(uuid.uuid4()),
             creation_timestamp=(owned.metadata.creation_timestamp if owned is not None else "")
-            or _rfc3339(self._now()),
+            or rfc3339(self._now()),
         )
         obj = attrs.evolve(obj, metadata=meta)
         if not dry_run:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime
 import errno
 import hashlib
 import ipaddress
@@ -72,8 +71,9 @@ from kubecore._objects import ObjectStore
 from kubecore._runtime import Event
 from kubecore._serving import Admit, BoundedServer, Handle, Limits
 from kubecore._sources import StaticSource, prepare_pods
-from kubecore._status import pod_status_text, rfc3339
-from kubecore._timefmt import human_duration as human_duration
+from kubecore._status import pod_status_text
+from kubecore._timefmt import age as time_age
+from kubecore._timefmt import rfc3339
 from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate, SourceName
 
 if TYPE_CHECKING:
@@ -301,16 +301,6 @@ class Exchange(Protocol):
 # --- formatting ---------------------------------------------------------------------------
 
 
-def parse_rfc3339(text: str) -> float:
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise _bad_request(f"sinceTime: not an RFC 3339 time: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
-
-
 def _column(name: str, description: str, priority: int = 0, fmt: str = "") -> dict[str, Any]:
     return {
         "name": name,
@@ -358,7 +348,7 @@ def pod_cells(pod: dict[str, Any], now: float, node_name: str) -> list[Any]:
     ready = sum(1 for cs in statuses if cs.get("ready"))
     restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
     created = pod["metadata"].get("creationTimestamp")
-    age = human_duration(now - parse_rfc3339(created)) if created else "<unknown>"
+    age = time_age(created, now)
     return [
         pod["metadata"]["name"],
         f"{ready}/{len(spec.get('containers') or [])}",
@@ -563,7 +553,7 @@ def event_object(event: Event, node_name: str) -> dict[str, Any]:
 
 def event_cells(event: dict[str, Any], now: float) -> list[Any]:
     ref = event["involvedObject"]
-    seen = human_duration(now - parse_rfc3339(event["lastTimestamp"]))
+    seen = time_age(event["lastTimestamp"], now)
     source = event["source"]
     return [
         seen,
@@ -1189,7 +1179,7 @@ class KubeApi:
         version = str(self.log.version)
         if wants_table(request.accept):
             now = self.kubelet.clock.now()
-            age = human_duration(now - parse_rfc3339(self.started))
+            age = time_age(self.started, now)
             rows = [([ns["metadata"]["name"], "Active", age], ns) for ns in items]
             include = request.param("includeObject", "Metadata")
             self._json(exchange, _table(NAMESPACE_COLUMNS, rows, version, include))

@@ -20,8 +20,8 @@ from kubecore._model import Pod, PodStatus
 from kubecore._pod_workers import PodState
 from kubecore._probes import has_probes
 from kubecore._qos import qos_class
-from kubecore._status import parse_time, rfc3339
 from kubecore._status_manager import StatusManager
+from kubecore._timefmt import parse_time, rfc3339
 
 
 class DesiredPods:

@@ -55,6 +55,7 @@ from kubecore._desired import PodReport
 from kubecore._events import EVENT_COMPONENT, v1_event
 from kubecore._manifest.decoding import pod_status_to_dict
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
+from kubecore._timefmt import rfc3339
 from kubecore.events import Event
 from kubecore.manifest import (
     assign_uid,
@@ -1222,13 +1223,9 @@ class EtcdStatusSink:
 DEFAULT_EVENT_TTL = 3600
 
 
-def _rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
 def _event_stamp(event: Event) -> str:
     # The agent's clock may be virtual (a monotonic count): only a wall time is shown as one.
-    return _rfc3339(event.timestamp if event.timestamp > 1e9 else time.time())
+    return rfc3339(event.timestamp if event.timestamp > 1e9 else time.time())
 
 
 def event_document(event: Event, node: str, name: str) -> dict[str, Any]:

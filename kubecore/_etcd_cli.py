@@ -43,8 +43,7 @@ from kubecore._etcd import (
     split_key,
     status_prefix,
 )
-from kubecore._status import parse_time
-from kubecore._timefmt import human_duration
+from kubecore._timefmt import age
 from kubecore.events import FanoutRecorder
 from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore.objects import KubeObject
@@ -194,7 +193,6 @@ def _pod_line(
     status = document.get("status") or {}
     containers = (document.get("spec") or {}).get("containers") or ()
     statuses = status.get("containerStatuses") or ()
-    started = parse_time(status.get("startTime", ""))
     return PodLine(
         namespace=namespace,
         name=name,
@@ -202,7 +200,7 @@ def _pod_line(
         ready=f"{sum(1 for c in statuses if c.get('ready'))}/{len(containers)}",
         status=_status_text(document),
         restarts=sum(int(c.get("restartCount") or 0) for c in statuses),
-        age=human_duration(now - started) if started is not None else "<unknown>",
+        age=age(status.get("startTime", ""), now),
     )
 
 

@@ -9,7 +9,6 @@ when there is none (``previous`` with no terminated instance, a container waitin
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ import attrs
 from kubecore._errors import BadParameter, LogRequestError
 from kubecore._http import query_flag, query_int, query_value
 from kubecore._model import ContainerStatus, Pod
+from kubecore._timefmt import parse_rfc3339
 
 MAX_TAIL_LINES = 100_000
 
@@ -54,15 +54,13 @@ class LogOptions:
         }
 
 
-def parse_rfc3339(text: str, name: str = "sinceTime") -> float:
-    """An RFC 3339 time in seconds since the epoch (``LogRequestError`` if it is not one)."""
+def parse_since_time(text: str, name: str = "sinceTime") -> float:
+    """An RFC 3339 time in seconds since the epoch (``LogRequestError`` naming ``name`` if it
+    is not one)."""
     try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise LogRequestError(f"{name}: not an RFC 3339 time: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
+        return parse_rfc3339(text)
+    except ValueError as error:
+        raise LogRequestError(f"{name}: {error}") from None
 
 
 def parse_log_options(query: Mapping[str, Sequence[str]]) -> LogOptions:
@@ -85,7 +83,7 @@ def parse_log_options(query: Mapping[str, Sequence[str]]) -> LogOptions:
     return LogOptions(
         previous=previous,
         since_seconds=since_seconds,
-        since_time=parse_rfc3339(since_text) if since_text else None,
+        since_time=parse_since_time(since_text) if since_text else None,
         limit_bytes=limit_bytes,
         timestamps=timestamps,
         tail_lines=tail,

@@ -44,7 +44,7 @@ from kubecore._runtime import (
     SandboxConfig,
     Subscription,
 )
-from kubecore._status import parse_time
+from kubecore._timefmt import parse_time
 
 R = TypeVar("R")
 logger = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ from kubecore._model import Pod
 from kubecore._planner import compute_pod_actions, deadline_at
 from kubecore._probes import ProbeManager
 from kubecore._runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
-from kubecore._status import parse_time
 from kubecore._status_manager import PodStatusRecord, StatusManager
 from kubecore._termination import Termination, kill_within
+from kubecore._timefmt import parse_time
 
 if TYPE_CHECKING:
     from kubecore._desired import DesiredPods

@@ -27,7 +27,7 @@ from kubecore._runtime import (
     ImageFsUsage,
     RuntimeState,
 )
-from kubecore._status import rfc3339
+from kubecore._timefmt import rfc3339
 
 Json = dict[str, Any]
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -8,9 +8,6 @@ follows the kubelet's ``getPhase``; a terminal phase in ``previous`` is never le
 
 from __future__ import annotations
 
-import datetime
-import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -36,6 +33,7 @@ from kubecore._planner import POD_INITIALIZING, compute_pod_actions, pod_info
 from kubecore._qos import qos_class
 from kubecore._restart_rules import container_should_restart
 from kubecore._runtime import RuntimeState
+from kubecore._timefmt import rfc3339
 
 DEFAULT_RUNTIME_NAME = "kubecore"
 CONTAINER_CREATING = "ContainerCreating"
@@ -43,27 +41,6 @@ POD_COMPLETED = "PodCompleted"
 UNKNOWN_EXIT_CODE = 1
 """Reported (and judged, by the planner, as a failure) when a dead container has no exit code."""
 _TERMINAL_PHASES = ("Succeeded", "Failed")
-
-
-def parse_time(value: str) -> float | None:
-    """An RFC 3339 time (as ``rfc3339`` writes it) in seconds since the epoch; None if none."""
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def rfc3339(ts: float) -> str:
-    """Seconds since the epoch as the v1 API writes times: ``2024-05-01T12:00:00Z`` (UTC)."""
-    return _rfc3339_seconds(math.floor(ts))
-
-
-@functools.lru_cache(maxsize=8192)  # the same start/finish times come back on every sync
-def _rfc3339_seconds(seconds: int) -> str:
-    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _terminated(record: Record, prefix: str, messages: Mapping[str, str]) -> ContainerState:

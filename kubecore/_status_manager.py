@@ -15,7 +15,8 @@ from kubecore._executor import container_name_of, restart_count_of
 from kubecore._metrics import Metrics
 from kubecore._model import Pod, PodStatus
 from kubecore._runtime import ContainerRuntime, Event, EventRecorder, EventType, RuntimeState
-from kubecore._status import compute_pod_status, rfc3339
+from kubecore._status import compute_pod_status
+from kubecore._timefmt import rfc3339
 from kubecore._volumes import VolumeManager
 
 logger = logging.getLogger(__name__)

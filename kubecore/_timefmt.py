@@ -1,7 +1,47 @@
-"""How kubecore writes durations: one formatter for every table (kubectl's ``AGE`` column, the
-CLI's own table, ``kubecore etcd get``), so the same age reads the same everywhere."""
+"""How kubecore writes and reads times: RFC 3339 as the v1 API writes it, and durations as
+kubectl prints them. One formatter and one parser for every document and table (the node's API,
+etcd, the CLI, pod status, log queries), so the same time reads the same everywhere."""
 
 from __future__ import annotations
+
+import datetime
+import functools
+import math
+
+
+def rfc3339(ts: float) -> str:
+    """Seconds since the epoch as the v1 API writes times: ``2024-05-01T12:00:00Z`` (UTC,
+    whole seconds)."""
+    return _rfc3339_seconds(math.floor(ts))
+
+
+@functools.lru_cache(maxsize=8192)  # the same start/finish times come back on every sync
+def _rfc3339_seconds(seconds: int) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """An RFC 3339 time in seconds since the epoch; a time without a zone is UTC. Raises
+    ``ValueError`` saying the text is not one."""
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"not an RFC 3339 time: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def parse_time(value: str) -> float | None:
+    """``parse_rfc3339``, or None for an empty or unreadable value (a time a document may
+    lack)."""
+    if not value:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError:
+        return None
 
 
 def human_duration(seconds: float) -> str:
@@ -31,3 +71,10 @@ def human_duration(seconds: float) -> str:
     if hours < 24 * 365 * 8:
         return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
     return f"{days // 365}y"
+
+
+def age(since: str, now: float) -> str:
+    """How long ago the RFC 3339 time ``since`` was, as kubectl prints an age (``<unknown>`` for
+    an empty or unreadable time)."""
+    moment = parse_time(since)
+    return "<unknown>" if moment is None else human_duration(now - moment)

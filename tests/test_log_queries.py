@@ -27,7 +27,7 @@ from kubecore._logs import (
     parse_log_options,
 )
 from kubecore._server import KubeletServer
-from kubecore._status import rfc3339
+from kubecore._timefmt import rfc3339
 from tests.test_server import assert_status, get, live
 
 __all__ = ["live"]  # the fixture, from test_server

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubecore._timefmt import human_duration
+from kubecore._timefmt import age, human_duration, parse_rfc3339, parse_time, rfc3339
 
 
 @pytest.mark.parametrize(
@@ -36,9 +36,34 @@ def test_ages_read_as_kubectl_prints_them(seconds: float, text: str) -> None:
     assert human_duration(seconds) == text
 
 
-def test_the_cli_table_and_the_api_table_agree() -> None:
-    from kubecore._apiserver import human_duration as api_age
+def test_every_table_reads_ages_the_same_way() -> None:
+    from kubecore import _apiobjects, _apiserver, _etcd_cli
     from kubecore._cli import output
 
-    assert api_age is human_duration
-    assert output.human_duration is human_duration
+    for module in (_apiserver, _apiobjects):
+        assert module.time_age is age
+    for module in (output, _etcd_cli):
+        assert module.age is age
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2024-05-01T12:00:00Z", 1714564800.0),
+        ("2024-05-01T12:00:00", 1714564800.0),  # no zone: UTC, whatever the host's
+        ("2024-05-01T14:00:00+02:00", 1714564800.0),
+        ("2024-05-01T12:00:00.5Z", 1714564800.5),
+    ],
+)
+def test_rfc3339_times_are_read_as_the_api_writes_them(text: str, seconds: float) -> None:
+    assert parse_rfc3339(text) == seconds
+    assert rfc3339(seconds) == "2024-05-01T12:00:00Z"
+
+
+@pytest.mark.parametrize("text", ["", "yesterday", "2024-13-01T00:00:00Z"])
+def test_a_time_that_is_not_one_is_unknown(text: str) -> None:
+    assert parse_time(text) is None
+    assert age(text, 1e9) == "<unknown>"
+    if text:
+        with pytest.raises(ValueError, match="not an RFC 3339 time"):
+            parse_rfc3339(text)

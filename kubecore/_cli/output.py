@@ -13,8 +13,8 @@ import attrs
 from kubecore._model import Pod
 from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 from kubecore._sources import SourceProblem
-from kubecore._status import parse_time, pod_status_text
-from kubecore._timefmt import human_duration
+from kubecore._status import pod_status_text
+from kubecore._timefmt import age
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +35,13 @@ def pod_row(pod: Pod, now: float) -> PodRow:
     statuses = pod.status.container_statuses if pod.status else ()
     ready = sum(1 for cs in statuses if cs.ready)
     restarts = sum(cs.restart_count for cs in statuses)
-    started = parse_time(pod.status.start_time) if pod.status else None
     return PodRow(
         namespace=pod.metadata.namespace,
         name=pod.metadata.name,
         ready=f"{ready}/{len(pod.spec.containers)}",
         status=pod_status_text(pod),
         restarts=restarts,
-        age=human_duration(now - started) if started is not None else "<unknown>",
+        age=age(pod.status.start_time if pod.status else "", now),
     )
 
 
