@@ -131,6 +131,16 @@ make_bridge() {
     echo "$BRIDGE $cidr" >"$BRIDGE_FILE"
 }
 
+unmount_state() {
+    # What a stopped engine leaves mounted under its roots (its netns/default, overlays of a
+    # killed one), deepest first, so that the state directory can be removed.
+    local mount
+    awk '{print $2}' /proc/mounts | grep -E "^($EXEC_ROOT|$DATA_ROOT)/" | sort -r |
+        while read -r mount; do
+            umount -l "$mount" || log "could not unmount $mount"
+        done
+}
+
 remove_bridge() {
     local name
     [[ -f "$BRIDGE_FILE" ]] || return 0
@@ -404,6 +414,7 @@ cmd_down() {
     # Only the engine on this state's socket; its containers stop with it.
     stop_pidfile "$ENGINE_PID" "$SOCK"
     stop_pidfile "$MANAGED_CONTAINERD_PID" "$EXEC_ROOT"
+    unmount_state
     remove_bridge
     if pid_alive "$STATE/dockerd.pid" dockerd; then
         log "left running: dockerd $(cat "$STATE/dockerd.pid") on /var/run/docker.sock, started by an" \
