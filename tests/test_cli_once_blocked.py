@@ -15,13 +15,16 @@ from typing import Any
 import pytest
 
 from kubecore._cli import commands
+from kubecore._cli.blocked import SANDBOX_FAILED, PermanentErrors, blocked_reason
 from kubecore._errors import (
     ContainerRuntimeError,
     InvalidConfig,
     RuntimeTimeout,
     RuntimeUnavailable,
 )
+from kubecore._events import pod_reference
 from kubecore._plugins import RuntimeBundle
+from kubecore._runtime import Event, EventType
 from kubecore_fake import FakeRuntime
 from tests.test_cli import run_args, run_cli
 
@@ -155,3 +158,26 @@ def test_a_docker_socket_that_is_not_there_fails_fast_and_is_named(
         f"unix://{socket_path}: No such file or directory\n"
     )
     assert took < 30  # not the 120 s deadline
+
+
+def _event(kind: EventType, reason: str, message: str) -> Event:
+    return Event(pod_reference("default", "one", "uid-1"), kind, reason, message, 0.0)
+
+
+def test_a_pod_is_blocked_only_while_its_newest_event_is_a_sandbox_error_a_retry_cannot_fix() -> (
+    None
+):
+    errors = PermanentErrors()
+    refused = InvalidConfig("invalid sandbox option")
+    errors.saw(refused)
+    errors.saw(RuntimeTimeout("slow"))  # not kept: a retry may pass
+    failed = _event(EventType.WARNING, SANDBOX_FAILED, f"Failed to create pod sandbox: {refused}")
+    slow = _event(EventType.WARNING, SANDBOX_FAILED, "Failed to create pod sandbox: slow")
+    pulling = _event(EventType.NORMAL, "Pulling", 'Pulling image "pause"')
+    started = _event(EventType.NORMAL, "Started", "Started container main")
+    assert blocked_reason([pulling, failed], errors) == (
+        "FailedCreatePodSandBox: Failed to create pod sandbox: invalid sandbox option"
+    )
+    assert blocked_reason([failed, started], errors) == ""  # the sandbox came up since
+    assert blocked_reason([slow], errors) == ""
+    assert blocked_reason([], errors) == ""

@@ -9,7 +9,7 @@ attempt meets it again) from an engine that is slow, restarting or busy (the nex
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kubecore._errors import ContainerRuntimeError, ImageNotFound, ImagePullError, InvalidConfig
@@ -99,13 +99,13 @@ class _WatchedPuller(PullerWrapper):
             raise
 
 
-def blocked_reason(events: Iterable[Event], errors: PermanentErrors) -> str:
+def blocked_reason(events: Sequence[Event], errors: PermanentErrors) -> str:
     """Why a pod cannot start until something outside changes ('' if it may still): its newest
-    Warning says its sandbox could not be created, for an error a retry will not fix."""
-    warnings = [e for e in events if e.type is EventType.WARNING]
-    if not warnings or warnings[-1].reason != SANDBOX_FAILED:
+    event (oldest first in ``events``) says its sandbox could not be created, for an error a
+    retry will not fix."""
+    if not events or events[-1].reason != SANDBOX_FAILED:
         return ""
-    newest = warnings[-1]
+    newest = events[-1]
     error = errors.get(newest.message.removeprefix(_SANDBOX_PREFIX))
     if error is None:
         return ""
