@@ -381,9 +381,9 @@ stop_pid() {  # stop_pid PID NAME: TERM, bounded wait, then KILL
     kill -KILL "$1" 2>/dev/null || true
 }
 
-stop_pidfile() {  # stop_pidfile FILE NAME: the pid in FILE, if its command line mentions NAME
+stop_pidfile() {  # stop_pidfile FILE NAME [LABEL]: the pid in FILE, if its command line mentions NAME
     if pid_alive "$1" "$2"; then
-        stop_pid "$(cat "$1")" "$2"
+        stop_pid "$(cat "$1")" "${3:-$2}"
     fi
     rm -f "$1"
 }
@@ -412,8 +412,8 @@ cmd_down() {
         rm -f "$STATE/stopped-system-registry"
     fi
     # Only the engine on this state's socket; its containers stop with it.
-    stop_pidfile "$ENGINE_PID" "$SOCK"
-    stop_pidfile "$MANAGED_CONTAINERD_PID" "$EXEC_ROOT"
+    stop_pidfile "$ENGINE_PID" "$SOCK" "dockerd on $SOCK"
+    stop_pidfile "$MANAGED_CONTAINERD_PID" "$EXEC_ROOT" "containerd under $EXEC_ROOT"
     unmount_state
     remove_bridge
     if pid_alive "$STATE/dockerd.pid" dockerd; then
