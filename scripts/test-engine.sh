@@ -132,10 +132,11 @@ make_bridge() {
 }
 
 unmount_state() {
-    # What a stopped engine leaves mounted under its roots (its netns/default, overlays of a
-    # killed one), deepest first, so that the state directory can be removed.
+    # What a stopped engine leaves mounted on and under its roots (its netns/default, the data
+    # root bound on itself by a dockerd that was killed, overlays), deepest first, so that the
+    # state directory can be removed.
     local mount
-    awk '{print $2}' /proc/mounts | grep -E "^($EXEC_ROOT|$DATA_ROOT)/" | sort -r |
+    awk '{print $2}' /proc/mounts | grep -E "^($EXEC_ROOT|$DATA_ROOT)(/|$)" | sort -r |
         while read -r mount; do
             umount -l "$mount" || log "could not unmount $mount"
         done
