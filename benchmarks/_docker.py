@@ -128,7 +128,12 @@ class DockerNode:
 def docker_node(*, workers: int = 8, **config: object) -> Iterator[DockerNode]:
     """An agent on the docker runtime plugin with a request counter on its client's transport and
     a watch on its container starts. Stopped (not cleaned) on exit."""
-    bundle = load_runtime("docker", base_url=base_url(), max_pool_size=max(16, 2 * workers))
+    bundle = load_runtime(
+        "docker",
+        base_url=base_url(),
+        max_pool_size=max(16, 2 * workers),
+        sandbox_image=PAUSE_IMAGE,
+    )
     runtime = cast(DockerRuntime, bundle.runtime)
     counter = RequestCounter()
     counter.mount_on(runtime.connection.api())
