@@ -136,8 +136,8 @@ unmount_state() {
     # root bound on itself by a dockerd that was killed, overlays), deepest first, so that the
     # state directory can be removed.
     local mount
-    awk '{print $2}' /proc/mounts | grep -E "^($EXEC_ROOT|$DATA_ROOT)(/|$)" | sort -r |
-        while read -r mount; do
+    awk '{print $2}' /proc/mounts | { grep -E "^($EXEC_ROOT|$DATA_ROOT)(/|$)" || true; } |
+        sort -r | while read -r mount; do
             umount -l "$mount" || log "could not unmount $mount"
         done
 }
