@@ -5,6 +5,7 @@ from __future__ import annotations
 import cProfile
 import gc
 import io
+import os
 import pstats
 import statistics
 import sys
@@ -18,7 +19,7 @@ from kubecore._model import Container, ObjectMeta, Pod, PodSpec
 BENCH_LABEL = "io.kubecore.benchmark"
 """Put on every engine object a benchmark creates outside kubecore (so cleanup finds them)."""
 
-TEST_IMAGE = "busybox:1.35"
+TEST_IMAGE = os.environ.get("KUBECORE_TEST_IMAGE") or "kubecore-test/busybox:1.35"
 # A container that exits at once (0) on TERM, so cleanup never waits out a grace period.
 TERM_LOOP = ("/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 1 & wait $!; done")
 

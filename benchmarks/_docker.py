@@ -31,7 +31,7 @@ from kubecore._plugins import load_runtime
 from kubecore._runtime import MANAGED_LABEL, POD_NAMESPACE_LABEL
 from kubecore_docker import DockerRuntime
 
-PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+PAUSE_IMAGE = os.environ.get("KUBECORE_TEST_PAUSE_IMAGE") or "kubecore-test/pause:3.9"
 NAMESPACE = "kubecore-bench"
 """The namespace of every pod a Docker benchmark gives kubecore (cleanup filters on it)."""
 HOLD_SOURCE = "bench-hold"
@@ -41,7 +41,7 @@ def base_url() -> str:
     return (
         os.environ.get("KUBECORE_DOCKER_HOST")
         or os.environ.get("DOCKER_HOST")
-        or "unix:///var/run/docker.sock"
+        or "unix:///var/tmp/kubecore-test-engine/docker.sock"
     )
 
 
@@ -128,7 +128,12 @@ class DockerNode:
 def docker_node(*, workers: int = 8, **config: object) -> Iterator[DockerNode]:
     """An agent on the docker runtime plugin with a request counter on its client's transport and
     a watch on its container starts. Stopped (not cleaned) on exit."""
-    bundle = load_runtime("docker", base_url=base_url(), max_pool_size=max(16, 2 * workers))
+    bundle = load_runtime(
+        "docker",
+        base_url=base_url(),
+        max_pool_size=max(16, 2 * workers),
+        sandbox_image=PAUSE_IMAGE,
+    )
     runtime = cast(DockerRuntime, bundle.runtime)
     counter = RequestCounter()
     counter.mount_on(runtime.connection.api())

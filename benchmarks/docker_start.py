@@ -302,7 +302,11 @@ def podman_ready(ctx: Context) -> bool:
     if exists.returncode == 0:
         return True
     try:
-        save = subprocess.Popen(["docker", "save", TEST_IMAGE], stdout=subprocess.PIPE)
+        save = subprocess.Popen(
+            ["docker", "save", TEST_IMAGE],
+            stdout=subprocess.PIPE,
+            env=dict(os.environ, DOCKER_HOST=base_url()),
+        )
         load = subprocess.run(
             ["podman", "load"], stdin=save.stdout, capture_output=True, timeout=120
         )

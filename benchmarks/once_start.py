@@ -226,6 +226,8 @@ def start_kubecore(workdir: str, pods: list[Pod]) -> float:
         manifests_dir(workdir, pods),
         "--runtime",
         "docker",
+        "--runtime-option",
+        f"sandbox_image={PAUSE_IMAGE}",
         "--once",
         "--port",
         "0",

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from benchmarks._common import Context, Row, Skip
+from benchmarks._common import TEST_IMAGE, Context, Row, Skip
 from benchmarks._docker import NAMESPACE, PAUSE_IMAGE, base_url, cleanup, engine_client
 from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL
 
@@ -176,7 +176,7 @@ def fake_soak(ctx: Context) -> list[Row]:
     def write_all(tick: int) -> None:
         for i in range(count):
             note = str(tick) if i == tick % count else ""
-            doc = pod(f"soak{i}", "soak", "busybox:1.35", note)
+            doc = pod(f"soak{i}", "soak", TEST_IMAGE, note)
             (manifests / f"soak{i}.json").write_text(json.dumps(doc))
 
     write_all(-1)
@@ -200,7 +200,7 @@ def docker_soak(ctx: Context) -> list[Row]:
     manifests = work / "pods"
     manifests.mkdir()
     for i in range(count):
-        doc = pod(f"soak{i}", NAMESPACE, "busybox:1.35")
+        doc = pod(f"soak{i}", NAMESPACE, TEST_IMAGE)
         (manifests / f"soak{i}.json").write_text(json.dumps(doc))
     rng = random.Random(7)
 

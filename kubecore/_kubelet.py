@@ -280,6 +280,7 @@ class Kubelet:
             max_workers=cfg.workers,
             on_change=self._post,
             monotonic=self.clock.monotonic,
+            host_ip=cfg.host_ip,
         )
         self.status_manager = StatusManager(
             self.runtime, self.volumes, self.recorder, self.metrics, host_ip=cfg.host_ip

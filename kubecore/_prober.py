@@ -11,6 +11,7 @@ pod (``on_change``) so that its worker plans again.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -27,11 +28,37 @@ from kubecore._snapshot import PodEntry
 logger = logging.getLogger(__name__)
 
 
-def _due(manager: ProbeManager, pod: Pod, entry: PodEntry, now: float) -> list[ProbeJob]:
+LOOPBACK = "127.0.0.1"
+
+
+def detect_host_ip() -> str:
+    """The node's IP when none is configured: the source address the host would use on its
+    default route (connecting a UDP socket sends nothing), else the loopback address."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("203.0.113.1", 9))  # TEST-NET-3: any address off the host
+            address = str(sock.getsockname()[0])
+        except OSError:
+            return LOOPBACK
+    return address if address != "0.0.0.0" else LOOPBACK
+
+
+def probe_ip(pod: Pod, sandbox_ip: str, host_ip: Callable[[], str]) -> str:
+    """Where a probe that names no host goes: the pod's IP. A host-network pod's IP is the
+    node's (its sandbox has no address of its own on Docker)."""
+    if pod.spec.host_network:
+        return host_ip() or sandbox_ip
+    return sandbox_ip
+
+
+def _due(
+    manager: ProbeManager, pod: Pod, entry: PodEntry, now: float, host_ip: Callable[[], str]
+) -> list[ProbeJob]:
     running = [c for c in entry.containers if c.state is RuntimeState.RUNNING]
     ready = tuple(s for s in entry.sandboxes if s.state is SandboxState.READY)
     sandbox = newest_sandbox(ObservedPod(ready)) if ready else None
-    return manager.due(pod, running, sandbox.ip if sandbox is not None else "", now)
+    sandbox_ip = sandbox.ip if sandbox is not None else ""
+    return manager.due(pod, running, probe_ip(pod, sandbox_ip, host_ip), now)
 
 
 class Prober:
@@ -44,7 +71,10 @@ class Prober:
         max_workers: int,
         on_change: Callable[[str], None],
         monotonic: Callable[[], float] = time.monotonic,
+        host_ip: str = "",
     ) -> None:
+        """``host_ip``: the node's IP, where host-network pods are probed (empty: detected
+        at the first such probe)."""
         self.manager = manager
         self._metrics = metrics
         self._now = now
@@ -58,6 +88,13 @@ class Prober:
         self._in_flight: set[tuple[str, str]] = set()
         """(container id, probe kind) of the probes running on the pool."""
         self._pool: ThreadPoolExecutor | None = None
+        self._host_ip = host_ip
+
+    def host_ip(self) -> str:
+        """The node's IP (configured, else detected once)."""
+        if not self._host_ip:
+            self._host_ip = detect_host_ip()
+        return self._host_ip
 
     def run_due(
         self, pods: Iterable[tuple[Pod, PodEntry | None]], now: float, *, inline: bool
@@ -70,7 +107,7 @@ class Prober:
             if entry is None:
                 self.manager.forget(pod.uid)
                 continue
-            jobs.extend((pod, job) for job in _due(self.manager, pod, entry, now))
+            jobs.extend((pod, job) for job in _due(self.manager, pod, entry, now, self.host_ip))
         if not jobs:
             return set()
         if inline:

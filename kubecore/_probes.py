@@ -36,6 +36,18 @@ logger = logging.getLogger(__name__)
 
 ProbeKind = Literal["liveness", "readiness", "startup"]
 _TITLE = {"liveness": "Liveness", "readiness": "Readiness", "startup": "Startup"}
+
+
+def unhealthy_message(kind: str, result: ProbeResult) -> str:
+    """The message of the ``Unhealthy`` Warning event a result gets ('' for a success): a
+    probe that failed, or one that could not run at all (``errored``, as the kubelet words it)."""
+    if result.outcome is ProbeOutcome.FAILURE:
+        return f"{_TITLE[kind]} probe failed: {result.message}".strip()
+    if result.outcome is ProbeOutcome.UNKNOWN:
+        return f"{_TITLE[kind]} probe errored: {result.message}".strip()
+    return ""
+
+
 _NO_STATES: Mapping[str, ProbeState] = {}
 
 
@@ -226,7 +238,7 @@ class ProbeManager:
                 worker.failures += 1
                 if worker.failures >= max(job.probe.failure_threshold, 1):
                     worker.passed = False
-                cp.message = f"{_TITLE[job.kind]} probe failed: {result.message}".strip()
+                cp.message = unhealthy_message(job.kind, result)
             else:
                 logger.debug(
                     "%s probe of %s: unknown (%s)", job.kind, job.container_id, result.message
@@ -234,14 +246,15 @@ class ProbeManager:
             after = cp.state()
             if after != before:
                 self._publish_locked(job.pod_uid)
-        if result.outcome is ProbeOutcome.FAILURE and self._recorder is not None:
+        warning = unhealthy_message(job.kind, result)
+        if warning and self._recorder is not None:
             meta = pod.metadata
             self._recorder.record(
                 Event(
                     pod_reference(meta.namespace, meta.name, meta.uid, job.container_name),
                     EventType.WARNING,
                     "Unhealthy",
-                    f"{_TITLE[job.kind]} probe failed: {result.message}".strip(),
+                    warning,
                     now,
                 )
             )

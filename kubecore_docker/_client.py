@@ -10,8 +10,8 @@ from typing import Any
 
 import attrs
 
-from kubecore import InvalidConfig
-from kubecore_docker._errors import Subject, engine_errors
+from kubecore import InvalidConfig, RuntimeUnavailable
+from kubecore_docker._errors import Subject, engine_errors, root_cause
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +103,20 @@ class DockerConnection:
     def _build(self, version: str, timeout: float | None, pool: int | None = None) -> Any:
         import docker
 
-        with engine_errors(Subject.ENGINE):
-            return docker.APIClient(
-                base_url=self.options.resolved_base_url(),
-                version=version,
-                timeout=timeout,
-                max_pool_size=pool or self.options.max_pool_size,
-            )
+        url = self.options.resolved_base_url()
+        try:
+            with engine_errors(Subject.ENGINE):
+                return docker.APIClient(
+                    base_url=url,
+                    version=version,
+                    timeout=timeout,
+                    max_pool_size=pool or self.options.max_pool_size,
+                )
+        except RuntimeUnavailable as error:
+            # The first call of an engine that is not there: say where it was looked for.
+            raise RuntimeUnavailable(
+                f"cannot reach the Docker engine at {url}: {root_cause(error)}"
+            ) from error
 
     def api_version_at_least(self, version: str) -> bool:
         import docker.utils

@@ -100,6 +100,29 @@ def translate(error: BaseException, subject: Subject) -> ContainerRuntimeError |
     return None
 
 
+def root_cause(error: BaseException) -> str:
+    """The innermost OS error under a library exception (``No such file or directory``,
+    ``Connection refused``), else the exception's own text."""
+    seen: set[int] = set()
+    found: OSError | None = None
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.strerror:
+            found = current
+        pending.extend(
+            e
+            for e in (current.__cause__, current.__context__, *current.args)
+            if isinstance(e, BaseException)
+        )
+    if found is not None:
+        return str(found.strerror)
+    return str(error)
+
+
 def raise_translated(error: BaseException, subject: Subject) -> NoReturn:
     mapped = translate(error, subject)
     if mapped is None:

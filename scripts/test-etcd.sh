@@ -6,15 +6,17 @@
 #   scripts/test-etcd.sh env    print shell exports for the tests
 #
 # Clients on 127.0.0.1:23791-23793, peers on 23801-23803: never the default 2379/2380, so a
-# system etcd on the machine is left alone. The cluster is machine-wide, and so is its state:
-# $KUBECORE_TEST_ETCD_STATE, by default /var/tmp/kubecore-test-etcd (one data directory, pid file
-# and log per member), shared by every checkout on the machine.
+# system etcd on the machine is left alone ($KUBECORE_TEST_ETCD_CLIENT_PORT_BASE and
+# $KUBECORE_TEST_ETCD_PEER_PORT_BASE move them, for a second cluster beside this one). The
+# cluster is machine-wide, and so is its state: $KUBECORE_TEST_ETCD_STATE, by default
+# /var/tmp/kubecore-test-etcd (one data directory, pid file and log per member), shared by
+# every checkout on the machine.
 set -euo pipefail
 
 STATE="${KUBECORE_TEST_ETCD_STATE:-/var/tmp/kubecore-test-etcd}"
 MEMBERS=(1 2 3)
-CLIENT_PORT_BASE=23790
-PEER_PORT_BASE=23800
+CLIENT_PORT_BASE="${KUBECORE_TEST_ETCD_CLIENT_PORT_BASE:-23790}"
+PEER_PORT_BASE="${KUBECORE_TEST_ETCD_PEER_PORT_BASE:-23800}"
 TOKEN="kubecore-test-etcd"
 PACKAGES=(etcd-server etcd-client)
 
@@ -102,6 +104,8 @@ start_member() {  # start_member N
 }
 
 print_env() {
+    echo "export KUBECORE_TEST_ETCD_STATE=$STATE"
+    echo "export KUBECORE_TEST_ETCD_CLIENT_PORT_BASE=$CLIENT_PORT_BASE"
     echo "export KUBECORE_TEST_ETCD_ENDPOINTS=$(endpoints)"
 }
 

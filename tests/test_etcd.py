@@ -278,7 +278,8 @@ class Members:
 
     def number(self, endpoint: str) -> int:
         """The member (1-3) serving a client endpoint of the script's cluster."""
-        return int(endpoint.rsplit(":", 1)[1]) - 23790
+        base = int(os.environ.get("KUBECORE_TEST_ETCD_CLIENT_PORT_BASE") or 23790)
+        return int(endpoint.rsplit(":", 1)[1]) - base
 
     def up(self) -> None:
         subprocess.run(["bash", str(SCRIPT), "up"], check=True, capture_output=True, timeout=180)

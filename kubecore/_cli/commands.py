@@ -19,6 +19,7 @@ import attrs
 
 import kubecore
 from kubecore._cli.basic import EXIT_FAILED, EXIT_OK, warnings_shown
+from kubecore._cli.blocked import PermanentErrors, blocked_reason, newest_warning
 from kubecore._cli.output import Display, PullTracker, TrackingPuller, format_table
 from kubecore._cli.settings import (
     RUN_SETTINGS,
@@ -27,7 +28,13 @@ from kubecore._cli.settings import (
     resolve_settings,
 )
 from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import InvalidKubeletConfig, KubecoreError, RootDirInUse, SourceUnavailable
+from kubecore._errors import (
+    InvalidKubeletConfig,
+    KubecoreError,
+    RootDirInUse,
+    RuntimeUnavailable,
+    SourceUnavailable,
+)
 from kubecore._model import Pod
 from kubecore._runtime import Puller
 from kubecore._sources import (
@@ -200,9 +207,14 @@ def cmd_run(
         from kubecore._credentials import KeyringPuller
 
         puller = KeyringPuller(puller, keyring)
+    puller = TrackingPuller(puller, tracker)
+    runtime = bundle.runtime
+    errors = PermanentErrors() if once else None
+    if errors is not None:
+        runtime, puller = errors.runtime(runtime), errors.puller(puller)
     try:
         kubelet = Kubelet.from_bundle(
-            attrs.evolve(bundle, puller=TrackingPuller(puller, tracker)),
+            attrs.evolve(bundle, runtime=runtime, puller=puller),
             config=config,
             sources=tuple(source.name for source in sources),
         )
@@ -229,7 +241,9 @@ def cmd_run(
             if etcd is not None:
                 wait_for_etcd(etcd, min(settings["deadline"], 30.0))
             display = None if clock.virtual else once_display(out, settings, tracker)
-            return run_once(kubelet, poller, clock, settings["deadline"], out, display)
+            return run_once(
+                kubelet, poller, clock, settings["deadline"], out, display, errors=errors
+            )
         finally:
             kubelet.stop()
             if etcd is not None:
@@ -322,27 +336,68 @@ def run_once(
     deadline: float,
     out: IO[str],
     display: Display | None = None,
+    *,
+    errors: PermanentErrors | None = None,
 ) -> int:
-    """Sync until every pod converged or failed, or the deadline passed; print the table.
+    """Sync until every pod converged, failed or is blocked on an error a retry will not fix
+    (kept in ``errors``), or the deadline passed; print the table. An engine that does not
+    answer at the start ends the run at once.
 
     On a real clock the agent's own loop and pod workers do the work (pods start in parallel)
     and ``display`` shows the progress meanwhile (the live table and pulls on a terminal, a
     log line per change otherwise); on a virtual clock (the in-memory runtime) passes run
     inline and time is stepped."""
+    unreachable = runtime_unreachable(kubelet)
+    if unreachable:
+        if display is not None:
+            display.close()
+        out.write(f"kubecore: the runtime does not answer: {unreachable}\n")
+        return EXIT_FAILED
+    judge = PodJudge(kubelet, errors or PermanentErrors())
     if clock.virtual:
-        pods, verdicts = settle_stepped(kubelet, poller, clock, deadline)
+        pods, verdicts = settle_stepped(kubelet, poller, clock, deadline, judge)
     else:
-        pods, verdicts = settle_pooled(kubelet, poller, deadline, display)
+        pods, verdicts = settle_pooled(kubelet, poller, deadline, display, judge)
     if display is not None:
         display.close()
     return report_once(pods, verdicts, source_problems(poller.sources), deadline, clock, out)
 
 
+def runtime_unreachable(kubelet: Kubelet) -> str:
+    """Why the runtime cannot be reached ('' when it answers)."""
+    try:
+        kubelet.runtime.version()
+    except RuntimeUnavailable as error:
+        return str(error)
+    return ""
+
+
 Verdicts = dict[str, tuple[Verdict, str]]
 
 
-def pod_verdicts(pods: Iterable[Pod]) -> Verdicts:
-    return {f"{p.metadata.namespace}/{p.metadata.name}": pod_verdict(p) for p in pods}
+class PodJudge:
+    """Each pod's verdict for ``--once``: a pending pod blocked on an error a retry will not
+    fix has failed, and one still pending says the newest warning it got."""
+
+    def __init__(self, kubelet: Kubelet, errors: PermanentErrors) -> None:
+        self._events = kubelet.events
+        self._errors = errors
+
+    def verdict(self, pod: Pod) -> tuple[Verdict, str]:
+        verdict, reason = pod_verdict(pod)
+        if verdict != "pending":
+            return verdict, reason
+        events = self._events.events(namespace=pod.metadata.namespace, name=pod.metadata.name)
+        blocked = blocked_reason(events, self._errors)
+        if blocked:
+            return "failed", blocked
+        warning = newest_warning(events)
+        return verdict, f"{reason} ({warning})" if warning else reason
+
+
+def pod_verdicts(pods: Iterable[Pod], judge: PodJudge | None = None) -> Verdicts:
+    verdict = pod_verdict if judge is None else judge.verdict
+    return {f"{p.metadata.namespace}/{p.metadata.name}": verdict(p) for p in pods}
 
 
 def all_settled(verdicts: Verdicts) -> bool:
@@ -350,7 +405,11 @@ def all_settled(verdicts: Verdicts) -> bool:
 
 
 def settle_stepped(
-    kubelet: Kubelet, poller: SourcePoller, clock: Clock, deadline: float
+    kubelet: Kubelet,
+    poller: SourcePoller,
+    clock: Clock,
+    deadline: float,
+    judge: PodJudge | None = None,
 ) -> tuple[list[Pod], Verdicts]:
     """Inline passes, ``step`` seconds of clock time apart (a virtual clock does not wait)."""
     step = 1.0
@@ -361,7 +420,7 @@ def settle_stepped(
         poller.poll_once()
         kubelet.sync()
         pods = list(kubelet.pods())
-        verdicts = pod_verdicts(pods)
+        verdicts = pod_verdicts(pods, judge)
         if all_settled(verdicts) or clock.monotonic() >= end:
             break
         clock.sleep(step)
@@ -373,7 +432,11 @@ _PROGRESS_INTERVAL = 0.5
 
 
 def settle_pooled(
-    kubelet: Kubelet, poller: SourcePoller, deadline: float, display: Display | None = None
+    kubelet: Kubelet,
+    poller: SourcePoller,
+    deadline: float,
+    display: Display | None = None,
+    judge: PodJudge | None = None,
 ) -> tuple[list[Pod], Verdicts]:
     """The background loop and its pod workers, as the daemon runs them; after each pass (and
     the syncs it dispatched), and every half second meanwhile, the pods are looked at, until
@@ -386,7 +449,7 @@ def settle_pooled(
         left = max(0.0, min(_PROGRESS_INTERVAL, end - time.monotonic()))
         passed = kubelet.wait_pass(left, ask=False)
         pods = list(kubelet.pods())
-        verdicts = pod_verdicts(pods)
+        verdicts = pod_verdicts(pods, judge)
         if display is not None:
             display.refresh(pods, time.time(), source_problems(poller.sources))
         if all_settled(verdicts) or time.monotonic() >= end:

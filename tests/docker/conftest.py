@@ -21,10 +21,11 @@ from kubecore._runtime import ContainerConfig, SandboxConfig
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.helpers import SLEEPER, TEST_LABEL
 
-ENV_FILE = (
-    Path(os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine")) / "env"
-)
-DEFAULT_HOST = "unix:///var/run/docker.sock"
+ENGINE_STATE = Path(os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine"))
+"""The state directory of scripts/test-engine.sh: the engine's socket, pid file and data root."""
+ENV_FILE = ENGINE_STATE / "env"
+DEFAULT_HOST = f"unix://{ENGINE_STATE / 'docker.sock'}"
+"""The project's own engine (never the machine's /var/run/docker.sock unless told so)."""
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -77,8 +78,8 @@ def engine() -> TestEngine:
         )
     found = TestEngine(
         base_url=base_url,
-        image=_setting(values, "KUBECORE_TEST_IMAGE", "busybox:1.35"),
-        pause_image=_setting(values, "KUBECORE_TEST_PAUSE_IMAGE", "registry.k8s.io/pause:3.9"),
+        image=_setting(values, "KUBECORE_TEST_IMAGE", "kubecore-test/busybox:1.35"),
+        pause_image=_setting(values, "KUBECORE_TEST_PAUSE_IMAGE", "kubecore-test/pause:3.9"),
         registry_image=_setting(
             values, "KUBECORE_TEST_REGISTRY_IMAGE", "localhost:5000/kubecore/busybox:1.35"
         ),

@@ -33,3 +33,24 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def bridge_gateway(raw: Any) -> str:
+    """The IPv4 address of the engine's default bridge link (the containers' gateway).
+
+    Read from the link itself: the ``bridge`` network's IPAM config has no ``Gateway`` on an
+    engine's first start, only the link's name in its options."""
+    import fcntl
+    import struct
+
+    options = raw.inspect_network("bridge").get("Options") or {}
+    name = options.get("com.docker.network.bridge.name", "docker0")
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            packed = fcntl.ioctl(
+                sock.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15])
+            )
+        except OSError as error:
+            pytest.fail(f"the engine's bridge {name} has no IPv4 address ({error})")
+    return socket.inet_ntoa(packed[20:24])

@@ -108,7 +108,9 @@ def test_image_status_is_by_exact_reference(puller: DockerPuller, engine: TestEn
     status = puller.image_status(engine.image)
     assert status is not None
     assert engine.image in status.tags
-    assert puller.image_status("docker.io/library/" + engine.image) == status
+    # The same image by its fully qualified Docker Hub name (library/ only for a bare name).
+    hub = "docker.io/" if "/" in engine.image.rsplit(":", 1)[0] else "docker.io/library/"
+    assert puller.image_status(hub + engine.image) == status
     assert puller.image_status(status.id) == status
     assert puller.image_status(status.id.removeprefix("sha256:")[:12]) == status
     assert puller.image_status(engine.image.split(":")[0] + ":no-such-tag") is None

@@ -15,7 +15,7 @@ from kubecore.labels import NODE_LABEL
 from kubecore_docker import DockerRuntime
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.docker.e2e_helpers import container, get_pod, make_pod, wait_pod
-from tests.docker.helpers import wait_for
+from tests.docker.helpers import bridge_gateway, wait_for
 from tests.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
     AgentFactory,
     make_agent,
@@ -194,8 +194,7 @@ def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
     health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
     from concurrent import futures
 
-    networks = raw.inspect_network("bridge")["IPAM"]["Config"]
-    gateway = next(c["Gateway"] for c in networks if c.get("Gateway"))
+    gateway = bridge_gateway(raw)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)

@@ -1,7 +1,8 @@
 """``kubecore run examples/pods --runtime docker --once`` on the real engine, as a user runs it.
 
 The example manifests are copied into a namespace of this test's own (so cleanup can find every
-container by label); everything else about them is unchanged.
+container by label), with their ``busybox:1.35`` read as the test engine's image; everything else
+about them is unchanged.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def test_the_example_pods_come_up_on_docker_with_dockershim_names(
         documents = [d for d in yaml.safe_load_all(source.read_text()) if d]
         for document in documents:
             document["metadata"]["namespace"] = namespace
+            spec = document["spec"]
+            for entry in spec.get("initContainers", []) + spec.get("containers", []):
+                if entry.get("image") == "busybox:1.35":
+                    entry["image"] = engine.image
         (manifests / source.name).write_text(yaml.safe_dump_all(documents))
 
     command = [

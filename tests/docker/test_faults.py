@@ -28,20 +28,19 @@ from typing import Any
 import pytest
 
 from kubecore._runtime import POD_NAMESPACE_LABEL
-from tests.docker.conftest import TestEngine, remove_labelled
+from tests.docker.conftest import ENGINE_STATE, TestEngine, remove_labelled
 
 pytestmark = pytest.mark.docker
 
-ENGINE_SOCKET = "/var/run/docker.sock"
-
 
 class EngineProxy:
-    """Forwards connections from ``path`` to the engine's socket. ``down()`` cuts every
-    connection and refuses new ones (they are accepted and closed at once, and counted);
+    """Forwards connections from ``path`` to the engine's socket ``upstream``. ``down()`` cuts
+    every connection and refuses new ones (they are accepted and closed at once, and counted);
     ``cut_events()`` cuts only the event streams."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, upstream: str) -> None:
         self.path = str(path)
+        self.upstream = upstream
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.path)
         self._listener.listen(128)
@@ -78,7 +77,7 @@ class EngineProxy:
         kind = "events" if "/events" in request_line else "api"
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            upstream.connect(ENGINE_SOCKET)
+            upstream.connect(self.upstream)
             upstream.sendall(first)
         except OSError:
             client.close()
@@ -261,14 +260,14 @@ def assert_no_duplicates(raw: Any, namespace: str) -> None:
 
 @pytest.fixture
 def scene(engine: TestEngine, raw: Any, test_uid: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    if not engine.base_url.endswith(ENGINE_SOCKET):
-        pytest.skip(f"the proxy needs the engine on {ENGINE_SOCKET}, not {engine.base_url}")
+    if not engine.base_url.startswith("unix://"):
+        pytest.skip(f"the proxy needs the engine on a unix socket, not {engine.base_url}")
     namespace = f"faults-{test_uid}"
     node = tmp_path / f"node-{test_uid}"
     node.mkdir()
     manifests = node / "pods"
     manifests.mkdir()
-    proxy = EngineProxy(node / "engine.sock")
+    proxy = EngineProxy(node / "engine.sock", engine.base_url.removeprefix("unix://"))
     agents: list[Agent] = []
 
     def write_pods(count: int) -> None:
@@ -425,14 +424,16 @@ def test_root_dir_file_system_full(raw: Any, scene: dict[str, Any], tmp_path: Pa
         subprocess.run(["umount", "-l", str(root)], check=False)
 
 
-ENGINE_STATE = Path(os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine"))
 ENGINE_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test-engine.sh"
 
 
-def _our_dockerd() -> int:
-    """The pid of the dockerd that scripts/test-engine.sh started (0: not ours to restart)."""
+def _our_dockerd(engine: TestEngine) -> int:
+    """The pid of the dockerd that scripts/test-engine.sh started for the engine under test
+    (0: not ours to restart)."""
+    if engine.base_url != f"unix://{ENGINE_STATE / 'docker.sock'}":
+        return 0
     try:
-        pid = int((ENGINE_STATE / "dockerd.pid").read_text().strip())
+        pid = int((ENGINE_STATE / "engine.pid").read_text().strip())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return 0
@@ -441,9 +442,9 @@ def _our_dockerd() -> int:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_dockerd_restarted_during_a_convergence(
-    raw: Any, scene: dict[str, Any], sig: signal.Signals
+    engine: TestEngine, raw: Any, scene: dict[str, Any], sig: signal.Signals
 ) -> None:
-    pid = _our_dockerd()
+    pid = _our_dockerd(engine)
     if not pid:
         pytest.skip("the engine was not started by scripts/test-engine.sh: not ours to restart")
     namespace = scene["namespace"]
