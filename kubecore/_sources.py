@@ -757,14 +757,7 @@ class FileSource:
             order = list(self._files)
             self._sent = self._merge(order)
             self._sent_objects = self._merge_objects(order)
-            logger.warning(
-                "source %s: %d remembered pod(s) are kept as its last known state",
-                self._name,
-                len(self._sent),
-            )
-            return PodUpdate(
-                Operation.SET, self._sent, self._name, self._sent_objects, reason=reason
-            )
+            return _last_known_state(self._name, self._sent, self._sent_objects, reason)
         return PodUpdate(Operation.NOT_READY, (), self._name, reason=reason)
 
     def _stable_for(self, path: Path, seen: _Fingerprint | None, now: float) -> float:
@@ -988,6 +981,17 @@ def watched_directories(roots: Sequence[Path]) -> list[Path]:
     return found
 
 
+def _last_known_state(
+    source: str, pods: tuple[Pod, ...], objects: tuple[KubeObject, ...], reason: str
+) -> PodUpdate:
+    """A source that cannot be read at start offers what it remembers: run and kept, but not a
+    report (``reason`` keeps the source not ready, so nothing else is deleted)."""
+    logger.warning(
+        "source %s: %d remembered pod(s) are kept as its last known state", source, len(pods)
+    )
+    return PodUpdate(Operation.SET, pods, source, objects, reason=reason)
+
+
 def _path_problem(path: Path, message: str) -> SourceProblem:
     return SourceProblem(str(path), (FieldError("", message),))
 
@@ -1173,14 +1177,7 @@ class HTTPSource:
         if self._sent is None and self._known is not None:
             # The URL is down or bad at start: its remembered pods are its last known state.
             self._sent, self._sent_objects = self._known
-            logger.warning(
-                "source %s: %d remembered pod(s) are kept as its last known state",
-                self._name,
-                len(self._sent),
-            )
-            return PodUpdate(
-                Operation.SET, self._sent, self._name, self._sent_objects, reason=reason
-            )
+            return _last_known_state(self._name, self._sent, self._sent_objects, reason)
         # Its pods stay; the agent deletes nothing until the URL answers again.
         return PodUpdate(Operation.NOT_READY, (), self._name, reason=reason)
 
