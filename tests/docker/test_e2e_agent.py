@@ -25,7 +25,7 @@ import pytest
 
 from kubecore._clock import SystemClock
 from kubecore._credentials import DockerKeyring, Keyring, KeyringPuller
-from kubecore._errors import ContainerNotFound, NotFound, RuntimeTimeout
+from kubecore._errors import ContainerNotFound, NotFound, RootDirInUse, RuntimeTimeout
 from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._model import Pod
 from kubecore._runtime import (
@@ -128,13 +128,20 @@ def make_agent(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[A
             "resync_interval": 5.0,
         }
         values.update(config)
-        kubelet = Kubelet(
-            runtime,
-            puller,
-            config=KubeletConfig(**values),
-            clock=SystemClock(),
-            pull_secrets=pull_secrets,
-        )
+
+        def build(root_dir: str) -> Kubelet:
+            return Kubelet(
+                runtime,
+                puller,
+                config=KubeletConfig(**{**values, "root_dir": root_dir}),
+                clock=SystemClock(),
+                pull_secrets=pull_secrets,
+            )
+
+        try:
+            kubelet = build(values["root_dir"])
+        except RootDirInUse:  # a second agent beside one still running: a root dir of its own
+            kubelet = build(f"{values['root_dir']}-{len(made)}")
         made.append((kubelet, runtime))
         if pods:
             kubelet.set_pods(pods)
