@@ -61,6 +61,7 @@ from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_name, restart_count
 from kubecore._observed import newest_sandbox as _newest_sandbox
+from kubecore._ratelimit import TokenBucket
 from kubecore._runtime import (
     GRACE_PERIOD_ANNOTATION,
     POD_NAME_LABEL,
@@ -158,32 +159,6 @@ class SyncResult:
     @property
     def ok(self) -> bool:
         return not self.error
-
-
-class TokenBucket:
-    """QPS / burst limiter on the agent's clock (the seed's registry pull limits)."""
-
-    def __init__(self, qps: float, burst: int, clock: Clock) -> None:
-        self._qps = qps
-        self._burst = max(burst, 1)
-        self._clock = clock
-        self._tokens = float(self._burst)
-        self._stamp = clock.monotonic()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> float:
-        """Take a token, sleeping (on the clock) until one is there; returns the time waited."""
-        if self._qps <= 0:
-            return 0.0
-        with self._lock:
-            now = self._clock.monotonic()
-            self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._qps)
-            self._stamp = now
-            self._tokens -= 1.0
-            wait = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
-        if wait > 0:
-            self._clock.sleep(wait)
-        return wait
 
 
 def _start_failure_reason(exc: Exception) -> str:

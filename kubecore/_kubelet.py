@@ -38,7 +38,6 @@ from kubecore._errors import (
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
     Executor,
-    TokenBucket,
     container_name_of,
     run_at_once,
     stop_within,
@@ -58,6 +57,7 @@ from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
 from kubecore._probes import ProbeManager
+from kubecore._ratelimit import TokenBucket
 from kubecore._runtime import (
     POD_UID_LABEL,
     ContainerRuntime,
