@@ -34,7 +34,6 @@ import abc
 import asyncio
 import collections
 import concurrent.futures
-import functools
 import hashlib
 import itertools
 import json
@@ -54,6 +53,7 @@ from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, 
 from kubecore._clock import SystemClock
 from kubecore._desired import PodReport
 from kubecore._events import EVENT_COMPONENT, v1_event
+from kubecore._host import memory_total_bytes
 from kubecore._manifest.decoding import pod_status_to_dict
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
 from kubecore._ratelimit import TokenBucket
@@ -881,22 +881,10 @@ def with_status(head: bytes, status: PodStatus) -> bytes:
     return b"".join((head, b',"status":', encode_json(pod_status_to_dict(status)), b"}"))
 
 
-@functools.cache
-def _meminfo_bytes() -> int:
-    try:
-        with open("/proc/meminfo") as file:
-            for line in file:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def node_document(kubelet: Kubelet, node: str, *, ready: bool, reason: str) -> dict[str, Any]:
     """The v1 Node the agent publishes under ``<prefix>/nodes/<node>``."""
     capacity = {"cpu": str(os.cpu_count() or 1), "pods": str(kubelet.config.max_pods)}
-    memory = _meminfo_bytes()
+    memory = memory_total_bytes()
     if memory:
         capacity["memory"] = f"{memory // 1024}Ki"
     addresses = [{"type": "Hostname", "address": socket.gethostname()}]
