@@ -56,6 +56,7 @@ from kubecore._errors import (
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._events import pod_reference
+from kubecore._labels import grace_period, pod_identity
 from kubecore._metrics import Metrics, container_type
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._objects import ObjectStore
@@ -63,10 +64,6 @@ from kubecore._observed import container_name, restart_count
 from kubecore._observed import newest_sandbox as _newest_sandbox
 from kubecore._ratelimit import TokenBucket
 from kubecore._runtime import (
-    GRACE_PERIOD_ANNOTATION,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
     ContainerRuntime,
     DNSConfig,
     Event,
@@ -183,14 +180,10 @@ def grace_of(pod: Pod | None, c: RuntimeContainer | None = None) -> float:
     """A kill's grace period: the pod's, else (a pod the agent never knew) the one its
     container's annotation carries, else the default."""
     if pod is not None:
-        grace = float(pod.spec.termination_grace_period_seconds)
-    else:
-        raw = c.annotations.get(GRACE_PERIOD_ANNOTATION, "") if c is not None else ""
-        try:
-            grace = float(raw) if raw else DEFAULT_GRACE_PERIOD
-        except ValueError:
-            grace = DEFAULT_GRACE_PERIOD
-    return grace
+        return float(pod.spec.termination_grace_period_seconds)
+    if c is None:
+        return DEFAULT_GRACE_PERIOD
+    return grace_period(c.annotations, DEFAULT_GRACE_PERIOD)
 
 
 def _kill_message(kill: ContainerToKill) -> str:
@@ -948,12 +941,8 @@ class Executor:
                     stops.append(functools.partial(stop_within, self.runtime, c.id, 0.0))
                     continue
                 name = container_name(c)
-                ref = (
-                    c.labels.get(POD_NAMESPACE_LABEL, ""),
-                    c.labels.get(POD_NAME_LABEL, ""),
-                    c.labels.get(POD_UID_LABEL, ""),
-                )
                 message = f"Stopping container {name}"
+                ref = pod_identity(c.labels)
                 stops.append(
                     functools.partial(
                         self.kill_container, pod, c.id, name, c, message, orphan_ref=ref, left=left

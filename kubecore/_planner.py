@@ -29,11 +29,11 @@ from kubecore._actions import (
     Waiting,
 )
 from kubecore._backoff import format_delay, in_backoff
+from kubecore._labels import recorded_hash
 from kubecore._model import Container, Pod
 from kubecore._observed import Record, SpecIndex, View, container_name
 from kubecore._restart_rules import container_should_restart, is_container_restartable, policy_of
 from kubecore._runtime import (
-    HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     RESOURCES_ANNOTATION,
     RuntimeContainer,
@@ -422,11 +422,8 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
             continue
         if c.sandbox_id != sandbox_id:
             return None
-        ann = c.annotations
-        recorded = ann.get(HASH_ANNOTATION)
-        if recorded is None:
-            recorded = c.labels.get(HASH_ANNOTATION)
-        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
+        recorded = recorded_hash(c)
+        if c.annotations.get(INIT_CONTAINER_ANNOTATION) == "true":
             sidecar = sidecar_hashes.get(container_name(c)) if sidecar_hashes else None
             if sidecar is None:
                 return None

@@ -7,7 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
+
+from kubecore._runtime import ContainerConfig, SandboxConfig
+from kubecore.labels import container_labels
 
 TEST_LABEL = "io.kubecore.test"
 
@@ -33,3 +37,10 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def in_pod(container: ContainerConfig, sandbox: SandboxConfig) -> ContainerConfig:
+    """``container`` with its pod's identity labels, as the core writes them (the adapter
+    stores labels, it adds none of these)."""
+    identity = container_labels(sandbox.name, sandbox.namespace, sandbox.uid, container.name)
+    return attrs.evolve(container, labels={**identity, **container.labels})
