@@ -60,15 +60,19 @@ def newest_ready_sandbox(sandboxes: Iterable[RuntimeSandbox]) -> RuntimeSandbox 
 class Record:
     """One observed container, read through its labels and annotations."""
 
-    __slots__ = ("c", "hash", "is_init", "key", "name", "restart_count")
+    __slots__ = ("c", "is_init", "key", "name", "restart_count")
 
     def __init__(self, c: RuntimeContainer, name: str, is_init: bool) -> None:
         self.c = c
         self.name = name
         self.is_init = is_init
-        self.hash = recorded_hash(c)
         self.restart_count = restart_count(c)
         self.key = (c.created_at, self.restart_count, c.id)
+
+    @property
+    def hash(self) -> str:
+        """The spec hash it was created with ('': none recorded)."""
+        return recorded_hash(self.c)
 
     @property
     def live(self) -> bool:
