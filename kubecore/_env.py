@@ -25,6 +25,7 @@ import attrs
 
 from kubecore._envfile import EnvFileError, parse_env_file
 from kubecore._errors import CreateContainerConfigError
+from kubecore._host import memory_total_bytes
 from kubecore._manifest.validation import FIELD_REF_SUBSCRIPT_RE
 from kubecore._model import (
     ConfigMap,
@@ -354,23 +355,12 @@ def container_environment(
 # --- the node -----------------------------------------------------------------------------------
 
 
-def _meminfo_bytes() -> int:
-    try:
-        with open("/proc/meminfo") as file:
-            for line in file:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 @functools.cache
 def host_capacity(root_dir: str) -> Mapping[str, Decimal]:
     """This host's cpu count, memory and the size of the filesystem holding ``root_dir``: the
     limits ``resourceFieldRef`` reads for a container that sets none."""
     capacity = {"cpu": Decimal(os.cpu_count() or 1)}
-    memory = _meminfo_bytes()
+    memory = memory_total_bytes()
     if memory:
         capacity["memory"] = Decimal(memory)
     path = root_dir

@@ -34,7 +34,6 @@ import abc
 import asyncio
 import collections
 import concurrent.futures
-import functools
 import hashlib
 import itertools
 import json
@@ -51,10 +50,13 @@ import yaml
 
 import kubecore
 from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, ValidationError
+from kubecore._clock import SystemClock
 from kubecore._desired import PodReport
 from kubecore._events import EVENT_COMPONENT, v1_event
+from kubecore._host import memory_total_bytes
 from kubecore._manifest.decoding import pod_status_to_dict
 from kubecore._node_fit import machine_arch, node_labels, parse_node_labels
+from kubecore._ratelimit import TokenBucket
 from kubecore._timefmt import rfc3339
 from kubecore.events import Event
 from kubecore.manifest import (
@@ -857,29 +859,6 @@ class EtcdObjectSource(_EtcdWatch[KubeObject]):
 # --- the status sink ----------------------------------------------------------------------------
 
 
-class TokenBucket:
-    """``qps`` tokens a second, at most ``burst`` saved (on ``time.monotonic``)."""
-
-    def __init__(self, qps: float, burst: int, now: Callable[[], float] = time.monotonic) -> None:
-        self._qps = qps
-        self._burst = max(1, burst)
-        self._now = now
-        self._tokens = float(self._burst)
-        self._last = now()
-
-    def take(self) -> bool:
-        now = self._now()
-        if self._qps > 0:
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-        else:
-            self._tokens = float(self._burst)
-        self._last = now
-        if self._tokens >= 1:
-            self._tokens -= 1
-            return True
-        return False
-
-
 def document_digest(document: bytes) -> bytes:
     """A short fingerprint of a status document, to tell whether it changed."""
     return hashlib.blake2b(document, digest_size=16).digest()
@@ -903,22 +882,10 @@ def with_status(head: bytes, status: PodStatus) -> bytes:
     return b"".join((head, b',"status":', encode_json(pod_status_to_dict(status)), b"}"))
 
 
-@functools.cache
-def _meminfo_bytes() -> int:
-    try:
-        with open("/proc/meminfo") as file:
-            for line in file:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def node_document(kubelet: Kubelet, node: str, *, ready: bool, reason: str) -> dict[str, Any]:
     """The v1 Node the agent publishes under ``<prefix>/nodes/<node>``."""
     capacity = {"cpu": str(os.cpu_count() or 1), "pods": str(kubelet.config.max_pods)}
-    memory = _meminfo_bytes()
+    memory = memory_total_bytes()
     if memory:
         capacity["memory"] = f"{memory // 1024}Ki"
     addresses = [{"type": "Hostname", "address": socket.gethostname()}]
@@ -1005,7 +972,7 @@ class EtcdStatusSink:
         self._prefix = prefix
         self._status_prefix = status_prefix(prefix, self._node)
         self._interval = interval
-        self._limiter = TokenBucket(qps, burst)
+        self._limiter = TokenBucket(qps, burst, SystemClock())
         self._batch = max(1, min(batch, MAX_TXN_OPS))
         self._lease_ttl = lease_ttl
         self._lease_refresh = lease_refresh
@@ -1141,7 +1108,7 @@ class EtcdStatusSink:
                 if not self._pending:
                     return True
                 batch = list(self._pending.items())[: self._batch]
-            if not self._limiter.take():
+            if not self._limiter.try_acquire():
                 return False
             try:
                 self._write(batch)

@@ -56,16 +56,14 @@ from kubecore._errors import (
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
 from kubecore._events import pod_reference
+from kubecore._labels import grace_period, pod_identity
 from kubecore._metrics import Metrics, container_type
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
 from kubecore._objects import ObjectStore
 from kubecore._observed import container_name, restart_count
 from kubecore._observed import newest_sandbox as _newest_sandbox
+from kubecore._ratelimit import TokenBucket
 from kubecore._runtime import (
-    GRACE_PERIOD_ANNOTATION,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
     ContainerRuntime,
     DNSConfig,
     Event,
@@ -160,32 +158,6 @@ class SyncResult:
         return not self.error
 
 
-class TokenBucket:
-    """QPS / burst limiter on the agent's clock (the seed's registry pull limits)."""
-
-    def __init__(self, qps: float, burst: int, clock: Clock) -> None:
-        self._qps = qps
-        self._burst = max(burst, 1)
-        self._clock = clock
-        self._tokens = float(self._burst)
-        self._stamp = clock.monotonic()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> float:
-        """Take a token, sleeping (on the clock) until one is there; returns the time waited."""
-        if self._qps <= 0:
-            return 0.0
-        with self._lock:
-            now = self._clock.monotonic()
-            self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._qps)
-            self._stamp = now
-            self._tokens -= 1.0
-            wait = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
-        if wait > 0:
-            self._clock.sleep(wait)
-        return wait
-
-
 def _start_failure_reason(exc: Exception) -> str:
     """The waiting reason Kubernetes shows for a container whose start failed this way."""
     if isinstance(exc, CreateContainerConfigError):
@@ -205,15 +177,13 @@ restart_count_of = restart_count
 
 
 def grace_of(pod: Pod | None, c: RuntimeContainer | None = None) -> float:
+    """A kill's grace period: the pod's, else (a pod the agent never knew) the one its
+    container's annotation carries, else the default."""
     if pod is not None:
-        grace = float(pod.spec.termination_grace_period_seconds)
-    else:
-        raw = c.annotations.get(GRACE_PERIOD_ANNOTATION, "") if c is not None else ""
-        try:
-            grace = float(raw) if raw else DEFAULT_GRACE_PERIOD
-        except ValueError:
-            grace = DEFAULT_GRACE_PERIOD
-    return grace
+        return float(pod.spec.termination_grace_period_seconds)
+    if c is None:
+        return DEFAULT_GRACE_PERIOD
+    return grace_period(c.annotations, DEFAULT_GRACE_PERIOD)
 
 
 def _kill_message(kill: ContainerToKill) -> str:
@@ -891,11 +861,16 @@ class Executor:
         *,
         orphan_ref: tuple[str, str, str] | None = None,
         grace: float | None = None,
+        left: Callable[[], float] | None = None,
     ) -> None:
-        """preStop (if the spec has one), then stop with the remaining grace period (>= 2 s):
-        ``grace`` when given (a failed probe's own), else the pod's."""
-        if grace is None:
-            grace = grace_of(pod, rc)
+        """The one way a container is killed within a grace period: "Killing", its preStop hook
+        (if the spec has one) bounded by the time left, then a stop with the time left after the
+        hook (``stop_within``: never under two seconds). The time left is ``left()`` when given
+        (a terminating pod's deadline, which can shorten during the hook), else what remains of
+        ``grace`` (a failed probe's own) or of the pod's grace period from now."""
+        if left is None:
+            end = self.clock.monotonic() + (grace if grace is not None else grace_of(pod, rc))
+            left = functools.partial(_seconds_until, self.clock, end)
         if pod is not None:
             self.event(pod, EventType.NORMAL, "Killing", message, name)
         elif orphan_ref is not None:
@@ -914,21 +889,20 @@ class Executor:
                 None,
             )
         hook = spec.lifecycle.pre_stop if spec is not None and spec.lifecycle else None
-        start = self.clock.monotonic()
-        if hook is not None and pod is not None and spec is not None:
-            running = rc is None or rc.state is RuntimeState.RUNNING
-            if running:
-                ok, hook_message = self.run_hook(hook, spec, container_id, "", "", grace)
-                if not ok:
-                    self.event(
-                        pod,
-                        EventType.WARNING,
-                        "FailedPreStopHook",
-                        f"PreStopHook failed: {hook_message}",
-                        name,
-                    )
-        remaining = max(MIN_GRACE_PERIOD, grace - (self.clock.monotonic() - start))
-        self.runtime.stop_container(container_id, remaining)
+        running = rc is None or rc.state is RuntimeState.RUNNING
+        if hook is not None and pod is not None and spec is not None and running:
+            # bounded by the time left (never 0: an exec timeout of 0 means none)
+            budget = max(MIN_GRACE_PERIOD, left())
+            ok, hook_message = self.run_hook(hook, spec, container_id, "", "", budget)
+            if not ok:
+                self.event(
+                    pod,
+                    EventType.WARNING,
+                    "FailedPreStopHook",
+                    f"PreStopHook failed: {hook_message}",
+                    name,
+                )
+        stop_within(self.runtime, container_id, left())
 
     def resize_container(self, pod: Pod, resize: ContainerToResize, record: PodRecord) -> None:
         """Change a running container's resources in place (the plan checked the runtime can)."""
@@ -947,9 +921,16 @@ class Executor:
             extra={"pod": pod.full_name},
         )
 
-    def kill_pod(self, pod: Pod | None, observed: ObservedPod) -> list[str]:
-        """Stop every running container of the pod, at once (``stop_groups``: sidecars after
-        the others), then its sandboxes."""
+    def kill_pod(
+        self,
+        pod: Pod | None,
+        observed: ObservedPod,
+        left: Callable[[], float] | None = None,
+    ) -> list[str]:
+        """Stop every container of the pod, at once (``stop_groups``: sidecars after the
+        others), each by ``kill_container`` (``left``: the time left of the pod's termination,
+        else each container's grace period), then its sandboxes; the names of those killed
+        running. A container created but not running gets the two-second floor."""
         killed: list[str] = []
         for group in stop_groups(pod, observed.containers):
             stops: list[Callable[[], object]] = []
@@ -957,20 +938,14 @@ class Executor:
                 if c.state is RuntimeState.EXITED:
                     continue
                 if c.state is not RuntimeState.RUNNING:
-                    stops.append(
-                        functools.partial(self.runtime.stop_container, c.id, MIN_GRACE_PERIOD)
-                    )
+                    stops.append(functools.partial(stop_within, self.runtime, c.id, 0.0))
                     continue
                 name = container_name(c)
-                ref = (
-                    c.labels.get(POD_NAMESPACE_LABEL, ""),
-                    c.labels.get(POD_NAME_LABEL, ""),
-                    c.labels.get(POD_UID_LABEL, ""),
-                )
                 message = f"Stopping container {name}"
+                ref = pod_identity(c.labels)
                 stops.append(
                     functools.partial(
-                        self.kill_container, pod, c.id, name, c, message, orphan_ref=ref
+                        self.kill_container, pod, c.id, name, c, message, orphan_ref=ref, left=left
                     )
                 )
                 killed.append(name)
@@ -986,6 +961,16 @@ class Executor:
             self.runtime.remove_container(c.id)
         for s in observed.sandboxes:
             self.runtime.remove_sandbox(s.id)
+
+
+def stop_within(runtime: ContainerRuntime, container_id: str, left: float) -> None:
+    """Stop a container with ``left`` seconds of its grace period, never under
+    ``MIN_GRACE_PERIOD`` (the kubelet's two-second floor)."""
+    runtime.stop_container(container_id, max(MIN_GRACE_PERIOD, left))
+
+
+def _seconds_until(clock: Clock, end: float) -> float:
+    return end - clock.monotonic()
 
 
 def resource_updater(runtime: ContainerRuntime) -> ResourceUpdater | None:

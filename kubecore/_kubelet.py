@@ -37,11 +37,10 @@ from kubecore._errors import (
 )
 from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._executor import (
-    MIN_GRACE_PERIOD,
     Executor,
-    TokenBucket,
     container_name_of,
     run_at_once,
+    stop_within,
 )
 from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
@@ -58,6 +57,7 @@ from kubecore._pod_workers import Outcome, PodState, PodSyncer, Work
 from kubecore._podconfig import PodConfig
 from kubecore._prober import Prober
 from kubecore._probes import ProbeManager
+from kubecore._ratelimit import TokenBucket
 from kubecore._runtime import (
     POD_UID_LABEL,
     ContainerRuntime,
@@ -449,11 +449,11 @@ class Kubelet:
         if termination.lifecycle is not PodLifecycle.TERMINATING:
             return
         running = [c.id for c in entry.containers if c.state is RuntimeState.RUNNING]
-        left = max(MIN_GRACE_PERIOD, termination.remaining(self.clock.monotonic()))
+        left = termination.remaining(self.clock.monotonic())
 
         def stop_one(container_id: str) -> None:
             try:
-                self.runtime.stop_container(container_id, left)
+                stop_within(self.runtime, container_id, left)
             except ContainerRuntimeError as exc:
                 logger.warning("stopping %s early failed: %s", container_id, exc)
 

@@ -16,11 +16,10 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from kubecore._actions import ObservedPod
+from kubecore._labels import container_name as container_name
+from kubecore._labels import init_flag, recorded_hash
+from kubecore._labels import restart_count as restart_count
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
-    HASH_ANNOTATION,
-    INIT_CONTAINER_ANNOTATION,
-    RESTART_COUNT_ANNOTATION,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,
@@ -33,22 +32,6 @@ _CREATED = RuntimeState.CREATED
 _READY = SandboxState.READY
 
 _S = TypeVar("_S", bound=RuntimeSandbox)
-
-
-def container_name(c: RuntimeContainer) -> str:
-    """The spec name of an observed container."""
-    return c.labels.get(CONTAINER_NAME_LABEL) or c.name
-
-
-def restart_count(c: RuntimeContainer) -> int:
-    """How many times the container had been restarted when this instance was created."""
-    raw = c.annotations.get(RESTART_COUNT_ANNOTATION) or c.labels.get(RESTART_COUNT_ANNOTATION)
-    if raw is None:
-        return c.attempt
-    try:
-        return int(raw)
-    except ValueError:
-        return c.attempt
 
 
 def container_age(c: RuntimeContainer) -> tuple[float, int, str]:
@@ -77,15 +60,19 @@ def newest_ready_sandbox(sandboxes: Iterable[RuntimeSandbox]) -> RuntimeSandbox 
 class Record:
     """One observed container, read through its labels and annotations."""
 
-    __slots__ = ("c", "hash", "is_init", "key", "name", "restart_count")
+    __slots__ = ("c", "is_init", "key", "name", "restart_count")
 
     def __init__(self, c: RuntimeContainer, name: str, is_init: bool) -> None:
         self.c = c
         self.name = name
         self.is_init = is_init
-        self.hash = c.annotations.get(HASH_ANNOTATION) or c.labels.get(HASH_ANNOTATION, "")
         self.restart_count = restart_count(c)
         self.key = (c.created_at, self.restart_count, c.id)
+
+    @property
+    def hash(self) -> str:
+        """The spec hash it was created with ('': none recorded)."""
+        return recorded_hash(self.c)
 
     @property
     def live(self) -> bool:
@@ -154,11 +141,9 @@ class View:
         app_index, init_index = spec.app_index, spec.init_index
         for c in observed.containers:
             name = container_name(c)
-            flag = c.annotations.get(INIT_CONTAINER_ANNOTATION)
-            if flag is None:  # not made by kubecore: judged by the spec
+            is_init = init_flag(c.annotations)
+            if is_init is None:  # not made by kubecore: judged by the spec
                 is_init = name in init_index and name not in app_index
-            else:
-                is_init = flag == "true"
             record = Record(c, name, is_init)
             if record.live:
                 any_live = True

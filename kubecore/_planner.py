@@ -15,6 +15,7 @@ runs the init containers again, as the kubelet does.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from operator import is_
 
 from kubecore._actions import (
@@ -29,11 +30,16 @@ from kubecore._actions import (
     Waiting,
 )
 from kubecore._backoff import format_delay, in_backoff
+from kubecore._labels import recorded_hash
 from kubecore._model import Container, Pod
 from kubecore._observed import Record, SpecIndex, View, container_name
-from kubecore._restart_rules import container_should_restart, is_container_restartable, policy_of
+from kubecore._restart_rules import (
+    container_should_restart,
+    is_container_restartable,
+    pod_finished,
+    policy_of,
+)
 from kubecore._runtime import (
-    HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     RESOURCES_ANNOTATION,
     RuntimeContainer,
@@ -166,19 +172,22 @@ def terminal_state(pod: Pod, view: View) -> tuple[bool, bool]:
                     and not should_restart(newest, c, policy)
                 ):
                     return True, True
-    failed = False
-    for c in spec.containers:
+    return pod_finished(policy, _last_runs(spec.containers, view))
+
+
+def _last_runs(
+    containers: Iterable[Container], view: View
+) -> Iterator[tuple[Container, bool, int | None]]:
+    """Each app container's last run for ``pod_finished``: ended when none of its instances is
+    live and the newest ran (an interrupted start is started again)."""
+    for c in containers:
         records = view.app.get(c.name)
         if not records:
-            return False, False
-        for r in records:
-            if r.live:
-                return False, False
+            yield c, False, None
+            continue
         newest = records[0]
-        if should_restart(newest, c, policy):
-            return False, False
-        failed = failed or newest.failed
-    return True, failed
+        ended = not newest.never_started and not any(r.live for r in records)
+        yield c, ended, newest.c.exit_code
 
 
 IN_PLACE = "in place"
@@ -422,11 +431,8 @@ def _steady(info: PodInfo, observed: ObservedPod, history: PodHistory) -> PodAct
             continue
         if c.sandbox_id != sandbox_id:
             return None
-        ann = c.annotations
-        recorded = ann.get(HASH_ANNOTATION)
-        if recorded is None:
-            recorded = c.labels.get(HASH_ANNOTATION)
-        if ann.get(INIT_CONTAINER_ANNOTATION) == "true":
+        recorded = recorded_hash(c)
+        if c.annotations.get(INIT_CONTAINER_ANNOTATION) == "true":
             sidecar = sidecar_hashes.get(container_name(c)) if sidecar_hashes else None
             if sidecar is None:
                 return None

@@ -3,9 +3,17 @@ else the pod's restart policy, as the kubelet's ``ContainerShouldRestart`` decid
 
 Pure functions of the spec and an exit code, shared by the planner (what to start) and the
 status (the pod's phase counts a container that will restart as restarting).
+
+"Is the pod finished" is written here once (``pod_finished``), for the planner (a terminal pod's
+sandbox goes), the status (Succeeded / Failed) and the CLI's verdict: every app container has
+ended and none is started again, as the kubelet's pod is terminal (``podIsTerminal``: all
+containers terminated and none to restart). Sidecars (restartable init containers) never hold a
+pod back and never fail it: they are stopped once the app containers finished.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from kubecore._model import Container, ContainerRestartRule
 
@@ -59,3 +67,25 @@ def is_container_restartable(container: Container, pod_policy: str) -> bool:
             return True
         return container.restart_policy != "Never"
     return pod_policy != "Never"
+
+
+def container_finished(
+    container: Container, pod_policy: str, ended: bool, exit_code: int | None
+) -> bool:
+    """A container that ``ended`` (with ``exit_code``; None: unknown, a failure) and is not
+    started again."""
+    return ended and not container_should_restart(container, pod_policy, exit_code)
+
+
+def pod_finished(
+    pod_policy: str, runs: Iterable[tuple[Container, bool, int | None]]
+) -> tuple[bool, bool]:
+    """(finished, failed) of a pod from the last run of each app container, ``(spec, ended,
+    exit code)`` in spec order: finished when every one ended and none is started again
+    (``container_finished``), failed when one of them did not exit 0."""
+    failed = False
+    for container, ended, exit_code in runs:
+        if not container_finished(container, pod_policy, ended, exit_code):
+            return False, False
+        failed = failed or exit_code != 0
+    return True, failed

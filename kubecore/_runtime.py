@@ -38,42 +38,57 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from kubecore._errors import ContainerNotFound, SandboxNotFound
+
+# The identity labels and annotations, written and read in ``kubecore._labels``.
+from kubecore._labels import (
+    CONTAINER_NAME_LABEL as CONTAINER_NAME_LABEL,
+)
+from kubecore._labels import (
+    GRACE_PERIOD_ANNOTATION as GRACE_PERIOD_ANNOTATION,
+)
+from kubecore._labels import (
+    HASH_ANNOTATION as HASH_ANNOTATION,
+)
+from kubecore._labels import (
+    INIT_CONTAINER_ANNOTATION as INIT_CONTAINER_ANNOTATION,
+)
+from kubecore._labels import (
+    MANAGED_LABEL as MANAGED_LABEL,
+)
+from kubecore._labels import (
+    NODE_LABEL as NODE_LABEL,
+)
+from kubecore._labels import (
+    POD_NAME_LABEL as POD_NAME_LABEL,
+)
+from kubecore._labels import (
+    POD_NAMESPACE_LABEL as POD_NAMESPACE_LABEL,
+)
+from kubecore._labels import (
+    POD_UID_LABEL as POD_UID_LABEL,
+)
+from kubecore._labels import (
+    RESOURCES_ANNOTATION as RESOURCES_ANNOTATION,
+)
+from kubecore._labels import (
+    RESTART_COUNT_ANNOTATION as RESTART_COUNT_ANNOTATION,
+)
+from kubecore._labels import (
+    SANDBOX_CONTAINER_NAME as SANDBOX_CONTAINER_NAME,
+)
+from kubecore._labels import (
+    SIDECAR_ANNOTATION as SIDECAR_ANNOTATION,
+)
+from kubecore._labels import (
+    TERMINATION_MESSAGE_PATH_ANNOTATION as TERMINATION_MESSAGE_PATH_ANNOTATION,
+)
+from kubecore._labels import (
+    node_of as node_of,
+)
+from kubecore._labels import (
+    owned_by as owned_by,
+)
 from kubecore._model import Probe
-
-# Labels the core puts on every object (dockershim's names, so existing tooling reads them).
-MANAGED_LABEL = "io.kubecore.managed"
-NODE_LABEL = "io.kubecore.node"
-"""The node (agent) that made the object: an agent leaves other nodes' objects alone."""
-POD_NAME_LABEL = "io.kubernetes.pod.name"
-POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
-POD_UID_LABEL = "io.kubernetes.pod.uid"
-CONTAINER_NAME_LABEL = "io.kubernetes.container.name"
-SANDBOX_CONTAINER_NAME = "POD"
-# Annotations (stored by Docker as labels prefixed ``annotation.``).
-HASH_ANNOTATION = "io.kubernetes.container.hash"
-RESTART_COUNT_ANNOTATION = "io.kubernetes.container.restartCount"
-TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath"
-GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod"
-INIT_CONTAINER_ANNOTATION = "io.kubecore.container.init"
-SIDECAR_ANNOTATION = "io.kubecore.container.sidecar"
-"""On an init container with ``restartPolicy: Always``: it runs beside the app containers."""
-RESOURCES_ANNOTATION = "io.kubecore.container.resources"
-"""The resources a container with a ``resizePolicy`` was created with (canonical JSON): its spec
-hash leaves them out, and the planner compares them to decide on a resize."""
-
-
-def node_of(labels: Mapping[str, str]) -> str:
-    """The node (agent) that made an object: its ``NODE_LABEL``, '' when it has none."""
-    return labels.get(NODE_LABEL, "")
-
-
-def owned_by(labels: Mapping[str, str], node_name: str) -> bool:
-    """The ownership rule, written once: an agent syncs, kills and collects an object only when
-    the object's node label names the agent's node. Everything else on a shared engine (another
-    node's objects, and objects that carry ``MANAGED_LABEL`` but no node label: made by hand,
-    by another tool, or by an agent older than node labels) is left alone. (An agent with the
-    empty node name labels nothing, and so owns just the unlabelled objects.)"""
-    return labels.get(NODE_LABEL, "") == node_name
 
 
 class SandboxState(enum.Enum):

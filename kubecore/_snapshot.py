@@ -16,12 +16,11 @@ from collections.abc import Mapping
 import attrs
 
 from kubecore._actions import ObservedPod
+from kubecore._labels import pod_identity
 from kubecore._metrics import Metrics
 from kubecore._runtime import (
     MANAGED_LABEL,
     NODE_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     RuntimeContainer,
     RuntimeSandbox,
@@ -211,8 +210,7 @@ class NodeView:
 
 
 def _pod_of(labels: Mapping[str, str]) -> str:
-    namespace = labels.get(POD_NAMESPACE_LABEL, "")
-    name = labels.get(POD_NAME_LABEL, "")
+    namespace, name, _ = pod_identity(labels)
     return f"pod {namespace}/{name}" if name else "no pod"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from kubecore._executor import container_name_of
+from kubecore._host import directory_usage, parse_key_values
 from kubecore._model import Pod, PodStatus
 from kubecore._quantity import memory_bytes
 from kubecore._runtime import (
@@ -73,17 +74,6 @@ def parse_process_stat(text: str) -> tuple[int, float] | None:
         return None
     utime, stime, start = int(fields[11]), int(fields[12]), int(fields[19])
     return (utime + stime) * 1_000_000_000 // _TICKS, start / _TICKS
-
-
-def parse_key_values(text: str) -> dict[str, int]:
-    """``/proc/meminfo`` (kB values turned to bytes) or ``/proc/vmstat``."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        fields = line.replace(":", " ").split()
-        if len(fields) >= 2 and fields[1].isdigit():
-            scale = 1024 if len(fields) > 2 and fields[2] == "kB" else 1
-            values[fields[0]] = int(fields[1]) * scale
-    return values
 
 
 def node_memory(meminfo: Mapping[str, int], vmstat: Mapping[str, int]) -> Json:
@@ -152,24 +142,6 @@ def fs_stats(path: str, time: str, used_bytes: int | None = None) -> Json:
         "inodes": st.f_files,
         "inodesUsed": st.f_files - st.f_ffree,
     }
-
-
-def directory_usage(path: str) -> tuple[int, int]:
-    """(bytes, inodes) used under ``path``, not following symlinks (``du``'s figures)."""
-    used = inodes = 0
-    seen: set[tuple[int, int]] = set()
-    for root, dirs, files in os.walk(path):
-        for name in (*dirs, *files):
-            try:
-                st = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            inodes += 1
-            used += st.st_blocks * 512
-    return used, inodes
 
 
 # --- rates and kept figures -------------------------------------------------------------------

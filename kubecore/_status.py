@@ -31,7 +31,11 @@ from kubecore._model import (
 from kubecore._observed import Record, View
 from kubecore._planner import POD_INITIALIZING, compute_pod_actions, pod_info
 from kubecore._qos import qos_class
-from kubecore._restart_rules import container_should_restart
+from kubecore._restart_rules import (
+    container_finished,
+    container_should_restart,
+    pod_finished,
+)
 from kubecore._runtime import RuntimeState
 from kubecore._timefmt import rfc3339
 
@@ -146,7 +150,7 @@ def _phase(
     restart rules and policy (else the pod's policy) restart it for its exit code."""
     policy = spec.restart_policy
     pending_init = failed_init = 0
-    unknown = running = waiting = stopped = stopped_for_good = succeeded = 0
+    unknown = running = waiting = stopped = succeeded = 0
     for st, container in zip(init_statuses, spec.init_containers, strict=True):
         s = st.state
         if container.is_sidecar:
@@ -171,7 +175,7 @@ def _phase(
                 failed_init += 1
         else:
             pending_init += 1
-    for st, container in zip(statuses, spec.containers, strict=True):
+    for st in statuses:
         s = st.state
         if s.running is not None:
             running += 1
@@ -179,10 +183,7 @@ def _phase(
             s.waiting is not None and st.last_state.terminated is not None
         ):
             stopped += 1
-            code = _exit_code(st)
-            if not container_should_restart(container, policy, code):
-                stopped_for_good += 1
-            if s.terminated is not None and code == 0:
+            if s.terminated is not None and s.terminated.exit_code == 0:
                 succeeded += 1
         elif s.waiting is not None:
             waiting += 1
@@ -202,9 +203,11 @@ def _phase(
     if not running and stopped and not unknown:
         if terminal:
             return "Succeeded" if stopped == succeeded else "Failed"
-        if stopped != stopped_for_good:  # some are restarting
+        runs = ((c, True, _exit_code(st)) for st, c in zip(statuses, spec.containers, strict=True))
+        finished, failed = pod_finished(policy, runs)
+        if not finished:  # some are restarting
             return "Running"
-        return "Succeeded" if stopped == succeeded else "Failed"
+        return "Failed" if failed else "Succeeded"
     return "Pending"
 
 
@@ -476,12 +479,10 @@ Verdict = Literal["ok", "pending", "failed"]
 
 
 def _stays_terminated(container: Container, policy: str, status: ContainerStatus) -> bool:
-    """A terminated container the kubelet will not restart: by its restart rules and policy,
-    else the pod's restart policy."""
+    """A terminated container the kubelet will not restart (``container_finished``)."""
     terminated = status.state.terminated
-    if terminated is None:
-        return False
-    return not container_should_restart(container, policy, terminated.exit_code)
+    code = None if terminated is None else terminated.exit_code
+    return container_finished(container, policy, terminated is not None, code)
 
 
 def pod_verdict(pod: Pod) -> tuple[Verdict, str]:

@@ -14,20 +14,12 @@ import enum
 import functools
 import math
 import threading
-from collections.abc import Container, Mapping
+from collections.abc import Container
 
 from kubecore._actions import ObservedPod
 from kubecore._clock import Clock
-from kubecore._executor import (
-    MIN_GRACE_PERIOD,
-    Executor,
-    container_name_of,
-    run_at_once,
-    stop_groups,
-)
-from kubecore._model import Container as ContainerSpec
+from kubecore._executor import Executor
 from kubecore._model import Pod
-from kubecore._runtime import EventType, RuntimeContainer, RuntimeState, SandboxState
 
 
 class PodLifecycle(enum.Enum):
@@ -133,52 +125,10 @@ class Terminations:
 def kill_within(
     executor: Executor, clock: Clock, termination: Termination, observed: ObservedPod
 ) -> None:
-    """Stop every container of a pod known by its spec within the termination's deadline, all
-    at once (``stop_groups``: sidecars after the app containers, the last started first): for
-    each, "Killing", its preStop hook bounded by the time left, then a stop with the time left
-    after the hook (never under two seconds); then the sandboxes."""
-    pod = termination.pod
-    specs = {c.name: c for c in (*pod.spec.containers, *pod.spec.init_containers)}
-    for group in stop_groups(pod, observed.containers):
-        run_at_once(
-            [
-                functools.partial(_stop_within, executor, clock, termination, specs, c)
-                for c in group
-                if c.state is not RuntimeState.EXITED
-            ]
-        )
-    for s in observed.sandboxes:
-        if s.state is SandboxState.READY:
-            executor.runtime.stop_sandbox(s.id)
+    """Stop every container of a pod known by its spec within the termination's deadline
+    (``Executor.kill_pod`` with the time left read again after each preStop hook)."""
+    executor.kill_pod(termination.pod, observed, functools.partial(_time_left, termination, clock))
 
 
-def _stop_within(
-    executor: Executor,
-    clock: Clock,
-    termination: Termination,
-    specs: Mapping[str, ContainerSpec],
-    c: RuntimeContainer,
-) -> None:
-    """One container of ``kill_within`` (a created one gets the two-second floor)."""
-    if c.state is not RuntimeState.RUNNING:
-        executor.runtime.stop_container(c.id, MIN_GRACE_PERIOD)
-        return
-    pod = termination.pod
-    name = container_name_of(c)
-    executor.event(pod, EventType.NORMAL, "Killing", f"Stopping container {name}", name)
-    spec = specs.get(name)
-    hook = spec.lifecycle.pre_stop if spec is not None and spec.lifecycle else None
-    if hook is not None and spec is not None:
-        # bounded by the time left (never 0: an exec timeout of 0 means none)
-        budget = max(MIN_GRACE_PERIOD, termination.remaining(clock.monotonic()))
-        ok, message = executor.run_hook(hook, spec, c.id, "", "", budget)
-        if not ok:
-            executor.event(
-                pod,
-                EventType.WARNING,
-                "FailedPreStopHook",
-                f"PreStopHook failed: {message}",
-                name,
-            )
-    left = termination.remaining(clock.monotonic())
-    executor.runtime.stop_container(c.id, max(MIN_GRACE_PERIOD, left))
+def _time_left(termination: Termination, clock: Clock) -> float:
+    return termination.remaining(clock.monotonic())

@@ -14,23 +14,16 @@ from typing import Any
 
 import attrs
 
+from kubecore._labels import SANDBOX_HASH_ANNOTATION as SANDBOX_HASH_ANNOTATION
+from kubecore._labels import (
+    container_annotations,
+    container_labels,
+    sandbox_annotations,
+    sandbox_labels,
+)
 from kubecore._model import Container, Pod, PodDNSConfig, ResourceRequirements
 from kubecore._quantity import cpu_millis, memory_bytes
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
-    GRACE_PERIOD_ANNOTATION,
-    HASH_ANNOTATION,
-    INIT_CONTAINER_ANNOTATION,
-    MANAGED_LABEL,
-    NODE_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
-    RESOURCES_ANNOTATION,
-    RESTART_COUNT_ANNOTATION,
-    SANDBOX_CONTAINER_NAME,
-    SIDECAR_ANNOTATION,
-    TERMINATION_MESSAGE_PATH_ANNOTATION,
     ContainerConfig,
     ContainerResources,
     DNSConfig,
@@ -44,9 +37,6 @@ from kubecore._runtime import (
 )
 from kubecore._security import container_security, pod_sysctls
 from kubecore._volumes import PodVolume
-
-SANDBOX_HASH_ANNOTATION = "io.kubecore.sandbox.hash"
-"""Hash of what a sandbox is built from (ports, host network, hostname, DNS policy)."""
 
 MIN_SHARES = 2
 SHARES_PER_CPU = 1024
@@ -247,23 +237,6 @@ def milli_cpu_to_quota(milli: int, period: int = CPU_PERIOD_US) -> int | None:
     return max(milli * period // MILLI_CPU_TO_CPU, MIN_QUOTA_PERIOD_US)
 
 
-# --- labels -------------------------------------------------------------------------------------
-
-
-def pod_labels(pod: Pod, node_name: str = "") -> dict[str, str]:
-    """The labels that mark an object as kubecore's, name its pod and (if given) its node."""
-    meta = pod.metadata
-    labels = {
-        MANAGED_LABEL: "true",
-        POD_NAME_LABEL: meta.name,
-        POD_NAMESPACE_LABEL: meta.namespace,
-        POD_UID_LABEL: meta.uid,
-    }
-    if node_name:
-        labels[NODE_LABEL] = node_name
-    return labels
-
-
 def _hostname(name: str) -> str:
     # As the kubelet: truncate to 63 and never end in '-' or '.'.
     return name[:MAX_HOSTNAME].rstrip("-.") if len(name) > MAX_HOSTNAME else name
@@ -389,15 +362,10 @@ def sandbox_config(
         for c in spec.containers
         for p in c.ports
     )
-    labels = {
-        **meta.labels,
-        **pod_labels(pod, node_name),
-        CONTAINER_NAME_LABEL: SANDBOX_CONTAINER_NAME,
-    }
+    labels = {**meta.labels, **sandbox_labels(meta.name, meta.namespace, meta.uid, node_name)}
     annotations = {
         **meta.annotations,
-        GRACE_PERIOD_ANNOTATION: str(spec.termination_grace_period_seconds),
-        SANDBOX_HASH_ANNOTATION: sandbox_hash(pod),
+        **sandbox_annotations(spec.termination_grace_period_seconds, sandbox_hash(pod)),
     }
     return SandboxConfig(
         name=meta.name,
@@ -630,19 +598,17 @@ def container_config(
         mounts.append(Mount(hosts_file, "/etc/hosts"))
 
     resources = container_resources(container, pod)
-    labels = pod_labels(pod, node_name)
-    labels[CONTAINER_NAME_LABEL] = container.name
-    annotations = {
-        HASH_ANNOTATION: container_hash(container),
-        RESTART_COUNT_ANNOTATION: str(restart_count),
-        TERMINATION_MESSAGE_PATH_ANNOTATION: container.termination_message_path,
-        INIT_CONTAINER_ANNOTATION: "true" if is_init else "false",
-        GRACE_PERIOD_ANNOTATION: str(pod.spec.termination_grace_period_seconds),
-    }
-    if is_init and container.is_sidecar:
-        annotations[SIDECAR_ANNOTATION] = "true"
-    if container.resize_policy:
-        annotations[RESOURCES_ANNOTATION] = resources_record(container)
+    meta = pod.metadata
+    labels = container_labels(meta.name, meta.namespace, meta.uid, container.name, node_name)
+    annotations = container_annotations(
+        spec_hash=container_hash(container),
+        restart_count=restart_count,
+        grace_period=pod.spec.termination_grace_period_seconds,
+        termination_message_path=container.termination_message_path,
+        is_init=is_init,
+        is_sidecar=container.is_sidecar,
+        resources=resources_record(container) if container.resize_policy else None,
+    )
     return ContainerConfig(
         name=container.name,
         image=container.image,

@@ -33,6 +33,7 @@ import attrs
 
 from kubecore._atomic_writer import write_atomically
 from kubecore._errors import MountFailed, RootDirInUse
+from kubecore._host import directory_usage
 from kubecore._model import Pod, Volume
 from kubecore._quantity import memory_bytes
 from kubecore._security import fs_group
@@ -92,25 +93,6 @@ def _size_limit(volume: Volume) -> int | None:
     if empty is None or empty.size_limit is None:
         return None
     return memory_bytes(empty.size_limit)
-
-
-def directory_usage(path: str) -> int:
-    """Bytes of disk the files under ``path`` use (as ``du``: allocated blocks, each inode
-    once; symlinks are not followed)."""
-    total = 0
-    seen: set[tuple[int, int]] = set()
-    for root, dirs, files in os.walk(path):
-        for name in (*dirs, *files):
-            try:
-                st = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            total += st.st_blocks * 512
-    return total
 
 
 _MAX_MESSAGE = 4096
@@ -527,7 +509,7 @@ class VolumeManager:
                 continue
             path = self.empty_dir_path(pod.uid, volume.name)
             if os.path.isdir(path):
-                usage[volume.name] = directory_usage(path)
+                usage[volume.name] = directory_usage(path)[0]
         return usage
 
     def prepare_termination_log(self, uid: str, container: str, restart_count: int) -> str:

@@ -21,7 +21,7 @@ from kubecore import (
     SandboxState,
 )
 from kubecore.images import parse_image_ref
-from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore.labels import CONTAINER_NAME_LABEL, POD_UID_LABEL, pod_identity
 from kubecore.security import parse_image_user
 from kubecore_docker._names import SANDBOX_ID_LABEL, attempt_from_name, split_labels
 
@@ -149,11 +149,12 @@ def state_key(summary: Summary) -> tuple[str, str, int | None]:
 
 def sandbox_from(summary: Summary) -> RuntimeSandbox:
     labels, annotations = split_labels(summary.labels)
+    namespace, name, uid = pod_identity(labels)
     return RuntimeSandbox(
         id=summary.id,
-        name=labels.get(POD_NAME_LABEL, ""),
-        namespace=labels.get(POD_NAMESPACE_LABEL, ""),
-        uid=labels.get(POD_UID_LABEL, ""),
+        name=name,
+        namespace=namespace,
+        uid=uid,
         attempt=attempt_from_name(summary.name),
         state=SandboxState.READY if summary.status == "running" else SandboxState.NOTREADY,
         created_at=summary.created_at,

@@ -8,14 +8,7 @@ import re
 from collections.abc import Mapping
 
 from kubecore import ContainerConfig, SandboxConfig
-from kubecore.labels import (
-    CONTAINER_NAME_LABEL,
-    MANAGED_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
-    SANDBOX_CONTAINER_NAME,
-)
+from kubecore.labels import SANDBOX_CONTAINER_NAME
 
 NAME_PREFIX = "k8s"
 DOCKER_TYPE_LABEL = "io.kubernetes.docker.type"
@@ -77,35 +70,21 @@ def _with_annotations(labels: dict[str, str], annotations: Mapping[str, str]) ->
 
 
 def sandbox_labels(config: SandboxConfig) -> dict[str, str]:
+    """The engine labels of a sandbox: the config's labels as given (the core wrote the pod's
+    identity into them, ``kubecore.labels``), dockershim's type, and its annotations."""
     labels = dict(config.labels)
-    labels.update(
-        {
-            MANAGED_LABEL: "true",
-            DOCKER_TYPE_LABEL: SANDBOX_TYPE,
-            POD_NAME_LABEL: config.name,
-            POD_NAMESPACE_LABEL: config.namespace,
-            POD_UID_LABEL: config.uid,
-            CONTAINER_NAME_LABEL: SANDBOX_CONTAINER_NAME,
-        }
-    )
+    labels[DOCKER_TYPE_LABEL] = SANDBOX_TYPE
     return _with_annotations(labels, config.annotations)
 
 
 def container_labels(
     config: ContainerConfig, sandbox_id: str, sandbox: SandboxConfig
 ) -> dict[str, str]:
+    """The engine labels of a container: the config's labels as given, dockershim's type and
+    sandbox id, and its annotations."""
     labels = dict(config.labels)
-    labels.update(
-        {
-            MANAGED_LABEL: "true",
-            DOCKER_TYPE_LABEL: CONTAINER_TYPE,
-            POD_NAME_LABEL: sandbox.name,
-            POD_NAMESPACE_LABEL: sandbox.namespace,
-            POD_UID_LABEL: sandbox.uid,
-            CONTAINER_NAME_LABEL: config.name,
-            SANDBOX_ID_LABEL: sandbox_id,
-        }
-    )
+    labels[DOCKER_TYPE_LABEL] = CONTAINER_TYPE
+    labels[SANDBOX_ID_LABEL] = sandbox_id
     return _with_annotations(labels, config.annotations)
 
 

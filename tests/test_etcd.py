@@ -185,13 +185,14 @@ def test_parse_endpoints() -> None:
 
 
 def test_token_bucket_allows_the_burst_then_the_rate() -> None:
-    from kubecore._etcd import TokenBucket
+    from kubecore._clock import ManualClock
+    from kubecore._ratelimit import TokenBucket
 
-    now = [0.0]
-    bucket = TokenBucket(2.0, 3, now=lambda: now[0])
-    assert [bucket.take() for _ in range(4)] == [True, True, True, False]
-    now[0] += 0.5
-    assert [bucket.take() for _ in range(2)] == [True, False]
+    clock = ManualClock()
+    bucket = TokenBucket(2.0, 3, clock)
+    assert [bucket.try_acquire() for _ in range(4)] == [True, True, True, False]
+    clock.advance(0.5)
+    assert [bucket.try_acquire() for _ in range(2)] == [True, False]
 
 
 def test_the_event_recorder_never_blocks_it_drops_and_counts() -> None:

@@ -162,3 +162,35 @@ def test_an_unknown_stop_signal_is_refused() -> None:
     data["spec"]["containers"][0]["lifecycle"] = {"stopSignal": "SIGRTMIN+3"}  # type: ignore[index]
     (pod,) = load_pods_from_dict(data, source_name="web")
     assert pod.spec.containers[0].lifecycle == Lifecycle(stop_signal="SIGRTMIN+3")
+
+
+def hook_timeouts(node: Node, container_id: str) -> list[float]:
+    return [
+        float(args[2])  # type: ignore[arg-type]
+        for op, args in node.runtime.calls
+        if op == "exec_sync" and args[0] == container_id
+    ]
+
+
+@pytest.mark.parametrize("how", ["deleted", "changed"])
+def test_a_pre_stop_hook_under_a_zero_grace_period_is_bounded_however_the_kill_comes(
+    node: Node, how: str
+) -> None:
+    """One rule for a kill: a pod deleted (the termination's kill) and a container whose spec
+    changed (the plan's kill) both bound a preStop exec by the two-second floor; an exec
+    timeout of 0 would mean none, and the hook would hold the kill for its whole 100 s."""
+    hook = LifecycleHandler(exec=ExecAction(("sleep", "100")))
+
+    def pod(image: str) -> Pod:
+        app = ctr("app", image=image, lifecycle=Lifecycle(pre_stop=hook))
+        return make_pod("web", app, termination_grace_period_seconds=0)
+
+    node.kubelet.set_pods([pod("busybox:1.36")])
+    node.converge()
+    (app,) = node.running("web", "app")
+    before = node.clock.monotonic()
+    node.kubelet.set_pods([] if how == "deleted" else [pod("busybox:1.37")])
+    node.run_until(lambda: bool(stop_timeouts(node, app.id)))
+    assert hook_timeouts(node, app.id) == [pytest.approx(2)]
+    assert stop_timeouts(node, app.id) == [pytest.approx(2)]
+    assert node.clock.monotonic() - before < 10

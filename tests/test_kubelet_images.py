@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 
 from kubecore._clock import ManualClock
-from kubecore._executor import TokenBucket
+from kubecore._ratelimit import TokenBucket
 from tests._kubelet_support import ctr, make_node, make_pod
 
 

@@ -28,6 +28,7 @@ from kubecore import (
     SecurityContext,
     VolumeMount,
 )
+from kubecore._labels import NODE_LABEL, container_labels, sandbox_labels
 from kubecore._runtime import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
@@ -48,7 +49,6 @@ from kubecore._translate import (
     dns_config,
     milli_cpu_to_shares,
     parse_resolv_conf,
-    pod_labels,
     sandbox_config,
     sandbox_hash,
 )
@@ -228,18 +228,23 @@ def test_sandbox_config() -> None:
     assert config.image == "pause:3.9"
     assert config.labels[CONTAINER_NAME_LABEL] == "POD"
     assert config.labels["app"] == "web"  # the pod's own labels come along
-    assert {k: config.labels[k] for k in pod_labels(POD)} == pod_labels(POD)
+    identity = sandbox_labels("web", "shop", "uid-7")
+    assert {k: config.labels[k] for k in identity} == identity
     assert config.annotations[GRACE_PERIOD_ANNOTATION] == "30"
     assert config.annotations[SANDBOX_HASH_ANNOTATION] == sandbox_hash(POD)
 
 
-def test_pod_labels() -> None:
-    assert pod_labels(POD) == {
+def test_identity_labels() -> None:
+    assert container_labels("web", "shop", "uid-7", "app", "node-1") == {
         MANAGED_LABEL: "true",
         POD_NAME_LABEL: "web",
         POD_NAMESPACE_LABEL: "shop",
         POD_UID_LABEL: "uid-7",
+        CONTAINER_NAME_LABEL: "app",
+        NODE_LABEL: "node-1",
     }
+    assert sandbox_labels("web", "shop", "uid-7")[CONTAINER_NAME_LABEL] == "POD"
+    assert NODE_LABEL not in sandbox_labels("web", "shop", "uid-7")
 
 
 def test_hostname_is_truncated_to_63() -> None:
@@ -303,7 +308,7 @@ def test_container_config() -> None:
             "/dev/termination-log",
         ),
     )
-    assert config.labels == {**pod_labels(POD), CONTAINER_NAME_LABEL: "web"}
+    assert config.labels == container_labels("web", "shop", "uid-7", "web")
     assert config.annotations == {
         HASH_ANNOTATION: container_hash(WEB),
         RESTART_COUNT_ANNOTATION: "3",

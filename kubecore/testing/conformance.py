@@ -84,15 +84,11 @@ from kubecore._errors import (
     SandboxUnusable,
 )
 from kubecore._imageref import parse_image_ref
+from kubecore._labels import container_labels, sandbox_labels
 from kubecore._model import ExecAction, Probe
 from kubecore._plugins import RuntimeBundle
 from kubecore._runtime import (
-    CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
-    MANAGED_LABEL,
-    POD_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
     Capability,
     ContainerConfig,
@@ -332,11 +328,7 @@ class Harness:
             attempt=attempt,
             hostname=pod[:63],
             labels={
-                MANAGED_LABEL: "true",
-                POD_NAME_LABEL: pod,
-                POD_NAMESPACE_LABEL: "conformance",
-                POD_UID_LABEL: uid,
-                CONTAINER_NAME_LABEL: "POD",
+                **sandbox_labels(pod, "conformance", uid),
                 "conformance.kubecore.io/kind": "sandbox",
             },
             annotations={"conformance.kubecore.io/note": "spaces, = and / survive"},
@@ -363,11 +355,7 @@ class Harness:
             image=image or self.workloads.image,
             command=command,
             labels={
-                MANAGED_LABEL: "true",
-                POD_NAME_LABEL: sandbox.name,
-                POD_NAMESPACE_LABEL: sandbox.namespace,
-                POD_UID_LABEL: sandbox.uid,
-                CONTAINER_NAME_LABEL: container,
+                **container_labels(sandbox.name, sandbox.namespace, sandbox.uid, container),
                 "conformance.kubecore.io/kind": "container",
             },
             annotations={

@@ -18,6 +18,7 @@ import attrs
 import pytest
 
 from kubecore._runtime import ContainerConfig, SandboxConfig
+from kubecore.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, sandbox_labels
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.helpers import SLEEPER, TEST_LABEL
 
@@ -176,7 +177,8 @@ def make_sandbox(test_uid: str) -> SandboxFactory:
             "labels": {TEST_LABEL: test_uid},
         }
         values.update(overrides)
-        values["labels"] = {TEST_LABEL: test_uid, **values["labels"]}
+        identity = sandbox_labels(values["name"], values["namespace"], values["uid"])
+        values["labels"] = {**identity, TEST_LABEL: test_uid, **values["labels"]}
         return SandboxConfig(**values)
 
     return make
@@ -187,7 +189,9 @@ def make_container(engine: TestEngine, test_uid: str) -> ContainerFactory:
     def make(name: str = "app", **overrides: Any) -> ContainerConfig:
         values: dict[str, Any] = {"name": name, "image": engine.image, "command": SLEEPER}
         values.update(overrides)
-        values["labels"] = {TEST_LABEL: test_uid, **values.get("labels", {})}
+        # What the core writes; the pod's identity is the sandbox's (``pod_labels``).
+        identity = {MANAGED_LABEL: "true", CONTAINER_NAME_LABEL: values["name"]}
+        values["labels"] = {**identity, TEST_LABEL: test_uid, **values.get("labels", {})}
         return ContainerConfig(**values)
 
     return make

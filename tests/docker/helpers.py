@@ -7,7 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
+
+from kubecore._runtime import ContainerConfig, SandboxConfig
+from kubecore.labels import container_labels
 
 TEST_LABEL = "io.kubecore.test"
 
@@ -54,3 +58,10 @@ def bridge_gateway(raw: Any) -> str:
         except OSError as error:
             pytest.fail(f"the engine's bridge {name} has no IPv4 address ({error})")
     return socket.inet_ntoa(packed[20:24])
+
+
+def in_pod(container: ContainerConfig, sandbox: SandboxConfig) -> ContainerConfig:
+    """``container`` with its pod's identity labels, as the core writes them (the adapter
+    stores labels, it adds none of these)."""
+    identity = container_labels(sandbox.name, sandbox.namespace, sandbox.uid, container.name)
+    return attrs.evolve(container, labels={**identity, **container.labels})

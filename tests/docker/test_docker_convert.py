@@ -280,7 +280,36 @@ def test_names_and_labels() -> None:
     clabels = container_labels(container, "sb1", sandbox)
     assert clabels["io.kubernetes.sandbox.id"] == "sb1"
     assert clabels["x"] == "y"
-    assert clabels["io.kubernetes.pod.name"] == "web"
+
+
+def test_the_adapter_adds_only_dockers_names_to_the_labels_the_core_wrote() -> None:
+    """The pod's identity is written once, by the core (``kubecore.labels``): the adapter stores
+    the config's labels and adds dockershim's type and sandbox id, nothing else. (A config
+    without ``MANAGED_LABEL`` is not made kubecore's by the adapter, as by every runtime.)"""
+    from kubecore.labels import MANAGED_LABEL
+    from kubecore.labels import container_labels as identity_of_container
+    from kubecore.labels import sandbox_labels as identity_of_sandbox
+
+    sandbox = SandboxConfig(
+        name="web", namespace="prod", uid="u-1", labels=identity_of_sandbox("web", "prod", "u-1")
+    )
+    container = ContainerConfig(
+        name="nginx", image="nginx", labels=identity_of_container("web", "prod", "u-1", "nginx")
+    )
+    assert sandbox_labels(sandbox) == {
+        **sandbox.labels,
+        "io.kubernetes.docker.type": "podsandbox",
+    }
+    assert container_labels(container, "sb1", sandbox) == {
+        **container.labels,
+        "io.kubernetes.docker.type": "container",
+        "io.kubernetes.sandbox.id": "sb1",
+    }
+    foreign = SandboxConfig(name="foreign", namespace="other", uid="foreign-1")
+    assert MANAGED_LABEL not in sandbox_labels(foreign)
+    assert MANAGED_LABEL not in container_labels(
+        ContainerConfig(name="c", image="i"), "sb1", foreign
+    )
 
 
 def test_create_arguments() -> None:

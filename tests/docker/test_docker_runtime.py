@@ -43,7 +43,7 @@ from kubecore_docker import DockerOptions, DockerRuntime, container_name, sandbo
 from kubecore_docker import _runtime as docker_runtime
 from kubecore_docker._runtime import sandbox_create_args
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
-from tests.docker.helpers import TEST_LABEL, free_port, wait_for
+from tests.docker.helpers import TEST_LABEL, free_port, in_pod, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -55,7 +55,7 @@ def run_pod(
     sandbox_id = runtime.run_sandbox(config)
     ids = []
     for container in containers:
-        cid = runtime.create_container(sandbox_id, container, config)
+        cid = runtime.create_container(sandbox_id, in_pod(container, config), config)
         runtime.start_container(cid)
         ids.append(cid)
     return sandbox_id, ids
@@ -232,7 +232,7 @@ def test_container_names_labels_and_namespaces(
         annotations={HASH_ANNOTATION: "abc123", "io.kubernetes.container.restartCount": "3"},
         labels={"app": "web"},
     )
-    cid = runtime.create_container(sandbox_id, container, config)
+    cid = runtime.create_container(sandbox_id, in_pod(container, config), config)
     data = raw.inspect_container(cid)
     assert data["Name"] == f"/k8s_web_{config.name}_kubecore-test_{config.uid}_3"
     assert data["Name"] == "/" + container_name(container, config)

@@ -1,0 +1,51 @@
+"""What the agent reads of its host: memory from ``/proc/meminfo``, and the disk a directory
+uses. One reading each, for the node's capacity (``resourceFieldRef`` defaults, the etcd Node
+document), the ``/stats/summary`` figures and the emptyDir size limits."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+
+def parse_key_values(text: str) -> dict[str, int]:
+    """``/proc/meminfo`` (kB values turned to bytes), ``/proc/vmstat`` or
+    ``/proc/<pid>/status``: each ``name: number [kB]`` line."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.replace(":", " ").split()
+        if len(fields) >= 2 and fields[1].isdigit():
+            scale = 1024 if len(fields) > 2 and fields[2] == "kB" else 1
+            values[fields[0]] = int(fields[1]) * scale
+    return values
+
+
+@functools.cache
+def memory_total_bytes(proc: str = "/proc") -> int:
+    """The host's memory (``MemTotal``), in bytes; 0 when ``<proc>/meminfo`` cannot be read."""
+    try:
+        with open(os.path.join(proc, "meminfo")) as file:
+            text = file.read()
+    except OSError:
+        return 0
+    return parse_key_values(text).get("MemTotal", 0)
+
+
+def directory_usage(path: str) -> tuple[int, int]:
+    """(bytes, inodes) used under ``path``, as ``du``: allocated blocks, each inode once (hard
+    links counted once), symlinks not followed; 0, 0 for a path that is not there."""
+    used = inodes = 0
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            inodes += 1
+            used += st.st_blocks * 512
+    return used, inodes
