@@ -844,6 +844,8 @@ class FileSource:
             errors = (
                 FieldError("", "the file holds no pods now (remove the file to remove its pods)"),
             )
+        if not errors and not trusted and previous is not None:
+            errors = _cut_mid_line(previous.text, text)
         if errors:
             problem = SourceProblem(str(path), errors)
             self._record_bad(path, previous, fingerprint, problem, prepared, objects, text)
@@ -966,6 +968,25 @@ def _takes_away(
     if {object_key(o) for o in old_objects} - {object_key(o) for o in objects}:
         return True
     return len(text) < len(old_text) and old_text.startswith(text)
+
+
+def _cut_mid_line(old_text: str, text: str) -> tuple[FieldError, ...]:
+    """A text that is the last good one cut inside a line is a write that has not finished
+    (a writer paused or died mid-file, a restart found it so): never a state, however long it
+    stays, unlike a text cut at a line's end (the last lines or documents removed, which waits
+    out the loss settle). Its last good pods are kept until it is written whole."""
+    cut = len(text)
+    if cut >= len(old_text) or not old_text.startswith(text) or text.endswith("\n"):
+        return ()
+    if old_text[cut] == "\n":
+        return ()
+    return (
+        FieldError(
+            "",
+            "the text ends mid-line where its last good version went on: it is being written"
+            " (or its writer stopped); its last good pods are kept until it is written whole",
+        ),
+    )
 
 
 def watched_directories(roots: Sequence[Path]) -> list[Path]:
@@ -1232,6 +1253,8 @@ class HTTPSource:
                     ),
                 ),
             )
+        if self._text is not None and (cut := _cut_mid_line(self._text, text)):
+            return SourceProblem(self._url, cut)
         if self._known is not None and self._text is not None:
             before = (*self._known, self._text)
             if _takes_away(before, prepared, objects, text) and self._confirming(digest, now):

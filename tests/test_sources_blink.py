@@ -327,20 +327,49 @@ def test_a_writer_pausing_longer_than_the_settle_kills_nothing(tmp_path: Path) -
     agent.assert_nothing_killed()
 
 
-def test_a_text_cut_mid_value_is_not_acted_on_until_it_has_stayed_so(tmp_path: Path) -> None:
+def test_a_text_cut_mid_line_is_never_acted_on_however_long_it_stays(tmp_path: Path) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
     first = source.poll(0.0)
     assert first is not None
-    cut = TWO[: TWO.rindex("busybox:1.36") + len("busy")]  # beta's image reads "busy"
+    cut = TWO[: TWO.rindex("busybox:1.36") + len("busy")]  # beta's image would read "busy"
     write(pods / "a.yaml", cut)
+    assert [source.poll(float(t)) for t in range(1, 60, 3)] == [None] * 20
+    assert source.pods == first.pods
+    assert "ends mid-line" in str(source.problems[0])
+    write(pods / "a.yaml", TWO)  # the writer finishes: the same pods, nothing to send
+    assert [source.poll(61.0), source.poll(62.0)] == [None, None]  # read once it settled
+    assert source.problems == ()
+
+
+def test_a_text_cut_at_a_line_end_waits_out_the_loss_settle(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
+    assert source.poll(0.0) is not None
+    write(pods / "a.yaml", TWO[: TWO.index("---")])  # the last document removed
     assert [source.poll(t) for t in (1.0, 2.0, 4.0)] == [None, None, None]
-    assert source.changing == (pods / "a.yaml",)
     changed = source.poll(6.0)  # it stayed so for the loss settle: it is what the user wants
     assert changed is not None
-    assert {p.metadata.name: p.spec.containers[0].image for p in changed.pods}["beta"] == "busy"
+    assert [p.metadata.name for p in changed.pods] == ["alpha"]
+
+
+def test_a_restart_finding_a_file_cut_mid_line_keeps_its_pods(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
+    agent.settle_in(["alpha", "beta"])
+    write(pods / "a.yaml", TWO[:200])  # a writer stopped mid-file, then the agent restarted
+    agent.restart()
+    agent.run(30.0)
+    assert agent.running_pods() == ["alpha", "beta"]
+    write(pods / "a.yaml", TWO)
+    agent.run(6.0)
+    agent.assert_nothing_killed()
 
 
 def test_a_user_removing_a_pod_sees_it_go_after_the_loss_settle(tmp_path: Path) -> None:
