@@ -152,6 +152,7 @@ if _typing.TYPE_CHECKING:
         Subscription,
     )
     from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
+    from kubecore._status import pod_settled, pod_verdict
     from kubecore._updates import Operation, PodUpdate
 
 __version__ = "0.1.0"
@@ -262,6 +263,8 @@ __all__ = [
     "load_pods_from_file",
     "load_pods_from_string",
     "load_runtime",
+    "pod_settled",
+    "pod_verdict",
     "runtimes",
 ]
 
@@ -406,6 +409,10 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "HTTPSource",
         "PodSource",
         "StaticSource",
+    ),
+    "kubecore._status": (
+        "pod_settled",
+        "pod_verdict",
     ),
     "kubecore._updates": (
         "Operation",
