@@ -5,7 +5,7 @@ sources, the pod model, the runtime protocols and their value types, the errors,
 registry and the clocks. Helpers live in small public namespaces:
 
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
-* ``kubecore.events``: the events the agent records, and recorders
+* ``kubecore.events``: the events the agent records, their reasons (``EventReason``), recorders
 * ``kubecore.health``: the default probe checker
 * ``kubecore.images``: image references as Docker reads them
 * ``kubecore.labels``: the labels and annotations on runtime objects
