@@ -47,8 +47,9 @@ def test_the_reasons_are_the_kubelets_names() -> None:
 
 
 def test_a_reason_is_its_string() -> None:
-    assert EventReason.FAILED_TO_PULL_IMAGE == "Failed"
-    assert EventReason.FAILED_TO_PULL_IMAGE is EventReason.FAILED_TO_START_CONTAINER
+    reason: str = EventReason.FAILED_TO_PULL_IMAGE
+    assert reason == "Failed" and isinstance(reason, str)
+    assert EventReason["FAILED_TO_PULL_IMAGE"] is EventReason["FAILED_TO_START_CONTAINER"]
     assert f"{EventReason.BACK_OFF_PULL_IMAGE}: x" == "BackOff: x"
     assert hash(EventReason.PULLED_IMAGE) == hash("Pulled")
 
