@@ -5,7 +5,7 @@ sources, the pod model, the runtime protocols and their value types, the errors,
 registry and the clocks. Helpers live in small public namespaces:
 
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
-* ``kubecore.events``: the events the agent records, and recorders
+* ``kubecore.events``: the events the agent records, their reasons (``EventReason``), recorders
 * ``kubecore.health``: the default probe checker
 * ``kubecore.images``: image references as Docker reads them
 * ``kubecore.labels``: the labels and annotations on runtime objects
@@ -152,6 +152,7 @@ if _typing.TYPE_CHECKING:
         Subscription,
     )
     from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
+    from kubecore._status import pod_settled, pod_verdict
     from kubecore._updates import Operation, PodUpdate
 
 __version__ = "0.1.0"
@@ -262,6 +263,8 @@ __all__ = [
     "load_pods_from_file",
     "load_pods_from_string",
     "load_runtime",
+    "pod_settled",
+    "pod_verdict",
     "runtimes",
 ]
 
@@ -406,6 +409,10 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "HTTPSource",
         "PodSource",
         "StaticSource",
+    ),
+    "kubecore._status": (
+        "pod_settled",
+        "pod_verdict",
     ),
     "kubecore._updates": (
         "Operation",

@@ -1,8 +1,10 @@
-"""Default event recorders: to the log, to an in-memory ring, and to several at once."""
+"""The reasons of the events the agent records, and the default recorders: to the log, to an
+in-memory ring, and to several at once."""
 
 from __future__ import annotations
 
 import collections
+import enum
 import functools
 import logging
 import sys
@@ -13,6 +15,40 @@ from typing import Any
 from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
 
 logger = logging.getLogger(__name__)
+
+
+class EventReason(enum.StrEnum):
+    """The reason of each event the agent records, named as the kubelet names them
+    (``pkg/kubelet/events/event.go``, unless noted). Several names share a value as they do
+    there (``Failed``, ``BackOff``): the name says which step failed, the value is what a
+    reader sees. Events of a rejected pod carry the admission's reason (``OutOfcpu``,
+    ``HostPortConflict``, ...) instead."""
+
+    # container events
+    CREATED_CONTAINER = "Created"
+    STARTED_CONTAINER = "Started"
+    FAILED_TO_CREATE_CONTAINER = "Failed"
+    FAILED_TO_START_CONTAINER = "Failed"
+    KILLING_CONTAINER = "Killing"
+    BACK_OFF_START_CONTAINER = "BackOff"
+    # image events
+    PULLING_IMAGE = "Pulling"
+    PULLED_IMAGE = "Pulled"
+    FAILED_TO_PULL_IMAGE = "Failed"
+    ERR_IMAGE_NEVER_PULL_POLICY = "ErrImageNeverPull"
+    BACK_OFF_PULL_IMAGE = "BackOff"
+    # pod events
+    FAILED_MOUNT_VOLUME = "FailedMount"
+    SANDBOX_CHANGED = "SandboxChanged"
+    FAILED_CREATE_POD_SANDBOX = "FailedCreatePodSandBox"
+    # probes and lifecycle hooks
+    CONTAINER_UNHEALTHY = "Unhealthy"
+    FAILED_POST_START_HOOK = "FailedPostStartHook"
+    FAILED_PRE_STOP_HOOK = "FailedPreStopHook"
+    # recorded by the kubelet with reasons written elsewhere
+    INVALID_ENVIRONMENT_VARIABLE_NAMES = "InvalidEnvironmentVariableNames"  # kubelet_pods.go
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # active_deadline.go
+    EVICTED = "Evicted"  # eviction/helpers.go
 
 
 @functools.lru_cache(maxsize=256)  # a container's events come in a burst: one object for them

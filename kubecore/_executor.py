@@ -55,7 +55,7 @@ from kubecore._errors import (
     SandboxUnusable,
 )
 from kubecore._errors import ImageNeverPull as ImageNeverPull
-from kubecore._events import pod_reference
+from kubecore._events import EventReason, pod_reference
 from kubecore._labels import grace_period, pod_identity
 from kubecore._metrics import Metrics, container_type
 from kubecore._model import Container, LifecycleHandler, Pod, Probe
@@ -366,6 +366,7 @@ class Executor:
                     f" in pod {pod.metadata.name}"
                 )
                 type_ = EventType.WARNING
+                reason = EventReason.BACK_OFF_START_CONTAINER
             elif waiting.reason == "ImagePullBackOff":
                 entry = record.image_backoff.get(waiting.name)
                 key = f"image/{waiting.name}"
@@ -379,6 +380,7 @@ class Executor:
                 )
                 message = f'Back-off pulling image "{image}"'
                 type_ = EventType.NORMAL
+                reason = EventReason.BACK_OFF_PULL_IMAGE
             else:
                 continue
             until = entry.until if entry is not None else math.inf
@@ -386,7 +388,7 @@ class Executor:
                 continue
             record.backoff_events[key] = until
             init = any(c.name == waiting.name for c in pod.spec.init_containers)
-            self.event(pod, type_, "BackOff", message, waiting.name, init=init)
+            self.event(pod, type_, reason, message, waiting.name, init=init)
 
     # --- sandbox ----------------------------------------------------------------------------
 
@@ -399,7 +401,7 @@ class Executor:
         except MountFailed as exc:
             if record.failed_mount != str(exc):
                 record.failed_mount = str(exc)
-                self.event(pod, EventType.WARNING, "FailedMount", str(exc))
+                self.event(pod, EventType.WARNING, EventReason.FAILED_MOUNT_VOLUME, str(exc))
             raise
         record.failed_mount = ""
         return volumes
@@ -473,7 +475,7 @@ class Executor:
             self.event(
                 pod,
                 EventType.WARNING,
-                "FailedCreatePodSandBox",
+                EventReason.FAILED_CREATE_POD_SANDBOX,
                 f"Failed to create pod sandbox: {exc}",
             )
             raise
@@ -481,7 +483,7 @@ class Executor:
             self.event(
                 pod,
                 EventType.NORMAL,
-                "SandboxChanged",
+                EventReason.SANDBOX_CHANGED,
                 "Pod sandbox changed, it will be killed and re-created.",
             )
         return sandbox_id, config
@@ -491,7 +493,12 @@ class Executor:
     def _pull(self, pod: Pod, image: str, container: str, *, init: bool = False) -> float:
         """Pull ``image`` for ``pod``; returns the seconds the pull took."""
         self.event(
-            pod, EventType.NORMAL, "Pulling", f'Pulling image "{image}"', container, init=init
+            pod,
+            EventType.NORMAL,
+            EventReason.PULLING_IMAGE,
+            f'Pulling image "{image}"',
+            container,
+            init=init,
         )
         with self.image_lock:
             if self.pull_limiter is not None:
@@ -508,7 +515,7 @@ class Executor:
                 self.event(
                     pod,
                     EventType.WARNING,
-                    "Failed",
+                    EventReason.FAILED_TO_PULL_IMAGE,
                     f'Failed to pull image "{image}": {exc}',
                     container,
                     init=init,
@@ -518,7 +525,7 @@ class Executor:
         self.event(
             pod,
             EventType.NORMAL,
-            "Pulled",
+            EventReason.PULLED_IMAGE,
             f'Successfully pulled image "{image}" in {_format_duration(took)}',
             container,
             init=init,
@@ -537,16 +544,14 @@ class Executor:
                 present = self.puller.image_status(image) is not None
                 if not present and policy == "Never":
                     message = f'Container image "{image}" is not present with pull policy of Never'
-                    self.event(
-                        pod, EventType.WARNING, "ErrImageNeverPull", message, container.name,
-                        init=init,
-                    )  # fmt: skip
+                    reason = EventReason.ERR_IMAGE_NEVER_PULL_POLICY
+                    self.event(pod, EventType.WARNING, reason, message, container.name, init=init)
                     raise ImageNeverPull(message)
                 if present:
                     self.event(
                         pod,
                         EventType.NORMAL,
-                        "Pulled",
+                        EventReason.PULLED_IMAGE,
                         f'Container image "{image}" already present on machine',
                         container.name,
                         init=init,
@@ -621,7 +626,13 @@ class Executor:
                     f"failed to prepare subPath for volumeMount {mount.name!r} of container"
                     f" {container.name!r}: {exc}"
                 )
-                self.event(pod, EventType.WARNING, "Failed", f"Error: {message}", container.name)
+                self.event(
+                    pod,
+                    EventType.WARNING,
+                    EventReason.FAILED_TO_CREATE_CONTAINER,
+                    f"Error: {message}",
+                    container.name,
+                )
                 raise MountFailed(mount.name, message) from exc
         warned_key = f"{_SUB_PATH_EXPR_WARNING}/{container.name}/"
         record.warned = {w for w in record.warned if not w.startswith(warned_key)}
@@ -646,7 +657,12 @@ class Executor:
             if warned not in record.warned:
                 record.warned.add(warned)
                 self.event(
-                    pod, EventType.WARNING, "Failed", f"Error: {exc}", container.name, init=is_init
+                    pod,
+                    EventType.WARNING,
+                    EventReason.FAILED_TO_CREATE_CONTAINER,
+                    f"Error: {exc}",
+                    container.name,
+                    init=is_init,
                 )
             raise
 
@@ -674,7 +690,14 @@ class Executor:
         )
         problem = run_as_non_root_problem(pod, container, image)
         if problem is not None:
-            self.event(pod, EventType.WARNING, "Failed", f"Error: {problem}", name, init=is_init)
+            self.event(
+                pod,
+                EventType.WARNING,
+                EventReason.FAILED_TO_CREATE_CONTAINER,
+                f"Error: {problem}",
+                name,
+                init=is_init,
+            )
             raise CreateContainerConfigError(problem)
         resolved = self._environment(pod, container, target, record, is_init=is_init)
         term_path = ""
@@ -706,21 +729,45 @@ class Executor:
             )
         except ContainerRuntimeError as exc:
             self.metrics.started_containers_errors.labels(kind, "CreateContainerError").inc()
-            self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
+            self.event(
+                pod,
+                EventType.WARNING,
+                EventReason.FAILED_TO_CREATE_CONTAINER,
+                f"Error: {exc}",
+                name,
+                init=is_init,
+            )
             raise
         self.event(
-            pod, EventType.NORMAL, "Created", f"Created container {name}", name, init=is_init
+            pod,
+            EventType.NORMAL,
+            EventReason.CREATED_CONTAINER,
+            f"Created container {name}",
+            name,
+            init=is_init,
         )
         try:
             self.runtime.start_container(container_id)
         except ContainerRuntimeError as exc:
             self.metrics.started_containers_errors.labels(kind, "RunContainerError").inc()
-            self.event(pod, EventType.WARNING, "Failed", f"Error: {exc}", name, init=is_init)
+            self.event(
+                pod,
+                EventType.WARNING,
+                EventReason.FAILED_TO_START_CONTAINER,
+                f"Error: {exc}",
+                name,
+                init=is_init,
+            )
             if isinstance(exc, SandboxUnusable):
                 self._retire_sandbox(pod, target.sandbox_id)
             raise
         self.event(
-            pod, EventType.NORMAL, "Started", f"Started container {name}", name, init=is_init
+            pod,
+            EventType.NORMAL,
+            EventReason.STARTED_CONTAINER,
+            f"Started container {name}",
+            name,
+            init=is_init,
         )
         return container_id
 
@@ -759,13 +806,22 @@ class Executor:
             if f"{config_key}/{exc}" not in record.warned:
                 record.warned.add(f"{config_key}/{exc}")
                 self.event(
-                    pod, EventType.WARNING, "Failed", f"Error: {exc}", container.name, init=is_init
+                    pod,
+                    EventType.WARNING,
+                    EventReason.FAILED_TO_CREATE_CONTAINER,
+                    f"Error: {exc}",
+                    container.name,
+                    init=is_init,
                 )
             raise
         record.warned = {w for w in record.warned if not w.startswith(config_key + "/")}
         for message in resolved.skipped:
             self.event(
-                pod, EventType.WARNING, "InvalidEnvironmentVariableNames", message, init=is_init
+                pod,
+                EventType.WARNING,
+                EventReason.INVALID_ENVIRONMENT_VARIABLE_NAMES,
+                message,
+                init=is_init,
             )
         return resolved
 
@@ -791,7 +847,7 @@ class Executor:
         self.event(
             pod,
             EventType.WARNING,
-            "FailedPostStartHook",
+            EventReason.FAILED_POST_START_HOOK,
             f"PostStartHook failed: {message}",
             name,
             init=is_init,
@@ -872,13 +928,19 @@ class Executor:
             end = self.clock.monotonic() + (grace if grace is not None else grace_of(pod, rc))
             left = functools.partial(_seconds_until, self.clock, end)
         if pod is not None:
-            self.event(pod, EventType.NORMAL, "Killing", message, name)
+            self.event(pod, EventType.NORMAL, EventReason.KILLING_CONTAINER, message, name)
         elif orphan_ref is not None:
             ns, pod_name, uid = orphan_ref
             ref = pod_reference(ns, pod_name, uid, name)
             try:
                 self.recorder.record(
-                    Event(ref, EventType.NORMAL, "Killing", message, self.clock.now())
+                    Event(
+                        ref,
+                        EventType.NORMAL,
+                        EventReason.KILLING_CONTAINER,
+                        message,
+                        self.clock.now(),
+                    )
                 )
             except Exception:
                 logger.exception("event recorder failed")
@@ -898,7 +960,7 @@ class Executor:
                 self.event(
                     pod,
                     EventType.WARNING,
-                    "FailedPreStopHook",
+                    EventReason.FAILED_PRE_STOP_HOOK,
                     f"PreStopHook failed: {hook_message}",
                     name,
                 )

@@ -78,7 +78,7 @@ from kubecore._runtime import (
 from kubecore._security import detect_host_security
 from kubecore._snapshot import NodeGauges, NodeView, PodEntry, observed_of
 from kubecore._stats import StatsProvider
-from kubecore._status import pod_verdict
+from kubecore._status import pod_settled
 from kubecore._status_manager import StatusManager
 from kubecore._termination import PodLifecycle, Termination, Terminations
 from kubecore._translate import ResolvConf, dns_config, parse_resolv_conf
@@ -475,7 +475,7 @@ class Kubelet:
         a ManualClock by ``step`` (or wait ``step`` seconds on a real clock). True if that
         happened within ``max_syncs``."""
         for _ in range(max_syncs):
-            if self.sync().converged and all(_settled(pod) for pod in self.pods()):
+            if self.sync().converged and all(_started(pod) for pod in self.pods()):
                 return True
             self.clock.sleep(step)
         return False
@@ -1133,8 +1133,9 @@ def _static_label(pod: Pod) -> str:
     return "true" if is_static(pod) else "false"
 
 
-def _settled(pod: Pod) -> bool:
-    """Nothing more happens to this pod without a change from outside (or a back-off)."""
-    if pod.status is None:
-        return False
-    return pod.status.phase != "Pending" or pod_verdict(pod)[0] == "failed"
+def _started(pod: Pod) -> bool:
+    """No longer starting: the pod left phase Pending, or it settled there (``pod_settled``:
+    it waits in a failure such as ``ImagePullBackOff``). A running pod whose readiness probe
+    keeps failing has started, though it has not settled."""
+    status = pod.status
+    return status is not None and (status.phase != "Pending" or pod_settled(pod))

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubecore._admission import Rejection
+from kubecore._events import EventReason
 from kubecore._model import Pod
 from kubecore._quantity import memory_bytes
 
-EVICTED = "Evicted"
+EVICTED = EventReason.EVICTED.value  # a pod status reason too: a plain string
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
 

@@ -30,6 +30,7 @@ from kubecore._actions import (
     Waiting,
 )
 from kubecore._backoff import format_delay, in_backoff
+from kubecore._events import EventReason
 from kubecore._labels import recorded_hash
 from kubecore._model import Container, Pod
 from kubecore._observed import Record, SpecIndex, View, container_name
@@ -59,7 +60,7 @@ _UNKNOWN = RuntimeState.UNKNOWN
 _READY = SandboxState.READY
 _NOOP = PodActions()
 
-DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_EXCEEDED = EventReason.DEADLINE_EXCEEDED.value  # a pod status reason too
 DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 IMAGE_PULL_BACK_OFF = "ImagePullBackOff"

@@ -18,7 +18,7 @@ from typing import Literal
 import attrs
 
 from kubecore._actions import ProbeState
-from kubecore._events import pod_reference
+from kubecore._events import EventReason, pod_reference
 from kubecore._model import Container, Pod, Probe
 from kubecore._observed import container_name
 from kubecore._runtime import (
@@ -253,7 +253,7 @@ class ProbeManager:
                 Event(
                     pod_reference(meta.namespace, meta.name, meta.uid, job.container_name),
                     EventType.WARNING,
-                    "Unhealthy",
+                    EventReason.CONTAINER_UNHEALTHY,
                     warning,
                     now,
                 )

@@ -522,6 +522,24 @@ def pod_verdict(pod: Pod) -> tuple[Verdict, str]:
     return "pending", f"{pod_status_text(pod)}"
 
 
+def pod_settled(pod: Pod) -> bool:
+    """Whether nothing more happens to ``pod`` without a change from outside or a back-off.
+
+    The rule ``kubecore run --once`` stops on: the pod's verdict (``pod_verdict``) is ``ok``
+    (it succeeded, or every app container runs ready or has finished for good under the
+    restart policy) or ``failed`` (a failed phase, an error exit of a finished container, or a
+    waiting reason such as ``CrashLoopBackOff`` that needs outside help). A pod without a
+    status, still starting or with an unready container has not settled. A ``restartPolicy:
+    Never`` pod with one container exited 0 beside a running, ready one has settled.
+    """
+    return verdict_settled(pod_verdict(pod)[0])
+
+
+def verdict_settled(verdict: Verdict) -> bool:
+    """A pod with this verdict has settled: ``ok`` or ``failed``, not ``pending``."""
+    return verdict != "pending"
+
+
 def _first_failure(statuses: Iterable[ContainerStatus]) -> str:
     for cs in statuses:
         terminated = cs.state.terminated

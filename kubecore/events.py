@@ -1,12 +1,13 @@
-"""Kubernetes events the agent records (``Scheduled``, ``Pulled``, ``BackOff``, ...) and the
-recorders that keep, log or fan them out."""
+"""Kubernetes events the agent records, their reasons (``EventReason.PULLED_IMAGE`` is
+``Pulled``, ...) and the recorders that keep, log or fan them out."""
 
-from kubecore._events import FanoutRecorder, LoggingRecorder, MemoryRecorder
+from kubecore._events import EventReason, FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._exports import publish as _publish
 from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
 
 __all__ = [
     "Event",
+    "EventReason",
     "EventRecorder",
     "EventType",
     "FanoutRecorder",

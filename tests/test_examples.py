@@ -9,14 +9,30 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+import kubecore
+from kubecore import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStatus,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+)
+from kubecore._cli.commands import all_settled, pod_verdicts
 
 ROOT = Path(__file__).resolve().parent.parent
 EMBED = ROOT / "examples" / "embed"
@@ -104,10 +120,53 @@ def test_the_embedding_agent_runs_on_the_process_plugin(process_plugin: None) ->
     assert rows["web"][1:3] == ["Running", "1/1"] and rows["report"][1] == "Succeeded"
 
 
-def test_the_embedding_agent_fails_when_its_pods_cannot_settle(process_plugin: None) -> None:
-    # busybox is not on the process runtime's allow-list: every pull fails, no pod starts.
-    args = [str(EMBED / "agent.py"), "--runtime", "process", "--image", "busybox", "--timeout", "2"]
+def test_the_embedding_agent_fails_when_its_pods_cannot_start(process_plugin: None) -> None:
+    # busybox is not on the process runtime's allow-list: every pull fails, no pod starts. The
+    # pods settle in ImagePullBackOff (as ``kubecore run --once`` judges them), and the agent
+    # fails naming why.
+    args = [str(EMBED / "agent.py"), "--runtime", "process", "--image", "busybox", "--timeout", "5"]
     result = run(args, timeout=120)
     assert result.returncode == 1, explain(result)
-    assert "not settled after 2s" in result.stdout, explain(result)
     assert table_rows(result.stdout)["web"][1] == "Pending", explain(result)
+    assert "failed web: container web: ImagePullBackOff" in result.stdout, explain(result)
+
+
+def load_agent() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("embed_agent", EMBED / "agent.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def never_pod_with_one_container_done() -> Pod:
+    """``restartPolicy: Never``, one container exited 0, the other running and ready: nothing
+    more happens to it, and the kubelet shows it NotReady."""
+    done = ContainerStatus(
+        name="job",
+        image="busybox",
+        ready=False,
+        state=ContainerState(terminated=ContainerStateTerminated(0)),
+    )
+    serving = ContainerStatus(
+        name="web",
+        image="busybox",
+        ready=True,
+        state=ContainerState(running=ContainerStateRunning()),
+    )
+    spec = PodSpec(
+        containers=(Container(name="job", image="busybox"), Container(name="web", image="busybox")),
+        restart_policy="Never",
+    )
+    status = PodStatus(phase="Running", container_statuses=(done, serving))
+    return Pod(ObjectMeta(name="mixed", namespace="default"), spec, status)
+
+
+def test_the_embedding_agent_the_cli_and_the_helper_agree_on_a_settled_pod() -> None:
+    pod = never_pod_with_one_container_done()
+    agent = load_agent()
+    assert agent.pod_settled is kubecore.pod_settled  # the example keeps no rule of its own
+    assert kubecore.pod_settled(pod) is True
+    verdicts = pod_verdicts([pod])
+    assert verdicts == {"default/mixed": ("ok", "")}
+    assert all_settled(verdicts)

@@ -122,6 +122,8 @@ EXPECTED_ALL = [
     "load_pods_from_file",
     "load_pods_from_string",
     "load_runtime",
+    "pod_settled",
+    "pod_verdict",
     "runtimes",
 ]
 

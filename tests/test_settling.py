@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import kubecore
 from kubecore import (
     Container,
     ContainerState,
@@ -96,6 +97,25 @@ def pod(
 def test_status_column_and_verdict(the_pod: Pod, text: str, verdict: str) -> None:
     assert pod_status_text(the_pod) == text
     assert pod_verdict(the_pod)[0] == verdict
+    assert kubecore.pod_settled(the_pod) == (verdict != "pending")
+
+
+@pytest.mark.parametrize(
+    "the_pod",
+    [
+        Pod(ObjectMeta(name="p"), PodSpec(containers=(Container(name="a", image="busybox"),))),
+        pod("Always", cs("a", ContainerState(waiting=ContainerStateWaiting("ContainerCreating")))),
+        pod("Always", cs("a", RUNNING, ready=False)),  # a readiness probe not yet passed
+    ],
+    ids=["no-status", "creating", "running-unready"],
+)
+def test_a_pod_still_starting_has_not_settled(the_pod: Pod) -> None:
+    assert not kubecore.pod_settled(the_pod)
+
+
+def test_a_pod_waiting_on_outside_help_has_settled() -> None:
+    waiting = ContainerState(waiting=ContainerStateWaiting("ImagePullBackOff"))
+    assert kubecore.pod_settled(pod("Always", cs("a", waiting), phase="Pending"))
 
 
 NEVER_WITH_A_FINISHED_CONTAINER = """\

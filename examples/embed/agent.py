@@ -3,8 +3,9 @@
 The agent keeps its own inventory of workloads (here a dict; in real life whatever its control
 plane says), turns it into v1 pods and hands the complete list to an in-process ``Kubelet`` after
 every change. The kubelet's background loop does the rest: sandboxes, pulls, starts, restarts,
-status. The agent waits (bounded) until its pods settle, prints a pod table, drains its
-workloads and stops cleanly.
+status. The agent waits (bounded) until its pods settle (``kubecore.pod_settled``, the rule
+``kubecore run --once`` stops on), prints a pod table and any failure, drains its workloads and
+stops cleanly.
 
     python examples/embed/agent.py                      # on the in-memory fake runtime
     python examples/embed/agent.py --runtime process --image host   # real local processes
@@ -31,6 +32,8 @@ from kubecore import (
     RuntimeSnapshot,
     RuntimeState,
     load_runtime,
+    pod_settled,
+    pod_verdict,
 )
 
 logger = logging.getLogger("agent")
@@ -62,15 +65,14 @@ class Inventory:
         self._kubelet.set_pods(self._pods.values(), source=SOURCE)
 
 
-def settled(pod: Pod) -> bool:
-    """Finished, or running with every container ready."""
-    status = pod.status
-    if status is None:
-        return False
-    if status.phase in ("Succeeded", "Failed"):
-        return True
-    statuses = status.container_statuses
-    return status.phase == "Running" and bool(statuses) and all(s.ready for s in statuses)
+def failures(pods: Sequence[Pod]) -> list[str]:
+    """``name: reason`` of each pod that failed, as ``kubecore run --once`` judges it."""
+    lines = []
+    for pod in pods:
+        verdict, reason = pod_verdict(pod)
+        if verdict == "failed":
+            lines.append(f"{pod.metadata.name}: {reason}")
+    return lines
 
 
 def wait_for(check: Callable[[], bool], timeout: float, interval: float = 0.1) -> bool:
@@ -120,9 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             inventory.put("web", RUN_FOREVER)
             inventory.put("report", ("sh", "-c", "echo report written"), "OnFailure")
-            ok = wait_for(lambda: all(settled(p) for p in kubelet.pods()), args.timeout)
-            print(table(kubelet.pods()))
-            print("settled" if ok else f"not settled after {args.timeout:.0f}s")
+            settled = wait_for(lambda: all(pod_settled(p) for p in kubelet.pods()), args.timeout)
+            pods = kubelet.pods()
+            print(table(pods))
+            failed = failures(pods)
+            ok = settled and not failed
+            print("settled" if settled else f"not settled after {args.timeout:.0f}s")
+            for line in failed:
+                print(f"failed {line}")
 
             inventory.delete("web")  # drain: the kubelet stops what the inventory dropped
             drained = wait_for(lambda: not _running(bundle.runtime.snapshot()), args.timeout)

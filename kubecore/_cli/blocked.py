@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kubecore._errors import ContainerRuntimeError, ImageNotFound, ImagePullError, InvalidConfig
+from kubecore._events import EventReason
 from kubecore._runtime import (
     ContainerRuntime,
     Event,
@@ -24,7 +25,7 @@ from kubecore._runtime import (
     SandboxConfig,
 )
 
-SANDBOX_FAILED = "FailedCreatePodSandBox"
+SANDBOX_FAILED = EventReason.FAILED_CREATE_POD_SANDBOX
 _SANDBOX_PREFIX = "Failed to create pod sandbox: "
 
 _PERMANENT = (InvalidConfig, ImageNotFound, ImagePullError)

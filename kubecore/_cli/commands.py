@@ -45,7 +45,7 @@ from kubecore._sources import (
     SourcePoller,
     SourceProblem,
 )
-from kubecore._status import Verdict, pod_verdict
+from kubecore._status import Verdict, pod_verdict, verdict_settled
 
 if TYPE_CHECKING:
     from kubecore._apiserver import KubeApi
@@ -385,7 +385,7 @@ class PodJudge:
 
     def verdict(self, pod: Pod) -> tuple[Verdict, str]:
         verdict, reason = pod_verdict(pod)
-        if verdict != "pending":
+        if verdict_settled(verdict):
             return verdict, reason
         events = self._events.events(namespace=pod.metadata.namespace, name=pod.metadata.name)
         blocked = blocked_reason(events, self._errors)
@@ -401,7 +401,7 @@ def pod_verdicts(pods: Iterable[Pod], judge: PodJudge | None = None) -> Verdicts
 
 
 def all_settled(verdicts: Verdicts) -> bool:
-    return all(v != "pending" for v, _ in verdicts.values())
+    return all(verdict_settled(v) for v, _ in verdicts.values())
 
 
 def settle_stepped(
