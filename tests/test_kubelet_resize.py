@@ -155,3 +155,6 @@ def test_a_failed_resize_is_retried_in_place(node: Node) -> None:
     assert [c.id for c in node.all("web", "app")] == [app.id]  # retried, not restarted
     assert node.runtime.container_config(app.id).cpu_quota == 25_000
     assert node.runtime.call_count("update_container_resources") == 2
+    m, labels = node.kubelet.metrics, {"operation_type": "update_container"}
+    assert m.value("kubelet_runtime_operations_total", labels) == 2
+    assert m.value("kubelet_runtime_operations_errors_total", labels) == 1
