@@ -154,7 +154,7 @@ if _typing.TYPE_CHECKING:
     from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
     from kubecore._updates import Operation, PodUpdate
 
-__version__ = "0.1.0"
+from kubecore._version import __version__ as __version__
 
 __all__ = [
     "Clock",
