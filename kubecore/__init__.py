@@ -155,7 +155,7 @@ if _typing.TYPE_CHECKING:
     from kubecore._status import pod_settled, pod_verdict
     from kubecore._updates import Operation, PodUpdate
 
-__version__ = "0.1.0"
+from kubecore._version import __version__ as __version__
 
 __all__ = [
     "Clock",

@@ -75,6 +75,7 @@ from kubecore._status import pod_status_text
 from kubecore._timefmt import age as time_age
 from kubecore._timefmt import rfc3339
 from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate, SourceName
+from kubecore._version import __version__
 
 if TYPE_CHECKING:
     from kubecore._sources import PodKey
@@ -1040,8 +1041,6 @@ class KubeApi:
     # --- discovery
 
     def version(self) -> dict[str, Any]:
-        from kubecore import __version__
-
         major, minor = KUBERNETES_VERSION
         return {
             "major": str(major),

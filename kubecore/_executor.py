@@ -1036,9 +1036,8 @@ def _seconds_until(clock: Clock, end: float) -> float:
 
 
 def resource_updater(runtime: ContainerRuntime) -> ResourceUpdater | None:
-    """The runtime (under the agent's metrics wrapper, if any) as a ``ResourceUpdater``."""
-    inner = getattr(runtime, "inner", runtime)
-    return inner if isinstance(inner, ResourceUpdater) else None
+    """The runtime as a ``ResourceUpdater``, if it is one (a wrapper is when what it wraps is)."""
+    return runtime if isinstance(runtime, ResourceUpdater) else None
 
 
 def stop_groups(

@@ -46,7 +46,7 @@ from kubecore._gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._health import DefaultHealthChecker
 from kubecore._housekeeping import Housekeeping
 from kubecore._logs import LogOptions, limited, log_container_id
-from kubecore._metrics import InstrumentedPuller, InstrumentedRuntime, Metrics
+from kubecore._metrics import InstrumentedPuller, Metrics, instrument_runtime
 from kubecore._model import Pod
 from kubecore._node_fit import node_labels, parse_node_labels
 from kubecore._node_lease import NodeNameGuard
@@ -209,8 +209,7 @@ class Kubelet:
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
         self.metrics.set_node_name(cfg.node_name)
-        self.raw_runtime = runtime
-        self.runtime = InstrumentedRuntime(runtime, self.metrics, self.clock)
+        self.runtime = instrument_runtime(runtime, self.metrics, self.clock)
         self.puller = InstrumentedPuller(puller, self.metrics, self.clock)
         self.events = MemoryRecorder(cfg.max_events)
         recorders: list[EventRecorder] = [self.events, LoggingRecorder()]
@@ -268,7 +267,7 @@ class Kubelet:
         # The rooms.
         self.node_view = NodeView(cfg.node_name)
         self.node_guard = NodeNameGuard(
-            runtime, cfg.node_name, self.clock, on_lost=lambda _lease: self._halt()
+            self.runtime, cfg.node_name, self.clock, on_lost=lambda _lease: self._halt()
         )
         """The agent's lease on its node name on the engine, while started."""
         self.inbox = Inbox()

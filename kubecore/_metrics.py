@@ -9,10 +9,11 @@ scrape). Names, types, labels and buckets follow the kubelet's (pkg/kubelet/metr
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,14 +29,19 @@ from prometheus_client.registry import Collector
 from kubecore._clock import Clock, SystemClock
 from kubecore._runtime import (
     ContainerConfig,
+    ContainerResources,
     ContainerRuntime,
     ContainerStats,
     ExecResult,
     Image,
     ImageFsUsage,
+    NodeClaim,
+    NodeClaims,
+    NodeHolder,
     Puller,
     PullProgress,
     RegistryAuth,
+    ResourceUpdater,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeSandbox,
@@ -87,6 +93,7 @@ RUNTIME_OPERATION_NAMES = {
     "container_stats": "list_container_stats",
     "image_fs_usage": "image_fs_info",
     "watch_events": "get_container_events",
+    "update_container_resources": "update_container",
 }
 """kubecore's runtime calls by the CRI operation name the kubelet labels them with (the others
 are already the same, or have no CRI counterpart and keep their own name)."""
@@ -580,7 +587,11 @@ class _Timed:
 
 
 class InstrumentedRuntime(_Timed):
-    """A ContainerRuntime that counts and times every call of the one it wraps."""
+    """A ContainerRuntime that counts and times every call of the one it wraps.
+
+    Made by ``instrument_runtime``, which gives it the optional capabilities (``ResourceUpdater``,
+    ``NodeClaims``) of the runtime it wraps and only those: callers find them with ``isinstance``
+    on the wrapper, never by reaching under it."""
 
     def __init__(self, inner: ContainerRuntime, metrics: Metrics, clock: Clock | None = None):
         super().__init__(metrics, clock or SystemClock())
@@ -662,6 +673,60 @@ class InstrumentedRuntime(_Timed):
 
     def close(self) -> None:
         self.inner.close()
+
+
+class _TimedResourceUpdates(InstrumentedRuntime):
+    """``ResourceUpdater``, for a wrapped runtime that is one."""
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        updater = cast(ResourceUpdater, self.inner)
+        self._call(
+            "update_container_resources",
+            lambda: updater.update_container_resources(container_id, resources),
+        )
+
+
+class _TimedNodeClaims(InstrumentedRuntime):
+    """``NodeClaims``, for a wrapped runtime that is one."""
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        claims = cast(NodeClaims, self.inner)
+        return self._call(
+            "claim_node", lambda: claims.claim_node(node_name, holder, ttl, replace=replace)
+        )
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        claims = cast(NodeClaims, self.inner)
+        self._call("release_node", lambda: claims.release_node(node_name, holder))
+
+
+_CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
+    ResourceUpdater: _TimedResourceUpdates,
+    NodeClaims: _TimedNodeClaims,
+}
+"""The wrapper part of each optional capability (``OPTIONAL_CAPABILITIES``)."""
+
+
+def instrument_runtime(
+    inner: ContainerRuntime, metrics: Metrics, clock: Clock | None = None
+) -> InstrumentedRuntime:
+    """``inner`` counted and timed, as an object with exactly its optional capabilities."""
+    parts = tuple(
+        part for capability, part in _CAPABILITY_WRAPPERS.items() if isinstance(inner, capability)
+    )
+    return _wrapper_class(parts)(inner, metrics, clock)
+
+
+@functools.cache
+def _wrapper_class(parts: tuple[type[InstrumentedRuntime], ...]) -> type[InstrumentedRuntime]:
+    """The wrapper class with these capability parts (one class per set, made once)."""
+    if not parts:
+        return InstrumentedRuntime
+    if len(parts) == 1:
+        return parts[0]
+    return type("InstrumentedRuntime", parts, {"__doc__": InstrumentedRuntime.__doc__})
 
 
 class InstrumentedPuller(_Timed):

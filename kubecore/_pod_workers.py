@@ -14,7 +14,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
@@ -31,9 +31,6 @@ from kubecore._runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
 from kubecore._status_manager import PodStatusRecord, StatusManager
 from kubecore._termination import Termination, kill_within
 from kubecore._timefmt import parse_time
-
-if TYPE_CHECKING:
-    from kubecore._desired import DesiredPods
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +75,16 @@ class PodState:
     @published.default
     def _published(self) -> PodStatusRecord:
         return PodStatusRecord(self.first_seen)
+
+
+class DesiredStates(Protocol):
+    """What a worker reads of the desired pods (``kubecore._desired.DesiredPods``, which builds
+    the states and so depends on this room, not the other way round)."""
+
+    @property
+    def states(self) -> Mapping[str, PodState]:
+        """Admitted pods by UID; replaced whole, never changed in place."""
+        ...
 
 
 def history_of(
@@ -164,7 +171,7 @@ class PodSyncer:
         status: StatusManager,
         metrics: Metrics,
         dns: Callable[[Pod], DNSConfig | None],
-        desired: DesiredPods,
+        desired: DesiredStates,
         generation: Callable[[], int],
         report: Callable[[Outcome], None],
         wake: Callable[[], None],

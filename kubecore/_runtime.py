@@ -18,8 +18,13 @@ Contract for every adapter:
 * ``snapshot``/``list_*`` return only objects that carry ``MANAGED_LABEL``: kubecore never sees, and
   so never touches, containers it did not create. Of those, an agent touches only the objects
   whose ``NODE_LABEL`` names its node (``owned_by``): the runtime lists every node's.
-* Optional capabilities, found with ``isinstance``: ``ResourceUpdater`` (resize in place) and
-  ``NodeClaims`` (one agent per node name on the engine).
+* Optional capabilities (``OPTIONAL_CAPABILITIES``) are small ``runtime_checkable`` protocols of
+  their own, found by type with ``isinstance``: ``ResourceUpdater`` (resize in place) and
+  ``NodeClaims`` (one agent per node name on the engine). A wrapper of a runtime (the agent's
+  metrics wrapper, ``instrument_runtime``) is built with exactly the capabilities of the runtime it
+  wraps, so the same ``isinstance`` answers on it and no caller reaches under a wrapper. The event
+  stream and the stats are not optional parts: every runtime answers ``watch_events`` (None: no
+  stream) and ``container_stats`` (empty: cannot tell), as ``RuntimeBase`` does by default.
 * ``start_container`` in a sandbox that is not ready raises ``Conflict``; ``exec_sync`` in a
   container that is not running raises a ``ContainerRuntimeError``.
 * After ``close()`` every call raises a ``ContainerRuntimeError`` (promptly: no hang).
@@ -381,6 +386,10 @@ class NodeClaims(Protocol):
     def release_node(self, node_name: str, holder: NodeHolder) -> None:
         """Give up the lease if ``holder`` holds it (idempotent; another holder's stays)."""
         ...
+
+
+OPTIONAL_CAPABILITIES: tuple[type, ...] = (ResourceUpdater, NodeClaims)
+"""The protocols a runtime may implement beyond ``ContainerRuntime`` (the module docstring)."""
 
 
 # --- observations: what the runtime reports ------------------------------------------------

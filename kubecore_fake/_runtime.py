@@ -112,6 +112,7 @@ OPERATIONS = frozenset(
         "create_container",
         "start_container",
         "stop_container",
+        "update_container_resources",
         "remove_container",
         "list_containers",
         "container_status",

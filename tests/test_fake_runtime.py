@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
+import kubecore_fake._runtime
 from kubecore import (
     Conflict,
     ContainerConfig,
@@ -45,7 +48,7 @@ from kubecore import (
 from kubecore._runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
 from kubecore.testing import FakeNode
 from kubecore_fake import Behaviour, ExecRequest, FakeHealthChecker, FakeRuntime, TimedLog
-from kubecore_fake._runtime import _container_view, _sandbox_view
+from kubecore_fake._runtime import OPERATIONS, _container_view, _sandbox_view
 from kubecore_fake._shell import read_exec, read_program
 
 IMAGE = "busybox:1.36"
@@ -496,6 +499,23 @@ def test_fail_next(fr: FakeRuntime) -> None:
     fr.version()
     with pytest.raises(ValueError, match="unknown operation"):
         fr.fail_next("snapshott")
+
+
+def test_every_recorded_operation_can_be_targeted() -> None:
+    """``OPERATIONS`` names every operation the fake records, so ``fail_next``, ``add_latency``
+    and ``call_count`` accept each of them."""
+    tree = ast.parse(inspect.getsource(kubecore_fake._runtime))
+    recorded = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "_enter"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    assert "update_container_resources" in recorded
+    assert recorded == OPERATIONS
 
 
 def test_latency_advances_a_manual_clock(fr: FakeRuntime, clock: ManualClock) -> None:

@@ -140,3 +140,21 @@ def test_a_resize_is_forgotten_with_its_container(node: Node) -> None:
     node.runtime.remove_container(app.id)  # as the container GC would
     node.kubelet.sync()
     assert app.id not in record.resized
+
+
+def test_a_failed_resize_is_retried_in_place(node: Node) -> None:
+    node.kubelet.set_pods([resized_pod("500m", "64Mi", CPU_IN_PLACE)])
+    node.converge()
+    (app,) = node.running("web", "app")
+    node.runtime.fail_next("update_container_resources")
+    node.kubelet.set_pods([resized_pod("250m", "64Mi", CPU_IN_PLACE)])
+    node.kubelet.sync()
+    assert node.runtime.call_count("update_container_resources") == 1
+    assert node.runtime.container_config(app.id).cpu_quota == 50_000  # the failed one left it
+    node.converge()
+    assert [c.id for c in node.all("web", "app")] == [app.id]  # retried, not restarted
+    assert node.runtime.container_config(app.id).cpu_quota == 25_000
+    assert node.runtime.call_count("update_container_resources") == 2
+    m, labels = node.kubelet.metrics, {"operation_type": "update_container"}
+    assert m.value("kubelet_runtime_operations_total", labels) == 2
+    assert m.value("kubelet_runtime_operations_errors_total", labels) == 1

@@ -25,6 +25,7 @@ from kubecore._runtime import (
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
+    ContainerRuntime,
 )
 from kubecore_docker import DockerRuntime
 from kubecore_docker import _runtime as docker_runtime
@@ -92,8 +93,8 @@ def make_strays(raw: Any, engine: TestEngine, test_uid: str, **node: str) -> set
     return {sandbox, app, done, dead_sandbox}
 
 
-def spy_on_changes(runtime: DockerRuntime, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids this runtime is asked to stop or remove."""
+def spy_on_changes(runtime: ContainerRuntime, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids this runtime (or the agent's wrapper of it) is asked to stop or remove."""
     touched: list[str] = []
     for method in ("stop_container", "remove_container", "stop_sandbox", "remove_sandbox"):
         original = getattr(runtime, method)
@@ -138,8 +139,7 @@ def test_containers_without_a_node_label_survive_passes_and_gc_and_are_reported_
         60,
         what="the agent's own pod",
     )
-    assert isinstance(kubelet.raw_runtime, DockerRuntime)
-    touched = spy_on_changes(kubelet.raw_runtime, monkeypatch)
+    touched = spy_on_changes(kubelet.runtime, monkeypatch)
     strays = make_strays(raw, engine, test_uid, **node)
     with caplog.at_level(logging.INFO, logger="kubecore"):
         for _ in range(5):

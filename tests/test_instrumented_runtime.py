@@ -1,0 +1,152 @@
+"""The agent's metrics wrapper of a runtime has exactly the optional capabilities of the runtime it
+wraps (found with ``isinstance``), and counts their calls as it counts the others."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubecore._clock import ManualClock
+from kubecore._metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
+from kubecore._runtime import (
+    OPTIONAL_CAPABILITIES,
+    ContainerConfig,
+    ContainerResources,
+    ContainerRuntime,
+    ExecResult,
+    NodeClaim,
+    NodeClaims,
+    NodeHolder,
+    NodeLease,
+    ResourceUpdater,
+    RuntimeBase,
+    RuntimeSnapshot,
+    RuntimeVersion,
+    SandboxConfig,
+)
+from kubecore_fake import FakeRuntime
+from tests._kubelet_support import make_node
+
+
+class Plain(RuntimeBase):
+    """A runtime with no optional capability (nothing runs: only the types matter here)."""
+
+    def version(self) -> RuntimeVersion:
+        return RuntimeVersion("plain", "1")
+
+    def run_sandbox(self, config: SandboxConfig) -> str:
+        return "s1"
+
+    def stop_sandbox(self, sandbox_id: str) -> None:
+        pass
+
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        pass
+
+    def create_container(
+        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
+    ) -> str:
+        return "c1"
+
+    def start_container(self, container_id: str) -> None:
+        pass
+
+    def stop_container(self, container_id: str, timeout: float) -> None:
+        pass
+
+    def remove_container(self, container_id: str) -> None:
+        pass
+
+    def snapshot(self) -> RuntimeSnapshot:
+        return RuntimeSnapshot((), ())
+
+    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
+        return ExecResult(0)
+
+    def logs(
+        self,
+        container_id: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+class Resizing(Plain):
+    def __init__(self) -> None:
+        self.resized: list[tuple[str, ContainerResources]] = []
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        self.resized.append((container_id, resources))
+
+
+class Claiming(Plain):
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        return NodeClaim(True, NodeLease(node_name, holder, 0.0, ttl))
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        pass
+
+
+class Both(Resizing, Claiming):
+    pass
+
+
+@pytest.mark.parametrize("kind", [Plain, Resizing, Claiming, Both, FakeRuntime])
+def test_the_wrapper_has_exactly_the_capabilities_of_what_it_wraps(
+    kind: type[ContainerRuntime],
+) -> None:
+    inner = kind()
+    wrapper = instrument_runtime(inner, Metrics(), ManualClock())
+    assert isinstance(wrapper, ContainerRuntime)
+    has = {c.__name__ for c in OPTIONAL_CAPABILITIES if isinstance(inner, c)}
+    assert {c.__name__ for c in OPTIONAL_CAPABILITIES if isinstance(wrapper, c)} == has
+    assert has or kind is Plain  # each kind but Plain has one at least
+
+
+def test_wrappers_of_runtimes_alike_share_one_class() -> None:
+    metrics, clock = Metrics(), ManualClock()
+    first = instrument_runtime(Both(), metrics, clock)
+    assert type(first) is type(instrument_runtime(Both(), metrics, clock))
+    assert type(first) is not type(instrument_runtime(Resizing(), metrics, clock))
+
+
+def test_every_optional_capability_has_its_wrapper_part() -> None:
+    assert set(_CAPABILITY_WRAPPERS) == set(OPTIONAL_CAPABILITIES)
+    for capability, part in _CAPABILITY_WRAPPERS.items():
+        assert issubclass(part, capability), part
+
+
+def test_a_resize_through_the_wrapper_reaches_the_runtime_and_is_counted() -> None:
+    inner, metrics = Resizing(), Metrics()
+    wrapper = instrument_runtime(inner, metrics, ManualClock())
+    assert isinstance(wrapper, ResourceUpdater)
+    wrapper.update_container_resources("c1", ContainerResources(cpu_quota=25_000))
+    assert inner.resized == [("c1", ContainerResources(cpu_quota=25_000))]
+    # pkg/kubelet/kuberuntime/instrumented_services.go: UpdateContainerResources
+    labels = {"operation_type": "update_container"}
+    assert metrics.value("kubelet_runtime_operations_total", labels) == 1
+
+
+def test_the_agents_node_lease_goes_through_the_wrapper(tmp_path: Path) -> None:
+    node = make_node(tmp_path)
+    assert isinstance(node.kubelet.runtime, NodeClaims)
+    node.kubelet.node_guard.acquire()
+    try:
+        assert node.kubelet.node_guard.held
+        metrics = node.kubelet.metrics
+        labels = {"operation_type": "claim_node"}
+        assert metrics.value("kubelet_runtime_operations_total", labels) == 1
+    finally:
+        node.kubelet.node_guard.release()
+    assert node.runtime.call_count("release_node") == 1
