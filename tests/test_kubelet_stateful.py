@@ -45,6 +45,8 @@ ERRORS = (
 )
 MAX_FINAL_SYNCS = 80
 FINAL_STEP = 20.0
+BACKOFF_MAX = KubeletConfig().backoff_max
+"""Each injected failure may still be ahead when faults stop: each costs at most one back-off."""
 
 
 def pod_of(name: str, containers: tuple[str, ...], version: int) -> Pod:
@@ -71,6 +73,7 @@ class KubeletMachine(RuleBasedStateMachine):
         )
         self.desired: dict[str, Pod] = {}
         self.latency_ops: set[str] = set()
+        self.injected = 0
 
     # --- desired state ----------------------------------------------------------------------
 
@@ -117,6 +120,7 @@ class KubeletMachine(RuleBasedStateMachine):
     @rule(op=st.sampled_from(FAULTY_OPS), n=st.integers(1, 3), error=st.sampled_from(ERRORS))
     def fail_next(self, op: str, n: int, error: Exception) -> None:
         self.runtime.fail_next(op, n, error)
+        self.injected += n
 
     @rule(op=st.sampled_from((*FAULTY_OPS, "*")), seconds=st.sampled_from((0.0, 0.5, 3.0)))
     def latency(self, op: str, seconds: float) -> None:
@@ -157,7 +161,8 @@ class KubeletMachine(RuleBasedStateMachine):
             for op in self.latency_ops:
                 self.runtime.add_latency(op, 0)
             converged_at = None
-            for i in range(MAX_FINAL_SYNCS):
+            budget = MAX_FINAL_SYNCS + int(self.injected * BACKOFF_MAX / FINAL_STEP)
+            for i in range(budget):
                 self.kubelet.sync()
                 if i >= 5 and self._converged():  # a few syncs drain pending injected failures
                     converged_at = i
@@ -168,13 +173,28 @@ class KubeletMachine(RuleBasedStateMachine):
                 for c in self.runtime.find_containers(state=RuntimeState.RUNNING)
             ]
             assert converged_at is not None, (
-                f"not converged after {MAX_FINAL_SYNCS} syncs: desired {sorted(self.desired)},"
+                f"not converged after {budget} syncs: desired {sorted(self.desired)},"
                 f" running {running}"
             )
             assert self.runtime.unmanaged_calls == []
             assert self.outsider not in {c.id for c in self.runtime.find_containers()}
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def test_eleven_failed_creates_in_a_row_end_in_a_running_pod() -> None:
+    """A counterexample the machine found: the back-offs of 11 failed creates (up to 300 s each)
+    outlast a fixed budget of syncs; the budget grows with the failures injected."""
+    machine = KubeletMachine()
+    machine.set_pod(name="a", containers=("app",), version=30)
+    machine.sync(step=0.0)
+    for n in (2, 3, 3):
+        machine.fail_next(op="create_container", n=n, error=ContainerRuntimeError("injected"))
+    for _ in range(5):
+        machine.sync(step=0.0)
+    machine.fail_next(op="create_container", n=3, error=ContainerRuntimeError("injected"))
+    machine.set_pod(name="a", containers=("app",), version=31)
+    machine.teardown()
 
 
 KubeletMachine.TestCase.settings = settings(
