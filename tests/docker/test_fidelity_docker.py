@@ -9,6 +9,7 @@ import pytest
 
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import all_running, container, make_pod, status_of, wait_pod
+from tests.docker.helpers import wait_for
 from tests.docker.test_e2e_agent import AgentFactory, make_agent, namespace, own_images
 
 __all__ = ["make_agent", "namespace", "own_images"]  # the fixtures
@@ -77,7 +78,13 @@ def test_status_and_previous_logs_on_docker(
     assert b"".join(kubelet.container_logs(namespace, "twice", "main", previous=True)) == (
         b"first-run\n"
     )
-    assert b"".join(kubelet.container_logs(namespace, "twice", "main")) == b"second-run\n"
+    # Running is reported once the engine started it: its first line may come a moment later.
+    current = wait_for(
+        lambda: b"".join(kubelet.container_logs(namespace, "twice", "main")),
+        timeout=30,
+        what="the second run's log line",
+    )
+    assert current == b"second-run\n"
     assert b"".join(kubelet.container_logs(namespace, "twice", "main", limit_bytes=6)) == (
         b"second"
     )
