@@ -3,7 +3,8 @@
 Two agents in turn (the second one is the restart) on one root directory, each with a
 ``FileSource`` remembering its last good state under the root directory, as ``kubecore run``
 builds it. Between them the manifests are broken as the issue found them: one document of a
-file malformed, or the manifest directory a mount point that is not there yet. The containers
+file malformed, a file cut inside a document by a writer that stopped, the directory emptied, or
+the manifest directory a mount point that is not there yet. The containers
 and the ``emptyDir`` data of every pod must outlive the restart and the repair.
 """
 
@@ -102,7 +103,7 @@ def stop(agent: Agent) -> None:
         runtime.close()
 
 
-@pytest.mark.parametrize("blink", ["malformed", "unmounted"])
+@pytest.mark.parametrize("blink", ["malformed", "unmounted", "half-written", "emptied"])
 def test_a_restart_while_the_manifests_blink_keeps_every_container_and_its_data(
     start_agent: Callable[[Path], Agent],
     engine: TestEngine,
@@ -128,16 +129,23 @@ def test_a_restart_while_the_manifests_blink_keeps_every_container_and_its_data(
     before = {c["Id"] for c in engine_containers(raw, namespace)}
     stop(first)
 
+    whole = (mounted / "a.yaml").read_text()
     if blink == "malformed":  # beta's document broken while the agent is down
         (mounted / "a.yaml").write_text(two + pod_doc("beta", namespace, engine.image, True))
+    elif blink == "half-written":  # its writer stopped inside beta's document
+        (mounted / "a.yaml").write_text(whole[: len(two) + 60])
+    elif blink == "emptied":  # every file gone from the directory
+        (mounted / "a.yaml").rename(tmp_path / "a.yaml.away")
     else:  # the manifest directory is a mount point not mounted yet
         manifests.unlink()
         manifests.symlink_to(tmp_path / "not-mounted-yet")
     second = start_agent(manifests)
     time.sleep(6.0)  # past the settle and the loss settle
     assert {c["Id"] for c in engine_containers(raw, namespace)} == before
-    if blink == "malformed":
-        (mounted / "a.yaml").write_text(two + pod_doc("beta", namespace, engine.image))
+    if blink in ("malformed", "half-written"):
+        (mounted / "a.yaml").write_text(whole)
+    elif blink == "emptied":
+        (tmp_path / "a.yaml.away").rename(mounted / "a.yaml")
     else:
         manifests.unlink()
         manifests.symlink_to(mounted)
