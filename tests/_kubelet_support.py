@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,17 @@ import attrs
 from kubecore._clock import ManualClock
 from kubecore._kubelet import Kubelet, KubeletConfig
 from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._runtime import POD_NAME_LABEL, RuntimeContainer, RuntimeState
+from kubecore._runtime import (
+    POD_NAME_LABEL,
+    ContainerConfig,
+    ExecResult,
+    RuntimeBase,
+    RuntimeContainer,
+    RuntimeSnapshot,
+    RuntimeState,
+    RuntimeVersion,
+    SandboxConfig,
+)
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 
@@ -111,3 +121,54 @@ def make_node(
     (tmp / "resolv.conf").write_text("nameserver 192.0.2.53\nsearch example.org\n")
     kubelet = new_kubelet(runtime, clock, checker, tmp, **config)
     return Node(runtime, clock, kubelet, checker, tmp)
+
+
+class NullRuntime(RuntimeBase):
+    """The least a runtime writes, doing nothing (nothing runs): for tests where only the
+    types, or one overridden method, matter."""
+
+    def version(self) -> RuntimeVersion:
+        return RuntimeVersion("null", "1")
+
+    def run_sandbox(self, config: SandboxConfig) -> str:
+        return "s1"
+
+    def stop_sandbox(self, sandbox_id: str) -> None:
+        pass
+
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        pass
+
+    def create_container(
+        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
+    ) -> str:
+        return "c1"
+
+    def start_container(self, container_id: str) -> None:
+        pass
+
+    def stop_container(self, container_id: str, timeout: float) -> None:
+        pass
+
+    def remove_container(self, container_id: str) -> None:
+        pass
+
+    def snapshot(self) -> RuntimeSnapshot:
+        return RuntimeSnapshot((), ())
+
+    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
+        return ExecResult(0)
+
+    def logs(
+        self,
+        container_id: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass

@@ -3,7 +3,6 @@ wraps (found with ``isinstance``), and counts their calls as it counts the other
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,72 +11,20 @@ from kubecore._clock import ManualClock
 from kubecore._metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
 from kubecore._runtime import (
     OPTIONAL_CAPABILITIES,
-    ContainerConfig,
     ContainerResources,
     ContainerRuntime,
-    ExecResult,
     NodeClaim,
     NodeClaims,
     NodeHolder,
     NodeLease,
     ResourceUpdater,
-    RuntimeBase,
-    RuntimeSnapshot,
-    RuntimeVersion,
-    SandboxConfig,
 )
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import make_node
+from tests._kubelet_support import NullRuntime, make_node
 
 
-class Plain(RuntimeBase):
+class Plain(NullRuntime):
     """A runtime with no optional capability (nothing runs: only the types matter here)."""
-
-    def version(self) -> RuntimeVersion:
-        return RuntimeVersion("plain", "1")
-
-    def run_sandbox(self, config: SandboxConfig) -> str:
-        return "s1"
-
-    def stop_sandbox(self, sandbox_id: str) -> None:
-        pass
-
-    def remove_sandbox(self, sandbox_id: str) -> None:
-        pass
-
-    def create_container(
-        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
-    ) -> str:
-        return "c1"
-
-    def start_container(self, container_id: str) -> None:
-        pass
-
-    def stop_container(self, container_id: str, timeout: float) -> None:
-        pass
-
-    def remove_container(self, container_id: str) -> None:
-        pass
-
-    def snapshot(self) -> RuntimeSnapshot:
-        return RuntimeSnapshot((), ())
-
-    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
-        return ExecResult(0)
-
-    def logs(
-        self,
-        container_id: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        since: float | None = None,
-        timestamps: bool = False,
-    ) -> Iterator[bytes]:
-        return iter(())
-
-    def close(self) -> None:
-        pass
 
 
 class Resizing(Plain):

@@ -3,30 +3,27 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
 
 import pytest
 
 from kubecore._errors import ContainerNotFound, SandboxNotFound
 from kubecore._runtime import (
-    ContainerConfig,
     ContainerRuntime,
-    ExecResult,
     RuntimeBase,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeState,
     RuntimeVersion,
-    SandboxConfig,
     SandboxState,
 )
+from tests._kubelet_support import NullRuntime
 
 SANDBOX = RuntimeSandbox("s1", "web", "default", "uid-1", 0, SandboxState.READY, 1.0)
 CONTAINER = RuntimeContainer("c1", "s1", "app", "busybox", RuntimeState.RUNNING, 2.0)
 
 
-class SnapshotOnly(RuntimeBase):
+class SnapshotOnly(NullRuntime):
     """The least a runtime writes; only ``snapshot`` does anything here."""
 
     def __init__(self) -> None:
@@ -35,49 +32,9 @@ class SnapshotOnly(RuntimeBase):
     def version(self) -> RuntimeVersion:
         return RuntimeVersion("snapshot-only", "1")
 
-    def run_sandbox(self, config: SandboxConfig) -> str:
-        return "s1"
-
-    def stop_sandbox(self, sandbox_id: str) -> None:
-        pass
-
-    def remove_sandbox(self, sandbox_id: str) -> None:
-        pass
-
-    def create_container(
-        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
-    ) -> str:
-        return "c1"
-
-    def start_container(self, container_id: str) -> None:
-        pass
-
-    def stop_container(self, container_id: str, timeout: float) -> None:
-        pass
-
-    def remove_container(self, container_id: str) -> None:
-        pass
-
     def snapshot(self) -> RuntimeSnapshot:
         self.snapshots += 1
         return RuntimeSnapshot((SANDBOX,), (CONTAINER,))
-
-    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
-        return ExecResult(0)
-
-    def logs(
-        self,
-        container_id: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        since: float | None = None,
-        timestamps: bool = False,
-    ) -> Iterator[bytes]:
-        return iter(())
-
-    def close(self) -> None:
-        pass
 
 
 def test_listing_and_status_come_from_the_snapshot() -> None:
