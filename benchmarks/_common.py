@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from kubecore._model import Container, ObjectMeta, Pod, PodSpec
+from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
 BENCH_LABEL = "io.kubecore.benchmark"
 """Put on every engine object a benchmark creates outside kubecore (so cleanup finds them)."""

@@ -25,10 +25,10 @@ import requests.adapters
 
 from benchmarks._common import BENCH_LABEL, TEST_IMAGE, Skip
 from benchmarks._timing import WatchedRuntime
-from kubecore._clock import SystemClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._plugins import load_runtime
-from kubecore._runtime import MANAGED_LABEL, POD_NAMESPACE_LABEL
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import MANAGED_LABEL, POD_NAMESPACE_LABEL
+from kubecore._plugins.registry import load_runtime
+from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerRuntime
 
 PAUSE_IMAGE = os.environ.get("KUBECORE_TEST_PAUSE_IMAGE") or "kubecore-test/pause:3.9"

@@ -25,10 +25,10 @@ import attrs
 
 from benchmarks._common import TEST_IMAGE, make_pods
 from benchmarks._timing import WatchedRuntime
-from kubecore._clock import Clock, ManualClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Pod
-from kubecore._runtime import EventRecorder, RuntimeState
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import EventRecorder, RuntimeState
+from kubecore._model.v1 import Pod
+from kubecore._util.clock import Clock, ManualClock
 from kubecore_fake import FakeRuntime
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.9"

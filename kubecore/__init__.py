@@ -49,8 +49,10 @@ if _typing.TYPE_CHECKING:
     from kubecore import sources as sources
     from kubecore import translate as translate
     from kubecore import volumes as volumes
-    from kubecore._clock import Clock, ManualClock, SystemClock, TimerHandle
-    from kubecore._errors import (
+    from kubecore._agent.kubelet import Kubelet, KubeletConfig, SyncReport
+    from kubecore._config.sources import FileSource, HTTPSource, PodSource, StaticSource
+    from kubecore._config.updates import Operation, PodUpdate
+    from kubecore._contract.errors import (
         Conflict,
         ContainerNotFound,
         ContainerRuntimeError,
@@ -78,46 +80,7 @@ if _typing.TYPE_CHECKING:
         UnknownRuntime,
         ValidationError,
     )
-    from kubecore._kubelet import Kubelet, KubeletConfig, SyncReport
-    from kubecore._manifest import load_pods_from_file, load_pods_from_string
-    from kubecore._model import (
-        Container,
-        ContainerPort,
-        ContainerState,
-        ContainerStateRunning,
-        ContainerStateTerminated,
-        ContainerStateWaiting,
-        ContainerStatus,
-        EmptyDirVolumeSource,
-        EnvVar,
-        ExecAction,
-        HostPathVolumeSource,
-        HTTPGetAction,
-        HTTPHeader,
-        Lifecycle,
-        LifecycleHandler,
-        LocalObjectReference,
-        ObjectMeta,
-        Pod,
-        PodCondition,
-        PodSpec,
-        PodStatus,
-        Probe,
-        ResourceRequirements,
-        SecurityContext,
-        TCPSocketAction,
-        Volume,
-        VolumeMount,
-    )
-    from kubecore._plugins import (
-        RuntimeBundle,
-        RuntimeInfo,
-        RuntimeRegistry,
-        hookimpl,
-        load_runtime,
-        runtimes,
-    )
-    from kubecore._runtime import (
+    from kubecore._contract.runtime import (
         ContainerConfig,
         ContainerRuntime,
         ContainerStats,
@@ -151,9 +114,46 @@ if _typing.TYPE_CHECKING:
         SandboxState,
         Subscription,
     )
-    from kubecore._sources import FileSource, HTTPSource, PodSource, StaticSource
-    from kubecore._status import pod_settled, pod_verdict
-    from kubecore._updates import Operation, PodUpdate
+    from kubecore._manifest import load_pods_from_file, load_pods_from_string
+    from kubecore._model.v1 import (
+        Container,
+        ContainerPort,
+        ContainerState,
+        ContainerStateRunning,
+        ContainerStateTerminated,
+        ContainerStateWaiting,
+        ContainerStatus,
+        EmptyDirVolumeSource,
+        EnvVar,
+        ExecAction,
+        HostPathVolumeSource,
+        HTTPGetAction,
+        HTTPHeader,
+        Lifecycle,
+        LifecycleHandler,
+        LocalObjectReference,
+        ObjectMeta,
+        Pod,
+        PodCondition,
+        PodSpec,
+        PodStatus,
+        Probe,
+        ResourceRequirements,
+        SecurityContext,
+        TCPSocketAction,
+        Volume,
+        VolumeMount,
+    )
+    from kubecore._plugins.registry import (
+        RuntimeBundle,
+        RuntimeInfo,
+        RuntimeRegistry,
+        hookimpl,
+        load_runtime,
+        runtimes,
+    )
+    from kubecore._status.compute import pod_settled, pod_verdict
+    from kubecore._util.clock import Clock, ManualClock, SystemClock, TimerHandle
 
 from kubecore._version import __version__ as __version__
 
@@ -290,13 +290,13 @@ _NAMESPACES = frozenset(
 )
 
 _DEFINED_IN: dict[str, tuple[str, ...]] = {
-    "kubecore._clock": (
+    "kubecore._util.clock": (
         "Clock",
         "ManualClock",
         "SystemClock",
         "TimerHandle",
     ),
-    "kubecore._errors": (
+    "kubecore._contract.errors": (
         "Conflict",
         "ContainerNotFound",
         "ContainerRuntimeError",
@@ -324,7 +324,7 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "UnknownRuntime",
         "ValidationError",
     ),
-    "kubecore._kubelet": (
+    "kubecore._agent.kubelet": (
         "Kubelet",
         "KubeletConfig",
         "SyncReport",
@@ -333,7 +333,7 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "load_pods_from_file",
         "load_pods_from_string",
     ),
-    "kubecore._model": (
+    "kubecore._model.v1": (
         "Container",
         "ContainerPort",
         "ContainerState",
@@ -362,7 +362,7 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "Volume",
         "VolumeMount",
     ),
-    "kubecore._plugins": (
+    "kubecore._plugins.registry": (
         "RuntimeBundle",
         "RuntimeInfo",
         "RuntimeRegistry",
@@ -370,7 +370,7 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "load_runtime",
         "runtimes",
     ),
-    "kubecore._runtime": (
+    "kubecore._contract.runtime": (
         "ContainerConfig",
         "ContainerRuntime",
         "ContainerStats",
@@ -404,17 +404,17 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "SandboxState",
         "Subscription",
     ),
-    "kubecore._sources": (
+    "kubecore._config.sources": (
         "FileSource",
         "HTTPSource",
         "PodSource",
         "StaticSource",
     ),
-    "kubecore._status": (
+    "kubecore._status.compute": (
         "pod_settled",
         "pod_verdict",
     ),
-    "kubecore._updates": (
+    "kubecore._config.updates": (
         "Operation",
         "PodUpdate",
     ),
@@ -430,7 +430,7 @@ def __getattr__(name: str) -> _typing.Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from kubecore._exports import publish  # loads inspect: only once a name is used
+    from kubecore._util.exports import publish  # loads inspect: only once a name is used
 
     value = getattr(_importlib.import_module(module), name)
     publish((name,), {name: value}, __name__)

@@ -1,7 +1,7 @@
 """Registry credentials: keyrings read from Docker config files and pull secrets, and a puller
 that looks them up for every pull."""
 
-from kubecore._credentials import (
+from kubecore._kuberuntime.credentials import (
     ChainKeyring,
     DockerKeyring,
     Keyring,
@@ -10,7 +10,7 @@ from kubecore._credentials import (
     pod_registry_auth,
     secret_keyring,
 )
-from kubecore._exports import publish as _publish
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "ChainKeyring",

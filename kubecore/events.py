@@ -1,9 +1,14 @@
 """Kubernetes events the agent records, their reasons (``EventReason.PULLED_IMAGE`` is
 ``Pulled``, ...) and the recorders that keep, log or fan them out."""
 
-from kubecore._events import EventReason, FanoutRecorder, LoggingRecorder, MemoryRecorder
-from kubecore._exports import publish as _publish
-from kubecore._runtime import Event, EventRecorder, EventType, ObjectReference
+from kubecore._contract.runtime import Event, EventRecorder, EventType, ObjectReference
+from kubecore._observability.events import (
+    EventReason,
+    FanoutRecorder,
+    LoggingRecorder,
+    MemoryRecorder,
+)
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "Event",

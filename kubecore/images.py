@@ -6,8 +6,7 @@ gives the short form Docker lists (``busybox:latest``). A runtime that stores im
 conformance suite checks.
 """
 
-from kubecore._exports import publish as _publish
-from kubecore._imageref import (
+from kubecore._model.imageref import (
     DEFAULT_TAG,
     DOCKER_HUB,
     ImageRef,
@@ -15,6 +14,7 @@ from kubecore._imageref import (
     registry_host,
     same_image,
 )
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "DEFAULT_TAG",

@@ -7,8 +7,8 @@ every ``SandboxConfig`` / ``ContainerConfig`` (``sandbox_labels``, ``container_l
 ``*_annotations``); an adapter stores them and adds only its engine's own names.
 """
 
-from kubecore._exports import publish as _publish
-from kubecore._labels import (
+from kubecore._config.updates import SOURCE_ANNOTATION
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
     HASH_ANNOTATION,
@@ -38,7 +38,7 @@ from kubecore._labels import (
     sandbox_annotations,
     sandbox_labels,
 )
-from kubecore._updates import SOURCE_ANNOTATION
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "CONTAINER_NAME_LABEL",

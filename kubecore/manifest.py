@@ -1,6 +1,5 @@
 """Pod manifests (YAML or JSON, v1 ``Pod`` or ``List``): load, validate, dump."""
 
-from kubecore._exports import publish as _publish
 from kubecore._manifest import (
     assign_uid,
     dump_pod_json,
@@ -17,7 +16,8 @@ from kubecore._manifest import (
     stamp_source,
     validate_pod,
 )
-from kubecore._model import default_pull_policy
+from kubecore._model.v1 import default_pull_policy
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "assign_uid",

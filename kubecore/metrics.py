@@ -1,7 +1,7 @@
 """The agent's Prometheus metrics."""
 
-from kubecore._exports import publish as _publish
-from kubecore._metrics import Metrics
+from kubecore._observability.metrics import Metrics
+from kubecore._util.exports import publish as _publish
 
 __all__ = ["Metrics"]
 

@@ -2,7 +2,8 @@
 pods, the store the agent reads them from, and the pure function that resolves ``env``,
 ``envFrom`` and ``$(VAR)`` at a container's start."""
 
-from kubecore._env import (
+from kubecore._config.objects import ObjectStore, object_key
+from kubecore._kuberuntime.env import (
     NodeInfo,
     ObjectReader,
     ResolvedContainer,
@@ -10,8 +11,7 @@ from kubecore._env import (
     expand,
     host_capacity,
 )
-from kubecore._exports import publish as _publish
-from kubecore._model import (
+from kubecore._model.v1 import (
     ConfigMap,
     ConfigMapEnvSource,
     ConfigMapKeySelector,
@@ -24,7 +24,7 @@ from kubecore._model import (
     SecretEnvSource,
     SecretKeySelector,
 )
-from kubecore._objects import ObjectStore, object_key
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "ConfigMap",

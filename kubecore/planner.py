@@ -1,7 +1,7 @@
 """The pure planner: what one sync does to a pod (``compute_pod_actions``), the status it reports
 (``compute_pod_status``) and the crash and image-pull back-off they follow."""
 
-from kubecore._actions import (
+from kubecore._planner.actions import (
     BackoffEntry,
     ContainerToKill,
     KillReason,
@@ -11,10 +11,10 @@ from kubecore._actions import (
     ProbeState,
     Waiting,
 )
-from kubecore._backoff import in_backoff, next_backoff
-from kubecore._exports import publish as _publish
-from kubecore._planner import compute_pod_actions
-from kubecore._status import compute_pod_status
+from kubecore._planner.backoff import in_backoff, next_backoff
+from kubecore._planner.plan import compute_pod_actions
+from kubecore._status.compute import compute_pod_status
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "BackoffEntry",

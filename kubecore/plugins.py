@@ -1,15 +1,15 @@
 """The plugin machinery behind ``load_runtime``: the pluggy manager, the hook specification and
 the plugins that failed to load."""
 
-from kubecore._clock import missing_clock_members
-from kubecore._exports import publish as _publish
-from kubecore._plugins import (
+from kubecore._plugins.registry import (
     BrokenPlugin,
     KubecorePluginManager,
     broken_plugins,
     hookspec,
     plugin_manager,
 )
+from kubecore._util.clock import missing_clock_members
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "BrokenPlugin",

@@ -1,8 +1,20 @@
 """Security context: the pod's and the containers' ``securityContext`` (model), what a runtime
 receives (``LinuxContainerSecurityContext``, in the CRI's shape) and the node's rules for them."""
 
-from kubecore._exports import publish as _publish
-from kubecore._model import (
+from kubecore._contract.runtime import (
+    Capability,
+    LinuxContainerSecurityContext,
+    ProfileType,
+    SecurityProfile,
+    SELinuxOption,
+)
+from kubecore._kuberuntime.security import (
+    HostSecurity,
+    detect_host_security,
+    effective_security_context,
+    parse_image_user,
+)
+from kubecore._model.v1 import (
     AppArmorProfile,
     Capabilities,
     PodSecurityContext,
@@ -11,19 +23,7 @@ from kubecore._model import (
     Sysctl,
     WindowsSecurityContextOptions,
 )
-from kubecore._runtime import (
-    Capability,
-    LinuxContainerSecurityContext,
-    ProfileType,
-    SecurityProfile,
-    SELinuxOption,
-)
-from kubecore._security import (
-    HostSecurity,
-    detect_host_security,
-    effective_security_context,
-    parse_image_user,
-)
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "AppArmorProfile",

@@ -1,7 +1,7 @@
 """The agent's HTTP API: ``/healthz``, ``/pods``, container logs, ``/metrics``, stats."""
 
-from kubecore._exports import publish as _publish
-from kubecore._server import KubeletServer, ServerConfig, serve
+from kubecore._http.server import KubeletServer, ServerConfig, serve
+from kubecore._util.exports import publish as _publish
 
 __all__ = ["KubeletServer", "ServerConfig", "serve"]
 

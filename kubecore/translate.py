@@ -3,9 +3,13 @@ namespace modes (CRI's ``NamespaceOption``) a runtime applies, the pod's managed
 hash that tells a changed container spec, and the resources a runtime that resizes containers in
 place (``ResourceUpdater``) is given."""
 
-from kubecore._exports import publish as _publish
-from kubecore._runtime import ContainerResources, NamespaceMode, NamespaceOption, ResourceUpdater
-from kubecore._translate import (
+from kubecore._contract.runtime import (
+    ContainerResources,
+    NamespaceMode,
+    NamespaceOption,
+    ResourceUpdater,
+)
+from kubecore._kuberuntime.translate import (
     ResolvConf,
     container_config,
     container_hash,
@@ -15,6 +19,7 @@ from kubecore._translate import (
     parse_resolv_conf,
     sandbox_config,
 )
+from kubecore._util.exports import publish as _publish
 
 __all__ = [
     "ContainerResources",

@@ -1,10 +1,9 @@
 """Volumes: the model of every volume source, the object lookup configMap and secret volumes read,
 the atomic writer, and the runtime's mount propagation."""
 
-from kubecore._atomic_writer import FileProjection, write_atomically
-from kubecore._errors import MountFailed
-from kubecore._exports import publish as _publish
-from kubecore._model import (
+from kubecore._contract.errors import MountFailed
+from kubecore._contract.runtime import MountPropagation
+from kubecore._model.v1 import (
     ConfigMapProjection,
     ConfigMapVolumeSource,
     DownwardAPIProjection,
@@ -19,9 +18,10 @@ from kubecore._model import (
     ServiceAccountTokenProjection,
     VolumeProjection,
 )
-from kubecore._runtime import MountPropagation
-from kubecore._volume_sources import DictObjects, ObjectLookup
-from kubecore._volumes import EMPTY_DIR_PLUGIN, PodVolume
+from kubecore._util.exports import publish as _publish
+from kubecore._volumes.atomic_writer import FileProjection, write_atomically
+from kubecore._volumes.pod_dirs import EMPTY_DIR_PLUGIN, PodVolume
+from kubecore._volumes.sources import DictObjects, ObjectLookup
 
 __all__ = [  # noqa: RUF022 (plainly sorted, as every namespace's)
     "ConfigMapProjection",

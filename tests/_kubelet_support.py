@@ -8,10 +8,8 @@ from typing import Any
 
 import attrs
 
-from kubecore._clock import ManualClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._runtime import (
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import (
     POD_NAME_LABEL,
     ContainerConfig,
     ExecResult,
@@ -22,6 +20,8 @@ from kubecore._runtime import (
     RuntimeVersion,
     SandboxConfig,
 )
+from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 

@@ -1,5 +1,5 @@
 """What is written over the node's Kubernetes API survives a restart of the agent: the API's store
-under ``<root-dir>/api`` (``kubecore._api_store``), read back by ``attach_api`` before the first
+under ``<root-dir>/api`` (``kubecore._api.store``), read back by ``attach_api`` before the first
 pass. On the fake runtime, in virtual time; the API is driven over HTTP as kubectl drives it."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import attrs
 import pytest
 import requests
 
-from kubecore._api_store import STALE_TEMP_SECONDS, ApiStore, replace_file
-from kubecore._apiserver import ApiServerConfig, KubeApi, attach_api
+from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
+from kubecore._api.store import STALE_TEMP_SECONDS, ApiStore, replace_file
+from kubecore._config.sources import StaticSource
+from kubecore._contract.runtime import POD_NAME_LABEL, POD_UID_LABEL
+from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
-from kubecore._model import ConfigMap, ObjectMeta, Secret
-from kubecore._runtime import POD_NAME_LABEL, POD_UID_LABEL
-from kubecore._server import KubeletServer, ServerConfig
-from kubecore._sources import StaticSource
+from kubecore._model.v1 import ConfigMap, ObjectMeta, Secret
 from tests._kubelet_support import Node, make_node
 
 TOKEN = "store-test-token"
@@ -410,8 +410,8 @@ def test_a_temporary_file_left_by_a_crash_is_not_read_and_removed_once_old(
 WRITER = textwrap.dedent(
     """
     import sys
-    from kubecore._api_store import ApiStore
-    from kubecore._model import ConfigMap, ObjectMeta
+    from kubecore._api.store import ApiStore
+    from kubecore._model.v1 import ConfigMap, ObjectMeta
 
     store = ApiStore(sys.argv[1])
     print("ready", flush=True)
@@ -495,7 +495,7 @@ def test_a_watch_from_before_a_restart_is_told_to_list_again(agent: Agent) -> No
 def test_an_agent_not_serving_the_api_keeps_its_pods(agent: Agent, damaged: bool) -> None:
     """``--port 0`` or ``--once`` after a run that served the API: the stored pods are the API
     source's state, read-only; nothing is killed, a damaged file included."""
-    from kubecore._api_store import keep_stored_pods
+    from kubecore._api.store import keep_stored_pods
 
     node = agent.node
     populate(agent)

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kubecore._apiserver import ApiServerConfig, attach_api
-from kubecore._kubelet import Kubelet, KubeletConfig
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._api.server import ApiServerConfig, attach_api
+from kubecore._config.sources import StaticSource
+from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
-from kubecore._plugins import RuntimeBundle, load_runtime
-from kubecore._server import KubeletServer, ServerConfig
-from kubecore._sources import StaticSource
+from kubecore._plugins.registry import RuntimeBundle, load_runtime
 from tests.test_kubectl_support import (
     STATIC_POD,
     TOKEN,

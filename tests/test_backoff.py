@@ -6,7 +6,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore._backoff import BACKOFF_RESET, backoff_resets, format_delay, in_backoff, next_backoff
+from kubecore._planner.backoff import (
+    BACKOFF_RESET,
+    backoff_resets,
+    format_delay,
+    in_backoff,
+    next_backoff,
+)
 from kubecore.planner import BackoffEntry
 
 

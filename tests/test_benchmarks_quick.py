@@ -13,7 +13,7 @@ from benchmarks._docker import RequestCounter
 from benchmarks._fake import release
 from benchmarks._timing import WatchedRuntime
 from benchmarks.sync_cost import measure
-from kubecore._clock import ManualClock
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime
 
 

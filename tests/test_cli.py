@@ -20,7 +20,7 @@ from kubecore._cli import (
     parse_options,
     resolve_settings,
 )
-from kubecore._model import (
+from kubecore._model.v1 import (
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -32,7 +32,7 @@ from kubecore._model import (
     PodSpec,
     PodStatus,
 )
-from kubecore._status import pod_status_text, pod_verdict
+from kubecore._status.compute import pod_status_text, pod_verdict
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "pods"
@@ -141,7 +141,7 @@ def test_runtimes_lists_docker_and_fake() -> None:
 
 
 def test_runtimes_shows_a_broken_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kubecore._plugins as plugins
+    import kubecore._plugins.registry as plugins
 
     class Boom:
         @plugins.hookimpl
@@ -403,8 +403,8 @@ class _Puller:
         self.fail = fail
 
     def pull(self, image: str, auth: Any = None, progress: Any = None) -> str:
-        from kubecore._errors import ImagePullError
-        from kubecore._runtime import PullProgress
+        from kubecore._contract.errors import ImagePullError
+        from kubecore._contract.runtime import PullProgress
 
         assert progress is not None
         progress(PullProgress(image, "Downloading", 50, 200, layer="l1"))
@@ -428,7 +428,7 @@ class _Puller:
 
 def test_tracking_puller_reports_progress_and_outcome() -> None:
     from kubecore._cli import PullTracker, TrackingPuller, progress_bar
-    from kubecore._errors import ImagePullError
+    from kubecore._contract.errors import ImagePullError
 
     tracker = PullTracker()
     seen: list[Any] = []
@@ -477,8 +477,8 @@ def test_plain_display_logs_one_line_per_change(caplog: pytest.LogCaptureFixture
 
 def test_live_display_draws_the_table_pulls_and_problems() -> None:
     from kubecore._cli import Display, PullTracker
-    from kubecore._errors import FieldError
-    from kubecore._sources import SourceProblem
+    from kubecore._config.sources import SourceProblem
+    from kubecore._contract.errors import FieldError
 
     tracker = PullTracker()
     tracker.begin("nginx:1.25")

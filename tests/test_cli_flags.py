@@ -15,7 +15,7 @@ import kubecore
 from kubecore._cli import RUN_SETTINGS, build_parser, main, resolve_settings
 from kubecore._cli.commands import kubelet_config
 from kubecore._cli.settings import CONFIG_FIELD_HELP, Setting, config_settings, field_kind
-from kubecore._clock import Clock, ManualClock
+from kubecore._util.clock import Clock, ManualClock
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -220,7 +220,7 @@ def test_an_unknown_command_suggests_one() -> None:
 
 
 def _with_plugins(monkeypatch: pytest.MonkeyPatch, *plugins: object) -> None:
-    import kubecore._plugins as plugin_module
+    import kubecore._plugins.registry as plugin_module
 
     real = plugin_module.plugin_manager
     monkeypatch.setattr(

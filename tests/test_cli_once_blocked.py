@@ -16,15 +16,15 @@ import pytest
 
 from kubecore._cli import commands
 from kubecore._cli.blocked import SANDBOX_FAILED, PermanentErrors, blocked_reason
-from kubecore._errors import (
+from kubecore._contract.errors import (
     ContainerRuntimeError,
     InvalidConfig,
     RuntimeTimeout,
     RuntimeUnavailable,
 )
-from kubecore._events import pod_reference
-from kubecore._plugins import RuntimeBundle
-from kubecore._runtime import Event, EventType
+from kubecore._contract.runtime import Event, EventType
+from kubecore._observability.events import pod_reference
+from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime
 from tests.test_cli import run_args, run_cli
 

@@ -55,7 +55,7 @@ def test_a_path_that_may_be_missing_runs_with_no_pods(
 
 HOLD = """
 import sys
-from kubecore._volumes import VolumeManager
+from kubecore._volumes.pod_dirs import VolumeManager
 VolumeManager(sys.argv[1], "first").acquire()
 print("locked", flush=True)
 sys.stdin.readline()

@@ -26,8 +26,8 @@ from kubecore import (
     SystemClock,
     load_runtime,
 )
-from kubecore._clock import Clock, TimerHandle, missing_clock_members
-from kubecore._runtime import MANAGED_LABEL, POD_UID_LABEL
+from kubecore._contract.runtime import MANAGED_LABEL, POD_UID_LABEL
+from kubecore._util.clock import Clock, TimerHandle, missing_clock_members
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import ctr, make_pod
 

@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._clock import ManualClock
-from kubecore._credentials import (
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.errors import RegistryConfigError
+from kubecore._contract.runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
+from kubecore._kuberuntime.credentials import (
     ChainKeyring,
     DockerKeyring,
     KeyringPuller,
@@ -21,11 +23,9 @@ from kubecore._credentials import (
     pod_registry_auth,
     registry_host,
 )
-from kubecore._errors import RegistryConfigError
-from kubecore._imageref import DOCKER_HUB
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Container, LocalObjectReference, ObjectMeta, Pod, PodSpec
-from kubecore._runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
+from kubecore._model.imageref import DOCKER_HUB
+from kubecore._model.v1 import Container, LocalObjectReference, ObjectMeta, Pod, PodSpec
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 

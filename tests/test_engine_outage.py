@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._clock import ManualClock, SystemClock
-from kubecore._errors import RuntimeUnavailable
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._outage import Outage, OutageEnd, logs_failure
-from kubecore._runtime import RuntimeEvent, RuntimeState
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._agent.outage import Outage, OutageEnd, logs_failure
+from kubecore._contract.errors import RuntimeUnavailable
+from kubecore._contract.runtime import RuntimeEvent, RuntimeState
+from kubecore._util.clock import ManualClock, SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import ctr, make_pod
 

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore._env import NodeInfo, container_environment
-from kubecore._envfile import EnvFileError, parse_env_file
-from kubecore._errors import CreateContainerConfigError, ValidationError
-from kubecore._model import Pod
-from kubecore._objects import ObjectStore
-from kubecore._volumes import MAX_ENV_FILE_BYTES, read_volume_file
+from kubecore._config.objects import ObjectStore
+from kubecore._contract.errors import CreateContainerConfigError, ValidationError
+from kubecore._kuberuntime.env import NodeInfo, container_environment
+from kubecore._kuberuntime.envfile import EnvFileError, parse_env_file
+from kubecore._model.v1 import Pod
+from kubecore._volumes.pod_dirs import MAX_ENV_FILE_BYTES, read_volume_file
 from kubecore.manifest import load_pods_from_string
 from kubecore.testing import FakeNode
 

@@ -15,14 +15,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import RegistryAuth
-from kubecore._credentials import PullSecrets, secret_keyring
-from kubecore._env import NodeInfo, container_environment, expand
-from kubecore._errors import ValidationError
+from kubecore._config.objects import ObjectStore
+from kubecore._config.sources import FetchResult, FileSource, HTTPSource, StaticSource
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._contract.errors import ValidationError
+from kubecore._kuberuntime.credentials import PullSecrets, secret_keyring
+from kubecore._kuberuntime.env import NodeInfo, container_environment, expand
 from kubecore._manifest import load_manifest_lenient, object_to_dict, pod_to_dict
-from kubecore._model import ConfigMap, ObjectMeta, Secret
-from kubecore._objects import ObjectStore
-from kubecore._sources import FetchResult, FileSource, HTTPSource, StaticSource
-from kubecore._updates import Operation, PodUpdate
+from kubecore._model.v1 import ConfigMap, ObjectMeta, Secret
 from kubecore.testing import FakeNode
 
 SECRET_VALUE = "hunter2-do-not-print"
@@ -674,7 +674,7 @@ def test_a_file_turned_bad_keeps_its_last_good_objects(
     )
 )
 def test_plain_values_pass_through_unchanged(values: dict[str, str]) -> None:
-    from kubecore._model import Container, EnvVar, Pod, PodSpec
+    from kubecore._model.v1 import Container, EnvVar, Pod, PodSpec
 
     container = Container(
         name="c", image="busybox", env=tuple(EnvVar(k, v) for k, v in values.items())

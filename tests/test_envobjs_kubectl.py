@@ -188,8 +188,8 @@ def test_server_side_apply_describe_and_label(node: Node, certs: Certs) -> None:
 
 
 def test_protobuf_bodies_read_into_the_json_shape() -> None:
-    from kubecore._apiobjects import object_from_protobuf
-    from kubecore._apiserver import _message, _text, _varint
+    from kubecore._api.objects import object_from_protobuf
+    from kubecore._api.server import _message, _text, _varint
 
     def entry(number: int, key: str, value: bytes) -> bytes:
         return _message(number, _text(1, key) + _message(2, value))

@@ -58,7 +58,7 @@ def test_a_pod_bound_with_apply_runs_on_docker_and_its_status_comes_back(
     prefix: str,
     tmp_path: Path,
 ) -> None:
-    from kubecore._etcd_cli import apply, attach
+    from kubecore._cli.etcd import apply, attach
 
     connection = DockerConnection(
         DockerOptions(

@@ -5,10 +5,16 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from kubecore._actions import ContainerToKill, ContainerToStart, KillReason, ObservedPod, PodActions
-from kubecore._executor import Executor, PodRecord, _kill_message
-from kubecore._model import ExecAction, Probe
-from kubecore._runtime import CONTAINER_NAME_LABEL
+from kubecore._contract.runtime import CONTAINER_NAME_LABEL
+from kubecore._kuberuntime.execute import Executor, PodRecord, _kill_message
+from kubecore._model.v1 import ExecAction, Probe
+from kubecore._planner.actions import (
+    ContainerToKill,
+    ContainerToStart,
+    KillReason,
+    ObservedPod,
+    PodActions,
+)
 from tests._kubelet_support import ctr, make_node, make_pod
 
 

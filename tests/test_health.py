@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubecore._errors import ContainerNotFound, RuntimeTimeout
-from kubecore._health import DefaultHealthChecker, resolve_port
-from kubecore._model import ExecAction, HTTPGetAction, HTTPHeader, Probe, TCPSocketAction
-from kubecore._runtime import ExecResult, ProbeOutcome, ProbeTarget
+from kubecore._contract.errors import ContainerNotFound, RuntimeTimeout
+from kubecore._contract.runtime import ExecResult, ProbeOutcome, ProbeTarget
+from kubecore._model.v1 import ExecAction, HTTPGetAction, HTTPHeader, Probe, TCPSocketAction
+from kubecore._prober.health import DefaultHealthChecker, resolve_port
 
 
 class ExecStub:

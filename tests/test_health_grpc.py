@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from kubecore._admission import GRPC_PROBES_UNAVAILABLE, Admission, grpc_rejection
-from kubecore._health import DefaultHealthChecker
+from kubecore._agent.admission.security import GRPC_PROBES_UNAVAILABLE, Admission, grpc_rejection
+from kubecore._contract.runtime import ProbeOutcome, ProbeTarget
 from kubecore._manifest import load_pods_from_dict
-from kubecore._model import Container, GRPCAction, ObjectMeta, Pod, PodSpec, Probe
-from kubecore._runtime import ProbeOutcome, ProbeTarget
+from kubecore._model.v1 import Container, GRPCAction, ObjectMeta, Pod, PodSpec, Probe
+from kubecore._prober.health import DefaultHealthChecker
 
 grpc = pytest.importorskip("grpc")
 health = pytest.importorskip("grpc_health.v1.health")
@@ -132,8 +132,8 @@ def test_refused_at_admission_without_the_grpc_client(monkeypatch: pytest.Monkey
 
 
 def test_a_grpc_probe_drives_readiness_on_the_agent(tmp_path: Path, server: Any) -> None:
-    from kubecore._clock import ManualClock
-    from kubecore._kubelet import Kubelet, KubeletConfig
+    from kubecore._agent.kubelet import Kubelet, KubeletConfig
+    from kubecore._util.clock import ManualClock
     from kubecore_fake import FakeRuntime
 
     servicer, port = server

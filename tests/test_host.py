@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kubecore._host import directory_usage, memory_total_bytes, parse_key_values
+from kubecore._util.host import directory_usage, memory_total_bytes, parse_key_values
 
 MEMINFO = "MemTotal:        8048124 kB\nMemFree:         1000000 kB\nHugePages_Total:       0\n"
 
@@ -23,7 +23,7 @@ def test_no_meminfo_reads_as_no_memory(tmp_path: Path) -> None:
 
 
 def test_the_node_capacity_and_the_etcd_node_document_read_the_same_memory() -> None:
-    from kubecore._env import host_capacity
+    from kubecore._kuberuntime.env import host_capacity
 
     memory = memory_total_bytes()
     capacity = host_capacity("/")
@@ -49,6 +49,7 @@ def test_directory_usage_counts_each_inode_once_and_follows_no_link(tmp_path: Pa
 
 
 def test_the_emptydir_limit_and_the_stats_summary_share_the_reading() -> None:
-    from kubecore import _stats, _volumes
+    from kubecore._observability import stats as _stats
+    from kubecore._volumes import pod_dirs as _volumes
 
     assert _stats.directory_usage is _volumes.directory_usage is directory_usage

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecore._gc import ContainerGCPolicy, plan_container_gc
-from kubecore._housekeeping import ORPHAN_RESCAN, Housekeeping
-from kubecore._runtime import RuntimeSnapshot
+from kubecore._contract.runtime import RuntimeSnapshot
+from kubecore._housekeeping.gc import ContainerGCPolicy, plan_container_gc
+from kubecore._housekeeping.timers import ORPHAN_RESCAN, Housekeeping
 
 
 class Volumes:

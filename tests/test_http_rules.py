@@ -1,4 +1,5 @@
-"""The rules the agent's HTTP endpoints share (``kubecore._http``): one bearer-token check, one v1
+"""The rules the agent's HTTP endpoints share (``kubecore._http.rules``): one bearer-token check,
+one v1
 ``Status`` body with one mapping from kubecore's errors, one reading of query-string parameters.
 Each is checked on every endpoint that applies it: the kubelet API and the Kubernetes API."""
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from kubecore._errors import (
+from kubecore._contract.errors import (
     BadParameter,
     ContainerRuntimeError,
     FieldError,
@@ -23,7 +24,7 @@ from kubecore._errors import (
     RuntimeTimeout,
     ValidationError,
 )
-from kubecore._http import (
+from kubecore._http.rules import (
     Credentials,
     check_bearer,
     error_for,
@@ -32,8 +33,8 @@ from kubecore._http import (
     reason_for,
     status_object,
 )
-from kubecore._server import KubeletServer, ServerConfig
-from kubecore._serving import status_response
+from kubecore._http.server import KubeletServer, ServerConfig
+from kubecore._http.serving import status_response
 from tests.test_kubectl_support import TOKEN, Node, running_node
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}

@@ -1,4 +1,5 @@
-"""The one image-reference parser (``kubecore._imageref``), against Docker's reading of names."""
+"""The one image-reference parser (``kubecore._model.imageref``), against Docker's reading of
+names."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore._imageref import DOCKER_HUB, ImageRef, parse_image_ref, registry_host, same_image
+from kubecore._model.imageref import (
+    DOCKER_HUB,
+    ImageRef,
+    parse_image_ref,
+    registry_host,
+    same_image,
+)
 from kubecore_docker._convert import normalize_reference
 from kubecore_fake import FakeRuntime, normalize_image
 

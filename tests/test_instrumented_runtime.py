@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._clock import ManualClock
-from kubecore._metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
-from kubecore._runtime import (
+from kubecore._contract.runtime import (
     OPTIONAL_CAPABILITIES,
     ContainerResources,
     ContainerRuntime,
@@ -19,6 +17,8 @@ from kubecore._runtime import (
     NodeLease,
     ResourceUpdater,
 )
+from kubecore._observability.metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import NullRuntime, make_node
 

@@ -16,8 +16,8 @@ import pytest
 import requests
 import yaml
 
-from kubecore._apiserver import ApiServerConfig, attach_api
-from kubecore._server import KubeletServer, ServerConfig
+from kubecore._api.server import ApiServerConfig, attach_api
+from kubecore._http.server import KubeletServer, ServerConfig
 from tests.test_kubectl_support import (
     STATIC_POD,
     TOKEN,

@@ -14,7 +14,7 @@ import pytest
 import requests
 import yaml
 
-from kubecore._apiserver import (
+from kubecore._api.server import (
     ApiError,
     Gone,
     PodLog,
@@ -24,8 +24,8 @@ from kubecore._apiserver import (
     strategic_merge_patch,
     wants_table,
 )
-from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._server import KubeletServer, ServerConfig
+from kubecore._http.server import KubeletServer, ServerConfig
+from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from tests.test_kubectl_support import (
     TOKEN,
     WEB_POD,

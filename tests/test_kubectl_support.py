@@ -20,12 +20,12 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._apiserver import ApiServerConfig, KubeApi, attach_api
-from kubecore._kubelet import Kubelet, KubeletConfig
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
+from kubecore._config.sources import StaticSource
+from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
-from kubecore._plugins import load_runtime
-from kubecore._server import KubeletServer, ServerConfig
-from kubecore._sources import StaticSource
+from kubecore._plugins.registry import load_runtime
 
 KUBECTL = os.environ.get("KUBECORE_TEST_KUBECTL") or shutil.which("kubectl")
 """The kubectl under test: ``$KUBECORE_TEST_KUBECTL``, else the one on the PATH."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubecore._admission import Admission, host_ports
-from kubecore._model import ContainerPort
+from kubecore._agent.admission.security import Admission, host_ports
+from kubecore._model.v1 import ContainerPort
 from tests._kubelet_support import ctr, make_node, make_pod
 
 
@@ -67,8 +67,8 @@ def test_max_pods(tmp_path: Path) -> None:
 
 
 def test_a_privileged_container_is_refused_by_its_rule_unless_allowed() -> None:
-    from kubecore._admission import PRIVILEGED_NOT_ALLOWED
-    from kubecore._model import SecurityContext
+    from kubecore._agent.admission.security import PRIVILEGED_NOT_ALLOWED
+    from kubecore._model.v1 import SecurityContext
 
     root = make_pod(
         "root",

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._errors import ContainerNotFound, NotFound
-from kubecore._events import FanoutRecorder, MemoryRecorder
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._plugins import RuntimeBundle
-from kubecore._runtime import Event, EventType, ObjectReference, RuntimeState
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.errors import ContainerNotFound, NotFound
+from kubecore._contract.runtime import Event, EventType, ObjectReference, RuntimeState
+from kubecore._observability.events import FanoutRecorder, MemoryRecorder
+from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
@@ -193,7 +193,7 @@ def test_the_loop_restarts_a_crash_looping_container_when_its_back_off_ends(
 ) -> None:
     # Real time, a relist once an hour and short back-offs: only the end of each back-off can
     # bring the restarts (the deaths' own events arrive while the back-off still holds).
-    from kubecore._clock import SystemClock
+    from kubecore._util.clock import SystemClock
     from kubecore_fake import FakeHealthChecker
 
     clock = SystemClock()
@@ -223,8 +223,8 @@ def test_the_loop_restarts_a_crash_looping_container_when_its_back_off_ends(
 def test_a_death_the_engine_has_not_listed_yet_is_checked_again(tmp_path: Path) -> None:
     # Docker may list a container as running for a moment after its die event: the first pass
     # after the event sees it alive, and only a prompt second look restarts it.
-    from kubecore._clock import SystemClock
-    from kubecore._runtime import RuntimeSnapshot
+    from kubecore._contract.runtime import RuntimeSnapshot
+    from kubecore._util.clock import SystemClock
     from kubecore_fake import FakeHealthChecker
 
     class LaggingRuntime(FakeRuntime):

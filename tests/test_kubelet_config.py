@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from kubecore import InvalidKubeletConfig, KubeletConfig
-from kubecore._config_bounds import FIELD_BOUNDS
+from kubecore._agent.config_bounds import FIELD_BOUNDS
 from tests.test_cli import run_cli
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._actions import ObservedPod, PodHistory
-from kubecore._planner import compute_pod_actions
+from kubecore._planner.actions import ObservedPod, PodHistory
+from kubecore._planner.plan import compute_pod_actions
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 MESSAGE = "Pod was active on the node longer than the specified deadline"

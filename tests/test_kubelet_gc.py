@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubecore._gc import ContainerGCPolicy, plan_container_gc
-from kubecore._observed import restart_count
-from kubecore._runtime import (
+from kubecore._contract.observed import restart_count
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     POD_UID_LABEL,
     RuntimeContainer,
@@ -15,6 +14,7 @@ from kubecore._runtime import (
     RuntimeState,
     SandboxState,
 )
+from kubecore._housekeeping.gc import ContainerGCPolicy, plan_container_gc
 from kubecore_fake import Behaviour
 from tests._kubelet_support import ctr, make_node, make_pod
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kubecore._contract.runtime import ProbeOutcome
 from kubecore._manifest import load_pods_from_dict
-from kubecore._model import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
-from kubecore._runtime import ProbeOutcome
+from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 
@@ -144,7 +144,7 @@ def test_the_stop_signal_stops_the_container(node: Node) -> None:
 
 
 def test_an_unknown_stop_signal_is_refused() -> None:
-    from kubecore._errors import ValidationError
+    from kubecore._contract.errors import ValidationError
 
     data = {
         "apiVersion": "v1",

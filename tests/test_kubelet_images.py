@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from kubecore._clock import ManualClock
-from kubecore._ratelimit import TokenBucket
+from kubecore._util.clock import ManualClock
+from kubecore._util.ratelimit import TokenBucket
 from tests._kubelet_support import ctr, make_node, make_pod
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._model import (
+from kubecore._model.v1 import (
     EmptyDirVolumeSource,
     ExecAction,
     HostPathVolumeSource,

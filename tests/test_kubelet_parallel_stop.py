@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from kubecore._clock import ManualClock, SystemClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Container, Pod
-from kubecore._runtime import POD_NAME_LABEL, RuntimeState
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeState
+from kubecore._model.v1 import Container, Pod
+from kubecore._util.clock import ManualClock, SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import ctr, make_pod, new_kubelet
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore._errors import ContainerRuntimeError, SandboxUnusable
-from kubecore._model import ContainerPort, EnvVar
-from kubecore._runtime import (
+from kubecore._contract.errors import ContainerRuntimeError, SandboxUnusable
+from kubecore._contract.runtime import (
     HASH_ANNOTATION,
     MANAGED_LABEL,
     NODE_LABEL,
@@ -18,6 +17,7 @@ from kubecore._runtime import (
     RuntimeState,
     SandboxState,
 )
+from kubecore._model.v1 import ContainerPort, EnvVar
 from kubecore_fake import Behaviour
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
@@ -304,7 +304,7 @@ def test_one_bad_pod_never_stops_the_others(node: Node) -> None:
 
 
 def test_privileged_is_refused_unless_allowed(tmp_path: Path) -> None:
-    from kubecore._model import SecurityContext
+    from kubecore._model.v1 import SecurityContext
 
     node = make_node(tmp_path)
     privileged = ctr("app", security_context=SecurityContext(privileged=True))
@@ -320,7 +320,7 @@ def test_privileged_is_refused_unless_allowed(tmp_path: Path) -> None:
 
 
 def test_privileged_runs_when_allowed(tmp_path: Path) -> None:
-    from kubecore._model import SecurityContext
+    from kubecore._model.v1 import SecurityContext
 
     node = make_node(tmp_path, allow_privileged=True)
     privileged = ctr("app", security_context=SecurityContext(privileged=True))

@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kubecore._clock import ManualClock
-from kubecore._kubelet import Kubelet
-from kubecore._model import Pod
-from kubecore._runtime import POD_NAME_LABEL
+from kubecore._agent.kubelet import Kubelet
+from kubecore._contract.runtime import POD_NAME_LABEL
+from kubecore._model.v1 import Pod
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import ctr, make_pod, new_kubelet
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._model import ExecAction, HTTPGetAction, Probe, TCPSocketAction
+from kubecore._model.v1 import ExecAction, HTTPGetAction, Probe, TCPSocketAction
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 HTTP = HTTPGetAction(port=8080, path="/healthz")

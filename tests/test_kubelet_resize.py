@@ -8,9 +8,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore._actions import KillReason, ObservedPod, PodHistory
-from kubecore._model import Container, ContainerResizePolicy, Pod, ResourceRequirements
-from kubecore._planner import compute_pod_actions
+from kubecore._model.v1 import Container, ContainerResizePolicy, Pod, ResourceRequirements
+from kubecore._planner.actions import KillReason, ObservedPod, PodHistory
+from kubecore._planner.plan import compute_pod_actions
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 from tests.test_planner import NOW, T0, sandbox
 from tests.test_planner import ctr as observed_ctr
@@ -80,13 +80,13 @@ def test_a_runtime_that_cannot_resize_restarts_instead() -> None:
 
 
 def _record(pod: Pod) -> str:
-    from kubecore._translate import resources_record
+    from kubecore._kuberuntime.translate import resources_record
 
     return resources_record(pod.spec.containers[0])
 
 
 def test_adding_a_resize_policy_keeps_other_hashes() -> None:
-    from kubecore._translate import container_hash
+    from kubecore._kuberuntime.translate import container_hash
 
     plain = Container("app", "busybox:1.35")
     assert container_hash(plain) == container_hash(attrs.evolve(plain, resize_policy=()))
@@ -96,7 +96,7 @@ def test_adding_a_resize_policy_keeps_other_hashes() -> None:
 
 
 def test_resize_policy_loads_and_is_validated() -> None:
-    from kubecore._errors import ValidationError
+    from kubecore._contract.errors import ValidationError
     from kubecore._manifest import load_pods_from_dict
 
     def load(policies: list[dict[str, str]]) -> Pod:

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._clock import SystemClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe
-from kubecore._runtime import (
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import (
     POD_UID_LABEL,
     ProbeOutcome,
     ProbeResult,
@@ -22,6 +20,8 @@ from kubecore._runtime import (
     RuntimeEventType,
     RuntimeState,
 )
+from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe
+from kubecore._util.clock import SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 

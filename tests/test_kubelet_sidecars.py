@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubecore._model import Container, ExecAction, Probe
-from kubecore._runtime import ProbeOutcome, RuntimeState
+from kubecore._contract.runtime import ProbeOutcome, RuntimeState
+from kubecore._model.v1 import Container, ExecAction, Probe
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 
@@ -203,7 +203,7 @@ def test_stdin_stdin_once_and_tty_reach_the_runtime(node: Node) -> None:
 
 
 def test_kubectl_status_shows_running_not_init_for_a_running_sidecar(node: Node) -> None:
-    from kubecore._status import pod_status_text, pod_verdict
+    from kubecore._status.compute import pod_status_text, pod_verdict
 
     pod = make_pod("web", ctr("app"), init_containers=(sidecar("log"), job("setup")))
     node.kubelet.set_pods([pod])

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from kubecore._clock import ManualClock
-from kubecore._errors import ContainerRuntimeError, RuntimeUnavailable
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Pod
-from kubecore._runtime import POD_NAME_LABEL, POD_UID_LABEL, RuntimeState
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.errors import ContainerRuntimeError, RuntimeUnavailable
+from kubecore._contract.runtime import POD_NAME_LABEL, POD_UID_LABEL, RuntimeState
+from kubecore._model.v1 import Pod
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import ctr, make_pod
 

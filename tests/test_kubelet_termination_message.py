@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._status_manager import log_tail_message
+from kubecore._status.manager import log_tail_message
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 
 from kubecore import labels as public
-from kubecore._labels import (
+from kubecore._contract.labels import (
     GRACE_PERIOD_ANNOTATION,
     HASH_ANNOTATION,
     container_name,
@@ -18,9 +18,9 @@ from kubecore._labels import (
     recorded_hash,
     restart_count,
 )
-from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._runtime import RuntimeContainer, RuntimeState
-from kubecore._translate import container_config, container_hash, sandbox_config
+from kubecore._contract.runtime import RuntimeContainer, RuntimeState
+from kubecore._kuberuntime.translate import container_config, container_hash, sandbox_config
+from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
 SIDECAR = Container(name="proxy", image="envoy:1", restart_policy="Always")
 POD = Pod(
@@ -84,7 +84,8 @@ def test_the_hash_reads_the_same_for_the_planner_and_the_observed_record() -> No
 
 
 def test_the_public_names_are_the_core_ones() -> None:
-    from kubecore import _labels, _runtime
+    from kubecore._contract import labels as _labels
+    from kubecore._contract import runtime as _runtime
 
     for name in public.__all__:
         if name != "SOURCE_ANNOTATION":

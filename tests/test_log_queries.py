@@ -19,15 +19,15 @@ from kubecore import (
     PodSpec,
     PodStatus,
 )
-from kubecore._logs import (
+from kubecore._http.server import KubeletServer
+from kubecore._observability.logs import (
     LogOptions,
     LogRequestError,
     limited,
     log_container_id,
     parse_log_options,
 )
-from kubecore._server import KubeletServer
-from kubecore._timefmt import rfc3339
+from kubecore._util.timefmt import rfc3339
 from tests.test_server import assert_status, get, live
 
 __all__ = ["live"]  # the fixture, from test_server

@@ -7,8 +7,8 @@ import attrs
 import pytest
 import yaml
 
-from kubecore import _model as m
-from kubecore._errors import DocumentError, FieldError, ValidationError
+from kubecore._config.updates import SOURCE_ANNOTATION
+from kubecore._contract.errors import DocumentError, FieldError, ValidationError
 from kubecore._manifest import (
     assign_uid,
     dump_pod_json,
@@ -23,7 +23,7 @@ from kubecore._manifest import (
     stamp_source,
     validate_pod,
 )
-from kubecore._updates import SOURCE_ANNOTATION
+from kubecore._model import v1 as m
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "pods"
 

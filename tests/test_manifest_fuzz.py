@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kubecore._errors import ValidationError
+from kubecore._contract.errors import ValidationError
 from kubecore._manifest import (
     load_pods_from_dict,
     load_pods_from_file,

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._errors import ValidationError
+from kubecore._config.sources import FileSource, list_manifest_files
+from kubecore._contract.errors import ValidationError
 from kubecore._manifest import (
     MAX_MANIFEST_BYTES,
     DocumentError,
@@ -25,7 +26,6 @@ from kubecore._manifest import (
     load_pods_lenient,
     read_manifest_bytes,
 )
-from kubecore._sources import FileSource, list_manifest_files
 
 
 def problems_of(text: str) -> list[str]:

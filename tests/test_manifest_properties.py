@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore import _model as m
-from kubecore._errors import ValidationError
+from kubecore._contract.errors import ValidationError
 from kubecore._manifest import (
     assign_uid,
     dump_pod_json,
@@ -22,6 +21,7 @@ from kubecore._manifest import (
     pod_to_dict,
     validate_pod,
 )
+from kubecore._model import v1 as m
 from kubecore.testing.strategies import containers, pods
 
 EXAMPLES = settings(max_examples=40)

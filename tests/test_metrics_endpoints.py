@@ -10,11 +10,11 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._metrics import Metrics, image_size_label
-from kubecore._model import ExecAction, Probe
-from kubecore._server import KubeletServer, ServerConfig
-from kubecore._updates import Operation, PodUpdate
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._http.server import KubeletServer, ServerConfig
+from kubecore._model.v1 import ExecAction, Probe
+from kubecore._observability.metrics import Metrics, image_size_label
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import Node, ctr, make_node, make_pod
 

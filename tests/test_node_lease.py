@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._errors import NodeNameInUse, RuntimeUnavailable
-from kubecore._kubelet import Kubelet
-from kubecore._node_lease import LEASE_TTL, NodeNameGuard, pid_namespace, process_gone
-from kubecore._runtime import NodeClaims, NodeHolder
+from kubecore._agent.kubelet import Kubelet
+from kubecore._agent.node_lease import LEASE_TTL, NodeNameGuard, pid_namespace, process_gone
+from kubecore._contract.errors import NodeNameInUse, RuntimeUnavailable
+from kubecore._contract.runtime import NodeClaims, NodeHolder
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import Node, make_node, make_pod, new_kubelet
 
@@ -258,7 +258,7 @@ def test_sync_alone_claims_nothing(node: Node) -> None:
 
 
 def test_a_runtime_without_leases_starts_as_before() -> None:
-    from kubecore._clock import ManualClock
+    from kubecore._util.clock import ManualClock
 
     guard = NodeNameGuard(object(), "n", ManualClock(), on_lost=lambda _lease: None)
     guard.acquire()
@@ -269,7 +269,7 @@ def test_a_runtime_without_leases_starts_as_before() -> None:
 def test_a_first_agent_that_hangs_or_dies_is_taken_over_after_the_ttl(
     node: Node, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from kubecore._clock import ManualClock
+    from kubecore._util.clock import ManualClock
 
     # The first agent's own clock never moves: it never renews (as if killed, or stopped),
     # and never gives its lease up.

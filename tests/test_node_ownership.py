@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._runtime import (
+from kubecore._agent.snapshot import NodeView
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     NODE_LABEL,
@@ -26,7 +27,6 @@ from kubecore._runtime import (
     SandboxState,
     owned_by,
 )
-from kubecore._snapshot import NodeView
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import Node, make_node, make_pod
 

@@ -17,10 +17,18 @@ from kubecore import (
     RuntimeState,
     SandboxState,
 )
-from kubecore._actions import ContainerToStart
-from kubecore._planner import compute_pod_actions
-from kubecore._runtime import CONTAINER_NAME_LABEL, HASH_ANNOTATION, RESTART_COUNT_ANNOTATION
-from kubecore._translate import SANDBOX_HASH_ANNOTATION, container_config, sandbox_config
+from kubecore._contract.runtime import (
+    CONTAINER_NAME_LABEL,
+    HASH_ANNOTATION,
+    RESTART_COUNT_ANNOTATION,
+)
+from kubecore._kuberuntime.translate import (
+    SANDBOX_HASH_ANNOTATION,
+    container_config,
+    sandbox_config,
+)
+from kubecore._planner.actions import ContainerToStart
+from kubecore._planner.plan import compute_pod_actions
 from kubecore.planner import (
     BackoffEntry,
     KillReason,
@@ -835,7 +843,7 @@ def test_an_init_container_start_carries_its_restart_count() -> None:
 
 
 def test_the_planner_keeps_its_per_pod_facts_on_the_pod() -> None:
-    import kubecore._planner as planner
+    import kubecore._planner.plan as planner
 
     pod = attrs.evolve(BASE_POD)
     compute_pod_actions(pod, healthy(pod), H, NOW)

@@ -24,24 +24,24 @@ from kubecore import (
     RuntimeSandbox,
     RuntimeState,
     SandboxState,
-    _planner,
 )
-from kubecore._model import ContainerRestartRule, ContainerRestartRuleOnExitCodes
-from kubecore._planner import compute_pod_actions
-from kubecore._restart_rules import container_should_restart, is_container_restartable
-from kubecore._runtime import (
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
 )
-from kubecore._status import compute_pod_status
-from kubecore._translate import (
+from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,
     container_config,
     container_hash,
     sandbox_config,
 )
+from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
+from kubecore._planner import plan as _planner
+from kubecore._planner.plan import compute_pod_actions
+from kubecore._planner.restart_rules import container_should_restart, is_container_restartable
+from kubecore._status.compute import compute_pod_status
 from kubecore.planner import ObservedPod, PodActions, PodHistory
 from kubecore.testing.strategies import pods
 

@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import Container, ExecAction, Pod, Probe, RuntimeContainer, RuntimeState
-from kubecore._planner import compute_pod_actions
+from kubecore._planner.plan import compute_pod_actions
 from kubecore.planner import KillReason, ObservedPod, PodActions, PodHistory, ProbeState
 from tests.test_planner import BASE_POD, NOW, T0, crash, ctr, dead, sandbox, with_spec
 

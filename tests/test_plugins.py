@@ -26,7 +26,7 @@ from kubecore import (
     load_runtime,
     runtimes,
 )
-from kubecore import _plugins as plugins_module
+from kubecore._plugins import registry as plugins_module
 from kubecore.plugins import plugin_manager
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from kubecore._actions import ObservedPod
-from kubecore._model import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes
-from kubecore._observed import View
-from kubecore._planner import pod_info, terminal_state
-from kubecore._restart_rules import container_finished, pod_finished
-from kubecore._status import pod_verdict
+from kubecore._contract.observed import View
+from kubecore._model.v1 import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes
+from kubecore._planner.actions import ObservedPod
+from kubecore._planner.plan import pod_info, terminal_state
+from kubecore._planner.restart_rules import container_finished, pod_finished
+from kubecore._status.compute import pod_verdict
 from tests._kubelet_support import ctr, make_node, make_pod
 
 RESTART_ON_1 = (ContainerRestartRule("Restart", ContainerRestartRuleOnExitCodes("In", (1,))),)

@@ -3,10 +3,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from kubecore._config.podconfig import PodConfig
+from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._manifest.documents import pod_uid
-from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._podconfig import PodConfig
-from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
 
 def pod(name: str, uid: str = "", namespace: str = "default", image: str = "busybox:1") -> Pod:

@@ -9,21 +9,21 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._errors import ValidationError
-from kubecore._model import (
-    HostAlias,
-    PodDNSConfig,
-    PodDNSConfigOption,
-    ResourceRequirements,
-)
-from kubecore._runtime import DNSConfig, NamespaceMode, NamespaceOption
-from kubecore._translate import (
+from kubecore._contract.errors import ValidationError
+from kubecore._contract.runtime import DNSConfig, NamespaceMode, NamespaceOption
+from kubecore._kuberuntime.translate import (
     ResolvConf,
     container_config,
     dns_config,
     managed_hosts_file,
     sandbox_config,
     sandbox_hash,
+)
+from kubecore._model.v1 import (
+    HostAlias,
+    PodDNSConfig,
+    PodDNSConfigOption,
+    ResourceRequirements,
 )
 from kubecore.manifest import pod_from_dict
 from tests._kubelet_support import ctr, make_node, make_pod

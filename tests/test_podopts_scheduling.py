@@ -10,11 +10,7 @@ from typing import Any
 import pytest
 
 from kubecore import KubeletConfig
-from kubecore._admission import Admission
-from kubecore._cli.settings import UsageError, kubelet_config_values
-from kubecore._errors import ValidationError
-from kubecore._model import NodeSelectorRequirement, NodeSelectorTerm
-from kubecore._node_fit import (
+from kubecore._agent.admission.node_fit import (
     insufficient_resource,
     machine_arch,
     node_labels,
@@ -23,6 +19,10 @@ from kubecore._node_fit import (
     requirement_matches,
     term_matches,
 )
+from kubecore._agent.admission.security import Admission
+from kubecore._cli.settings import UsageError, kubelet_config_values
+from kubecore._contract.errors import ValidationError
+from kubecore._model.v1 import NodeSelectorRequirement, NodeSelectorTerm
 from kubecore.manifest import load_pods_from_string, pod_from_dict, pod_to_dict
 from tests._kubelet_support import ctr, make_node, make_pod
 
@@ -355,7 +355,7 @@ def test_a_node_selector_mismatch_fails_the_pod_on_the_agent(tmp_path: Path) -> 
 
 
 def with_resources(requests: dict[str, str], limits: dict[str, str]) -> Any:
-    from kubecore._model import ResourceRequirements
+    from kubecore._model.v1 import ResourceRequirements
 
     return make_pod("dongle", ctr(resources=ResourceRequirements(requests, limits)))
 
@@ -412,7 +412,7 @@ def test_extended_resource_quantity_rules() -> None:
 
 
 def test_readiness_gates_keep_the_pod_not_ready(tmp_path: Path) -> None:
-    from kubecore._model import PodReadinessGate
+    from kubecore._model.v1 import PodReadinessGate
 
     node = make_node(tmp_path)
     gated = make_pod(
@@ -436,7 +436,7 @@ def test_scheduler_fields_are_listed_once_per_pod_at_debug(
 ) -> None:
     pod = pod_from_dict(pod_data(tolerations=[{"operator": "Exists"}], priorityClassName="high"))
     admission = Admission()
-    with caplog.at_level(logging.DEBUG, logger="kubecore._admission"):
+    with caplog.at_level(logging.DEBUG, logger="kubecore._agent.admission.security"):
         admission.admit([pod])
         admission.admit([pod])
     lines = [r.getMessage() for r in caplog.records if "scheduler" in r.getMessage()]
@@ -447,7 +447,7 @@ def test_scheduler_fields_are_listed_once_per_pod_at_debug(
 
 
 def test_the_etcd_node_carries_the_node_labels(tmp_path: Path) -> None:
-    from kubecore._etcd import node_document
+    from kubecore_etcd._etcd import node_document
 
     node = make_node(tmp_path, node_name="node-a", node_labels=("disk=ssd",))
     document = node_document(node.kubelet, "node-a", ready=True, reason="")

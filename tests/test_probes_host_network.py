@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._clock import ManualClock
-from kubecore._health import DefaultHealthChecker
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Probe, TCPSocketAction
-from kubecore._prober import detect_host_ip, probe_ip
-from kubecore._runtime import ProbeOutcome, ProbeResult
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import ProbeOutcome, ProbeResult
+from kubecore._model.v1 import Probe, TCPSocketAction
+from kubecore._prober.health import DefaultHealthChecker
+from kubecore._prober.runner import detect_host_ip, probe_ip
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import ctr, make_node, make_pod
 

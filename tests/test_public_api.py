@@ -204,7 +204,8 @@ def test_import_kubecore_imports_no_namespace_until_it_is_used() -> None:
         "import kubecore, sys\n"
         f"loaded = [n for n in {NAMESPACES!r} if f'kubecore.{{n}}' in sys.modules]\n"
         "assert not loaded, loaded\n"
-        "heavy = {'kubecore._kubelet', 'kubecore._server', 'prometheus_client', 'docker', 'yaml'}\n"
+        "heavy = {'kubecore._agent.kubelet', 'kubecore._http.server',\n"
+        "         'prometheus_client', 'docker', 'yaml'}\n"
         "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
         "assert kubecore.quantity.parse_quantity.__module__ == 'kubecore.quantity'\n"
         "assert 'kubecore.quantity' in sys.modules\n"
@@ -235,7 +236,7 @@ def test_every_error_is_defined_in_one_module() -> None:
         if inspect.isclass(value) and issubclass(value, (Exception, Warning))
     ]
     assert errors
-    errors_module = vars(importlib.import_module("kubecore._errors"))
+    errors_module = vars(importlib.import_module("kubecore._contract.errors"))
     for error in errors:
         assert errors_module.get(error.__name__) is error, error.__name__
 
@@ -251,7 +252,7 @@ def test_no_kubecore_module_defines_an_error_outside_errors() -> None:
     for module in pkgutil.walk_packages(kubecore.__path__, "kubecore."):
         if module.name != "kubecore.__main__":
             importlib.import_module(module.name)
-    errors_module = vars(importlib.import_module("kubecore._errors"))
+    errors_module = vars(importlib.import_module("kubecore._contract.errors"))
     defined_in_kubecore = [
         error
         for error in all_subclasses(kubecore.KubecoreError)
@@ -347,8 +348,8 @@ def test_adapters_and_examples_import_only_public_modules(tree: str) -> None:
 
 
 def test_the_private_import_check_finds_a_private_import() -> None:
-    assert PRIVATE_IMPORT.search("x = 1\n    from kubecore._runtime import Image\n")
-    assert PRIVATE_IMPORT.search("import kubecore._errors\n")
+    assert PRIVATE_IMPORT.search("x = 1\n    from kubecore._contract.runtime import Image\n")
+    assert PRIVATE_IMPORT.search("import kubecore._contract.errors\n")
     assert PRIVATE_IMPORT.search("from kubecore import _model as m\n")
     assert not PRIVATE_IMPORT.search("from kubecore.labels import POD_UID_LABEL\n")
     assert not PRIVATE_IMPORT.search("from kubecore_docker._client import DockerOptions\n")

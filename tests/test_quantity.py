@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubecore._quantity import cpu_millis, memory_bytes, parse_quantity
+from kubecore._model.quantity import cpu_millis, memory_bytes, parse_quantity
 from kubecore.testing.strategies import quantities
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubecore._clock import ManualClock
-from kubecore._ratelimit import TokenBucket
+from kubecore._util.clock import ManualClock
+from kubecore._util.ratelimit import TokenBucket
 
 
 def test_the_burst_then_the_rate_for_both_ways_of_taking() -> None:
@@ -45,7 +45,9 @@ def test_a_burst_under_one_holds_one_token() -> None:
 
 
 def test_the_pull_limiter_and_the_etcd_status_sink_share_it() -> None:
-    from kubecore import _etcd, _executor, _kubelet
+    from kubecore._agent import kubelet as _kubelet
+    from kubecore._kuberuntime import execute as _executor
+    from kubecore_etcd import _etcd
 
     assert _kubelet.TokenBucket is _etcd.TokenBucket is TokenBucket
     assert "TokenBucket" not in vars(_executor) or _executor.TokenBucket is TokenBucket

@@ -9,16 +9,16 @@ import attrs
 import pytest
 
 from kubecore import Container, Pod, RuntimeState
-from kubecore._model import ContainerRestartRule, ContainerRestartRuleOnExitCodes
-from kubecore._planner import compute_pod_actions
-from kubecore._restart_rules import (
+from kubecore._contract.runtime import SIDECAR_ANNOTATION
+from kubecore._kuberuntime.translate import container_config, container_hash
+from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
+from kubecore._planner.plan import compute_pod_actions
+from kubecore._planner.restart_rules import (
     container_should_restart,
     is_container_restartable,
     rule_matches,
 )
-from kubecore._runtime import SIDECAR_ANNOTATION
-from kubecore._status import compute_pod_status, pod_verdict
-from kubecore._translate import container_config, container_hash
+from kubecore._status.compute import compute_pod_status, pod_verdict
 from kubecore.planner import ObservedPod, PodHistory, ProbeState
 from kubecore.testing import FakeNode
 from tests.test_planner import (

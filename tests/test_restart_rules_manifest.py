@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubecore._errors import ValidationError
+from kubecore._contract.errors import ValidationError
 from kubecore._manifest import load_pods_from_string, pod_from_dict, pod_to_dict
-from kubecore._model import ContainerRestartRule, ContainerRestartRuleOnExitCodes
+from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
 
 ON_42 = {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
 RESTART_ALL_ON_88 = {

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from kubecore import Kubelet, KubeletConfig
-from kubecore._errors import RootDirInUse
-from kubecore._volumes import VolumeManager
+from kubecore._contract.errors import RootDirInUse
+from kubecore._volumes.pod_dirs import VolumeManager
 from kubecore_fake import FakeRuntime
 
 HOLD = """
 import sys
-from kubecore._volumes import VolumeManager
+from kubecore._volumes.pod_dirs import VolumeManager
 manager = VolumeManager(sys.argv[1], "other-node")
 manager.acquire()
 print("locked", flush=True)

@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from kubecore._errors import ContainerNotFound, SandboxNotFound
-from kubecore._runtime import (
+from kubecore._contract.errors import ContainerNotFound, SandboxNotFound
+from kubecore._contract.runtime import (
     ContainerRuntime,
     RuntimeBase,
     RuntimeContainer,

@@ -21,12 +21,12 @@ from kubecore import (
     ValidationError,
     load_pods_from_string,
 )
-from kubecore._admission import Admission
+from kubecore._agent.admission.security import Admission
 from kubecore._cli import resolve_settings
 from kubecore._cli.commands import kubelet_config
-from kubecore._security import run_as_non_root_problem
-from kubecore._translate import sandbox_hash
-from kubecore._volumes import VolumeManager
+from kubecore._kuberuntime.security import run_as_non_root_problem
+from kubecore._kuberuntime.translate import sandbox_hash
+from kubecore._volumes.pod_dirs import VolumeManager
 from kubecore.manifest import pod_to_dict
 from kubecore.security import (
     Capability,

@@ -16,8 +16,10 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from kubecore._errors import ContainerNotFound
-from kubecore._model import (
+from kubecore._contract.errors import ContainerNotFound
+from kubecore._contract.runtime import ExecResult
+from kubecore._http.server import MAX_TAIL_LINES, KubeletServer, ServerConfig, serve
+from kubecore._model.v1 import (
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -27,8 +29,6 @@ from kubecore._model import (
     PodSpec,
     PodStatus,
 )
-from kubecore._runtime import ExecResult
-from kubecore._server import MAX_TAIL_LINES, KubeletServer, ServerConfig, serve
 
 TOKEN = "s3cret-token"
 END = object()
@@ -615,10 +615,10 @@ def test_internal_errors_are_500_without_traceback(start_server: ServerFactory) 
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[Any, Any, KubeletServer]]:
-    from kubecore._clock import ManualClock
-    from kubecore._kubelet import Kubelet, KubeletConfig
-    from kubecore._plugins import load_runtime
-    from kubecore._sources import StaticSource
+    from kubecore._agent.kubelet import Kubelet, KubeletConfig
+    from kubecore._config.sources import StaticSource
+    from kubecore._plugins.registry import load_runtime
+    from kubecore._util.clock import ManualClock
 
     clock = ManualClock()
     bundle = load_runtime("fake", clock=clock)

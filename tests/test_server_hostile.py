@@ -20,8 +20,8 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._server import KubeletServer, ServerConfig
-from kubecore._serving import Refused, head_end, read_head
+from kubecore._http.server import KubeletServer, ServerConfig
+from kubecore._http.serving import Refused, head_end, read_head
 from tests.test_kubectl_support import TOKEN as API_TOKEN
 from tests.test_kubectl_support import Node, running_node
 from tests.test_server import TOKEN, StubKubelet

@@ -21,7 +21,7 @@ from kubecore import (
     PodSpec,
     PodStatus,
 )
-from kubecore._status import pod_status_text, pod_verdict
+from kubecore._status.compute import pod_status_text, pod_verdict
 from tests.test_cli import run_args, run_cli
 
 RUNNING = ContainerState(running=ContainerStateRunning("2024-01-01T00:00:00Z"))

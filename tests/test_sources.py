@@ -12,11 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._clock import ManualClock, SystemClock
-from kubecore._errors import SourceUnavailable
-from kubecore._model import Container, ObjectMeta, Pod, PodSpec
-from kubecore._podconfig import PodConfig
-from kubecore._sources import (
+from kubecore._config.podconfig import PodConfig
+from kubecore._config.sources import (
     FetchResult,
     FileSource,
     HTTPSource,
@@ -24,7 +21,10 @@ from kubecore._sources import (
     SourcePoller,
     StaticSource,
 )
-from kubecore._updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._contract.errors import SourceUnavailable
+from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
+from kubecore._util.clock import ManualClock, SystemClock
 
 
 def pod_yaml(name: str, image: str = "busybox:1.35", namespace: str = "default") -> str:

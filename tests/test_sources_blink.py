@@ -18,17 +18,17 @@ from typing import Any
 import attrs
 import pytest
 
-import kubecore._sources as sources_module
-from kubecore._podconfig import PodConfig
-from kubecore._runtime import POD_NAME_LABEL, RuntimeState
-from kubecore._sources import (
+import kubecore._config.sources as sources_module
+from kubecore._config.podconfig import PodConfig
+from kubecore._config.sources import (
     LAST_GOOD_DIR,
     FetchResult,
     FileSource,
     HTTPSource,
     PodSource,
 )
-from kubecore._updates import Operation, PodUpdate
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeState
 from tests._kubelet_support import Node, make_node
 
 

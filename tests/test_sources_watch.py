@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._clock import SystemClock
-from kubecore._sources import FileSource, SourcePoller, watched_directories
-from kubecore._updates import Operation, PodUpdate
+from kubecore._config.sources import FileSource, SourcePoller, watched_directories
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._util.clock import SystemClock
 from tests.test_sources import pod_yaml, write
 
 

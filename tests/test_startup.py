@@ -7,7 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("kubecore._kubelet", "kubecore._server", "kubecore._etcd", "prometheus_client", "docker")
+HEAVY = (
+    "kubecore._agent.kubelet",
+    "kubecore._http.server",
+    "kubecore_etcd._etcd",
+    "prometheus_client",
+    "docker",
+)
 
 
 def imported_by(argv: list[str]) -> set[str]:
@@ -42,6 +48,6 @@ def test_run_does_not_build_the_etcd_commands() -> None:
         "import sys\n"
         "from kubecore._cli.parser import build_parser\n"
         "build_parser(only='run')\n"
-        "assert 'kubecore._etcd_cli' not in sys.modules\n"
+        "assert 'kubecore._cli.etcd' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)

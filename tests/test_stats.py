@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubecore._model import EmptyDirVolumeSource, ResourceRequirements, Volume
-from kubecore._stats import (
+from kubecore._model.v1 import EmptyDirVolumeSource, ResourceRequirements, Volume
+from kubecore._observability.stats import (
     StatsProvider,
     default_interface,
     node_memory,

@@ -15,8 +15,8 @@ from kubecore import (
     Probe,
     RuntimeState,
 )
-from kubecore._status import compute_pod_status
-from kubecore._timefmt import rfc3339
+from kubecore._status.compute import compute_pod_status
+from kubecore._util.timefmt import rfc3339
 from kubecore.planner import ObservedPod, PodHistory, ProbeState
 from tests.test_planner import (
     BASE_POD,

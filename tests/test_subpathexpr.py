@@ -12,10 +12,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import ValidationError
-from kubecore._env import expand_sub_path_expr
-from kubecore._errors import CreateContainerConfigError
-from kubecore._model import Container, VolumeMount
-from kubecore._translate import container_mounts
+from kubecore._contract.errors import CreateContainerConfigError
+from kubecore._kuberuntime.env import expand_sub_path_expr
+from kubecore._kuberuntime.translate import container_mounts
+from kubecore._model.v1 import Container, VolumeMount
 from kubecore.manifest import load_pods_from_string
 from kubecore.testing import FakeNode
 

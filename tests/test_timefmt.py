@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubecore._timefmt import age, human_duration, parse_rfc3339, parse_time, rfc3339
+from kubecore._util.timefmt import age, human_duration, parse_rfc3339, parse_time, rfc3339
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,9 @@ def test_ages_read_as_kubectl_prints_them(seconds: float, text: str) -> None:
 
 
 def test_every_table_reads_ages_the_same_way() -> None:
-    from kubecore import _apiobjects, _apiserver, _etcd_cli
+    from kubecore._api import objects as _apiobjects
+    from kubecore._api import server as _apiserver
+    from kubecore._cli import etcd as _etcd_cli
     from kubecore._cli import output
 
     for module in (_apiserver, _apiobjects):

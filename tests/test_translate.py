@@ -28,8 +28,8 @@ from kubecore import (
     SecurityContext,
     VolumeMount,
 )
-from kubecore._labels import NODE_LABEL, container_labels, sandbox_labels
-from kubecore._runtime import (
+from kubecore._contract.labels import NODE_LABEL, container_labels, sandbox_labels
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
     HASH_ANNOTATION,
@@ -41,7 +41,7 @@ from kubecore._runtime import (
     RESTART_COUNT_ANNOTATION,
     TERMINATION_MESSAGE_PATH_ANNOTATION,
 )
-from kubecore._translate import (
+from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,
     ResolvConf,
     container_config,
@@ -374,7 +374,7 @@ GOLDEN = Container("web", "nginx:1.25", env=(EnvVar("A", "1"),))
 def test_hash_is_stable_across_processes_and_releases() -> None:
     code = (
         "from kubecore import Container, EnvVar\n"
-        "from kubecore._translate import container_hash\n"
+        "from kubecore._kuberuntime.translate import container_hash\n"
         "print(container_hash(Container('web', 'nginx:1.25', env=(EnvVar('A', '1'),))))\n"
     )
     out = subprocess.run(

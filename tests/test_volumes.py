@@ -14,15 +14,15 @@ import attrs
 import pytest
 
 from kubecore import ValidationError
-from kubecore._admission import UNBOUND_CLAIM
-from kubecore._atomic_writer import DATA_DIR, FileProjection, write_atomically
-from kubecore._clock import ManualClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._local_storage import local_storage_eviction
-from kubecore._model import Pod
-from kubecore._runtime import MountPropagation
-from kubecore._volume_sources import DictObjects, check_host_path
-from kubecore._volumes import empty_dir_mode
+from kubecore._agent.admission.security import UNBOUND_CLAIM
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import MountPropagation
+from kubecore._housekeeping.local_storage import local_storage_eviction
+from kubecore._model.v1 import Pod
+from kubecore._util.clock import ManualClock
+from kubecore._volumes.atomic_writer import DATA_DIR, FileProjection, write_atomically
+from kubecore._volumes.pod_dirs import empty_dir_mode
+from kubecore._volumes.sources import DictObjects, check_host_path
 from kubecore.manifest import load_pods_from_string
 from kubecore_fake import Behaviour, FakeHealthChecker, FakeRuntime
 from tests._kubelet_support import Node

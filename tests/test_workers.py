@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import threading
 
-from kubecore._model import ObjectMeta, Pod, PodSpec
-from kubecore._termination import PodLifecycle, Termination, Terminations
-from kubecore._workers import Inbox, PodWorkers
+from kubecore._agent.pod_workers.queue import Inbox, PodWorkers
+from kubecore._agent.termination import PodLifecycle, Termination, Terminations
+from kubecore._model.v1 import ObjectMeta, Pod, PodSpec
 
 
 def test_inline_runs_in_the_callers_thread() -> None:

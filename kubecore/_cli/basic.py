@@ -50,7 +50,7 @@ def cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
-    from kubecore._plugins import PluginWarning, plugin_manager
+    from kubecore._plugins.registry import PluginWarning, plugin_manager
 
     manager = plugin_manager()
     # a broken plugin is listed below; any other warning goes to stderr
@@ -73,9 +73,9 @@ def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
 
 def validate_paths(paths: Sequence[str]) -> tuple[list[str], int, int]:
     """Every problem line (``file: path: message``), the file count and the valid pod count."""
-    from kubecore._errors import ValidationError
+    from kubecore._config.sources import SourceProblem, list_manifest_files, parse_manifest
+    from kubecore._contract.errors import ValidationError
     from kubecore._manifest import read_manifest_text
-    from kubecore._sources import SourceProblem, list_manifest_files, parse_manifest
 
     lines: list[str] = []
     files = 0

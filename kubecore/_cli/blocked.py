@@ -12,9 +12,13 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kubecore._errors import ContainerRuntimeError, ImageNotFound, ImagePullError, InvalidConfig
-from kubecore._events import EventReason
-from kubecore._runtime import (
+from kubecore._contract.errors import (
+    ContainerRuntimeError,
+    ImageNotFound,
+    ImagePullError,
+    InvalidConfig,
+)
+from kubecore._contract.runtime import (
     ContainerRuntime,
     Event,
     EventType,
@@ -24,6 +28,7 @@ from kubecore._runtime import (
     RegistryAuth,
     SandboxConfig,
 )
+from kubecore._observability.events import EventReason
 
 SANDBOX_FAILED = EventReason.FAILED_CREATE_POD_SANDBOX
 _SANDBOX_PREFIX = "Failed to create pod sandbox: "

@@ -27,17 +27,7 @@ from kubecore._cli.settings import (
     kubelet_config_values,
     resolve_settings,
 )
-from kubecore._clock import Clock, ManualClock, SystemClock
-from kubecore._errors import (
-    InvalidKubeletConfig,
-    KubecoreError,
-    RootDirInUse,
-    RuntimeUnavailable,
-    SourceUnavailable,
-)
-from kubecore._model import Pod
-from kubecore._runtime import Puller
-from kubecore._sources import (
+from kubecore._config.sources import (
     LAST_GOOD_DIR,
     FileSource,
     HTTPSource,
@@ -45,14 +35,24 @@ from kubecore._sources import (
     SourcePoller,
     SourceProblem,
 )
-from kubecore._status import Verdict, pod_verdict, verdict_settled
+from kubecore._contract.errors import (
+    InvalidKubeletConfig,
+    KubecoreError,
+    RootDirInUse,
+    RuntimeUnavailable,
+    SourceUnavailable,
+)
+from kubecore._contract.runtime import Puller
+from kubecore._model.v1 import Pod
+from kubecore._status.compute import Verdict, pod_verdict, verdict_settled
+from kubecore._util.clock import Clock, ManualClock, SystemClock
 
 if TYPE_CHECKING:
-    from kubecore._apiserver import KubeApi
-    from kubecore._credentials import DockerKeyring
-    from kubecore._etcd_cli import EtcdAttachment
-    from kubecore._kubelet import Kubelet
-    from kubecore._plugins import RuntimeBundle
+    from kubecore._agent.kubelet import Kubelet
+    from kubecore._api.server import KubeApi
+    from kubecore._cli.etcd import EtcdAttachment
+    from kubecore._kuberuntime.credentials import DockerKeyring
+    from kubecore._plugins.registry import RuntimeBundle
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def load_runtime_bundle(
     """Build runtime ``name``. A runtime registered as running in virtual time gets the clock
     to run on: virtual with ``--once`` (it converges, or reaches the deadline, without
     waiting), the system clock otherwise (so that the API is usable)."""
-    from kubecore._plugins import plugin_manager
+    from kubecore._plugins.registry import plugin_manager
 
     manager = plugin_manager()
     with warnings_shown(err):
@@ -150,7 +150,7 @@ def read_registry_config(path: str) -> DockerKeyring | None:
     """The ``--registry-config`` keyring (None without the flag); a bad file is a usage error."""
     if not path:
         return None
-    from kubecore._credentials import DockerKeyring, RegistryConfigError
+    from kubecore._kuberuntime.credentials import DockerKeyring, RegistryConfigError
 
     try:
         return DockerKeyring.from_file(path)
@@ -190,7 +190,7 @@ def cmd_run(
     keyring = read_registry_config(settings["registry_config"])
     config = kubelet_config(settings)
 
-    from kubecore._kubelet import Kubelet
+    from kubecore._agent.kubelet import Kubelet
 
     try:
         bundle = load_runtime_bundle(
@@ -204,7 +204,7 @@ def cmd_run(
     tracker = PullTracker()
     puller: Puller = bundle.puller
     if keyring is not None:
-        from kubecore._credentials import KeyringPuller
+        from kubecore._kuberuntime.credentials import KeyringPuller
 
         puller = KeyringPuller(puller, keyring)
     puller = TrackingPuller(puller, tracker)
@@ -227,7 +227,7 @@ def cmd_run(
         sources.extend(etcd.sources)
     poller = SourcePoller(sources, kubelet.update, clock=clock)
     if once or not settings["port"]:
-        from kubecore._api_store import keep_stored_pods
+        from kubecore._api.store import keep_stored_pods
 
         keep_stored_pods(kubelet.root_dir, kubelet.update)
 
@@ -306,8 +306,8 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
     if not endpoints:
         return None
     try:
-        from kubecore._etcd import parse_endpoints
-        from kubecore._etcd_cli import attach
+        from kubecore._cli.etcd import attach
+        from kubecore_etcd._etcd import parse_endpoints
 
         parse_endpoints(endpoints)
     except ValueError as error:
@@ -509,7 +509,7 @@ def run_forever(
     stop: threading.Event | None = None,
     start_extras: Callable[[], None] | None = None,
 ) -> int:
-    from kubecore._server import KubeletServer, ServerConfig
+    from kubecore._http.server import KubeletServer, ServerConfig
 
     stop = stop or threading.Event()
     restore = _install_signal_handlers(stop)
@@ -573,7 +573,7 @@ def run_forever(
 
 def kube_api(kubelet: Kubelet, settings: Mapping[str, Any]) -> KubeApi:
     """The node's Kubernetes API (what kubectl speaks), served beside the kubelet API."""
-    from kubecore._apiserver import ApiServerConfig, attach_api
+    from kubecore._api.server import ApiServerConfig, attach_api
 
     token_file = settings["api_token_file"] or None
     tls = bool(settings["tls_cert_file"])

@@ -10,11 +10,11 @@ from typing import IO
 
 import attrs
 
-from kubecore._model import Pod
-from kubecore._runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
-from kubecore._sources import SourceProblem
-from kubecore._status import pod_status_text
-from kubecore._timefmt import age
+from kubecore._config.sources import SourceProblem
+from kubecore._contract.runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
+from kubecore._model.v1 import Pod
+from kubecore._status.compute import pod_status_text
+from kubecore._util.timefmt import age
 
 logger = logging.getLogger(__name__)
 

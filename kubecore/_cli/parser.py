@@ -187,7 +187,7 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     version.set_defaults(handler=cmd_version)
 
     if only in (None, "etcd"):
-        from kubecore._etcd_cli import add_etcd_commands  # imports no etcd client
+        from kubecore._cli.etcd import add_etcd_commands  # imports no etcd client
 
         add_etcd_commands(commands)
     else:
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         sys.stderr.write(f"kubecore: {error}\n")
         return EXIT_FAILED
     except Exception as error:
-        from kubecore._errors import KubecoreError  # loaded by the command that raised it
+        from kubecore._contract.errors import KubecoreError  # loaded by the command that raised it
 
         if isinstance(error, KubecoreError):
             sys.stderr.write(f"kubecore: {error}\n")

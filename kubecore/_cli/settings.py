@@ -19,11 +19,11 @@ import attrs
 import yaml
 
 import kubecore
+from kubecore._agent.admission.node_fit import parse_node_labels
+from kubecore._agent.config_bounds import FIELD_BOUNDS, SECONDS, Bounds
 from kubecore._cli.basic import UsageError as UsageError
-from kubecore._config_bounds import FIELD_BOUNDS, SECONDS, Bounds
-from kubecore._node_fit import parse_node_labels
-from kubecore._serving import DEFAULT_ADDRESS, DEFAULT_PORT
-from kubecore._sources import DEFAULT_SETTLE
+from kubecore._config.sources import DEFAULT_SETTLE
+from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
 
 ENV_PREFIX = "KUBECORE_"
 

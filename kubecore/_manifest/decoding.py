@@ -20,9 +20,9 @@ from typing import Any, TypeGuard
 import attrs
 import yaml
 
-from kubecore import _model as m
-from kubecore._errors import FieldError
+from kubecore._contract.errors import FieldError
 from kubecore._manifest import fields
+from kubecore._model import v1 as m
 
 _Problems = list[FieldError]
 

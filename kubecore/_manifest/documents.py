@@ -20,9 +20,9 @@ from typing import Any
 import attrs
 import yaml
 
-from kubecore import _model as m
-from kubecore._errors import DocumentError as DocumentError
-from kubecore._errors import FieldError, ValidationError
+from kubecore._config.updates import SOURCE_ANNOTATION
+from kubecore._contract.errors import DocumentError as DocumentError
+from kubecore._contract.errors import FieldError, ValidationError
 from kubecore._manifest.decoding import (
     MAX_NUMBER_DIGITS,
     OBJECT_KINDS,
@@ -32,7 +32,7 @@ from kubecore._manifest.decoding import (
     _show,
 )
 from kubecore._manifest.validation import _decode_object, _decode_pod
-from kubecore._updates import SOURCE_ANNOTATION
+from kubecore._model import v1 as m
 
 # --- YAML flavour -----------------------------------------------------------------------------
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from kubecore import _model as m
-from kubecore._errors import FieldError
+from kubecore._contract.errors import FieldError
 from kubecore._manifest.decoding import _field, _Problems
+from kubecore._model import v1 as m
 
 MAX_ID = 2_147_483_647
 _PROFILE_TYPES = ("RuntimeDefault", "Unconfined", "Localhost")

@@ -15,11 +15,11 @@ from decimal import Decimal
 
 import attrs
 
-from kubecore import _model as m
-from kubecore._errors import FieldError, ValidationError
+from kubecore._contract.errors import FieldError, ValidationError
 from kubecore._manifest.decoding import _POD, _PROTOCOLS, OBJECT_KINDS, _field, _item, _Problems
 from kubecore._manifest.security import check_security
-from kubecore._quantity import parse_quantity
+from kubecore._model import v1 as m
+from kubecore._model.quantity import parse_quantity
 
 _DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

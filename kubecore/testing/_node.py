@@ -22,11 +22,11 @@ from kubecore import (
     RuntimeState,
     load_runtime,
 )
-from kubecore._errors import ValidationError
+from kubecore._config.objects import object_key
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._contract.errors import ValidationError
 from kubecore._manifest import load_manifest_lenient
-from kubecore._model import ConfigMap, KubeObject, Secret
-from kubecore._objects import object_key
-from kubecore._updates import Operation, PodUpdate
+from kubecore._model.v1 import ConfigMap, KubeObject, Secret
 from kubecore.events import Event
 from kubecore_fake import FakeRuntime
 

@@ -71,8 +71,7 @@ from typing import TypeVar
 import attrs
 import pytest
 
-from kubecore._clock import Clock, SystemClock
-from kubecore._errors import (
+from kubecore._contract.errors import (
     Conflict,
     ContainerNotFound,
     ContainerRuntimeError,
@@ -83,11 +82,8 @@ from kubecore._errors import (
     SandboxNotFound,
     SandboxUnusable,
 )
-from kubecore._imageref import parse_image_ref
-from kubecore._labels import container_labels, sandbox_labels
-from kubecore._model import ExecAction, Probe
-from kubecore._plugins import RuntimeBundle
-from kubecore._runtime import (
+from kubecore._contract.labels import container_labels, sandbox_labels
+from kubecore._contract.runtime import (
     HASH_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
     Capability,
@@ -114,6 +110,10 @@ from kubecore._runtime import (
     SecurityProfile,
     SELinuxOption,
 )
+from kubecore._model.imageref import parse_image_ref
+from kubecore._model.v1 import ExecAction, Probe
+from kubecore._plugins.registry import RuntimeBundle
+from kubecore._util.clock import Clock, SystemClock
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from kubecore import _model as m
+from kubecore._model import v1 as m
 
 __all__ = ["containers", "dns_labels", "pods", "quantities"]
 

@@ -6,11 +6,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubecore._errors import ContainerRuntimeError
-from kubecore._kubelet import Kubelet
-from kubecore._manifest import assign_uid, load_pods_from_dict
-from kubecore._model import ContainerStatus, Pod
-from kubecore._runtime import (
+from kubecore._agent.kubelet import Kubelet
+from kubecore._contract.errors import ContainerRuntimeError
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     ExecResult,
@@ -20,6 +18,8 @@ from kubecore._runtime import (
     PullProgress,
     RegistryAuth,
 )
+from kubecore._manifest import assign_uid, load_pods_from_dict
+from kubecore._model.v1 import ContainerStatus, Pod
 from tests.docker.helpers import SLEEPER, wait_for
 
 SOURCE = "e2e"

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._plugins import RuntimeBundle, load_runtime
+from kubecore._plugins.registry import RuntimeBundle, load_runtime
 from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
 from tests.docker.conftest import TestEngine, remove_labelled
 from tests.docker.test_docker_runtime import OOM_HOG

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._runtime import (
+from kubecore._contract.runtime import (
     ContainerConfig,
     RuntimeEventType,
     RuntimeState,
@@ -328,7 +328,7 @@ def test_create_arguments() -> None:
 
 
 def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> None:
-    from kubecore._runtime import (
+    from kubecore._contract.runtime import (
         POD_UID_LABEL,
         ContainerConfig,
         Mount,

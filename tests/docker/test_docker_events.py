@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._runtime import RuntimeEvent, RuntimeEventType
+from kubecore._contract.runtime import RuntimeEvent, RuntimeEventType
 from kubecore_docker import DockerRuntime, EventWatcher
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.docker.helpers import wait_for

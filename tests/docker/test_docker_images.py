@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kubecore._errors import Conflict, ImagePullError
-from kubecore._runtime import Puller, PullProgress, RegistryAuth
+from kubecore._contract.errors import Conflict, ImagePullError
+from kubecore._contract.runtime import Puller, PullProgress, RegistryAuth
 from kubecore_docker import DockerPuller, DockerRuntime
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kubecore._errors import NodeNameInUse
-from kubecore._runtime import (
+from kubecore._contract.errors import NodeNameInUse
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     NODE_LABEL,
@@ -233,8 +233,8 @@ def test_an_agent_killed_on_this_host_does_not_block_its_restart(
 
 HOLD_LEASE = """
 import sys, time
-from kubecore._clock import SystemClock
-from kubecore._node_lease import NodeNameGuard
+from kubecore._util.clock import SystemClock
+from kubecore._agent.node_lease import NodeNameGuard
 from kubecore_docker import DockerOptions, DockerRuntime
 
 runtime = DockerRuntime(DockerOptions(base_url=sys.argv[1]))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubecore._errors import InvalidConfig, PluginError, RuntimeUnavailable
-from kubecore._plugins import load_runtime, runtimes
+from kubecore._contract.errors import InvalidConfig, PluginError, RuntimeUnavailable
+from kubecore._plugins.registry import load_runtime, runtimes
 from kubecore_docker import DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.conftest import TestEngine
 

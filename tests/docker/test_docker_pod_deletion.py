@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.runtime import POD_NAMESPACE_LABEL
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import all_running, container, make_pod, wait_pod
 from tests.docker.helpers import wait_for

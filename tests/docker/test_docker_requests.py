@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._runtime import RuntimeState
+from kubecore._contract.runtime import RuntimeState
 from kubecore_docker import DockerConnection, DockerOptions, DockerRuntime
 from tests.docker.conftest import ContainerFactory, SandboxFactory
 from tests.docker.helpers import wait_for

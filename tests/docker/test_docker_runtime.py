@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._errors import (
+from kubecore._contract.errors import (
     Conflict,
     ContainerNotFound,
     ContainerRuntimeError,
@@ -22,7 +22,7 @@ from kubecore._errors import (
     SandboxNotFound,
     SandboxUnusable,
 )
-from kubecore._runtime import (
+from kubecore._contract.runtime import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     MANAGED_LABEL,
@@ -530,7 +530,7 @@ def test_remove_running_container_kills_it(
 def test_create_in_missing_sandbox_and_with_missing_image(
     runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory
 ) -> None:
-    from kubecore._errors import ImageNotFound
+    from kubecore._contract.errors import ImageNotFound
 
     config = make_sandbox()
     with pytest.raises(SandboxNotFound):

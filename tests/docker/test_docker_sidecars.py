@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._model import Pod
+from kubecore._model.v1 import Pod
 from kubecore.labels import NODE_LABEL
 from kubecore_docker import DockerRuntime
 from tests.docker.conftest import ContainerFactory, SandboxFactory, TestEngine

@@ -23,16 +23,16 @@ from typing import Any
 
 import pytest
 
-from kubecore._clock import SystemClock
-from kubecore._credentials import DockerKeyring, Keyring, KeyringPuller
-from kubecore._errors import ContainerNotFound, NotFound, RootDirInUse, RuntimeTimeout
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._model import Pod
-from kubecore._runtime import (
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.errors import ContainerNotFound, NotFound, RootDirInUse, RuntimeTimeout
+from kubecore._contract.runtime import (
     POD_NAMESPACE_LABEL,
     RESTART_COUNT_ANNOTATION,
     Puller,
 )
+from kubecore._kuberuntime.credentials import DockerKeyring, Keyring, KeyringPuller
+from kubecore._model.v1 import Pod
+from kubecore._util.clock import SystemClock
 from kubecore_docker import (
     ANNOTATION_PREFIX,
     DockerConnection,

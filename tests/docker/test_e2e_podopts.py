@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._runtime import CONTAINER_NAME_LABEL
+from kubecore._contract.runtime import CONTAINER_NAME_LABEL
 from tests.docker import test_e2e_agent as agent_tests
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import (

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from kubecore._clock import SystemClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._runtime import POD_NAMESPACE_LABEL
-from kubecore._sources import LAST_GOOD_DIR, FileSource, SourcePoller
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._config.sources import LAST_GOOD_DIR, FileSource, SourcePoller
+from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.conftest import TestEngine, remove_labelled
 from tests.docker.e2e_helpers import SERVER, all_running, engine_containers, wait_pod

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from kubecore._config.updates import Operation, PodUpdate
 from kubecore._manifest import load_manifest_lenient
-from kubecore._model import KubeObject
-from kubecore._updates import Operation, PodUpdate
+from kubecore._model.v1 import KubeObject
 from tests.docker import test_e2e_agent as e2e
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import (

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kubecore._apiserver import ApiServerConfig, attach_api
-from kubecore._clock import SystemClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._runtime import POD_NAMESPACE_LABEL
-from kubecore._server import KubeletServer, ServerConfig
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._api.server import ApiServerConfig, attach_api
+from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._http.server import KubeletServer, ServerConfig
+from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.conftest import TestEngine, remove_labelled
 from tests.test_kubectl_support import (

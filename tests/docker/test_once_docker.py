@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.runtime import POD_NAMESPACE_LABEL
 from tests.docker.conftest import TestEngine, remove_labelled
 
 pytestmark = pytest.mark.docker

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._model import Pod
+from kubecore._model.v1 import Pod
 from kubecore.labels import NODE_LABEL
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import container, engine_containers, make_pod, status_of, wait_pod

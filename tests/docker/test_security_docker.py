@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kubecore._kubelet import Kubelet
-from kubecore._security import detect_host_security
+from kubecore._agent.kubelet import Kubelet
+from kubecore._kuberuntime.security import detect_host_security
 from tests.docker import test_e2e_agent as _e2e
 from tests.docker.conftest import TestEngine
 from tests.docker.e2e_helpers import (

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kubecore._clock import SystemClock
-from kubecore._kubelet import Kubelet, KubeletConfig
-from kubecore._runtime import POD_NAMESPACE_LABEL
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.docker.conftest import TestEngine, remove_labelled
 from tests.docker.e2e_helpers import all_running, container, exec_until, make_pod, wait_pod

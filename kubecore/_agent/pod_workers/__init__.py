@@ -1,0 +1,1 @@
+"""kubecore._agent.pod_workers."""

@@ -1,0 +1,192 @@
+"""Garbage collection of dead containers, dead sandboxes and unused images."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection
+
+import attrs
+
+from kubecore._contract.errors import Conflict, ContainerRuntimeError
+from kubecore._contract.observed import container_age, container_name, newest_sandbox
+from kubecore._contract.runtime import (
+    POD_UID_LABEL,
+    ContainerRuntime,
+    Puller,
+    RuntimeContainer,
+    RuntimeSandbox,
+    RuntimeSnapshot,
+    RuntimeState,
+    SandboxState,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class ContainerGCPolicy:
+    max_dead_per_container: int = 1
+    """Dead containers kept per (pod UID, container name); negative keeps them all."""
+    min_age: float = 0.0
+    """A dead container younger than this (seconds since it finished) is kept."""
+
+
+@attrs.frozen
+class GCPlan:
+    containers: tuple[str, ...] = ()
+    sandboxes: tuple[str, ...] = ()
+
+
+def _dead_since(c: RuntimeContainer) -> float:
+    return c.finished_at if c.finished_at is not None else c.created_at
+
+
+def plan_container_gc(
+    snapshot: RuntimeSnapshot,
+    desired_uids: Collection[str],
+    policy: ContainerGCPolicy,
+    now: float,
+) -> GCPlan:
+    """Which dead containers and sandboxes to remove (pure).
+
+    Per (pod UID, container name) the newest ``max_dead_per_container`` dead containers are kept;
+    for pods no longer desired none are kept. Only dead containers older than ``min_age`` go;
+    running ones never. Dead sandboxes go when no container is left in them and they are not the
+    newest sandbox of a desired pod.
+    """
+    groups: dict[tuple[str, str], list[RuntimeContainer]] = {}
+    for c in snapshot.containers:
+        if c.state is RuntimeState.RUNNING or c.state is RuntimeState.UNKNOWN:
+            continue
+        uid = c.labels.get(POD_UID_LABEL, "")
+        groups.setdefault((uid, container_name(c)), []).append(c)
+    if not groups and all(s.state is not SandboxState.NOTREADY for s in snapshot.sandboxes):
+        return GCPlan()  # nothing is dead: the common case, without the bookkeeping below
+    remove: list[str] = []
+    for (uid, _), dead in groups.items():
+        dead.sort(key=container_age, reverse=True)
+        keep = policy.max_dead_per_container if uid in desired_uids else 0
+        candidates = dead[keep:] if keep >= 0 else []
+        remove.extend(c.id for c in candidates if now - _dead_since(c) >= policy.min_age)
+
+    removed = set(remove)
+    left_in: dict[str, int] = {}
+    for c in snapshot.containers:
+        if c.id not in removed:
+            left_in[c.sandbox_id] = left_in.get(c.sandbox_id, 0) + 1
+    by_pod: dict[str, list[RuntimeSandbox]] = {}
+    for s in snapshot.sandboxes:
+        by_pod.setdefault(s.uid, []).append(s)
+    newest = {uid: newest_sandbox(group) for uid, group in by_pod.items()}
+    sandboxes = [
+        s.id
+        for s in snapshot.sandboxes
+        if s.state is SandboxState.NOTREADY
+        and not left_in.get(s.id)
+        and not (s.uid in desired_uids and newest[s.uid] is s)
+        and now - s.created_at >= policy.min_age
+    ]
+    return GCPlan(tuple(remove), tuple(sandboxes))
+
+
+def run_container_gc(runtime: ContainerRuntime, plan: GCPlan) -> int:
+    """Carry a plan out; errors are logged and skipped (the next pass retries). Returns removals."""
+    done = 0
+    for cid in plan.containers:
+        try:
+            runtime.remove_container(cid)
+            done += 1
+        except ContainerRuntimeError as exc:
+            logger.warning("container GC could not remove %s: %s", cid, exc)
+        except Exception:
+            logger.exception("container GC could not remove %s", cid)
+    for sid in plan.sandboxes:
+        try:
+            runtime.remove_sandbox(sid)
+            done += 1
+        except ContainerRuntimeError as exc:
+            logger.warning("container GC could not remove sandbox %s: %s", sid, exc)
+        except Exception:
+            logger.exception("container GC could not remove sandbox %s", sid)
+    return done
+
+
+@attrs.frozen
+class ImageGCPolicy:
+    high_threshold: int = 85
+    low_threshold: int = 80
+    min_age: float = 120.0
+
+
+class ImageGC:
+    """Frees image space: above ``high_threshold`` percent used, removes unused images (the least
+    recently used first, none younger than ``min_age`` as first seen here) until usage falls to
+    ``low_threshold``. Holds ``lock`` (shared with image pulls) for the whole pass."""
+
+    def __init__(self, puller: Puller, policy: ImageGCPolicy, lock: threading.Lock) -> None:
+        if not 0 <= policy.low_threshold <= policy.high_threshold <= 100:
+            raise ValueError("image GC thresholds must satisfy 0 <= low <= high <= 100")
+        self._puller = puller
+        self.policy = policy
+        self._lock = lock
+        self._first_seen: dict[str, float] = {}
+        self._last_used: dict[str, float] = {}
+
+    def collect(self, snapshot: RuntimeSnapshot, now: float) -> list[str]:
+        """One pass; returns the ids of the images removed."""
+        with self._lock:
+            usage = self._puller.image_fs_usage()
+            images = self._puller.list_images()
+            in_use_refs = {c.image for c in snapshot.containers} | {
+                c.image_id for c in snapshot.containers if c.image_id
+            }
+            present = set()
+            for image in images:
+                present.add(image.id)
+                self._first_seen.setdefault(image.id, now)
+                refs = {image.id, *image.tags, *image.digests}
+                if refs & in_use_refs:
+                    self._last_used[image.id] = now
+            for gone in [i for i in self._first_seen if i not in present]:
+                self._first_seen.pop(gone, None)
+                self._last_used.pop(gone, None)
+            if usage is None or usage.capacity_bytes <= 0:
+                return []
+            percent = 100.0 * usage.used_bytes / usage.capacity_bytes
+            if percent < self.policy.high_threshold:
+                return []
+            to_free = usage.used_bytes - usage.capacity_bytes * self.policy.low_threshold // 100
+            candidates = [
+                image
+                for image in images
+                if not ({image.id, *image.tags, *image.digests} & in_use_refs)
+                and now - self._first_seen[image.id] >= self.policy.min_age
+            ]
+            candidates.sort(
+                key=lambda i: (self._last_used.get(i.id, self._first_seen[i.id]), i.created_at)
+            )
+            removed: list[str] = []
+            freed = 0
+            for image in candidates:
+                if freed >= to_free:
+                    break
+                try:
+                    self._puller.remove_image(image.id)
+                except Conflict:
+                    continue
+                except ContainerRuntimeError as exc:
+                    logger.warning("image GC could not remove %s: %s", image.id, exc)
+                    continue
+                freed += image.size
+                removed.append(image.id)
+                self._first_seen.pop(image.id, None)
+                self._last_used.pop(image.id, None)
+            logger.info(
+                "image GC: %.0f%% used (high %d%%), freed %d bytes from %d image(s)",
+                percent,
+                self.policy.high_threshold,
+                freed,
+                len(removed),
+            )
+            return removed

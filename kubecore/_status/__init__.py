@@ -1,0 +1,1 @@
+"""kubecore._status.compute."""
