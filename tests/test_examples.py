@@ -33,8 +33,9 @@ from kubecore import (
     PodStatus,
 )
 from kubecore._cli.commands import all_settled, pod_verdicts
+from tests.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 EMBED = ROOT / "examples" / "embed"
 PLUGIN = ROOT / "examples" / "process_runtime"
 PLUGIN_DIST = "kubecore-process"

@@ -15,6 +15,7 @@ from types import ModuleType
 import pytest
 
 import kubecore
+from tests.paths import REPO
 
 EXPECTED_ALL = [
     "Clock",
@@ -142,7 +143,7 @@ def public_modules() -> list[str]:
 
 NAMESPACES = public_modules()
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 PLUGIN_TREES = ["kubecore_docker", "kubecore_fake", "examples"]
 PRIVATE_IMPORT = re.compile(
     r"^\s*(?:(?:from|import)\s+kubecore\._\w*|from\s+kubecore\s+import\s+\(?\s*_\w*)", re.MULTILINE

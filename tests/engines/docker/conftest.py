@@ -1,0 +1,197 @@
+"""Fixtures for the tests against a real Docker engine (brought up by scripts/test-engine.sh up).
+
+The session fixture ``engine`` skips the Docker tests only when no engine answers; with an engine
+but without the test image or registries, the tests fail (run ``scripts/test-engine.sh up``).
+Every test labels what it creates with its own uid and removes it by that label afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from kubecore._contract.runtime import ContainerConfig, SandboxConfig
+from kubecore.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, sandbox_labels
+from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
+from tests.engines.docker.helpers import SLEEPER, TEST_LABEL
+
+ENGINE_STATE = Path(os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine"))
+"""The state directory of scripts/test-engine.sh: the engine's socket, pid file and data root."""
+ENV_FILE = ENGINE_STATE / "env"
+DEFAULT_HOST = f"unix://{ENGINE_STATE / 'docker.sock'}"
+"""The project's own engine (never the machine's /var/run/docker.sock unless told so)."""
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``export KEY=VALUE`` lines (as the script writes them) into a dict."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip().strip("'\"")
+    return values
+
+
+@attrs.frozen
+class TestEngine:
+    base_url: str
+    image: str
+    pause_image: str
+    registry_image: str
+    pullable_image: str
+    auth_registry_image: str
+    auth_user: str
+    auth_password: str
+
+    __test__ = False  # not a test class
+
+
+def _setting(values: dict[str, str], key: str, default: str) -> str:
+    return os.environ.get(key) or values.get(key) or default
+
+
+@pytest.fixture(scope="session")
+def engine() -> TestEngine:
+    import docker
+
+    values = read_env_file(ENV_FILE)
+    base_url = _setting(values, "KUBECORE_DOCKER_HOST", DEFAULT_HOST)
+    try:
+        client = docker.APIClient(base_url=base_url, version="auto", timeout=5)
+        client.ping()
+    except Exception as error:
+        pytest.skip(
+            f"no Docker engine answers at {base_url} ({type(error).__name__}); "
+            "start one with `scripts/test-engine.sh up`"
+        )
+    found = TestEngine(
+        base_url=base_url,
+        image=_setting(values, "KUBECORE_TEST_IMAGE", "kubecore-test/busybox:1.35"),
+        pause_image=_setting(values, "KUBECORE_TEST_PAUSE_IMAGE", "kubecore-test/pause:3.9"),
+        registry_image=_setting(
+            values, "KUBECORE_TEST_REGISTRY_IMAGE", "localhost:5000/kubecore/busybox:1.35"
+        ),
+        pullable_image=_setting(
+            values, "KUBECORE_TEST_PULLABLE_IMAGE", "localhost:5000/kubecore/pullable:1"
+        ),
+        auth_registry_image=_setting(
+            values, "KUBECORE_TEST_AUTH_REGISTRY_IMAGE", "localhost:5001/kubecore/busybox:1.35"
+        ),
+        auth_user=_setting(values, "KUBECORE_TEST_AUTH_USER", ""),
+        auth_password=_setting(values, "KUBECORE_TEST_AUTH_PASSWORD", ""),
+    )
+    for image in (found.image, found.pause_image):
+        try:
+            client.inspect_image(image)
+        except docker.errors.ImageNotFound:
+            pytest.fail(f"the engine has no {image}: run `scripts/test-engine.sh up` first")
+    client.close()
+    return found
+
+
+@pytest.fixture(scope="session")
+def raw(engine: TestEngine) -> Iterator[Any]:
+    """A plain docker-py client for checking what the adapter did (never used to fake it)."""
+    import docker
+
+    client = docker.APIClient(base_url=engine.base_url, version="auto", timeout=30)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def test_uid() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def remove_labelled(raw: Any, label: str) -> None:
+    for entry in raw.containers(all=True, filters={"label": label}):
+        with contextlib.suppress(Exception):
+            raw.remove_container(entry["Id"], force=True, v=True)
+
+
+@pytest.fixture
+def cleanup(raw: Any, test_uid: str) -> Iterator[str]:
+    """The label every container of this test carries; they are removed afterwards."""
+    label = f"{TEST_LABEL}={test_uid}"
+    yield label
+    remove_labelled(raw, label)
+
+
+@pytest.fixture
+def options(engine: TestEngine) -> DockerOptions:
+    return DockerOptions(
+        base_url=engine.base_url,
+        timeout=30,
+        sandbox_image=engine.pause_image,
+        sandbox_stop_timeout=2,
+    )
+
+
+@pytest.fixture
+def connection(options: DockerOptions) -> Iterator[DockerConnection]:
+    conn = DockerConnection(options)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def runtime(connection: DockerConnection, cleanup: str) -> Iterator[DockerRuntime]:
+    rt = DockerRuntime(connection)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def puller(connection: DockerConnection) -> DockerPuller:
+    return DockerPuller(connection)
+
+
+SandboxFactory = Callable[..., SandboxConfig]
+ContainerFactory = Callable[..., ContainerConfig]
+
+
+@pytest.fixture
+def make_sandbox(test_uid: str) -> SandboxFactory:
+    counter = iter(range(1000))
+
+    def make(**overrides: Any) -> SandboxConfig:
+        n = next(counter)
+        values: dict[str, Any] = {
+            "name": f"pod{n}-{test_uid}",
+            "namespace": "kubecore-test",
+            "uid": f"{test_uid}-{n}",
+            "labels": {TEST_LABEL: test_uid},
+        }
+        values.update(overrides)
+        identity = sandbox_labels(values["name"], values["namespace"], values["uid"])
+        values["labels"] = {**identity, TEST_LABEL: test_uid, **values["labels"]}
+        return SandboxConfig(**values)
+
+    return make
+
+
+@pytest.fixture
+def make_container(engine: TestEngine, test_uid: str) -> ContainerFactory:
+    def make(name: str = "app", **overrides: Any) -> ContainerConfig:
+        values: dict[str, Any] = {"name": name, "image": engine.image, "command": SLEEPER}
+        values.update(overrides)
+        # What the core writes; the pod's identity is the sandbox's (``pod_labels``).
+        identity = {MANAGED_LABEL: "true", CONTAINER_NAME_LABEL: values["name"]}
+        values["labels"] = {**identity, TEST_LABEL: test_uid, **values.get("labels", {})}
+        return ContainerConfig(**values)
+
+    return make

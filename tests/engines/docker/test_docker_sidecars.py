@@ -1,0 +1,280 @@
+"""Issue 12's runtime-facing fields on the real engine: stdin/stdinOnce/tty (``docker inspect``
+and from inside the container), the stop signal, a native sidecar pod end to end through the
+agent, and an in-place CPU resize."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubecore._model.v1 import Pod
+from kubecore.labels import NODE_LABEL
+from kubecore_docker import DockerRuntime
+from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
+from tests.engines.docker.e2e_helpers import container, get_pod, make_pod, wait_pod
+from tests.engines.docker.helpers import bridge_gateway, wait_for
+from tests.engines.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
+    AgentFactory,
+    make_agent,
+    namespace,
+    own_images,
+)
+
+pytestmark = pytest.mark.docker
+
+# Agents of other tests on the shared engine treat objects without a node label, or with their
+# node's, as theirs (and kill what they do not want): these tests use a node of their own.
+OWN_NODE = {NODE_LABEL: "sidecars-tests"}
+
+
+def test_stdin_stdin_once_and_tty_reach_the_engine(
+    runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory, raw: Any
+) -> None:
+    config = make_sandbox(labels=OWN_NODE)
+    sandbox_id = runtime.run_sandbox(config)
+    cases = {
+        "plain": {},
+        "tty": {"tty": True},
+        "stdin": {"stdin": True},
+        "once": {"stdin": True, "stdin_once": True, "tty": True},
+    }
+    ids = {}
+    for name, fields in cases.items():
+        container = make_container(name, labels=OWN_NODE, **fields)
+        cid = runtime.create_container(sandbox_id, container, config)
+        runtime.start_container(cid)
+        ids[name] = cid
+    for name, fields in cases.items():
+        engine_config = raw.inspect_container(ids[name])["Config"]
+        seen = (engine_config["OpenStdin"], engine_config["StdinOnce"], engine_config["Tty"])
+        wanted = (
+            fields.get("stdin", False),
+            fields.get("stdin_once", False),
+            fields.get("tty", False),
+        )
+        assert seen == wanted, name
+    # Inside: with a tty the container's stdout is a terminal.
+    for name, terminal in (("plain", False), ("tty", True)):
+        result = runtime.exec_sync(ids[name], ["sh", "-c", "readlink /proc/1/fd/1"], 10)
+        assert result.stdout.decode().strip().startswith("/dev/pts/") is terminal, name
+
+
+def test_the_stop_signal_reaches_the_engine_and_stops_the_container(
+    runtime: DockerRuntime, make_sandbox: SandboxFactory, make_container: ContainerFactory, raw: Any
+) -> None:
+    config = make_sandbox(labels=OWN_NODE)
+    sandbox_id = runtime.run_sandbox(config)
+    # Exits 7 on USR1 only: TERM would leave it to be killed (137) after the timeout.
+    script = "trap 'exit 7' USR1; trap '' TERM; while :; do sleep 1 & wait $!; done"
+    container = make_container(
+        "usr1", command=("sh", "-c", script), stop_signal="SIGUSR1", labels=OWN_NODE
+    )
+    cid = runtime.create_container(sandbox_id, container, config)
+    runtime.start_container(cid)
+    assert raw.inspect_container(cid)["Config"]["StopSignal"] == "SIGUSR1"
+    runtime.stop_container(cid, 10)
+    assert raw.inspect_container(cid)["State"]["ExitCode"] == 7
+
+
+def _started(raw: Any, pod: Pod, name: str) -> datetime.datetime:
+    (found,) = [
+        c
+        for c in raw.containers(all=True, filters={"label": f"io.kubernetes.pod.uid={pod.uid}"})
+        if c["Labels"].get("io.kubernetes.container.name") == name
+    ]
+    state = raw.inspect_container(found["Id"])["State"]
+    return datetime.datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z"))
+
+
+def test_a_sidecar_pod_end_to_end(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+    raw: Any,
+) -> None:
+    pod = make_pod(
+        "job",
+        namespace,
+        [container("main", engine.image, ["sh", "-c", "sleep 2"])],
+        initContainers=[
+            container("log", engine.image, restartPolicy="Always"),
+            container("setup", engine.image, ["true"]),
+        ],
+        restartPolicy="Never",
+    )
+    kubelet = make_agent([pod], node_name=OWN_NODE[NODE_LABEL])
+
+    def initialized(found: Pod) -> bool:
+        status = found.status
+        return status is not None and any(
+            c.type == "Initialized" and c.status == "True" for c in status.conditions
+        )
+
+    running = wait_pod(kubelet, namespace, "job", initialized, what="job initialized")
+    assert running.status is not None
+    log = running.status.init_container_statuses[0]
+    assert log.state.running is not None and log.started
+    done = wait_pod(
+        kubelet,
+        namespace,
+        "job",
+        lambda p: p.status is not None and p.status.phase == "Succeeded",
+        what="job succeeded",
+    )
+    assert done.status is not None
+    assert _started(raw, pod, "log") <= _started(raw, pod, "setup") <= _started(raw, pod, "main")
+    wait_pod(
+        kubelet,
+        namespace,
+        "job",
+        lambda p: (
+            p.status is not None and p.status.init_container_statuses[0].state.running is None
+        ),
+        what="the sidecar stopped",
+    )
+
+
+def test_a_cpu_resize_is_applied_in_place_on_docker(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+    raw: Any,
+) -> None:
+    def pod(cpu: str) -> Pod:
+        return make_pod(
+            "web",
+            namespace,
+            [
+                container(
+                    "app",
+                    engine.image,
+                    resources={"limits": {"cpu": cpu, "memory": "64Mi"}},
+                    resizePolicy=[{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+                )
+            ],
+        )
+
+    kubelet = make_agent([pod("500m")], node_name=OWN_NODE[NODE_LABEL])
+
+    def running_id(found: Pod) -> str:
+        statuses = found.status.container_statuses if found.status is not None else ()
+        if statuses and statuses[0].state.running is not None:
+            return statuses[0].container_id.split("://", 1)[1]
+        return ""
+
+    first = running_id(wait_pod(kubelet, namespace, "web", lambda p: bool(running_id(p))))
+    assert raw.inspect_container(first)["HostConfig"]["CpuQuota"] == 50_000
+    kubelet.set_pods([pod("250m")])
+
+    def quota() -> int | None:
+        value = raw.inspect_container(first)["HostConfig"]["CpuQuota"]
+        return value if value == 25_000 else None
+
+    wait_for(quota, timeout=20, interval=0.2, what="the new CPU quota")
+    assert raw.inspect_container(first)["State"]["Running"]
+    found = wait_pod(kubelet, namespace, "web", lambda p: bool(running_id(p)))
+    assert running_id(found) == first  # the same container: not restarted
+
+
+def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+    raw: Any,
+) -> None:
+    """The test image has no gRPC server: the pod's container relays its port 9000 (busybox
+    ``nc -ll -e``) to a grpcio health server the test runs on the engine's bridge gateway, so
+    the probe goes to the sandbox IP as the kubelet's does."""
+    grpc = pytest.importorskip("grpc")
+    health = pytest.importorskip("grpc_health.v1.health")
+    health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
+    health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
+    from concurrent import futures
+
+    gateway = bridge_gateway(raw)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port(f"{gateway}:0")
+    server.start()
+    try:
+        servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        relay = ["nc", "-ll", "-p", "9000", "-e", "nc", gateway, str(port)]
+        pod = make_pod(
+            "grpc",
+            namespace,
+            [
+                container(
+                    "relay",
+                    engine.image,
+                    relay,
+                    readinessProbe={"grpc": {"port": 9000}, "periodSeconds": 1},
+                )
+            ],
+        )
+        kubelet = make_agent([pod], node_name=OWN_NODE[NODE_LABEL])
+
+        def ready(found: Pod) -> bool:
+            statuses = found.status.container_statuses if found.status is not None else ()
+            return bool(statuses) and statuses[0].ready
+
+        def running_unready(found: Pod) -> bool:
+            statuses = found.status.container_statuses if found.status is not None else ()
+            return bool(statuses) and statuses[0].state.running is not None and not ready(found)
+
+        wait_pod(kubelet, namespace, "grpc", running_unready, what="running, not ready")
+
+        def not_serving() -> str | None:
+            events = kubelet.events.events(namespace=namespace, name="grpc", reason="Unhealthy")
+            return next((e.message for e in events if "NOT_SERVING" in e.message), None)
+
+        wait_for(not_serving, timeout=20, interval=0.2, what="an Unhealthy NOT_SERVING event")
+        assert not ready(get_pod(kubelet, namespace, "grpc"))
+        servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        wait_pod(kubelet, namespace, "grpc", ready, what="ready once SERVING")
+    finally:
+        server.stop(None)
+
+
+def test_the_log_tail_is_the_message_and_the_deadline_fails_the_pod_on_docker(
+    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    engine: TestEngine,
+    namespace: str,  # noqa: F811  (the fixture)
+) -> None:
+    failing = make_pod(
+        "failing",
+        namespace,
+        [
+            container(
+                "app",
+                engine.image,
+                ["sh", "-c", "echo starting; echo 'cannot open /data' >&2; exit 3"],
+                terminationMessagePolicy="FallbackToLogsOnError",
+            )
+        ],
+        restartPolicy="Never",
+    )
+    slow = make_pod("slow", namespace, [container("app", engine.image)], activeDeadlineSeconds=3)
+    kubelet = make_agent([failing, slow], node_name=OWN_NODE[NODE_LABEL])
+
+    def phase(name: str) -> Callable[[Pod], bool]:
+        return lambda p: p.status is not None and p.status.phase == name
+
+    done = wait_pod(kubelet, namespace, "failing", phase("Failed"), what="failing failed")
+    assert done.status is not None
+    terminated = done.status.container_statuses[0].state.terminated
+    assert terminated is not None and terminated.exit_code == 3
+    # Both streams of the log (the engine may interleave them either way).
+    assert sorted(terminated.message.splitlines()) == ["cannot open /data", "starting"]
+    killed = wait_pod(kubelet, namespace, "slow", phase("Failed"), what="slow past its deadline")
+    assert killed.status is not None and killed.status.reason == "DeadlineExceeded"
+    wait_pod(
+        kubelet,
+        namespace,
+        "slow",
+        lambda p: p.status is not None and p.status.container_statuses[0].state.running is None,
+        what="slow's container stopped",
+    )
