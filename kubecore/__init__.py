@@ -50,7 +50,10 @@ if _typing.TYPE_CHECKING:
     from kubecore import translate as translate
     from kubecore import volumes as volumes
     from kubecore._agent.kubelet import Kubelet, KubeletConfig, SyncReport
-    from kubecore._config.sources import FileSource, HTTPSource, PodSource, StaticSource
+    from kubecore._config.base import PodSource
+    from kubecore._config.file import FileSource
+    from kubecore._config.http import HTTPSource
+    from kubecore._config.static import StaticSource
     from kubecore._config.updates import Operation, PodUpdate
     from kubecore._contract.errors import (
         Conflict,
@@ -404,12 +407,10 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "SandboxState",
         "Subscription",
     ),
-    "kubecore._config.sources": (
-        "FileSource",
-        "HTTPSource",
-        "PodSource",
-        "StaticSource",
-    ),
+    "kubecore._config.base": ("PodSource",),
+    "kubecore._config.file": ("FileSource",),
+    "kubecore._config.http": ("HTTPSource",),
+    "kubecore._config.static": ("StaticSource",),
     "kubecore._status.compute": (
         "pod_settled",
         "pod_verdict",

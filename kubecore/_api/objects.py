@@ -38,7 +38,7 @@ from kubecore._api.server import (
 )
 from kubecore._api.server import OBJECT_RESOURCES as RESOURCES
 from kubecore._config.objects import ObjectKey, ObjectStore, object_key
-from kubecore._config.sources import StaticSource
+from kubecore._config.static import StaticSource
 from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import error_for
 from kubecore._manifest.decoding import object_to_dict

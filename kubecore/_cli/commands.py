@@ -27,14 +27,11 @@ from kubecore._cli.settings import (
     kubelet_config_values,
     resolve_settings,
 )
-from kubecore._config.sources import (
-    LAST_GOOD_DIR,
-    FileSource,
-    HTTPSource,
-    PodSource,
-    SourcePoller,
-    SourceProblem,
-)
+from kubecore._config.base import PodSource, SourceProblem
+from kubecore._config.file import FileSource
+from kubecore._config.http import HTTPSource
+from kubecore._config.memory import LAST_GOOD_DIR
+from kubecore._config.poller import SourcePoller
 from kubecore._contract.errors import (
     InvalidKubeletConfig,
     KubecoreError,
