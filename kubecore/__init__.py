@@ -2,7 +2,7 @@
 
 The names here are what embedding the agent or writing a runtime plugin needs: the agent and its
 sources, the pod model, the runtime protocols and their value types, the errors, the runtime
-registry and the clocks. Helpers live in small public namespaces:
+registry, the clocks and the rate limiter on them. Helpers live in small public namespaces:
 
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
 * ``kubecore.events``: the events the agent records, their reasons (``EventReason``), recorders
@@ -157,6 +157,7 @@ if _typing.TYPE_CHECKING:
     )
     from kubecore._status.compute import pod_settled, pod_verdict
     from kubecore._util.clock import Clock, ManualClock, SystemClock, TimerHandle
+    from kubecore._util.ratelimit import TokenBucket
 
 from kubecore._version import __version__ as __version__
 
@@ -258,6 +259,7 @@ __all__ = [
     "SystemClock",
     "TCPSocketAction",
     "TimerHandle",
+    "TokenBucket",
     "UnknownRuntime",
     "ValidationError",
     "Volume",
@@ -299,6 +301,7 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "SystemClock",
         "TimerHandle",
     ),
+    "kubecore._util.ratelimit": ("TokenBucket",),
     "kubecore._contract.errors": (
         "Conflict",
         "ContainerNotFound",

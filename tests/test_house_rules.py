@@ -51,7 +51,6 @@ TO_SPLIT = {
     "kubecore_docker/_runtime.py",
     "kubecore_fake/_runtime.py",
     "kubecore_fake/_shell.py:statement",
-    "kubecore_etcd/_etcd.py",
 }
 
 

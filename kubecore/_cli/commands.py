@@ -304,7 +304,7 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
         return None
     try:
         from kubecore._cli.etcd import attach
-        from kubecore_etcd._etcd import parse_endpoints
+        from kubecore_etcd import parse_endpoints
 
         parse_endpoints(endpoints)
     except ValueError as error:

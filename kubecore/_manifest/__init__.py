@@ -17,6 +17,7 @@ from kubecore._manifest.decoding import (
     dump_pod_yaml,
     dump_pods_yaml,
     object_to_dict,
+    pod_status_to_dict,
     pod_to_dict,
 )
 from kubecore._manifest.documents import (
@@ -50,6 +51,7 @@ __all__ = [
     "load_pods_lenient",
     "object_to_dict",
     "pod_from_dict",
+    "pod_status_to_dict",
     "pod_to_dict",
     "read_manifest_bytes",
     "read_manifest_text",
