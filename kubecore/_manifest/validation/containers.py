@@ -23,11 +23,7 @@ from kubecore._manifest.validation.resources import check_resize_policy, check_r
 from kubecore._model import v1 as m
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
-
-
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-
-
 _TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 
 
@@ -72,20 +68,10 @@ def _check_ports(
 
 
 _MAX_RESTART_RULES = 20
-
-
 _MAX_RESTART_RULE_EXIT_CODES = 255
-
-
 _RESTART_RULE_ACTIONS = ("Restart",)
-
-
 _RESTART_RULE_OPERATORS = ("In", "NotIn")
-
-
 RESTART_ALL_CONTAINERS = "RestartAllContainers"
-
-
 RESTART_ALL_CONTAINERS_REASON = (
     "not supported by kubecore: RestartAllContainers restarts every container of the pod in"
     " place, a separate feature (alpha, KEP-5532, off by default in Kubernetes)"

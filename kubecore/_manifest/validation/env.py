@@ -18,8 +18,6 @@ from kubecore._model import v1 as m
 from kubecore._model.quantity import parse_quantity
 
 _ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
-
-
 FIELD_REF_PATHS = (
     "metadata.name",
     "metadata.namespace",
@@ -36,8 +34,6 @@ FIELD_REF_PATHS = (
 
 
 FIELD_REF_SUBSCRIPT_RE = re.compile(r"metadata\.(labels|annotations)\['(.+)'\]")
-
-
 RESOURCE_FIELD_REF_RESOURCES = (
     "limits.cpu",
     "limits.memory",
@@ -177,8 +173,6 @@ def check_file_key_volumes(
 
 
 _CPU_DIVISORS = ("1m", "1")
-
-
 _BYTE_DIVISORS = ("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
 
 

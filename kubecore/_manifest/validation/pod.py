@@ -27,11 +27,7 @@ from kubecore._manifest.validation.volumes import check_volumes
 from kubecore._model import v1 as m
 
 _DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
-
-
 _PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
-
-
 _CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
@@ -108,14 +104,8 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
 
 
 MAX_DNS_NAMESERVERS = 3
-
-
 MAX_DNS_SEARCH_PATHS = 32
-
-
 MAX_DNS_SEARCH_CHARS = 2048
-
-
 MAX_FQDN = 64
 
 

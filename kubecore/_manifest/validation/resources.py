@@ -99,8 +99,6 @@ def check_resources(errs: _Problems, path: str, resources: m.ResourceRequirement
 
 
 _RESIZABLE = ("cpu", "memory")
-
-
 _RESIZE_RESTART_POLICIES = ("NotRequired", "RestartContainer")
 
 

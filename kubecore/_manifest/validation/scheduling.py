@@ -21,29 +21,13 @@ from kubecore._manifest.validation.resources import check_quantities
 from kubecore._model import v1 as m
 
 _TOLERATION_OPERATORS = ("Equal", "Exists")
-
-
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
 _LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
 _NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-
-
 _WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
-
-
 _INCLUSION_POLICIES = ("Honor", "Ignore")
-
-
 _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
-
-
 _OS_NAMES = ("linux", "windows")
-
-
 _NODE_NAME_FIELD = "metadata.name"
 
 

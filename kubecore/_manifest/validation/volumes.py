@@ -133,14 +133,8 @@ _VOLUME_SOURCE_NAMES = (
 
 
 _DOWNWARD_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid")
-
-
 _DOWNWARD_MAP_FIELDS = ("metadata.labels", "metadata.annotations")
-
-
 _DOWNWARD_SUBSCRIPT_RE = re.compile(r"metadata\.(labels|annotations)\['([^']+)'\]")
-
-
 _DOWNWARD_RESOURCES = (
     "limits.cpu",
     "limits.memory",
