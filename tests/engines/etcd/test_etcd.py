@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubecore import Container, Kubelet, KubeletConfig, ObjectMeta, Pod, PodSpec, ValidationError
 from kubecore.labels import POD_NAME_LABEL
@@ -154,6 +156,44 @@ def test_an_event_document_is_the_v1_event_as_json() -> None:
     ):  # fmt: skip
         expected = encode_json(event_document(event, "node-1", "web.1"))
         assert event_json(event, "node-1", "web.1") == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    namespace=st.text(max_size=8),
+    name=st.text(min_size=1, max_size=8),
+    uid=st.text(max_size=8),
+    field_path=st.text(max_size=8),
+    reason=st.text(max_size=8),
+    message=st.text(max_size=40),
+    node=st.text(max_size=8),
+    warning=st.booleans(),
+    timestamp=st.floats(min_value=1.0e9 + 1, max_value=4e9),
+)
+def test_the_fast_event_encoder_equals_the_v1_event_builder(
+    namespace: str,
+    name: str,
+    uid: str,
+    field_path: str,
+    reason: str,
+    message: str,
+    node: str,
+    warning: bool,
+    timestamp: float,
+) -> None:
+    """Whatever an event holds (quotes, control characters, any Unicode, no namespace, no uid, no
+    field path), the etcd encoder writes the v1 Event builder's document byte for byte."""
+    from kubecore.events import Event, EventType, ObjectReference
+    from kubecore_etcd import encode_json, event_document
+    from kubecore_etcd._encoding import event_json
+
+    ref = ObjectReference(
+        kind="Pod", namespace=namespace, name=name, uid=uid, field_path=field_path
+    )
+    kind = EventType.WARNING if warning else EventType.NORMAL
+    event = Event(ref, kind, reason, message, timestamp)
+    expected = encode_json(event_document(event, node, f"{name}.1"))
+    assert event_json(event, node, f"{name}.1") == expected
 
 
 def test_the_node_api_and_etcd_build_one_event_document() -> None:
