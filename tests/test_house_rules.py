@@ -33,9 +33,6 @@ TO_SPLIT = {
     "kubecore/_api/server.py",
     "kubecore/_api/server.py:KubeApi",
     "kubecore/_cli/commands.py:cmd_run",
-    "kubecore/_config/sources.py",
-    "kubecore/_config/sources.py:FileSource",
-    "kubecore/_config/sources.py:_check_file",
     "kubecore/_contract/runtime.py",
     "kubecore/_http/server.py",
     "kubecore/_http/server.py:_Handler",
@@ -43,9 +40,6 @@ TO_SPLIT = {
     "kubecore/_kuberuntime/execute.py:Executor",
     "kubecore/_kuberuntime/execute.py:execute",
     "kubecore/_kuberuntime/execute.py:_create_and_start",
-    "kubecore/_manifest/validation.py",
-    "kubecore/_manifest/validation.py:_check_container",
-    "kubecore/_manifest/validation.py:_check_volumes",
     "kubecore/_observability/metrics.py",
     "kubecore/_observability/metrics.py:__init__",
     "kubecore/_planner/plan.py",
@@ -57,7 +51,6 @@ TO_SPLIT = {
     "kubecore_docker/_runtime.py",
     "kubecore_fake/_runtime.py",
     "kubecore_fake/_shell.py:statement",
-    "kubecore_etcd/_etcd.py",
 }
 
 
