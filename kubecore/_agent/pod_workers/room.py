@@ -28,7 +28,8 @@ from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
 from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
 from kubecore._planner.backoff import in_backoff
-from kubecore._planner.plan import compute_pod_actions, deadline_at
+from kubecore._planner.plan import compute_pod_actions
+from kubecore._planner.terminal import deadline_at
 from kubecore._prober.manager import ProbeManager
 from kubecore._status.manager import PodStatusRecord, StatusManager
 from kubecore._util.clock import Clock
