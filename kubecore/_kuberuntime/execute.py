@@ -61,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 @attrs.frozen
 class SyncResult:
+    """What one pass over a pod's actions did, and where it stopped."""
+
     actions: PodActions
     error: str = ""
     started: tuple[str, ...] = ()
@@ -125,6 +127,8 @@ class _Progress:
 
 
 class Executor:
+    """Carries pods' plans out through the runtime, each step by the part that does it."""
+
     def __init__(
         self,
         runtime: ContainerRuntime,
