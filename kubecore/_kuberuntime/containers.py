@@ -36,10 +36,10 @@ from kubecore._kuberuntime.env import (
     expand_sub_path_expr,
     needs_pod_ip,
 )
-from kubecore._kuberuntime.events import PodEvents
 from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Backoff, Images
 from kubecore._kuberuntime.kill import Killer
+from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._kuberuntime.translate import container_config, container_resources, resources_record

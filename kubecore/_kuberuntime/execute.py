@@ -42,10 +42,10 @@ from kubecore._contract.runtime import (
 from kubecore._kuberuntime.containers import Containers, spec_of
 from kubecore._kuberuntime.credentials import Keyring, PullSecrets
 from kubecore._kuberuntime.env import NodeInfo, ObjectReader
-from kubecore._kuberuntime.events import PodEvents
 from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.kill import Killer, kill_message
+from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason

@@ -18,7 +18,7 @@ from kubecore._contract.runtime import (
     ProbeOutcome,
     ProbeTarget,
 )
-from kubecore._kuberuntime.events import PodEvents
+from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Container, LifecycleHandler, Pod, Probe
 from kubecore._observability.events import EventReason
 from kubecore._util.clock import Clock

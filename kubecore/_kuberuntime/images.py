@@ -11,7 +11,7 @@ from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.errors import ContainerRuntimeError, ImageNeverPull, ImagePullError
 from kubecore._contract.runtime import EventType, Puller
 from kubecore._kuberuntime.credentials import PullSecrets, pod_registry_auth
-from kubecore._kuberuntime.events import PodEvents
+from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Container, Pod
 from kubecore._observability.events import EventReason
 from kubecore._planner.actions import BackoffEntry

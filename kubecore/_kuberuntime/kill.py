@@ -26,8 +26,8 @@ from kubecore._contract.runtime import (
     RuntimeState,
     SandboxState,
 )
-from kubecore._kuberuntime.events import PodEvents
 from kubecore._kuberuntime.hooks import Hooks
+from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason, pod_reference
 from kubecore._planner.actions import ContainerToKill, KillReason, ObservedPod
