@@ -366,7 +366,7 @@ def run_once(
 def runtime_unreachable(kubelet: Kubelet) -> str:
     """Why the runtime cannot be reached ('' when it answers)."""
     try:
-        kubelet.runtime.version()
+        kubelet.runtime_version()
     except RuntimeUnavailable as error:
         return str(error)
     return ""
@@ -380,14 +380,16 @@ class PodJudge:
     fix has failed, and one still pending says the newest warning it got."""
 
     def __init__(self, kubelet: Kubelet, errors: PermanentErrors) -> None:
-        self._events = kubelet.events
+        self._kubelet = kubelet
         self._errors = errors
 
     def verdict(self, pod: Pod) -> tuple[Verdict, str]:
         verdict, reason = pod_verdict(pod)
         if verdict_settled(verdict):
             return verdict, reason
-        events = self._events.events(namespace=pod.metadata.namespace, name=pod.metadata.name)
+        events = self._kubelet.recent_events(
+            namespace=pod.metadata.namespace, name=pod.metadata.name
+        )
         blocked = blocked_reason(events, self._errors)
         if blocked:
             return "failed", blocked
