@@ -100,8 +100,10 @@ class SyncPass:
         grouped = relisted.view.entries
         states = list(rooms.desired.states.values())  # replaced whole by a refresh
         synced = self._dispatch_desired(states, relisted, generation, inline=inline)
-        removed = self._dispatch_undesired(grouped, generation, sources_ready, ready, inline)
         desired = rooms.desired.states
+        removed = self._dispatch_undesired(
+            desired, grouped, generation, sources_ready, ready, inline
+        )
         rooms.terminations.retain(grouped, desired)
         collected = self._housekeep(relisted, desired, sources_ready)
         rooms.gauges.update(relisted.snapshot, relisted.view.ready, relisted.view.running)
@@ -214,6 +216,7 @@ class SyncPass:
 
     def _dispatch_undesired(
         self,
+        desired: Mapping[str, PodState],
         grouped: Mapping[str, PodEntry],
         generation: int,
         sources_ready: bool,
@@ -224,7 +227,6 @@ class SyncPass:
         their UIDs."""
         rooms = self._rooms
         removed: list[str] = []
-        desired = rooms.desired.states
         for uid, entry in grouped.items():
             if uid in desired or not uid:
                 continue
