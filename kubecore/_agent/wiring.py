@@ -69,18 +69,13 @@ class Rooms:
     """The newest events, kept in memory for the agent's readers."""
     recorder: FanoutRecorder
     """Every event goes to each of its recorders (the memory, the log, the embedder's)."""
-    health_checker: HealthChecker
     pod_config: PodConfig
     """The sources' pods, merged."""
     objects: ObjectStore
     """The ConfigMaps and Secrets from every source."""
     volumes: VolumeManager
     admission: Admission
-    image_lock: threading.Lock
-    """Held by a pull and by image garbage collection, never both at once."""
     executor: Executor
-    gc_policy: ContainerGCPolicy
-    image_gc: ImageGC
     node_view: NodeView
     node_guard: NodeNameGuard
     """The agent's lease on its node name on the engine, while started."""
@@ -139,7 +134,7 @@ def build_rooms(
     volumes = VolumeManager(cfg.root_dir, cfg.node_name, objects=objects, pvc_dir=cfg.pvc_dir)
     volumes.acquire()  # RootDirInUse now, not at the first pod
     admission = _admission(cfg)
-    image_lock = threading.Lock()
+    image_lock = threading.Lock()  # a pull or an image collection, never both at once
     executor = _executor(cfg, plugged, clock, volumes, image_lock, objects, metrics, pull_secrets)
     objects.subscribe(signals.wake.set)
     host_dns = _read_resolv_conf(cfg.resolv_conf)
@@ -156,15 +151,11 @@ def build_rooms(
         puller=plugged.puller,
         events=plugged.events,
         recorder=plugged.recorder,
-        health_checker=plugged.health_checker,
         pod_config=pod_config,
         objects=objects,
         volumes=volumes,
         admission=admission,
-        image_lock=image_lock,
         executor=executor,
-        gc_policy=upkeep.gc_policy,
-        image_gc=upkeep.image_gc,
         node_view=NodeView(cfg.node_name),
         node_guard=syncing.node_guard,
         probes=syncing.probes,
@@ -185,8 +176,6 @@ def build_rooms(
 class _Upkeep:
     """The rooms that keep the node tidy and measured."""
 
-    gc_policy: ContainerGCPolicy
-    image_gc: ImageGC
     housekeeping: Housekeeping
     gauges: NodeGauges
     stats: StatsProvider
@@ -223,7 +212,7 @@ def _upkeep(
         pod_dir=volumes.pod_dir,
         image_fs=plugged.puller.image_fs_usage,
     )
-    return _Upkeep(gc_policy, image_gc, housekeeping, NodeGauges(metrics), stats)
+    return _Upkeep(housekeeping, NodeGauges(metrics), stats)
 
 
 @attrs.frozen
