@@ -22,7 +22,7 @@ def node_document(kubelet: Kubelet, node: str, *, ready: bool, reason: str) -> d
         addresses.insert(0, {"type": "InternalIP", "address": kubelet.config.host_ip})
     runtime_version = ""
     try:
-        version = kubelet.runtime.version()
+        version = kubelet.runtime_version()
         runtime_version = f"{version.runtime_name}://{version.runtime_version}"
     except Exception:  # a runtime that is down: the Ready condition says so
         pass

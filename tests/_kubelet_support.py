@@ -83,7 +83,7 @@ class Node:
         return pod.status
 
     def reasons(self, name: str | None = None) -> list[str]:
-        return self.kubelet.events.reasons(name=name)
+        return self.kubelet._rooms.events.reasons(name=name)
 
     def restart_kubelet(self, **config: Any) -> Kubelet:
         """A fresh agent on the same runtime, root dir and clock (the old one is stopped, as a

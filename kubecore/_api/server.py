@@ -72,7 +72,7 @@ from kubecore._http.serving import Admit, BoundedServer, Handle, Limits
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._manifest.documents import parse_yaml_document
 from kubecore._model.v1 import KubeObject, Pod
-from kubecore._observability.events import MemoryRecorder, v1_event
+from kubecore._observability.events import v1_event
 from kubecore._observability.logs import LogOptions, parse_log_options
 from kubecore._status.compute import pod_status_text
 from kubecore._util.timefmt import age as time_age
@@ -235,8 +235,7 @@ class _Config(Protocol):
 class ApiKubelet(Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
-    @property
-    def events(self) -> MemoryRecorder: ...
+    def recent_events(self, *, namespace: str | None = None) -> list[Event]: ...
 
     @property
     def clock(self) -> _Clock: ...
@@ -1142,7 +1141,7 @@ class KubeApi:
     def _events(self, namespace: str | None) -> list[dict[str, Any]]:
         return [
             event_object(event, self.node_name)
-            for event in self.kubelet.events.events(namespace=namespace)
+            for event in self.kubelet.recent_events(namespace=namespace)
         ]
 
     def _list_events(self, exchange: Exchange, request: _Request, namespace: str | None) -> None:

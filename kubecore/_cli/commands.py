@@ -173,6 +173,9 @@ def kubelet_config(settings: Mapping[str, Any]) -> kubecore.KubeletConfig:
 def cmd_run(
     args: argparse.Namespace, out: IO[str], environ: Mapping[str, str] | None = None
 ) -> int:
+    """``kubecore run``: the agent on the chosen runtime, fed by the sources of the settings
+    (flags over environment over config file); with ``--once`` until the pods settle or the
+    deadline passes, otherwise until a signal."""
     environ = os.environ if environ is None else environ
     flags = {k: v for k, v in vars(args).items() if k in _RUN_DESTS}
     settings = resolve_settings(flags, environ, args.config)
@@ -186,9 +189,6 @@ def cmd_run(
     sources = build_sources(settings)
     keyring = read_registry_config(settings["registry_config"])
     config = kubelet_config(settings)
-
-    from kubecore._agent.kubelet import Kubelet
-
     try:
         bundle = load_runtime_bundle(
             settings["runtime"], settings["runtime_option"], once, sys.stderr
@@ -199,25 +199,8 @@ def cmd_run(
     # after loading the plugins: a broken one is reported once, by the warning above
     _setup_logging(level)
     tracker = PullTracker()
-    puller: Puller = bundle.puller
-    if keyring is not None:
-        from kubecore._kuberuntime.credentials import KeyringPuller
-
-        puller = KeyringPuller(puller, keyring)
-    puller = TrackingPuller(puller, tracker)
-    runtime = bundle.runtime
     errors = PermanentErrors() if once else None
-    if errors is not None:
-        runtime, puller = errors.runtime(runtime), errors.puller(puller)
-    try:
-        kubelet = Kubelet.from_bundle(
-            attrs.evolve(bundle, runtime=runtime, puller=puller),
-            config=config,
-            sources=tuple(source.name for source in sources),
-        )
-    except RootDirInUse as error:
-        bundle.runtime.close()
-        raise UsageError(str(error)) from None
+    kubelet = agent_on(bundle, config, sources, keyring, tracker, errors)
     clock = kubelet.clock
     etcd = attach_etcd(kubelet, settings)
     if etcd is not None:
@@ -234,18 +217,7 @@ def cmd_run(
         bundle.runtime.close()
 
     if once:
-        try:
-            if etcd is not None:
-                wait_for_etcd(etcd, min(settings["deadline"], 30.0))
-            display = None if clock.virtual else once_display(out, settings, tracker)
-            return run_once(
-                kubelet, poller, clock, settings["deadline"], out, display, errors=errors
-            )
-        finally:
-            kubelet.stop()
-            if etcd is not None:
-                publish_status(etcd, 10.0)
-            close()
+        return run_once_and_close(kubelet, poller, settings, out, tracker, errors, etcd, close)
     return run_forever(
         kubelet,
         poller,
@@ -256,6 +228,64 @@ def cmd_run(
         tracker,
         start_extras=etcd.start if etcd is not None else None,
     )
+
+
+def agent_on(
+    bundle: RuntimeBundle,
+    config: kubecore.KubeletConfig,
+    sources: Sequence[PodSource],
+    keyring: DockerKeyring | None,
+    tracker: PullTracker,
+    errors: PermanentErrors | None,
+) -> Kubelet:
+    """The agent on the loaded runtime: pulls with the registry credentials, tracked for the
+    display, and (with ``--once``) the runtime's permanent errors kept in ``errors``. A root
+    directory another agent holds is a usage error."""
+    from kubecore._agent.kubelet import Kubelet
+
+    puller: Puller = bundle.puller
+    if keyring is not None:
+        from kubecore._kuberuntime.credentials import KeyringPuller
+
+        puller = KeyringPuller(puller, keyring)
+    puller = TrackingPuller(puller, tracker)
+    runtime = bundle.runtime
+    if errors is not None:
+        runtime, puller = errors.runtime(runtime), errors.puller(puller)
+    try:
+        return Kubelet.from_bundle(
+            attrs.evolve(bundle, runtime=runtime, puller=puller),
+            config=config,
+            sources=tuple(source.name for source in sources),
+        )
+    except RootDirInUse as error:
+        bundle.runtime.close()
+        raise UsageError(str(error)) from None
+
+
+def run_once_and_close(
+    kubelet: Kubelet,
+    poller: SourcePoller,
+    settings: Mapping[str, Any],
+    out: IO[str],
+    tracker: PullTracker,
+    errors: PermanentErrors | None,
+    etcd: EtcdAttachment | None,
+    close: Callable[[], None],
+) -> int:
+    """``--once``: ``run_once`` (after etcd listed the node's pods), then the agent stopped,
+    the pods' last status written to etcd, and the runtime closed."""
+    clock = kubelet.clock
+    try:
+        if etcd is not None:
+            wait_for_etcd(etcd, min(settings["deadline"], 30.0))
+        display = None if clock.virtual else once_display(out, settings, tracker)
+        return run_once(kubelet, poller, clock, settings["deadline"], out, display, errors=errors)
+    finally:
+        kubelet.stop()
+        if etcd is not None:
+            publish_status(etcd, 10.0)
+        close()
 
 
 def once_display(out: IO[str], settings: Mapping[str, Any], tracker: PullTracker) -> Display:
@@ -363,7 +393,7 @@ def run_once(
 def runtime_unreachable(kubelet: Kubelet) -> str:
     """Why the runtime cannot be reached ('' when it answers)."""
     try:
-        kubelet.runtime.version()
+        kubelet.runtime_version()
     except RuntimeUnavailable as error:
         return str(error)
     return ""
@@ -377,14 +407,16 @@ class PodJudge:
     fix has failed, and one still pending says the newest warning it got."""
 
     def __init__(self, kubelet: Kubelet, errors: PermanentErrors) -> None:
-        self._events = kubelet.events
+        self._kubelet = kubelet
         self._errors = errors
 
     def verdict(self, pod: Pod) -> tuple[Verdict, str]:
         verdict, reason = pod_verdict(pod)
         if verdict_settled(verdict):
             return verdict, reason
-        events = self._events.events(namespace=pod.metadata.namespace, name=pod.metadata.name)
+        events = self._kubelet.recent_events(
+            namespace=pod.metadata.namespace, name=pod.metadata.name
+        )
         blocked = blocked_reason(events, self._errors)
         if blocked:
             return "failed", blocked

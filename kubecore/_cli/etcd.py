@@ -21,7 +21,6 @@ import yaml
 
 from kubecore import Kubelet, Pod, ValidationError
 from kubecore._util.timefmt import age
-from kubecore.events import FanoutRecorder
 from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore.objects import KubeObject
 from kubecore_etcd import (
@@ -357,8 +356,8 @@ def attach(
 ) -> EtcdAttachment:
     """The etcd source, status sink and event recorder of ``kubelet``'s node
     (``kubelet.config.node_name``). The source is registered with the agent, so nothing is
-    deleted before etcd was listed; the event recorder joins the agent's recorders (its
-    ``FanoutRecorder``) and their figures join its metrics (``EtcdCollector``)."""
+    deleted before etcd was listed; the event recorder joins the agent's recorders
+    (``Kubelet.add_recorder``) and their figures join its metrics (``EtcdCollector``)."""
     client = EtcdClient(etcd_config(endpoints, **options))
     node = kubelet.config.node_name
     source = EtcdSource(client, node, prefix=prefix)
@@ -368,8 +367,7 @@ def attach(
         EtcdObjectSource(client, node, kind, prefix=prefix) for kind in OBJECT_RESOURCES
     )
     events = EtcdEventRecorder(client, node, prefix=prefix, ttl=event_ttl)
-    if isinstance(kubelet.recorder, FanoutRecorder):
-        kubelet.recorder.recorders = (*kubelet.recorder.recorders, events)
+    kubelet.add_recorder(events)
     sink = EtcdStatusSink(
         kubelet,
         client,

@@ -155,7 +155,7 @@ def test_the_loop_does_not_spin_while_the_engine_is_down(tmp_path: Path, records
 
 
 def held(kubelet: Kubelet, clock: ManualClock) -> bool:
-    until_ = kubelet._holding_until
+    until_ = kubelet._loop._holding_until
     return until_ is not None and until_ > clock.monotonic()
 
 
@@ -190,7 +190,7 @@ def test_relists_back_off_logs_fall_and_the_recovery_is_logged_once(
         runtime.down = False
         runtime.crash(first.id)  # the death is noticed once the engine answers
         clock.advance(30)
-        until(lambda: not kubelet._outage.failures, what="a relist that succeeds")
+        until(lambda: not kubelet._pass.outage.failures, what="a relist that succeeds")
         assert kubelet.wait_idle(10)
         (second,) = runtime.find_containers("app", state=RuntimeState.RUNNING)
         assert second.id != first.id

@@ -253,7 +253,7 @@ def test_static_source_objects_reach_the_kubelet(tmp_path: Path) -> None:
     source = StaticSource(name="embedder", sink=node.kubelet.update)
     source.put_objects(config_map("cfg", k="v"))
     assert node.kubelet.objects.get_config_map("default", "cfg") is not None
-    assert "embedder" not in node.kubelet.pod_config.sources  # objects alone: no pod report
+    assert "embedder" not in node.kubelet._rooms.pod_config.sources  # objects alone: no pod report
     source.set([], objects=())
     assert node.kubelet.objects.get_config_map("default", "cfg") is None
 

@@ -49,7 +49,7 @@ def test_the_deadline_wakes_an_idle_agent(tmp_path: Path) -> None:
     pod = make_pod("web", ctr("app"), active_deadline_seconds=45)
     node.kubelet.set_pods([pod])
     node.converge()
-    assert 0 < node.kubelet._next_pass_in() <= 45
+    assert 0 < node.kubelet._loop.next_pass_in() <= 45
 
 
 def test_a_pod_that_ended_before_its_deadline_keeps_its_phase(node: Node) -> None:

@@ -46,7 +46,7 @@ def test_failed_post_start_kills_the_new_container_and_the_sync_goes_on(node: No
     node.kubelet.set_pods([pod])
     node.kubelet.sync()
     assert node.running_names() == [("web", "plain")]  # the sync went on to the next container
-    events = node.kubelet.events.events(name="web", reason="FailedPostStartHook")
+    events = node.kubelet.recent_events(name="web", reason="FailedPostStartHook")
     assert events and events[0].involved_object.field_path == "spec.containers{hooked}"
     (dead,) = node.all("web", "hooked")
     assert node.runtime.signals(dead.id)
@@ -185,7 +185,7 @@ def test_a_source_reporting_during_a_pass_makes_no_running_pod_an_orphan(tmp_pat
     running = {c.id for c in node.running()}
     kubelet = node.restart_kubelet()
     kubelet.register_source("file")
-    config = kubelet.pod_config
+    config = kubelet._rooms.pod_config
     read_before_report = config.pods
 
     def report_while_read() -> tuple[Pod, ...]:

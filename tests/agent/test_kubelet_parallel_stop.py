@@ -80,7 +80,7 @@ def test_a_deleted_pods_containers_are_stopped_at_once_each_with_the_whole_grace
     assert not report.errors, report.errors
     # One after the other, each stop after the first got what was left: the 2 s floor.
     assert runtime.stop_timeouts() == [5.0] * 10
-    assert kubelet.events.reasons(name="big").count("Killing") == 10
+    assert kubelet._rooms.events.reasons(name="big").count("Killing") == 10
     assert runtime.order[-1] == "POD"  # the sandbox after its containers
     assert runtime.find_containers(pod_name="big") == []
 

@@ -65,7 +65,9 @@ def test_deleting_a_pod_stops_its_sync_between_container_starts(tmp_path: Path) 
 
     def delete() -> None:
         kubelet.remove_pod(pod)
-        until(lambda: pod.uid not in kubelet.desired.states, what="the loop to see the delete")
+        until(
+            lambda: pod.uid not in kubelet._rooms.desired.states, what="the loop to see the delete"
+        )
 
     runtime.on_start = delete
     kubelet.set_pods([pod])
@@ -77,7 +79,7 @@ def test_deleting_a_pod_stops_its_sync_between_container_starts(tmp_path: Path) 
     assert runtime.deleted_at == 5
     assert len(runtime.starts) - runtime.deleted_at <= 1, len(runtime.starts)
     assert runtime.find_containers(pod_name="big") == []  # killed and removed
-    assert "Killing" in kubelet.events.reasons(name="big")
+    assert "Killing" in kubelet._rooms.events.reasons(name="big")
 
 
 def test_a_sync_that_is_still_wanted_is_not_preempted(tmp_path: Path) -> None:
@@ -89,7 +91,7 @@ def test_a_sync_that_is_still_wanted_is_not_preempted(tmp_path: Path) -> None:
 
     def another_pod_changes() -> None:
         kubelet.set_pods([pod])  # "other" goes; "big" stays desired
-        until(lambda: other.uid not in kubelet.desired.states, what="the loop to see it")
+        until(lambda: other.uid not in kubelet._rooms.desired.states, what="the loop to see it")
 
     runtime.on_start = another_pod_changes
     kubelet.set_pods([pod, other])

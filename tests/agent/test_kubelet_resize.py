@@ -132,7 +132,7 @@ def test_a_resize_is_forgotten_with_its_container(node: Node) -> None:
     node.converge()
     node.kubelet.set_pods([resized_pod("250m", "64Mi", CPU_IN_PLACE)])
     node.converge()
-    record = node.kubelet.desired.states["uid-default-web"].record
+    record = node.kubelet._rooms.desired.states["uid-default-web"].record
     (app,) = node.running("web", "app")
     assert list(record.resized) == [app.id]
     node.runtime.crash(app.id)

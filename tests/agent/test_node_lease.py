@@ -62,7 +62,7 @@ def test_a_second_agent_with_the_same_node_name_is_refused_naming_the_first(
         message = str(refused.value)
         assert "'kubecore-node'" in message
         assert f"process {os.getpid()} on host" in message
-        assert first.node_guard.holder.id in message
+        assert first._rooms.node_guard.holder.id in message
         assert "--node-name" in message
         assert not second.running
         assert first.running  # the first one carries on
@@ -94,7 +94,7 @@ def test_after_the_first_stops_cleanly_the_second_starts(node: Node) -> None:
         second.start()
         assert second.running
         lease = node.runtime.node_lease("kubecore-node")
-        assert lease is not None and lease.holder == second.node_guard.holder
+        assert lease is not None and lease.holder == second._rooms.node_guard.holder
     finally:
         second.stop()
 
@@ -144,7 +144,7 @@ def test_an_agent_killed_on_this_host_is_taken_over_at_once(node: Node) -> None:
         pytest.skip("this system does not name pid namespaces")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    here = node.kubelet.node_guard.holder
+    here = node.kubelet._rooms.node_guard.holder
     gone = crashed_holder(host=here.host, pid=int(dead.stdout), pid_namespace=here.pid_namespace)
     node.runtime.claim_node("kubecore-node", gone, LEASE_TTL)
     node.kubelet.start()  # no waiting out the TTL: the holder's process is gone
@@ -172,7 +172,7 @@ def _state(pid: int) -> str:
 
 
 def test_a_live_process_on_this_host_keeps_its_lease(node: Node) -> None:
-    here = node.kubelet.node_guard.holder
+    here = node.kubelet._rooms.node_guard.holder
     alive = crashed_holder(host=here.host, pid=os.getppid(), pid_namespace=here.pid_namespace)
     node.runtime.claim_node("kubecore-node", alive, LEASE_TTL)
     with pytest.raises(NodeNameInUse):
@@ -222,7 +222,7 @@ def test_an_agent_that_lost_its_lease_stops_syncing(
         assert wait_until(lambda: not first.running)
         assert second.running
         (lost,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-        assert "stops syncing" in lost and second.node_guard.holder.id in lost
+        assert "stops syncing" in lost and second._rooms.node_guard.holder.id in lost
     finally:
         second.stop()
         first.stop()
@@ -242,7 +242,7 @@ def test_an_engine_down_at_start_does_not_stop_the_agent_and_the_claim_follows(
             assert node.runtime.node_lease("kubecore-node") is None
             node.clock.advance(2)  # the next one, 2 s later, claims it
             lease = node.runtime.node_lease("kubecore-node")
-            assert lease is not None and lease.holder == node.kubelet.node_guard.holder
+            assert lease is not None and lease.holder == node.kubelet._rooms.node_guard.holder
         finally:
             node.kubelet.stop()
     said = [r.getMessage() for r in caplog.records if "claim" in r.getMessage()]
@@ -285,7 +285,7 @@ def test_a_first_agent_that_hangs_or_dies_is_taken_over_after_the_ttl(
         assert second.running
         assert any("lapsed" in r.getMessage() for r in caplog.records)
         lease = node.runtime.node_lease("kubecore-node")
-        assert lease is not None and lease.holder == second.node_guard.holder
+        assert lease is not None and lease.holder == second._rooms.node_guard.holder
     finally:
         second.stop()
         frozen.stop()  # gives up nothing: the lease is not its own any more

@@ -171,7 +171,7 @@ def test_logs_and_exec_never_reach_another_nodes_container(tmp_path: Path) -> No
     node.kubelet.set_pods([pod])
     node.converge()
     (own,) = node.running("web", "app")
-    found = node.kubelet._find_container("default", "web", "app", running=True)
+    found = node.kubelet._reads.find_container("default", "web", "app", running=True)
     assert found.id == own.id
     # an unlabelled copy with the same pod UID, newer than the agent's own: never picked
     config = node.runtime.sandbox_config(own.sandbox_id)
@@ -183,4 +183,4 @@ def test_logs_and_exec_never_reach_another_nodes_container(tmp_path: Path) -> No
         config,
     )
     node.runtime.start_container(copy)
-    assert node.kubelet._find_container("default", "web", "app", running=True).id == own.id
+    assert node.kubelet._reads.find_container("default", "web", "app", running=True).id == own.id

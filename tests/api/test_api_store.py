@@ -131,7 +131,9 @@ def running_ids(node: Node) -> dict[str, str]:
 
 
 def scratch(node: Node, uid: str) -> Path:
-    return Path(node.kubelet.volumes.pod_dir(uid)) / "volumes/kubernetes.io~empty-dir/scratch"
+    return (
+        Path(node.kubelet._rooms.volumes.pod_dir(uid)) / "volumes/kubernetes.io~empty-dir/scratch"
+    )
 
 
 def populate(agent: Agent) -> dict[str, Any]:
@@ -276,7 +278,7 @@ def test_a_stored_file_that_cannot_be_read_kills_nothing(
     for uid, name in uids_of(node).items():
         if name != "static":
             assert (scratch(node, uid) / "user-file").read_text() == f"{name}'s data\n"
-    reasons = node.kubelet.pod_config.not_ready_reasons()
+    reasons = node.kubelet._rooms.pod_config.not_ready_reasons()
     assert list(reasons) == ["kube-apiserver"]
     assert reasons["kube-apiserver"].startswith(f"cannot read {broken}: ")
     assert reason in reasons["kube-apiserver"]
@@ -295,7 +297,7 @@ def test_a_stored_file_that_cannot_be_read_kills_nothing(
         broken.unlink()
     assert agent.send("POST", PODS, json=api_pod("new")).status_code == 201
     node.converge()
-    assert node.kubelet.pod_config.not_ready_reasons() == {}
+    assert node.kubelet._rooms.pod_config.not_ready_reasons() == {}
     assert sorted(running_ids(node)) == ["cache", "new", "static", "web"]
 
 

@@ -229,7 +229,7 @@ def test_syncloop_fails_past_the_kubelets_threshold(node: Node) -> None:
     kubelet.start()
     try:
         assert dict(kubelet.health_checks())["syncloop"] == ""
-        kubelet._last_pass -= 301
+        kubelet._pass.last_pass -= 301
         problem = dict(kubelet.health_checks())["syncloop"]
         assert problem.startswith("failed: the sync loop last passed")
     finally:

@@ -100,6 +100,11 @@ class PodWorkers(Generic[T]):
         with self._lock:
             return len(self._busy)
 
+    @property
+    def closed(self) -> bool:
+        """``shutdown`` was called and not undone by ``reopen``: work is refused."""
+        return self._closed
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait (real time) until no sync runs or is pending; True if that happened in time."""
         with self._lock:

@@ -163,6 +163,42 @@ class Outcome(NamedTuple):
     error: str
 
 
+class _Acted(NamedTuple):
+    """What a sync's plan was and what carrying it out did."""
+
+    actions: PodActions | None
+    result: SyncResult | None
+    error: str
+    acted: bool
+
+
+def _status_unchanged(
+    st: PodState, pod: Pod, work: Work, probes: Mapping[str, Any], done: _Acted
+) -> bool:
+    """Nothing the pod's status depends on may have changed since it was published."""
+    actions, previous = done.actions, st.actions
+    return (
+        not done.acted
+        and not done.error
+        and st.published.status is not None
+        and st.synced_pod is pod
+        and actions is not None
+        and previous is not None
+        and (actions is previous or actions.waiting == previous.waiting)
+        and (st.probe_states is probes or st.probe_states == probes)
+        and st.observed_key == work.key
+    )
+
+
+def _outcome(pod: Pod, done: _Acted) -> Outcome:
+    """The sync's line in the pass's report."""
+    actions, result = done.actions, done.result
+    summary = actions.summary() if done.acted and actions is not None else ""
+    if result is not None and result.preempted:
+        summary = f"stopped before {result.preempted} (no longer desired)"
+    return Outcome(f"{pod.metadata.namespace}/{pod.metadata.name}", summary, done.error)
+
+
 class PodSyncer:
     """The work of one pod worker; shared by all of them (its fields are read-only)."""
 
@@ -205,6 +241,7 @@ class PodSyncer:
             self.sync(uid, work)
 
     def sync(self, uid: str, work: Work) -> None:
+        """Plan a desired pod on the observed snapshot, carry the plan out, publish its status."""
         monotonic = self._clock.monotonic
         started = monotonic()
         st = self._desired.states.get(uid)  # replaced whole, never changed in place
@@ -228,6 +265,33 @@ class PodSyncer:
         since = active_since(st)
         in_place = self._resizes_in_place and has_resize_policy(pod)
         history = history_of(record, probes, since, resize_in_place=in_place)
+        done = self._act(uid, st, pod, work, history, now)
+        # Status is recomputed only when something it depends on may have changed.
+        unchanged = _status_unchanged(st, pod, work, probes, done)
+        self._remember(st, pod, work, probes, done, history, now)
+        if done.error:
+            self._metrics.sync_errors.inc()
+        if not unchanged:
+            self._publish(uid, st, pod, work, since, in_place, done.actions, now)
+        if st.published.start_reported and not was_started:
+            # The kubelet's SLI leaves image pulls out of a pod's start.
+            started_in = max(0.0, now - st.first_seen - record.pull_seconds)
+            self._metrics.pod_start_sli_duration.observe(started_in)
+        if done.acted or done.error:
+            self._report(_outcome(pod, done))
+        status = st.published.status
+        if updated:
+            op = "update"
+        elif status is None or status.phase == "Pending":
+            op = "create"
+        else:
+            op = "sync"
+        self._duration[op].observe(max(0.0, monotonic() - started))
+
+    def _act(
+        self, uid: str, st: PodState, pod: Pod, work: Work, history: PodHistory, now: float
+    ) -> _Acted:
+        """Plan the pod and carry the plan out (an unexpected error is logged, not raised)."""
         result: SyncResult | None = None
         error = ""
         actions: PodActions | None = None
@@ -248,7 +312,7 @@ class PodSyncer:
                     pod,
                     actions,
                     work.observed,
-                    record,
+                    st.record,
                     self._dns(pod),
                     current=functools.partial(self._still_desired, uid, st),
                 )
@@ -272,70 +336,66 @@ class PodSyncer:
                 extra={"pod": pod.full_name},
             )
             error = f"unexpected error: {exc!r}"
-        # Status is recomputed only when something it depends on may have changed.
-        previous = st.actions
-        unchanged = (
-            not acted
-            and not error
-            and st.published.status is not None
-            and st.synced_pod is pod
-            and actions is not None
-            and previous is not None
-            and (actions is previous or actions.waiting == previous.waiting)
-            and (st.probe_states is probes or st.probe_states == probes)
-            and st.observed_key == work.key
-        )
-        if acted:
+        return _Acted(actions, result, error, acted)
+
+    def _remember(
+        self,
+        st: PodState,
+        pod: Pod,
+        work: Work,
+        probes: Mapping[str, Any],
+        done: _Acted,
+        history: PodHistory,
+        now: float,
+    ) -> None:
+        """What the pass reads next time: whether the pod needs a sync, and when to replan it
+        (the loop is woken when that is sooner, or when actions were taken)."""
+        actions = done.actions
+        if done.acted:
             st.needs_generation = self._generation() + 1
-            if not error:
+            if not done.error:
                 self._wake()  # look at the result soon, not at the next relist
         st.synced_pod = pod
         st.observed_key = work.key
         st.probe_states = probes
-        st.dirty = acted or bool(error)
+        st.dirty = done.acted or bool(done.error)
         st.actions = actions
-        when = replan_at(record, actions, now) if actions and actions.waiting else math.inf
+        when = replan_at(st.record, actions, now) if actions and actions.waiting else math.inf
         deadline = deadline_at(pod, history)
         if deadline is not None and now < deadline:
             when = min(when, deadline)
         if when < st.replan_at:
             self._wake()  # the loop recomputes how long it may sleep
         st.replan_at = when
-        if error:
-            self._metrics.sync_errors.inc()
-        if not unchanged:
-            try:
-                self._status.update(
-                    st.published,
-                    pod,
-                    work.observed,
-                    history_of(record, self._probes.states(uid), since, resize_in_place=in_place),
-                    actions,
-                    now,
-                )
-            except Exception:
-                logger.exception(
-                    "status of pod %s could not be computed",
-                    pod.full_name,
-                    extra={"pod": pod.full_name},
-                )
-        if st.published.start_reported and not was_started:
-            # The kubelet's SLI leaves image pulls out of a pod's start.
-            started_in = max(0.0, now - st.first_seen - record.pull_seconds)
-            self._metrics.pod_start_sli_duration.observe(started_in)
-        if acted or error:
-            summary = actions.summary() if acted and actions is not None else ""
-            if result is not None and result.preempted:
-                summary = f"stopped before {result.preempted} (no longer desired)"
-            self._report(Outcome(f"{pod.metadata.namespace}/{pod.metadata.name}", summary, error))
-        status = st.published.status
-        if updated:
-            op = "update"
-        elif status is None or status.phase == "Pending":
-            op = "create"
-        else:
-            op = "sync"
-        self._duration[op].observe(max(0.0, monotonic() - started))
+
+    def _publish(
+        self,
+        uid: str,
+        st: PodState,
+        pod: Pod,
+        work: Work,
+        since: float | None,
+        in_place: bool,
+        actions: PodActions | None,
+        now: float,
+    ) -> None:
+        """The pod's status computed again, with the newest probe results, and published (a
+        failure is logged)."""
+        try:
+            self._status.update(
+                st.published,
+                pod,
+                work.observed,
+                history_of(st.record, self._probes.states(uid), since, resize_in_place=in_place),
+                actions,
+                now,
+            )
+        except Exception:
+            logger.exception(
+                "status of pod %s could not be computed",
+                pod.full_name,
+                extra={"pod": pod.full_name},
+            )
 
     def _still_desired(self, uid: str, st: PodState) -> bool:
         """The work for ``st`` is still current: the pod has not left the desired pods (a delete,

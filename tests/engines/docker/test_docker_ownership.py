@@ -139,7 +139,7 @@ def test_containers_without_a_node_label_survive_passes_and_gc_and_are_reported_
         60,
         what="the agent's own pod",
     )
-    touched = spy_on_changes(kubelet.runtime, monkeypatch)
+    touched = spy_on_changes(kubelet._rooms.runtime, monkeypatch)
     strays = make_strays(raw, engine, test_uid, **node)
     with caplog.at_level(logging.INFO, logger="kubecore"):
         for _ in range(5):
@@ -224,7 +224,7 @@ def test_an_agent_killed_on_this_host_does_not_block_its_restart(
         holder.wait(30)
         agent.start()  # at once, not a TTL later: its holder's process is gone
         assert agent.running
-        assert agent.node_guard.held
+        assert agent._rooms.node_guard.held
     finally:
         if holder.poll() is None:
             holder.kill()

@@ -58,7 +58,7 @@ def test_a_pod_deleted_while_its_containers_start_stops_starting_them(
     kubelet = make_agent([pod])
 
     def started() -> int:
-        return kubelet.events.reasons(namespace=namespace, name="many").count("Started")
+        return kubelet._rooms.events.reasons(namespace=namespace, name="many").count("Started")
 
     wait_for(lambda: started() >= 3, 60, interval=0.01, what="3 containers started")
     kubelet.set_pods([])

@@ -165,7 +165,7 @@ def http_get(url: str) -> bytes | None:
 
 
 def reasons(kubelet: Kubelet, namespace: str, name: str) -> list[str]:
-    return kubelet.events.reasons(namespace=namespace, name=name)
+    return kubelet._rooms.events.reasons(namespace=namespace, name=name)
 
 
 # --- (a) two containers, one network ---------------------------------------------------------
@@ -362,7 +362,7 @@ def test_a_failing_liveness_probe_restarts_its_container(
     )
     status = status_of(restarted, "app")
     assert status is not None and status.restart_count == 1
-    events = kubelet.events.events(namespace=namespace, name="live")
+    events = kubelet.recent_events(namespace=namespace, name="live")
     assert any(e.reason == "Unhealthy" for e in events)
     assert any(e.reason == "Killing" and "liveness" in e.message for e in events)
     assert raw.inspect_container(first)["State"]["Running"] is False
@@ -393,7 +393,7 @@ def test_a_failing_post_start_hook_kills_the_container(
     )
     kubelet = make_agent([pod])
     failed = wait_for(
-        lambda: kubelet.events.events(
+        lambda: kubelet.recent_events(
             namespace=namespace, name="hook", reason="FailedPostStartHook"
         ),
         timeout=15,
@@ -402,7 +402,7 @@ def test_a_failing_post_start_hook_kills_the_container(
     assert "exited with 3" in failed[0].message and "hook-broke" in failed[0].message
     assert any(
         e.reason == "Killing" and "postStart" in e.message
-        for e in kubelet.events.events(namespace=namespace, name="hook")
+        for e in kubelet.recent_events(namespace=namespace, name="hook")
     )
     # The container the hook failed in was stopped by the agent, and is not running.
     attempts = wait_for(
@@ -611,7 +611,7 @@ def test_an_image_is_pulled_from_the_local_registry(
     running = wait_pod(kubelet, namespace, "pulled", all_running, timeout=30)
     status = status_of(running, "app")
     assert status is not None and status.image == image
-    events = kubelet.events.events(namespace=namespace, name="pulled")
+    events = kubelet.recent_events(namespace=namespace, name="pulled")
     assert [e.reason for e in events if e.reason.startswith("Pull")][:2] == ["Pulling", "Pulled"]
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
     assert raw.images(name=image)
@@ -652,7 +652,7 @@ def test_the_auth_registry_with_credentials(
     )
     kubelet = make_agent([pod], **kubelet_kwargs)
     wait_pod(kubelet, namespace, "private", all_running, timeout=30)
-    events = kubelet.events.events(namespace=namespace, name="private")
+    events = kubelet.recent_events(namespace=namespace, name="private")
     assert "Failed" not in [e.reason for e in events]
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
     assert raw.images(name=image)
@@ -688,7 +688,7 @@ def test_the_auth_registry_without_credentials(
         what="ErrImagePull / ImagePullBackOff",
     )
     assert failing.status is not None and failing.status.phase == "Pending"
-    failed = kubelet.events.events(namespace=namespace, name="private", reason="Failed")
+    failed = kubelet.recent_events(namespace=namespace, name="private", reason="Failed")
     assert failed and "Failed to pull image" in failed[0].message
     assert "auth" in failed[0].message.lower(), failed[0].message  # refused, not unreachable
     assert engine_containers(raw, namespace, "app") == []
@@ -729,8 +729,8 @@ def test_a_new_agent_adopts_every_running_container(
         assert all(s.restart_count == 0 for s in adopted.status.container_statuses)
     engine_after = {c["Id"]: c["State"] for c in engine_containers(raw, namespace)}
     assert engine_after == engine_before
-    assert not {"Created", "Started", "Killing", "Pulling"} & set(second.events.reasons()), (
-        second.events.reasons()
+    assert not {"Created", "Started", "Killing", "Pulling"} & set(second._rooms.events.reasons()), (
+        second._rooms.events.reasons()
     )
 
     # Adopted containers are managed: one that dies is restarted by the new agent.

@@ -73,7 +73,7 @@ def agent(
             config=KubeletConfig(**values),
             clock=SystemClock(),
         )
-        kubelet.volumes.objects = objects
+        kubelet._rooms.volumes.objects = objects
         made.append((kubelet, runtime))
         kubelet.set_pods(pods)
         kubelet.start()
@@ -282,7 +282,7 @@ def test_host_path_types(agent: Agent, engine: TestEngine, namespace: str, tmp_p
     kubelet = agent([pod])
 
     def failed_mount() -> list[str]:
-        return [e.message for e in kubelet.events.events(namespace=namespace, reason="FailedMount")]
+        return [e.message for e in kubelet.recent_events(namespace=namespace, reason="FailedMount")]
 
     messages = exec_wait(failed_mount)
     assert f"{missing} is not a directory (type Directory)" in messages[0]
@@ -360,7 +360,7 @@ def test_propagation_from_a_private_mount_is_refused_clearly(
     def refused() -> list[str]:
         return [
             e.message
-            for e in kubelet.events.events(namespace=namespace, reason="Failed")
+            for e in kubelet.recent_events(namespace=namespace, reason="Failed")
             if "not a shared or slave mount" in e.message
         ]
 

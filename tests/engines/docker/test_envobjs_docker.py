@@ -198,7 +198,7 @@ def test_pull_secret_from_a_dockerconfigjson_secret(
     kubelet.update(PodUpdate(Operation.SET, (pod,), SOURCE, secret))
     kubelet.start()
     wait_pod(kubelet, namespace, "private", all_running, timeout=30)
-    events = kubelet.events.events(namespace=namespace, name="private")
+    events = kubelet.recent_events(namespace=namespace, name="private")
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
 
 

@@ -419,7 +419,7 @@ def test_an_empty_directory_at_start_is_refused_naming_it(tmp_path: Path) -> Non
     (pods / "a.yaml").rename(tmp_path / "a.yaml")  # the mount point is empty at the restart
     agent.restart()
     agent.run(3.0)
-    reasons = agent.node.kubelet.pod_config.not_ready_reasons()
+    reasons = agent.node.kubelet._rooms.pod_config.not_ready_reasons()
     assert str(pods) in reasons["file"] and "--manifest-allow-empty" in reasons["file"]
     (tmp_path / "a.yaml").rename(pods / "a.yaml")
     agent.run(2.0)

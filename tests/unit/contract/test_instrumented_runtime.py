@@ -87,13 +87,13 @@ def test_a_resize_through_the_wrapper_reaches_the_runtime_and_is_counted() -> No
 
 def test_the_agents_node_lease_goes_through_the_wrapper(tmp_path: Path) -> None:
     node = make_node(tmp_path)
-    assert isinstance(node.kubelet.runtime, NodeClaims)
-    node.kubelet.node_guard.acquire()
+    assert isinstance(node.kubelet._rooms.runtime, NodeClaims)
+    node.kubelet._rooms.node_guard.acquire()
     try:
-        assert node.kubelet.node_guard.held
+        assert node.kubelet._rooms.node_guard.held
         metrics = node.kubelet.metrics
         labels = {"operation_type": "claim_node"}
         assert metrics.value("kubelet_runtime_operations_total", labels) == 1
     finally:
-        node.kubelet.node_guard.release()
+        node.kubelet._rooms.node_guard.release()
     assert node.runtime.call_count("release_node") == 1

@@ -1023,7 +1023,7 @@ def test_the_docs_configmap_volume_pod_lists_the_keys(tmp_path: Path) -> None:
     with FakeNode(tmp_path) as node:
         node.apply(text)
         node.run_until(lambda: node.status("dapi-test-pod").phase == "Succeeded", timeout=60)
-        runtime = node.kubelet.runtime
+        runtime = node.kubelet._rooms.runtime
         (container,) = runtime.list_containers()
         assert b"".join(runtime.logs(container.id)) == b"SPECIAL_LEVEL\nSPECIAL_TYPE\n"
 
@@ -1057,7 +1057,7 @@ def test_files_written_into_an_empty_dir_are_seen_by_the_pods_other_containers(
         node.run_until(
             lambda: node.status("startup-coordination-example").phase == "Running", timeout=60
         )
-        runtime = node.kubelet.runtime
+        runtime = node.kubelet._rooms.runtime
         (app,) = [c for c in runtime.list_containers() if c.name.endswith("main-app")]
         assert b"".join(runtime.logs(app.id)) == b"greeting=hello\n"
     assert not (host / "x").exists()

@@ -343,7 +343,7 @@ def test_agent_pulls_with_the_pods_pull_secret(tmp_path: Path) -> None:
     kubelet.set_pods([pod("regcred")])
     assert kubelet.sync_until_converged(max_syncs=10)
     assert waiting_reason(kubelet) == "running"
-    assert "Pulled" in kubelet.events.reasons()
+    assert "Pulled" in kubelet._rooms.events.reasons()
 
 
 def test_agent_without_the_secret_cannot_pull(tmp_path: Path) -> None:
@@ -375,7 +375,7 @@ def test_wrong_node_credentials_fail_the_pull(tmp_path: Path) -> None:
     kubelet.set_pods([pod()])
     kubelet.sync_until_converged(max_syncs=3)
     assert waiting_reason(kubelet) in ("ErrImagePull", "ImagePullBackOff")
-    assert "Failed" in kubelet.events.reasons()
+    assert "Failed" in kubelet._rooms.events.reasons()
 
 
 # --- the command line ----------------------------------------------------------------------

@@ -221,7 +221,7 @@ def test_the_docs_pod_prints_the_variable_its_init_container_wrote(tmp_path: Pat
     with FakeNode(tmp_path) as node:
         node.apply(text)
         node.run_until(lambda: node.status("envfile-test-pod").phase == "Succeeded", timeout=60)
-        runtime = node.kubelet.runtime
+        runtime = node.kubelet._rooms.runtime
         (app,) = [c for c in runtime.list_containers() if c.name.endswith("use-envfile")]
         lines = b"".join(runtime.logs(app.id)).decode().splitlines()
         assert [line for line in lines if line.startswith("DB_ADDRESS")] == ["DB_ADDRESS=address"]

@@ -41,7 +41,7 @@ def test_a_failed_startup_probe_is_reported_as_such(tmp_path: Path) -> None:
     node.converge()
     (first,) = node.running("web", "app")
     node.run_until(lambda: node.running("web", "app")[0].id != first.id, step=5)
-    killing = node.kubelet.events.events(name="web", reason="Killing")
+    killing = node.kubelet.recent_events(name="web", reason="Killing")
     assert killing and killing[0].message == (
         "Container app failed startup probe, will be restarted"
     )
@@ -49,7 +49,7 @@ def test_a_failed_startup_probe_is_reported_as_such(tmp_path: Path) -> None:
 
 def test_the_crash_back_off_grows_only_when_the_plan_says_after_a_crash(tmp_path: Path) -> None:
     node = make_node(tmp_path)
-    executor = node.kubelet.executor
+    executor = node.kubelet._rooms.executor
     pod = make_pod("web", ctr("app"))
     record = PodRecord()
     first = PodActions(create_sandbox=True, containers_to_start=(ContainerToStart(0),))

@@ -411,7 +411,7 @@ def test_detect_host_security(tmp_path: Path) -> None:
 def test_the_agent_takes_allowed_unsafe_sysctls_from_its_config(tmp_path: Path) -> None:
     config = KubeletConfig(allowed_unsafe_sysctls=("kernel.msg*",))
     with FakeNode(tmp_path, config=config) as node:
-        assert node.kubelet.admission.allowed_unsafe_sysctls == ("kernel.msg*",)
+        assert node.kubelet._rooms.admission.allowed_unsafe_sysctls == ("kernel.msg*",)
 
 
 # --- fsGroup -----------------------------------------------------------------------------

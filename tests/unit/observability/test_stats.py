@@ -63,11 +63,11 @@ def fake_proc(root: Path) -> str:
 def provider(node: Node, proc: str) -> StatsProvider:
     kubelet = node.kubelet
     return StatsProvider(
-        kubelet.runtime,
+        kubelet._rooms.runtime,
         node_name="n1",
         root_dir=str(node.tmp),
-        pod_dir=kubelet.volumes.pod_dir,
-        image_fs=kubelet.puller.image_fs_usage,
+        pod_dir=kubelet._rooms.volumes.pod_dir,
+        image_fs=kubelet._rooms.puller.image_fs_usage,
         proc=proc,
     )
 
@@ -101,7 +101,7 @@ def test_the_summary_has_the_api_fields(tmp_path: Path) -> None:
     limited = ctr("app", resources=ResourceRequirements(limits={"memory": "64Mi"}))
     node.kubelet.set_pods([make_pod("web", limited, ctr("side"), volumes=volumes)])
     node.converge()
-    cache = Path(node.kubelet.volumes.empty_dir_path("uid-default-web", "cache"))
+    cache = Path(node.kubelet._rooms.volumes.empty_dir_path("uid-default-web", "cache"))
     (cache / "data").write_bytes(b"x" * 10000)
 
     first = summary_of(node, stats)

@@ -51,14 +51,14 @@ class BlockingChecker(FakeHealthChecker):
 def test_a_probe_answering_after_its_pod_left_records_nothing(tmp_path: Path) -> None:
     node = make_node(tmp_path)
     checker = BlockingChecker(node.runtime)
-    prober = node.kubelet.prober
+    prober = node.kubelet._rooms.prober
     node.kubelet.set_pods([probed_pod()])
     node.converge()
     prober.manager._checker = checker  # from now on: the background pool's probe blocks
     node.clock.sleep(2)
     pod = node.kubelet.get_pod("default", "web")
     assert pod is not None
-    prober.run_due([(pod, node.kubelet._grouped[pod.uid])], node.clock.now(), inline=False)
+    prober.run_due([(pod, node.kubelet._pass.grouped[pod.uid])], node.clock.now(), inline=False)
     assert checker.started.wait(30)
     node.kubelet.set_pods([])
     node.converge()

@@ -46,7 +46,7 @@ def node_with(tmp: Path, objects: DictObjects | None = None, **config: Any) -> N
         clock=clock,
     )
     if objects is not None:
-        kubelet.volumes.objects = objects
+        kubelet._rooms.volumes.objects = objects
     return Node(runtime, clock, kubelet, checker, tmp)
 
 
@@ -86,7 +86,7 @@ def waiting_reason(node: Node) -> str:
 
 
 def events_of(node: Node, reason: str) -> list[str]:
-    return [e.message for e in node.kubelet.events.events(reason=reason)]
+    return [e.message for e in node.kubelet.recent_events(reason=reason)]
 
 
 # --- atomic writer --------------------------------------------------------------------------
