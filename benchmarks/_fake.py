@@ -26,7 +26,8 @@ import attrs
 from benchmarks._common import TEST_IMAGE, make_pods
 from benchmarks._timing import WatchedRuntime
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import EventRecorder, RuntimeState
+from kubecore._contract.protocols import EventRecorder
+from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import Clock, ManualClock
 from kubecore_fake import FakeRuntime

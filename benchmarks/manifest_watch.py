@@ -16,7 +16,7 @@ import time
 from benchmarks._common import TEST_IMAGE, Context, Row, make_pods
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._config.sources import FileSource, SourcePoller
-from kubecore._contract.runtime import RuntimeState
+from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import SystemClock
 from kubecore.manifest import dump_pods_yaml

@@ -52,6 +52,8 @@ if _typing.TYPE_CHECKING:
     from kubecore._agent.kubelet import Kubelet, KubeletConfig, SyncReport
     from kubecore._config.sources import FileSource, HTTPSource, PodSource, StaticSource
     from kubecore._config.updates import Operation, PodUpdate
+    from kubecore._contract.bases import PullerWrapper, RuntimeBase
+    from kubecore._contract.capabilities import NodeClaim, NodeClaims, NodeHolder, NodeLease
     from kubecore._contract.errors import (
         Conflict,
         ContainerNotFound,
@@ -80,29 +82,21 @@ if _typing.TYPE_CHECKING:
         UnknownRuntime,
         ValidationError,
     )
-    from kubecore._contract.runtime import (
+    from kubecore._contract.protocols import ContainerRuntime, HealthChecker, Puller, Subscription
+    from kubecore._contract.values import (
         ContainerConfig,
-        ContainerRuntime,
         ContainerStats,
         DNSConfig,
         ExecResult,
-        HealthChecker,
         Image,
         ImageFsUsage,
         Mount,
-        NodeClaim,
-        NodeClaims,
-        NodeHolder,
-        NodeLease,
         PortMapping,
         ProbeOutcome,
         ProbeResult,
         ProbeTarget,
-        Puller,
-        PullerWrapper,
         PullProgress,
         RegistryAuth,
-        RuntimeBase,
         RuntimeContainer,
         RuntimeEvent,
         RuntimeEventType,
@@ -112,7 +106,6 @@ if _typing.TYPE_CHECKING:
         RuntimeVersion,
         SandboxConfig,
         SandboxState,
-        Subscription,
     )
     from kubecore._manifest import load_pods_from_file, load_pods_from_string
     from kubecore._model.v1 import (
@@ -370,29 +363,36 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "load_runtime",
         "runtimes",
     ),
-    "kubecore._contract.runtime": (
-        "ContainerConfig",
-        "ContainerRuntime",
-        "ContainerStats",
-        "DNSConfig",
-        "ExecResult",
-        "HealthChecker",
-        "Image",
-        "ImageFsUsage",
-        "Mount",
+    "kubecore._contract.bases": (
+        "PullerWrapper",
+        "RuntimeBase",
+    ),
+    "kubecore._contract.capabilities": (
         "NodeClaim",
         "NodeClaims",
         "NodeHolder",
         "NodeLease",
+    ),
+    "kubecore._contract.protocols": (
+        "ContainerRuntime",
+        "HealthChecker",
+        "Puller",
+        "Subscription",
+    ),
+    "kubecore._contract.values": (
+        "ContainerConfig",
+        "ContainerStats",
+        "DNSConfig",
+        "ExecResult",
+        "Image",
+        "ImageFsUsage",
+        "Mount",
         "PortMapping",
         "ProbeOutcome",
         "ProbeResult",
         "ProbeTarget",
         "PullProgress",
-        "Puller",
-        "PullerWrapper",
         "RegistryAuth",
-        "RuntimeBase",
         "RuntimeContainer",
         "RuntimeEvent",
         "RuntimeEventType",
@@ -402,7 +402,6 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "RuntimeVersion",
         "SandboxConfig",
         "SandboxState",
-        "Subscription",
     ),
     "kubecore._config.sources": (
         "FileSource",

@@ -1,7 +1,8 @@
 """Kubernetes events the agent records, their reasons (``EventReason.PULLED_IMAGE`` is
 ``Pulled``, ...) and the recorders that keep, log or fan them out."""
 
-from kubecore._contract.runtime import Event, EventRecorder, EventType, ObjectReference
+from kubecore._contract.protocols import EventRecorder
+from kubecore._contract.values import Event, EventType, ObjectReference
 from kubecore._observability.events import (
     EventReason,
     FanoutRecorder,

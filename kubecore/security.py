@@ -1,7 +1,7 @@
 """Security context: the pod's and the containers' ``securityContext`` (model), what a runtime
 receives (``LinuxContainerSecurityContext``, in the CRI's shape) and the node's rules for them."""
 
-from kubecore._contract.runtime import (
+from kubecore._contract.values import (
     Capability,
     LinuxContainerSecurityContext,
     ProfileType,

@@ -3,12 +3,8 @@ namespace modes (CRI's ``NamespaceOption``) a runtime applies, the pod's managed
 hash that tells a changed container spec, and the resources a runtime that resizes containers in
 place (``ResourceUpdater``) is given."""
 
-from kubecore._contract.runtime import (
-    ContainerResources,
-    NamespaceMode,
-    NamespaceOption,
-    ResourceUpdater,
-)
+from kubecore._contract.capabilities import ResourceUpdater
+from kubecore._contract.values import ContainerResources, NamespaceMode, NamespaceOption
 from kubecore._kuberuntime.translate import (
     ResolvConf,
     container_config,

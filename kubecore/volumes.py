@@ -2,7 +2,7 @@
 the atomic writer, and the runtime's mount propagation."""
 
 from kubecore._contract.errors import MountFailed
-from kubecore._contract.runtime import MountPropagation
+from kubecore._contract.values import MountPropagation
 from kubecore._model.v1 import (
     ConfigMapProjection,
     ConfigMapVolumeSource,

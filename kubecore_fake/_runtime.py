@@ -1,6 +1,6 @@
 """``FakeRuntime``: an in-memory container runtime and image service.
 
-It honours the contract in ``kubecore._contract.runtime`` exactly, so the core can be tested (and
+It honours the contract in ``kubecore.runtime`` exactly, so the core can be tested (and
 demoed)
 without an engine. Everything is deterministic: ids count up (``sandbox-1``, ``container-1``),
 time comes from an injected ``Clock``, and with a ``ManualClock`` every timed behaviour (a

@@ -36,7 +36,6 @@ TO_SPLIT = {
     "kubecore/_config/sources.py",
     "kubecore/_config/sources.py:FileSource",
     "kubecore/_config/sources.py:_check_file",
-    "kubecore/_contract/runtime.py",
     "kubecore/_http/server.py",
     "kubecore/_http/server.py:_Handler",
     "kubecore/_kuberuntime/execute.py",

@@ -42,23 +42,24 @@ from kubecore._contract.errors import (
     InvalidKubeletConfig,
     NotFound,
 )
+from kubecore._contract.labels import POD_UID_LABEL, owned_by
 from kubecore._contract.observed import container_age
-from kubecore._contract.runtime import (
-    POD_UID_LABEL,
+from kubecore._contract.protocols import (
     ContainerRuntime,
-    DNSConfig,
-    Event,
     EventRecorder,
-    ExecResult,
     HealthChecker,
     Puller,
+    Subscription,
+)
+from kubecore._contract.values import (
+    DNSConfig,
+    Event,
+    ExecResult,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeEventType,
     RuntimeSnapshot,
     RuntimeState,
-    Subscription,
-    owned_by,
 )
 from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.timers import Housekeeping

@@ -51,7 +51,7 @@ import attrs
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from kubecore._contract.errors import BadParameter, KubecoreError
-from kubecore._contract.runtime import ExecResult
+from kubecore._contract.values import ExecResult
 from kubecore._http.rules import (
     Credentials,
     HTTPError,

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 
 from kubecore._config.objects import ObjectStore
+from kubecore._contract.capabilities import ResourceUpdater
 from kubecore._contract.errors import (
     ContainerNotFound,
     ContainerRuntimeError,
@@ -38,17 +39,13 @@ from kubecore._contract.errors import ImageNeverPull as ImageNeverPull
 from kubecore._contract.labels import grace_period, pod_identity
 from kubecore._contract.observed import container_name, restart_count
 from kubecore._contract.observed import newest_sandbox as _newest_sandbox
-from kubecore._contract.runtime import (
-    ContainerRuntime,
+from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
+from kubecore._contract.values import (
     DNSConfig,
     Event,
-    EventRecorder,
     EventType,
-    HealthChecker,
     ProbeOutcome,
     ProbeTarget,
-    Puller,
-    ResourceUpdater,
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeState,

@@ -26,28 +26,29 @@ from prometheus_client import (
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubecore._contract.runtime import (
+from kubecore._contract.capabilities import (
+    NodeClaim,
+    NodeClaims,
+    NodeHolder,
+    ResourceUpdater,
+    capabilities,
+)
+from kubecore._contract.protocols import ContainerRuntime, Puller, Subscription
+from kubecore._contract.values import (
     ContainerConfig,
     ContainerResources,
-    ContainerRuntime,
     ContainerStats,
     ExecResult,
     Image,
     ImageFsUsage,
-    NodeClaim,
-    NodeClaims,
-    NodeHolder,
-    Puller,
     PullProgress,
     RegistryAuth,
-    ResourceUpdater,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeVersion,
     SandboxConfig,
-    Subscription,
 )
 from kubecore._util.clock import Clock, SystemClock
 from kubecore._util.timefmt import parse_time
@@ -713,9 +714,7 @@ def instrument_runtime(
     inner: ContainerRuntime, metrics: Metrics, clock: Clock | None = None
 ) -> InstrumentedRuntime:
     """``inner`` counted and timed, as an object with exactly its optional capabilities."""
-    parts = tuple(
-        part for capability, part in _CAPABILITY_WRAPPERS.items() if isinstance(inner, capability)
-    )
+    parts = tuple(_CAPABILITY_WRAPPERS[capability] for capability in capabilities(inner))
     return _wrapper_class(parts)(inner, metrics, clock)
 
 

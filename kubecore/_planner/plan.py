@@ -18,16 +18,9 @@ import json
 from collections.abc import Iterable, Iterator
 from operator import is_
 
-from kubecore._contract.labels import recorded_hash
+from kubecore._contract.labels import INIT_CONTAINER_ANNOTATION, RESOURCES_ANNOTATION, recorded_hash
 from kubecore._contract.observed import Record, SpecIndex, View, container_name
-from kubecore._contract.runtime import (
-    INIT_CONTAINER_ANNOTATION,
-    RESOURCES_ANNOTATION,
-    RuntimeContainer,
-    RuntimeSandbox,
-    RuntimeState,
-    SandboxState,
-)
+from kubecore._contract.values import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
 from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,
     container_hash,

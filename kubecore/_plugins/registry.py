@@ -40,7 +40,7 @@ import pluggy
 from kubecore._contract.errors import DuplicateRuntime as DuplicateRuntime
 from kubecore._contract.errors import PluginError, UnknownRuntime
 from kubecore._contract.errors import PluginWarning as PluginWarning
-from kubecore._contract.runtime import ContainerRuntime, HealthChecker, Puller
+from kubecore._contract.protocols import ContainerRuntime, HealthChecker, Puller
 from kubecore._util.clock import Clock
 
 logger = logging.getLogger(__name__)

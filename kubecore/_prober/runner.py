@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from kubecore._agent.snapshot import PodEntry
-from kubecore._contract.runtime import ProbeResult, RuntimeState, SandboxState
+from kubecore._contract.values import ProbeResult, RuntimeState, SandboxState
 from kubecore._kuberuntime.execute import newest_sandbox
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics

@@ -9,13 +9,8 @@ import attrs
 
 from kubecore._agent.admission.security import Rejection
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    Event,
-    EventRecorder,
-    EventType,
-    RuntimeState,
-)
+from kubecore._contract.protocols import ContainerRuntime, EventRecorder
+from kubecore._contract.values import Event, EventType, RuntimeState
 from kubecore._kuberuntime.execute import container_name_of, restart_count_of
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._observability.events import pod_reference

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._contract.runtime import ContainerConfig, SandboxConfig
+from kubecore._contract.values import ContainerConfig, SandboxConfig
 from kubecore.labels import container_labels
 
 TEST_LABEL = "io.kubecore.test"

@@ -8,12 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._contract.runtime import (
-    ContainerConfig,
-    RuntimeEventType,
-    RuntimeState,
-    SandboxConfig,
-)
+from kubecore._contract.values import ContainerConfig, RuntimeEventType, RuntimeState, SandboxConfig
 from kubecore_docker._convert import (
     Summary,
     container_from,
@@ -328,13 +323,8 @@ def test_create_arguments() -> None:
 
 
 def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> None:
-    from kubecore._contract.runtime import (
-        POD_UID_LABEL,
-        ContainerConfig,
-        Mount,
-        MountPropagation,
-        SandboxConfig,
-    )
+    from kubecore._contract.labels import POD_UID_LABEL
+    from kubecore._contract.values import ContainerConfig, Mount, MountPropagation, SandboxConfig
     from kubecore_docker._runtime import container_create_args, sandbox_create_args
 
     memory = Mount(

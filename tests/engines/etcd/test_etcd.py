@@ -142,7 +142,7 @@ def test_the_status_document_is_the_pod_as_json_with_its_status() -> None:
 
 
 def test_an_event_document_is_the_v1_event_as_json() -> None:
-    from kubecore._contract.runtime import Event, EventType
+    from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd._etcd import encode_json, event_document, event_json
 
@@ -158,7 +158,7 @@ def test_an_event_document_is_the_v1_event_as_json() -> None:
 def test_the_node_api_and_etcd_build_one_event_document() -> None:
     """kubectl reads the same Event whether the node's API serves it or etcd holds it."""
     from kubecore._api.server import event_object
-    from kubecore._contract.runtime import Event, EventType
+    from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd._etcd import event_document
 

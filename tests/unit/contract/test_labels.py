@@ -18,7 +18,7 @@ from kubecore._contract.labels import (
     recorded_hash,
     restart_count,
 )
-from kubecore._contract.runtime import RuntimeContainer, RuntimeState
+from kubecore._contract.values import RuntimeContainer, RuntimeState
 from kubecore._kuberuntime.translate import container_config, container_hash, sandbox_config
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
@@ -85,9 +85,7 @@ def test_the_hash_reads_the_same_for_the_planner_and_the_observed_record() -> No
 
 def test_the_public_names_are_the_core_ones() -> None:
     from kubecore._contract import labels as _labels
-    from kubecore._contract import runtime as _runtime
 
     for name in public.__all__:
         if name != "SOURCE_ANNOTATION":
             assert getattr(public, name) is getattr(_labels, name)
-    assert _runtime.POD_UID_LABEL is _labels.POD_UID_LABEL

@@ -45,7 +45,7 @@ from kubecore import (
     SandboxUnusable,
     TCPSocketAction,
 )
-from kubecore._contract.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
+from kubecore._contract.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
 from kubecore.testing import FakeNode
 from kubecore_fake import Behaviour, ExecRequest, FakeHealthChecker, FakeRuntime, TimedLog
 from kubecore_fake._runtime import OPERATIONS, _container_view, _sandbox_view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from kubecore._contract.runtime import CONTAINER_NAME_LABEL
+from kubecore._contract.labels import CONTAINER_NAME_LABEL
 from kubecore._kuberuntime.execute import Executor, PodRecord, _kill_message
 from kubecore._model.v1 import ExecAction, Probe
 from kubecore._planner.actions import (

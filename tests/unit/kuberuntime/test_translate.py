@@ -28,18 +28,20 @@ from kubecore import (
     SecurityContext,
     VolumeMount,
 )
-from kubecore._contract.labels import NODE_LABEL, container_labels, sandbox_labels
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     MANAGED_LABEL,
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
     TERMINATION_MESSAGE_PATH_ANNOTATION,
+    container_labels,
+    sandbox_labels,
 )
 from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,

@@ -17,7 +17,7 @@ from kubecore import (
     RuntimeState,
     SandboxState,
 )
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     RESTART_COUNT_ANNOTATION,

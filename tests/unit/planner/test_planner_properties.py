@@ -25,7 +25,7 @@ from kubecore import (
     RuntimeState,
     SandboxState,
 )
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,

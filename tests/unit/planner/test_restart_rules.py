@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from kubecore import Container, Pod, RuntimeState
-from kubecore._contract.runtime import SIDECAR_ANNOTATION
+from kubecore._contract.labels import SIDECAR_ANNOTATION
 from kubecore._kuberuntime.translate import container_config, container_hash
 from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
 from kubecore._planner.plan import compute_pod_actions

@@ -26,7 +26,7 @@ from kubecore import (
     SystemClock,
     load_runtime,
 )
-from kubecore._contract.runtime import MANAGED_LABEL, POD_UID_LABEL
+from kubecore._contract.labels import MANAGED_LABEL, POD_UID_LABEL
 from kubecore._util.clock import Clock, TimerHandle, missing_clock_members
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import ctr, make_pod
