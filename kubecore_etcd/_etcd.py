@@ -49,25 +49,35 @@ import attrs
 import yaml
 
 import kubecore
-from kubecore import FieldError, Kubelet, Operation, Pod, PodStatus, PodUpdate, ValidationError
-from kubecore._agent.admission.node_fit import machine_arch, node_labels, parse_node_labels
-from kubecore._agent.desired import PodReport
-from kubecore._manifest.decoding import pod_status_to_dict
-from kubecore._observability.events import EVENT_COMPONENT, v1_event
-from kubecore._util.clock import SystemClock
-from kubecore._util.host import memory_total_bytes
-from kubecore._util.ratelimit import TokenBucket
-from kubecore._util.timefmt import rfc3339
-from kubecore.events import Event
+from kubecore import (
+    FieldError,
+    Kubelet,
+    Operation,
+    Pod,
+    PodReport,
+    PodUpdate,
+    SourceProblem,
+    ValidationError,
+)
+from kubecore.events import EVENT_COMPONENT, Event, v1_event
 from kubecore.manifest import (
     assign_uid,
     load_manifest_lenient,
     load_pods_from_dict,
+    pod_status_to_dict,
     pod_to_dict,
+    rfc3339,
     stamp_source,
 )
-from kubecore.objects import KubeObject
-from kubecore.sources import SourceProblem
+from kubecore.runtime import SystemClock
+from kubecore.server import (
+    TokenBucket,
+    machine_arch,
+    memory_total_bytes,
+    node_labels,
+    parse_node_labels,
+)
+from kubecore.v1 import KubeObject, PodStatus
 
 logger = logging.getLogger(__name__)
 

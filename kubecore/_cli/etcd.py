@@ -19,11 +19,12 @@ from typing import IO, Any
 import attrs
 import yaml
 
-from kubecore import Kubelet, Pod, ValidationError
+from kubecore._agent.kubelet import Kubelet
+from kubecore._contract.errors import ValidationError
+from kubecore._manifest import load_manifest_lenient, object_to_dict, pod_to_dict
+from kubecore._model.v1 import KubeObject, Pod
+from kubecore._observability.events import FanoutRecorder
 from kubecore._util.timefmt import age
-from kubecore.events import FanoutRecorder
-from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
-from kubecore.objects import KubeObject
 from kubecore_etcd._etcd import (
     DEFAULT_EVENT_TTL,
     DEFAULT_LEASE_REFRESH,

@@ -152,7 +152,7 @@ class VolumeMount:
 
 @attrs.frozen
 class ResourceRequirements:
-    """Quantities kept as written (``250m``, ``128Mi``); ``kubecore.quantity.parse_quantity``
+    """Quantities kept as written (``250m``, ``128Mi``); ``kubecore.v1.parse_quantity``
     reads them."""
 
     requests: dict[str, str] = attrs.field(factory=dict)

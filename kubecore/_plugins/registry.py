@@ -477,7 +477,10 @@ def _checked_bundle(bundle: object, name: str, origin: str) -> RuntimeBundle:
 
 
 def _missing_methods(obj: object, protocol: type) -> list[str]:
-    names = [n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")]
+    """The methods of ``protocol`` (its own and those of the protocols it is made of) that
+    ``obj`` lacks."""
+    parts = [cls for cls in protocol.__mro__ if getattr(cls, "_is_protocol", False)]
+    names = {n for cls in parts for n, v in vars(cls).items() if callable(v) and n[0] != "_"}
     return sorted(n for n in names if not callable(getattr(obj, n, None)))
 
 

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from kubecore._contract.values import ContainerConfig, SandboxConfig
-from kubecore.labels import container_labels
+from kubecore.runtime import container_labels
 
 TEST_LABEL = "io.kubecore.test"
 

@@ -278,12 +278,12 @@ def test_names_and_labels() -> None:
 
 
 def test_the_adapter_adds_only_dockers_names_to_the_labels_the_core_wrote() -> None:
-    """The pod's identity is written once, by the core (``kubecore.labels``): the adapter stores
+    """The pod's identity is written once, by the core (``kubecore.runtime``): the adapter stores
     the config's labels and adds dockershim's type and sandbox id, nothing else. (A config
     without ``MANAGED_LABEL`` is not made kubecore's by the adapter, as by every runtime.)"""
-    from kubecore.labels import MANAGED_LABEL
-    from kubecore.labels import container_labels as identity_of_container
-    from kubecore.labels import sandbox_labels as identity_of_sandbox
+    from kubecore.runtime import MANAGED_LABEL
+    from kubecore.runtime import container_labels as identity_of_container
+    from kubecore.runtime import sandbox_labels as identity_of_sandbox
 
     sandbox = SandboxConfig(
         name="web", namespace="prod", uid="u-1", labels=identity_of_sandbox("web", "prod", "u-1")

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from kubecore import Container, Kubelet, KubeletConfig, ObjectMeta, Pod, PodSpec, ValidationError
-from kubecore.labels import POD_NAME_LABEL
+from kubecore import Kubelet, KubeletConfig, Pod, SourcePoller, ValidationError
 from kubecore.manifest import pod_to_dict
-from kubecore.sources import SourcePoller
+from kubecore.runtime import POD_NAME_LABEL
+from kubecore.v1 import Container, ObjectMeta, PodSpec
 from kubecore_fake import FakeRuntime
 from tests.paths import REPO
 
@@ -59,7 +59,7 @@ def make_pod(name: str, *containers: Container, namespace: str = "default") -> P
 
 def test_import_kubecore_does_not_import_the_etcd_client() -> None:
     code = (
-        "import sys, kubecore, kubecore.sources, kubecore.manifest, kubecore.server\n"
+        "import sys, kubecore, kubecore.manifest, kubecore.server\n"
         # The CLI can wire the etcd commands in without the client installed.
         "import kubecore_etcd._etcd, kubecore._cli.etcd\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('aetcd', 'grpc'))\n"
@@ -955,7 +955,7 @@ def test_tls_with_client_certificates_and_a_user(
 AGENT_SCRIPT = """
 import sys, tempfile, threading
 from kubecore import Kubelet, KubeletConfig
-from kubecore.sources import SourcePoller
+from kubecore import SourcePoller
 from kubecore_etcd._etcd import EtcdClient, EtcdConfig, EtcdSource, EtcdStatusSink, parse_endpoints
 from kubecore_fake import FakeRuntime
 
