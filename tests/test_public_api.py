@@ -343,6 +343,8 @@ def test_every_public_name_has_a_docstring() -> None:
     undocumented = []
     for ns, name, home in public_names():
         value = getattr(importlib.import_module(ns), name)
+        if callable(value) and hasattr(value, "__wrapped__"):  # functools.cache and the like
+            value = inspect.unwrap(value)
         if inspect.isclass(value) or inspect.isfunction(value):
             documented = bool(own_docstring(value))
         else:  # a constant, a marker or a type alias: its docstring follows it in its home

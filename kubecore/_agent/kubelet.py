@@ -102,6 +102,9 @@ _SYNC_LOOP_MIN_THRESHOLD = 300.0
 
 @attrs.frozen
 class KubeletConfig:
+    """How the agent runs: its node name, root directory, intervals, limits and policies. Invalid
+    values raise ``InvalidKubeletConfig`` naming each field."""
+
     node_name: str = "kubecore-node"
     root_dir: str = "/var/lib/kubecore"
     resync_interval: float = 60.0

@@ -43,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 
 class Keyring(Protocol):
+    """Finds the registry credentials for an image (``DockerKeyring``, ``secret_keyring``,
+    ``ChainKeyring``)."""
+
     def lookup(self, image: str) -> RegistryAuth | None:
         """Credentials for pulling ``image``, or None."""
         ...

@@ -173,6 +173,9 @@ class _BareCounter:
 
 
 class Metrics:
+    """The agent's Prometheus metrics (the kubelet's names): sync and runtime call latencies,
+    pods and containers by state, probes; served at ``/metrics``."""
+
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:

@@ -50,7 +50,9 @@ ENTRY_POINT_GROUP = "kubecore"
 DISABLE_ENV_VAR = "KUBECORE_DISABLE_PLUGINS"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+"""Marks the hook specifications of kubecore's plugin manager (``KubecoreHookspecs``)."""
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a plugin's hook implementations: ``@hookimpl def kubecore_register_runtimes(registry)``."""
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
 
