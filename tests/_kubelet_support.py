@@ -9,11 +9,11 @@ from typing import Any
 import attrs
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import (
-    POD_NAME_LABEL,
+from kubecore._contract.bases import RuntimeBase
+from kubecore._contract.labels import POD_NAME_LABEL
+from kubecore._contract.values import (
     ContainerConfig,
     ExecResult,
-    RuntimeBase,
     RuntimeContainer,
     RuntimeSnapshot,
     RuntimeState,

@@ -28,7 +28,6 @@ EXCEPTIONS = {
 TO_SPLIT = {
     "kubecore/_api/server.py",
     "kubecore/_api/server.py:KubeApi",
-    "kubecore/_contract/runtime.py",
     "kubecore/_http/server.py",
     "kubecore/_http/server.py:_Handler",
     "kubecore/_observability/metrics.py",

@@ -57,7 +57,7 @@ from kubecore._config.objects import ObjectStore
 from kubecore._config.static import StaticSource
 from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate, SourceName
 from kubecore._contract.errors import BadParameter, KubecoreError, ValidationError
-from kubecore._contract.runtime import Event
+from kubecore._contract.values import Event
 from kubecore._http.rules import (
     Credentials,
     HTTPError,

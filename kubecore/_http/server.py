@@ -51,7 +51,7 @@ import attrs
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from kubecore._contract.errors import BadParameter, KubecoreError
-from kubecore._contract.runtime import ExecResult
+from kubecore._contract.values import ExecResult
 from kubecore._http.rules import (
     Credentials,
     HTTPError,
@@ -138,6 +138,9 @@ class ServedKubelet(Protocol):
 
 @attrs.frozen
 class ServerConfig:
+    """Where and how the agent's HTTP API listens: address and port, TLS, limits, and whether
+    exec is allowed (with its token)."""
+
     address: str = DEFAULT_ADDRESS
     port: int = DEFAULT_PORT
     """0 picks a free port (see ``KubeletServer.port``)."""

@@ -17,7 +17,7 @@ import requests
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from kubecore._contract.errors import ContainerNotFound
-from kubecore._contract.runtime import ExecResult
+from kubecore._contract.values import ExecResult
 from kubecore._http.server import MAX_TAIL_LINES, KubeletServer, ServerConfig, serve
 from kubecore._model.v1 import (
     Container,

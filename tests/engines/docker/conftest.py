@@ -17,8 +17,8 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._contract.runtime import ContainerConfig, SandboxConfig
-from kubecore.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, sandbox_labels
+from kubecore._contract.values import ContainerConfig, SandboxConfig
+from kubecore.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, sandbox_labels
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.helpers import SLEEPER, TEST_LABEL
 

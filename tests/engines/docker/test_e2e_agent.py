@@ -25,11 +25,8 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.errors import ContainerNotFound, NotFound, RootDirInUse, RuntimeTimeout
-from kubecore._contract.runtime import (
-    POD_NAMESPACE_LABEL,
-    RESTART_COUNT_ANNOTATION,
-    Puller,
-)
+from kubecore._contract.labels import POD_NAMESPACE_LABEL, RESTART_COUNT_ANNOTATION
+from kubecore._contract.protocols import Puller
 from kubecore._kuberuntime.credentials import DockerKeyring, Keyring, KeyringPuller
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import SystemClock

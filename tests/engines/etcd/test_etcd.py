@@ -26,10 +26,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore import Container, Kubelet, KubeletConfig, ObjectMeta, Pod, PodSpec, ValidationError
-from kubecore.labels import POD_NAME_LABEL
+from kubecore import Kubelet, KubeletConfig, Pod, SourcePoller, ValidationError
 from kubecore.manifest import pod_to_dict
-from kubecore.sources import SourcePoller
+from kubecore.runtime import POD_NAME_LABEL
+from kubecore.v1 import Container, ObjectMeta, PodSpec
 from kubecore_fake import FakeRuntime
 from tests.paths import REPO
 
@@ -144,7 +144,7 @@ def test_the_status_document_is_the_pod_as_json_with_its_status() -> None:
 
 
 def test_an_event_document_is_the_v1_event_as_json() -> None:
-    from kubecore._contract.runtime import Event, EventType
+    from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd import encode_json, event_document
     from kubecore_etcd._encoding import event_json
@@ -199,7 +199,7 @@ def test_the_fast_event_encoder_equals_the_v1_event_builder(
 def test_the_node_api_and_etcd_build_one_event_document() -> None:
     """kubectl reads the same Event whether the node's API serves it or etcd holds it."""
     from kubecore._api.server import event_object
-    from kubecore._contract.runtime import Event, EventType
+    from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd import event_document
 
@@ -994,8 +994,7 @@ def test_tls_with_client_certificates_and_a_user(
 
 AGENT_SCRIPT = """
 import sys, tempfile, threading
-from kubecore import Kubelet, KubeletConfig
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, SourcePoller
 from kubecore_etcd import EtcdClient, EtcdConfig, EtcdSource, EtcdStatusSink, parse_endpoints
 from kubecore_fake import FakeRuntime
 

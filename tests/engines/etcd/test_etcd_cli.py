@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from kubecore import Kubelet, KubeletConfig, PodSource
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, PodSource, SourcePoller
 from kubecore_fake import FakeRuntime
 from tests.engines.etcd.test_etcd import (  # noqa: F401
     IMAGE,

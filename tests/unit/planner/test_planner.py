@@ -7,17 +7,8 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore import (
-    Container,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    RuntimeContainer,
-    RuntimeSandbox,
-    RuntimeState,
-    SandboxState,
-)
-from kubecore._contract.runtime import (
+from kubecore import Pod
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
@@ -27,16 +18,18 @@ from kubecore._kuberuntime.translate import (
     container_config,
     sandbox_config,
 )
-from kubecore._planner.actions import ContainerToStart
-from kubecore._planner.plan import compute_pod_actions
-from kubecore.planner import (
+from kubecore._planner.actions import (
     BackoffEntry,
+    ContainerToStart,
     KillReason,
     ObservedPod,
     PodActions,
     PodHistory,
     ProbeState,
 )
+from kubecore._planner.plan import compute_pod_actions
+from kubecore.runtime import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
+from kubecore.v1 import Container, ObjectMeta, PodSpec
 
 # --- builders (also used by test_status.py and test_planner_properties.py) ------------------------
 
