@@ -14,16 +14,11 @@ import pytest
 import requests
 import yaml
 
-from kubecore._api.server import (
-    ApiError,
-    Gone,
-    PodLog,
-    field_selector,
-    label_selector,
-    merge_patch,
-    strategic_merge_patch,
-    wants_table,
-)
+from kubecore._api.errors import ApiError
+from kubecore._api.patch import merge_patch, strategic_merge_patch
+from kubecore._api.selectors import field_selector, label_selector
+from kubecore._api.tables import wants_table
+from kubecore._api.watch import Gone, PodLog
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from tests.api.kubectl_support import (
@@ -302,10 +297,10 @@ def test_a_watch_from_the_start_lists_first_and_ends_at_its_timeout(client: Clie
 
 
 def test_a_watch_from_a_forgotten_version_is_told_it_expired(node: Node, client: Client) -> None:
-    node.api.log = PodLog(node.kubelet.clock.now, history=1)
-    node.api.current_pods()
+    node.api.pods.log = PodLog(node.kubelet.clock.now, history=1)
+    node.api.pods.current_pods()
     client.send("POST", PODS, json=web())
-    node.api.current_pods()
+    node.api.pods.current_pods()
     with client.get(PODS + "?watch=true&resourceVersion=1", stream=True) as stream:
         event = json.loads(next(stream.iter_lines()))
     assert event["type"] == "ERROR"
