@@ -266,6 +266,20 @@ def test_bad_writes_are_answered_with_a_status(client: Client) -> None:
     assert services.status_code == 404 and "services" in services.json()["message"]
 
 
+@pytest.mark.parametrize("resource", ["pods", "configmaps"])
+def test_every_kind_checks_a_written_body_before_it_looks_for_the_object(
+    client: Client, resource: str
+) -> None:
+    """One write path for every kind: a body that is not an object, or a bad ``dryRun``, is a
+    400 before the object is looked for (as the API server decodes a request first)."""
+    url = f"/api/v1/namespaces/default/{resource}/missing"
+    put = client.send("PUT", url, json=[1])
+    assert put.status_code == 400 and put.json()["message"].startswith("the body must be")
+    delete = client.send("DELETE", url + "?dryRun=Some")
+    assert delete.status_code == 400 and delete.json()["message"].startswith("dryRun:")
+    assert client.send("DELETE", url).status_code == 404
+
+
 def test_watch_streams_changes_from_a_resource_version(node: Node, client: Client) -> None:
     listed = client.get(PODS).json()
     version = listed["metadata"]["resourceVersion"]
