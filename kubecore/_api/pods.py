@@ -19,6 +19,7 @@ from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.patch import strategic_merge_patch
 from kubecore._api.pod_logs import serve_log
 from kubecore._api.request import (
+    READS,
     SERVER_FIELDS,
     Exchange,
     Request,
@@ -39,7 +40,6 @@ from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._model.v1 import Pod
 from kubecore._util.timefmt import rfc3339
 
-READS = ("GET", "HEAD")
 _STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
 

@@ -13,13 +13,11 @@ from typing import Any, Generic
 from kubecore._api.auth import Gate
 from kubecore._api.errors import already_exists, bad_request, not_allowed
 from kubecore._api.patch import APPLY_PATCH, merge_for
-from kubecore._api.request import Exchange, Request, content_type, read_body, send_json
+from kubecore._api.request import READS, Exchange, Request, content_type, read_body, send_json
 from kubecore._api.resources import Item, Resource, View
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.storage import Storage
 from kubecore._api.tables import table, wants_table
-
-READS = ("GET", "HEAD")
 
 Make = Callable[[dict[str, Any]], dict[str, Any]]
 """The object to write, cleaned, from the API's current one (``{}`` when there is none)."""

@@ -19,6 +19,8 @@ from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import query_flag, query_int, query_value
 from kubecore._manifest.documents import parse_yaml_document
 
+READS = ("GET", "HEAD")
+"""The methods that read (and take no body)."""
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
 MAX_BODY_DEPTH = 100

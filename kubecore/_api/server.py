@@ -27,7 +27,7 @@ from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
-from kubecore._api.request import JSON_TYPE, Exchange, Request, send_json
+from kubecore._api.request import JSON_TYPE, READS, Exchange, Request, send_json
 from kubecore._api.resources import Resource
 from kubecore._api.storage import Storage
 from kubecore._api.store import STORE_DIR, ApiStore, StoredState
@@ -99,7 +99,7 @@ class KubeApi:
             exchange.headers.get("Accept") or "",
         )
         try:
-            if request.method in ("GET", "HEAD"):
+            if request.method in READS:
                 exchange._refuse_body()
             tls = isinstance(exchange.connection, ssl.SSLSocket)
             self._gate.authenticate(
@@ -119,7 +119,7 @@ class KubeApi:
 
     def _route(self, exchange: Exchange, request: Request) -> None:
         s = request.segments
-        if request.method not in ("GET", "HEAD") and not (
+        if request.method not in READS and not (
             len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
         ):
             raise not_allowed(f"{request.method} is not supported on /{'/'.join(s)}")
