@@ -313,7 +313,7 @@ def test_a_broken_secret_file_is_reported_without_its_values(agent: Agent) -> No
     broken.write_text(json.dumps(document))
 
     agent = restart(agent)
-    (problem,) = agent.api.store_problems
+    (problem,) = agent.api.storage.problems
     assert problem.path == str(broken) and "not a valid Secret" in problem.reason
     assert SECRET_VALUE not in problem.reason
     refused = agent.send("POST", PODS, json=api_pod("new"))

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from kubecore._contract.errors import ContainerNotFound
 from kubecore._contract.values import ExecResult
-from kubecore._http.server import MAX_TAIL_LINES, KubeletServer, ServerConfig, serve
+from kubecore._http.server import KubeletServer, ServerConfig, serve
 from kubecore._model.v1 import (
     Container,
     ContainerState,
@@ -29,6 +29,7 @@ from kubecore._model.v1 import (
     PodSpec,
     PodStatus,
 )
+from kubecore._observability.logs import MAX_TAIL_LINES
 
 TOKEN = "s3cret-token"
 END = object()

@@ -198,7 +198,7 @@ def test_the_fast_event_encoder_equals_the_v1_event_builder(
 
 def test_the_node_api_and_etcd_build_one_event_document() -> None:
     """kubectl reads the same Event whether the node's API serves it or etcd holds it."""
-    from kubecore._api.server import event_object
+    from kubecore._api.events import event_object
     from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd import event_document
