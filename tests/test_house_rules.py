@@ -46,8 +46,6 @@ TO_SPLIT = {
     "kubecore/_manifest/validation.py",
     "kubecore/_manifest/validation.py:_check_container",
     "kubecore/_manifest/validation.py:_check_volumes",
-    "kubecore/_observability/metrics.py",
-    "kubecore/_observability/metrics.py:__init__",
     "kubecore/_planner/plan.py",
     "kubecore/_planner/plan.py:_plan_in_sandbox",
     "kubecore/_status/compute.py:compute_pod_status",

@@ -17,7 +17,8 @@ from kubecore._contract.runtime import (
     NodeLease,
     ResourceUpdater,
 )
-from kubecore._observability.metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
+from kubecore._observability.instrumented import _CAPABILITY_WRAPPERS, instrument_runtime
+from kubecore._observability.metrics import Metrics
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import NullRuntime, make_node
