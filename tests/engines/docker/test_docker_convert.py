@@ -35,7 +35,7 @@ from kubecore_docker._names import (
     sandbox_name,
     split_labels,
 )
-from kubecore_docker._runtime import container_create_args, sandbox_create_args
+from kubecore_docker._specs import container_create_args, sandbox_create_args
 
 pytestmark = pytest.mark.docker
 
@@ -335,7 +335,7 @@ def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> 
         MountPropagation,
         SandboxConfig,
     )
-    from kubecore_docker._runtime import container_create_args, sandbox_create_args
+    from kubecore_docker._specs import container_create_args, sandbox_create_args
 
     memory = Mount(
         "/root/pods/u/volumes/e/cache", "/cache", memory_backed=True, size_limit_bytes=2**20

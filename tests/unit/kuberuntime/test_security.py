@@ -43,7 +43,7 @@ from kubecore.security import (
 )
 from kubecore.testing import FakeNode
 from kubecore.translate import container_config, container_hash, sandbox_config
-from kubecore_docker._runtime import EngineSecurity, security_args
+from kubecore_docker._security import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import ctr, make_pod
 from tests.cli.test_cli_flags import parsed_flags
