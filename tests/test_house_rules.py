@@ -49,8 +49,6 @@ TO_SPLIT = {
     "kubecore/_planner/plan.py",
     "kubecore/_planner/plan.py:_plan_in_sandbox",
     "kubecore/_status/compute.py:compute_pod_status",
-    "kubecore_fake/_runtime.py",
-    "kubecore_fake/_shell.py:statement",
     "kubecore_etcd/_etcd.py",
 }
 
