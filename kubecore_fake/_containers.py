@@ -34,6 +34,8 @@ from kubecore_fake._records import ContainerRecord
 
 
 class Containers:
+    """The container operations and controls, on the engine's records."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 

@@ -44,6 +44,8 @@ Call = tuple[str, tuple[object, ...]]
 
 
 class Controls:
+    """The call log and what is injected into the calls to come, under the runtime's lock."""
+
     def __init__(self, lock: threading.RLock, max_calls: int) -> None:
         self._lock = lock
         self._failures: dict[str, list[BaseException]] = {}

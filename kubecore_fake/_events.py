@@ -18,6 +18,8 @@ Handler = Callable[[RuntimeEvent], None]
 
 
 class EventSubscription:
+    """What ``watch_events`` returns: ``close()`` ends the delivery to its handler."""
+
     def __init__(self, hub: EventHub, handler: Handler) -> None:
         self._hub = hub
         self._handler = handler

@@ -34,6 +34,8 @@ def image_id_for(ref: str) -> str:
 
 @attrs.define(eq=False)
 class ImageRecord:
+    """A present image: its id, tags, size, when it was stored and the user it runs as."""
+
     id: str
     tags: list[str]
     size: int

@@ -9,6 +9,8 @@ from kubecore import Clock, NodeClaim, NodeHolder, NodeLease
 
 
 class NodeLeases:
+    """The leases by node name, under the runtime's lock."""
+
     def __init__(self, clock: Clock, lock: threading.RLock) -> None:
         self._clock = clock
         self._lock = lock

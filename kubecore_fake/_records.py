@@ -43,6 +43,8 @@ def _changed(
 
 @attrs.define(eq=False)
 class SandboxRecord:
+    """A sandbox as the runtime keeps it."""
+
     id: str
     config: SandboxConfig
     state: SandboxState = attrs.field(on_setattr=_changed)
@@ -58,6 +60,8 @@ class SandboxRecord:
 
 @attrs.define(eq=False)
 class ContainerRecord:
+    """A container as the runtime keeps it: its config, behaviour, state, log and files."""
+
     id: str
     sandbox_id: str
     config: ContainerConfig

@@ -14,6 +14,8 @@ logger = logging.getLogger(__name__)
 
 
 class Sandboxes:
+    """The sandbox operations, on the engine's records."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
