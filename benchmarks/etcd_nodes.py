@@ -178,7 +178,7 @@ class EtcdAgent:
 def build_agents(
     stack: ExitStack, client: Any, prefix: str, count: int, per_node: int
 ) -> list[EtcdAgent]:
-    from kubecore_etcd._etcd import EtcdEventRecorder, EtcdSource, EtcdStatusSink
+    from kubecore_etcd import EtcdEventRecorder, EtcdSource, EtcdStatusSink
 
     agents = []
     parent = root_parent()
@@ -235,7 +235,7 @@ def converge(
 def running_statuses(client: Any, prefix: str, nodes: Sequence[str]) -> int:
     """Status keys saying Running, read node by node (one read of all of them would pass
     gRPC's 64 MB message limit at 100,000 pods)."""
-    from kubecore_etcd._etcd import status_prefix
+    from kubecore_etcd import status_prefix
 
     running = 0
     for node in nodes:
@@ -275,7 +275,7 @@ def converge_in_process(count: int, per_node: int, deadline: float) -> tuple[flo
 
 
 def pod_items(prefix: str, name: str, pods: Sequence[Pod]) -> list[tuple[str, bytes]]:
-    from kubecore_etcd._etcd import encode_json, pod_key
+    from kubecore_etcd import encode_json, pod_key
 
     return [
         (pod_key(prefix, name, p.metadata.namespace, p.metadata.name), encode_json(pod_to_dict(p)))
@@ -291,7 +291,7 @@ def measure_reaction(
     samples: int,
     deadline: float,
 ) -> list[float]:
-    from kubecore_etcd._etcd import encode_json, pod_key
+    from kubecore_etcd import encode_json, pod_key
 
     times: list[float] = []
     end = time.monotonic() + deadline
@@ -310,7 +310,7 @@ def measure_reaction(
 
 
 def run(ctx: Context) -> list[Row]:
-    from kubecore_etcd._etcd import (
+    from kubecore_etcd import (
         DEFAULT_LEASE_REFRESH,
         EtcdClient,
         EtcdConfig,

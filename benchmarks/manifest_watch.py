@@ -15,7 +15,8 @@ import time
 
 from benchmarks._common import TEST_IMAGE, Context, Row, make_pods
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._config.sources import FileSource, SourcePoller
+from kubecore._config.file import FileSource
+from kubecore._config.poller import SourcePoller
 from kubecore._contract.runtime import RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import SystemClock

@@ -2,7 +2,7 @@
 
 The names here are what embedding the agent or writing a runtime plugin needs: the agent and its
 sources, the pod model, the runtime protocols and their value types, the errors, the runtime
-registry and the clocks. Helpers live in small public namespaces:
+registry, the clocks and the rate limiter on them. Helpers live in small public namespaces:
 
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
 * ``kubecore.events``: the events the agent records, their reasons (``EventReason``), recorders
@@ -50,7 +50,10 @@ if _typing.TYPE_CHECKING:
     from kubecore import translate as translate
     from kubecore import volumes as volumes
     from kubecore._agent.kubelet import Kubelet, KubeletConfig, SyncReport
-    from kubecore._config.sources import FileSource, HTTPSource, PodSource, StaticSource
+    from kubecore._config.base import PodSource
+    from kubecore._config.file import FileSource
+    from kubecore._config.http import HTTPSource
+    from kubecore._config.static import StaticSource
     from kubecore._config.updates import Operation, PodUpdate
     from kubecore._contract.errors import (
         Conflict,
@@ -154,6 +157,7 @@ if _typing.TYPE_CHECKING:
     )
     from kubecore._status.compute import pod_settled, pod_verdict
     from kubecore._util.clock import Clock, ManualClock, SystemClock, TimerHandle
+    from kubecore._util.ratelimit import TokenBucket
 
 from kubecore._version import __version__ as __version__
 
@@ -255,6 +259,7 @@ __all__ = [
     "SystemClock",
     "TCPSocketAction",
     "TimerHandle",
+    "TokenBucket",
     "UnknownRuntime",
     "ValidationError",
     "Volume",
@@ -296,6 +301,7 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "SystemClock",
         "TimerHandle",
     ),
+    "kubecore._util.ratelimit": ("TokenBucket",),
     "kubecore._contract.errors": (
         "Conflict",
         "ContainerNotFound",
@@ -404,12 +410,10 @@ _DEFINED_IN: dict[str, tuple[str, ...]] = {
         "SandboxState",
         "Subscription",
     ),
-    "kubecore._config.sources": (
-        "FileSource",
-        "HTTPSource",
-        "PodSource",
-        "StaticSource",
-    ),
+    "kubecore._config.base": ("PodSource",),
+    "kubecore._config.file": ("FileSource",),
+    "kubecore._config.http": ("HTTPSource",),
+    "kubecore._config.static": ("StaticSource",),
     "kubecore._status.compute": (
         "pod_settled",
         "pod_verdict",

@@ -1,16 +1,20 @@
 """Kubernetes events the agent records, their reasons (``EventReason.PULLED_IMAGE`` is
-``Pulled``, ...) and the recorders that keep, log or fan them out."""
+``Pulled``, ...), the recorders that keep, log or fan them out, and the one v1 ``Event`` document
+of an event (``v1_event``)."""
 
 from kubecore._contract.runtime import Event, EventRecorder, EventType, ObjectReference
 from kubecore._observability.events import (
+    EVENT_COMPONENT,
     EventReason,
     FanoutRecorder,
     LoggingRecorder,
     MemoryRecorder,
+    v1_event,
 )
 from kubecore._util.exports import publish as _publish
 
 __all__ = [
+    "EVENT_COMPONENT",
     "Event",
     "EventReason",
     "EventRecorder",
@@ -19,6 +23,7 @@ __all__ = [
     "LoggingRecorder",
     "MemoryRecorder",
     "ObjectReference",
+    "v1_event",
 ]
 
 _publish(__all__, globals(), __name__)

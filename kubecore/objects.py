@@ -1,7 +1,9 @@
 """ConfigMaps and Secrets, and a container's environment: the objects sources deliver beside
 pods, the store the agent reads them from, and the pure function that resolves ``env``,
-``envFrom`` and ``$(VAR)`` at a container's start."""
+``envFrom`` and ``$(VAR)`` at a container's start; and what the node offers them (``NodeInfo``, the
+host's capacity and architecture)."""
 
+from kubecore._agent.admission.node_fit import machine_arch
 from kubecore._config.objects import ObjectStore, object_key
 from kubecore._kuberuntime.env import (
     NodeInfo,
@@ -45,6 +47,7 @@ __all__ = [
     "container_environment",
     "expand",
     "host_capacity",
+    "machine_arch",
     "object_key",
 ]
 

@@ -33,23 +33,9 @@ TO_SPLIT = {
     "kubecore/_api/server.py",
     "kubecore/_api/server.py:KubeApi",
     "kubecore/_cli/commands.py:cmd_run",
-    "kubecore/_config/sources.py",
-    "kubecore/_config/sources.py:FileSource",
-    "kubecore/_config/sources.py:_check_file",
     "kubecore/_contract/runtime.py",
     "kubecore/_http/server.py",
     "kubecore/_http/server.py:_Handler",
-    "kubecore/_kuberuntime/execute.py",
-    "kubecore/_kuberuntime/execute.py:Executor",
-    "kubecore/_kuberuntime/execute.py:execute",
-    "kubecore/_kuberuntime/execute.py:_create_and_start",
-    "kubecore/_manifest/validation.py",
-    "kubecore/_manifest/validation.py:_check_container",
-    "kubecore/_manifest/validation.py:_check_volumes",
-    "kubecore/_planner/plan.py",
-    "kubecore/_planner/plan.py:_plan_in_sandbox",
-    "kubecore/_status/compute.py:compute_pod_status",
-    "kubecore_etcd/_etcd.py",
 }
 
 

@@ -115,6 +115,7 @@ EXPECTED_ALL = [
     "SystemClock",
     "TCPSocketAction",
     "TimerHandle",
+    "TokenBucket",
     "UnknownRuntime",
     "ValidationError",
     "Volume",
@@ -144,7 +145,7 @@ def public_modules() -> list[str]:
 NAMESPACES = public_modules()
 
 ROOT = REPO
-PLUGIN_TREES = ["kubecore_docker", "kubecore_fake", "examples"]
+PLUGIN_TREES = ["kubecore_docker", "kubecore_fake", "kubecore_etcd", "examples"]
 PRIVATE_IMPORT = re.compile(
     r"^\s*(?:(?:from|import)\s+kubecore\._\w*|from\s+kubecore\s+import\s+\(?\s*_\w*)", re.MULTILINE
 )

@@ -127,6 +127,6 @@ def node_name_problem(name: str) -> str | None:
     requires of a Node's name ("" is an agent that labels no node)."""
     if name == "":
         return None
-    from kubecore._manifest.validation import _dns_subdomain_problem
+    from kubecore._manifest.validation import dns_subdomain_problem
 
-    return _dns_subdomain_problem(name)
+    return dns_subdomain_problem(name)

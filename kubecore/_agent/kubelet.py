@@ -43,6 +43,7 @@ from kubecore._contract.errors import (
     NotFound,
 )
 from kubecore._contract.observed import container_age
+from kubecore._contract.observed import container_name as container_name_of
 from kubecore._contract.runtime import (
     POD_UID_LABEL,
     ContainerRuntime,
@@ -64,12 +65,8 @@ from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.timers import Housekeeping
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._kuberuntime.env import NodeInfo, host_capacity
-from kubecore._kuberuntime.execute import (
-    Executor,
-    container_name_of,
-    run_at_once,
-    stop_within,
-)
+from kubecore._kuberuntime.execute import Executor
+from kubecore._kuberuntime.kill import run_at_once, stop_within
 from kubecore._kuberuntime.security import detect_host_security
 from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._model.v1 import Pod

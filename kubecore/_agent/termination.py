@@ -11,12 +11,12 @@ hook, so a shorter grace that arrives during a long hook shortens the stop that 
 from __future__ import annotations
 
 import enum
-import functools
 import math
 import threading
 from collections.abc import Container
 
 from kubecore._kuberuntime.execute import Executor
+from kubecore._kuberuntime.kill import time_left
 from kubecore._model.v1 import Pod
 from kubecore._planner.actions import ObservedPod
 from kubecore._util.clock import Clock
@@ -127,8 +127,4 @@ def kill_within(
 ) -> None:
     """Stop every container of a pod known by its spec within the termination's deadline
     (``Executor.kill_pod`` with the time left read again after each preStop hook)."""
-    executor.kill_pod(termination.pod, observed, functools.partial(_time_left, termination, clock))
-
-
-def _time_left(termination: Termination, clock: Clock) -> float:
-    return termination.remaining(clock.monotonic())
+    executor.kill_pod(termination.pod, observed, time_left(clock, termination))

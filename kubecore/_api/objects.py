@@ -38,11 +38,11 @@ from kubecore._api.server import (
 )
 from kubecore._api.server import OBJECT_RESOURCES as RESOURCES
 from kubecore._config.objects import ObjectKey, ObjectStore, object_key
-from kubecore._config.sources import StaticSource
+from kubecore._config.static import StaticSource
 from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import error_for
 from kubecore._manifest.decoding import object_to_dict
-from kubecore._manifest.validation import _decode_object
+from kubecore._manifest.validation import decode_object
 from kubecore._model.v1 import KubeObject, Secret
 from kubecore._util.timefmt import age as time_age
 from kubecore._util.timefmt import rfc3339
@@ -376,7 +376,7 @@ class ObjectApi:
 
     def _decode(self, data: dict[str, Any], kind: str) -> KubeObject:
         try:
-            obj, problems = _decode_object(data, "")
+            obj, problems = decode_object(data, "")
             if problems:
                 raise ValidationError(problems)
         except ValidationError as error:

@@ -52,8 +52,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import attrs
 
 from kubecore._api.store import STORE_DIR, ApiStore, StoredState, StoreProblem, unreadable
+from kubecore._config.base import prepare_pods
 from kubecore._config.objects import ObjectStore
-from kubecore._config.sources import StaticSource, prepare_pods
+from kubecore._config.static import StaticSource
 from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate, SourceName
 from kubecore._contract.errors import BadParameter, KubecoreError, ValidationError
 from kubecore._contract.runtime import Event
@@ -79,7 +80,7 @@ from kubecore._util.timefmt import rfc3339
 from kubecore._version import __version__
 
 if TYPE_CHECKING:
-    from kubecore._config.sources import PodKey
+    from kubecore._config.base import PodKey
 
 logger = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from kubecore._config.updates import Operation, PodUpdate, SourceName
 from kubecore._contract.errors import ValidationError
 from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._manifest.decoding import object_to_dict
-from kubecore._manifest.validation import _decode_object
+from kubecore._manifest.validation import decode_object
 from kubecore._model.v1 import KubeObject, Pod
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def _decode(kind: str, document: object) -> Pod | KubeObject:
     try:
         if kind == "Pod":
             return pod_from_dict(document)
-        obj, problems = _decode_object(document, "")  # never quotes a Secret's values
+        obj, problems = decode_object(document, "")  # never quotes a Secret's values
     except ValidationError as error:
         raise ValueError(f"is not a valid {kind}: {error.problems[0]}") from None
     if problems:

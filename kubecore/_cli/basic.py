@@ -73,7 +73,8 @@ def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
 
 def validate_paths(paths: Sequence[str]) -> tuple[list[str], int, int]:
     """Every problem line (``file: path: message``), the file count and the valid pod count."""
-    from kubecore._config.sources import SourceProblem, list_manifest_files, parse_manifest
+    from kubecore._config.base import SourceProblem, parse_manifest
+    from kubecore._config.listing import list_manifest_files
     from kubecore._contract.errors import ValidationError
     from kubecore._manifest import read_manifest_text
 

@@ -27,14 +27,11 @@ from kubecore._cli.settings import (
     kubelet_config_values,
     resolve_settings,
 )
-from kubecore._config.sources import (
-    LAST_GOOD_DIR,
-    FileSource,
-    HTTPSource,
-    PodSource,
-    SourcePoller,
-    SourceProblem,
-)
+from kubecore._config.base import PodSource, SourceProblem
+from kubecore._config.file import FileSource
+from kubecore._config.http import HTTPSource
+from kubecore._config.memory import LAST_GOOD_DIR
+from kubecore._config.poller import SourcePoller
 from kubecore._contract.errors import (
     InvalidKubeletConfig,
     KubecoreError,
@@ -307,7 +304,7 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
         return None
     try:
         from kubecore._cli.etcd import attach
-        from kubecore_etcd._etcd import parse_endpoints
+        from kubecore_etcd import parse_endpoints
 
         parse_endpoints(endpoints)
     except ValueError as error:

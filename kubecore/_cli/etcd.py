@@ -24,7 +24,7 @@ from kubecore._util.timefmt import age
 from kubecore.events import FanoutRecorder
 from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore.objects import KubeObject
-from kubecore_etcd._etcd import (
+from kubecore_etcd import (
     DEFAULT_EVENT_TTL,
     DEFAULT_LEASE_REFRESH,
     DEFAULT_LEASE_TTL,

@@ -10,7 +10,7 @@ from typing import IO
 
 import attrs
 
-from kubecore._config.sources import SourceProblem
+from kubecore._config.base import SourceProblem
 from kubecore._contract.runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
 from kubecore._model.v1 import Pod
 from kubecore._status.compute import pod_status_text

@@ -22,7 +22,7 @@ import kubecore
 from kubecore._agent.admission.node_fit import parse_node_labels
 from kubecore._agent.config_bounds import FIELD_BOUNDS, SECONDS, Bounds
 from kubecore._cli.basic import UsageError as UsageError
-from kubecore._config.sources import DEFAULT_SETTLE
+from kubecore._config.last_good import DEFAULT_SETTLE
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
 
 ENV_PREFIX = "KUBECORE_"

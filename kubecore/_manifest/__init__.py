@@ -1,13 +1,15 @@
-"""Loading, dumping and validating ``v1`` Pod manifests.
+"""Manifests: reading, checking and writing ``v1`` Pods, ConfigMaps and Secrets as YAML or JSON.
 
 Reading a manifest happens in passes over plain data, one module each:
 
 1. ``documents`` reads YAML or JSON text (strings, files, directories) into documents and expands
    ``kind: List``; whatever is wrong with the text becomes a problem with a position.
 2. ``decoding`` walks each document with a small declarative table per model class, checking JSON
-   types, required fields and unknown fields; it also writes pods back.
-3. ``validation`` (``validate_pod``) checks the rules about values on the built ``Pod``.
-   Embedders who build pods in code call it directly.
+   types, required fields and unknown fields (``fields`` says why a refused field is refused); it
+   also writes pods back. ``field_table`` renders the README's field table from those tables.
+3. ``validation`` (a package, one module a part of the pod; ``validate_pod``) checks the rules
+   about values on the built ``Pod``, with ``security`` for the security contexts. Embedders who
+   build pods in code call it directly.
 """
 
 from kubecore._manifest.decoding import (
@@ -15,6 +17,7 @@ from kubecore._manifest.decoding import (
     dump_pod_yaml,
     dump_pods_yaml,
     object_to_dict,
+    pod_status_to_dict,
     pod_to_dict,
 )
 from kubecore._manifest.documents import (
@@ -48,6 +51,7 @@ __all__ = [
     "load_pods_lenient",
     "object_to_dict",
     "pod_from_dict",
+    "pod_status_to_dict",
     "pod_to_dict",
     "read_manifest_bytes",
     "read_manifest_text",

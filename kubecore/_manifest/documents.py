@@ -31,7 +31,7 @@ from kubecore._manifest.decoding import (
     _item,
     _show,
 )
-from kubecore._manifest.validation import _decode_object, _decode_pod
+from kubecore._manifest.validation import decode_object, decode_pod
 from kubecore._model import v1 as m
 
 # --- YAML flavour -----------------------------------------------------------------------------
@@ -389,9 +389,9 @@ def _load_documents(
             decoded: m.Pod | m.KubeObject
             # A kind of another type (``kind: []``) is the pod decoder's field error.
             if isinstance(doc.data, Mapping) and isinstance(kind, str) and kind in OBJECT_KINDS:
-                decoded, problems = _decode_object(doc.data, doc.path)
+                decoded, problems = decode_object(doc.data, doc.path)
             else:
-                decoded, problems = _decode_pod(doc.data, doc.path)
+                decoded, problems = decode_pod(doc.data, doc.path)
             if notes and index in notes:
                 problems = [FieldError(prefix, note) for note in notes[index]] + problems
             if not problems:

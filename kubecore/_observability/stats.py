@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from kubecore._contract.observed import container_name as container_name_of
 from kubecore._contract.runtime import (
     POD_UID_LABEL,
     ContainerRuntime,
@@ -24,7 +25,6 @@ from kubecore._contract.runtime import (
     ImageFsUsage,
     RuntimeState,
 )
-from kubecore._kuberuntime.execute import container_name_of
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._util.host import directory_usage, parse_key_values

@@ -1,6 +1,6 @@
 """Values passed between the pure planner and the executor.
 
-``compute_pod_actions(pod, observed, history, now) -> PodActions`` (in ``_planner.py``) reads only
+``compute_pod_actions(pod, observed, history, now) -> PodActions`` (in ``_planner.plan``) reads only
 these values; the executor carries a ``PodActions`` out through the runtime protocols.
 """
 

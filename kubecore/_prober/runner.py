@@ -18,11 +18,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from kubecore._agent.snapshot import PodEntry
+from kubecore._contract.observed import newest_sandbox
 from kubecore._contract.runtime import ProbeResult, RuntimeState, SandboxState
-from kubecore._kuberuntime.execute import newest_sandbox
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod
 from kubecore._prober.manager import ProbeJob, ProbeManager
 
 logger = logging.getLogger(__name__)
@@ -56,7 +55,7 @@ def _due(
 ) -> list[ProbeJob]:
     running = [c for c in entry.containers if c.state is RuntimeState.RUNNING]
     ready = tuple(s for s in entry.sandboxes if s.state is SandboxState.READY)
-    sandbox = newest_sandbox(ObservedPod(ready)) if ready else None
+    sandbox = newest_sandbox(ready)
     sandbox_ip = sandbox.ip if sandbox is not None else ""
     return manager.due(pod, running, probe_ip(pod, sandbox_ip, host_ip), now)
 

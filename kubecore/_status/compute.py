@@ -31,7 +31,8 @@ from kubecore._model.v1 import (
     PodStatus,
 )
 from kubecore._planner.actions import ObservedPod, PodActions, PodHistory, ProbeState, Waiting
-from kubecore._planner.plan import POD_INITIALIZING, compute_pod_actions, pod_info
+from kubecore._planner.plan import POD_INITIALIZING, compute_pod_actions
+from kubecore._planner.pod_info import pod_info
 from kubecore._planner.restart_rules import (
     container_finished,
     container_should_restart,
@@ -280,12 +281,58 @@ def compute_pod_status(
     spec = pod.spec
     view = View(pod_info(pod), observed)
     sandbox = view.sandbox
-    sandbox_id = sandbox.id if sandbox is not None else ""
-    waiting = {w.name: w for w in actions.waiting}
-    messages = termination_messages or {}
-    prefix = f"{runtime_name}://"
-    probes = history.probes
+    init_statuses, statuses = _container_statuses(
+        pod,
+        view,
+        actions,
+        history.probes,
+        termination_messages or {},
+        f"{runtime_name}://",
+    )
+    phase, reason, message = _phase_and_reason(spec, init_statuses, statuses, actions, previous)
+    conditions = _conditions(spec, init_statuses, statuses, phase, previous, rfc3339(now))
 
+    if spec.host_network and host_ip:
+        pod_ip = host_ip
+    elif sandbox is not None and sandbox.ip:
+        pod_ip = sandbox.ip
+    else:
+        pod_ip = previous.pod_ip if previous is not None else ""
+    if previous is not None and previous.start_time:
+        start_time = previous.start_time
+    elif observed.sandboxes:
+        start_time = rfc3339(min(s.created_at for s in observed.sandboxes))
+    else:
+        start_time = ""
+    node_ip = host_ip or (previous.host_ip if previous is not None else "")
+    return PodStatus(
+        phase=phase,
+        conditions=conditions,
+        message=message,
+        reason=reason,
+        host_ip=node_ip,
+        host_ips=(HostIP(node_ip),) if node_ip else (),
+        pod_ip=pod_ip,
+        pod_ips=(PodIP(pod_ip),) if pod_ip else (),
+        start_time=start_time,
+        qos_class=qos_class(pod),
+        init_container_statuses=init_statuses,
+        container_statuses=statuses,
+    )
+
+
+def _container_statuses(
+    pod: Pod,
+    view: View,
+    actions: PodActions,
+    probes: Mapping[str, ProbeState],
+    messages: Mapping[str, str],
+    prefix: str,
+) -> tuple[tuple[ContainerStatus, ...], tuple[ContainerStatus, ...]]:
+    """The statuses of the pod's init containers and of its app containers."""
+    spec = pod.spec
+    sandbox_id = view.sandbox.id if view.sandbox is not None else ""
+    waiting = {w.name: w for w in actions.waiting}
     init_statuses = tuple(
         _container_status(
             c,
@@ -314,8 +361,18 @@ def compute_pod_status(
         )
         for c in spec.containers
     )
+    return init_statuses, statuses
 
-    sidecars = tuple(c.is_sidecar for c in spec.init_containers)
+
+def _phase_and_reason(
+    spec: PodSpec,
+    init_statuses: Sequence[ContainerStatus],
+    statuses: Sequence[ContainerStatus],
+    actions: PodActions,
+    previous: PodStatus | None,
+) -> tuple[PodPhase, str, str]:
+    """The pod's phase, with its reason and message: a terminal phase seen before is kept (with
+    its reason: it ended before this), else a failure the plan names gives them."""
     phase = _phase(spec, init_statuses, statuses, actions.terminal)
     if actions.pod_failed:
         phase = "Failed"
@@ -325,9 +382,21 @@ def compute_pod_status(
         phase = previous.phase  # and its reason: it ended before this
     elif actions.failure_reason:
         reason, message = actions.failure_reason, actions.failure_message
+    return phase, reason, message
 
-    stamp = rfc3339(now)
+
+def _conditions(
+    spec: PodSpec,
+    init_statuses: Sequence[ContainerStatus],
+    statuses: Sequence[ContainerStatus],
+    phase: PodPhase,
+    previous: PodStatus | None,
+    stamp: str,
+) -> tuple[PodCondition, ...]:
+    """Initialized, Ready, ContainersReady and PodScheduled, each keeping the transition time
+    it had in ``previous`` while its status stays."""
     before = {c.type: c for c in previous.conditions} if previous is not None else {}
+    sidecars = tuple(c.is_sidecar for c in spec.init_containers)
     incomplete = [
         st
         for st, sidecar in zip(init_statuses, sidecars, strict=True)
@@ -361,39 +430,11 @@ def compute_pod_status(
         pod_ready_reason, pod_ready_message = gates_reason, gates_message
     else:
         pod_ready_reason, pod_ready_message = ready_reason, ready_message
-    conditions = (
+    return (
         _condition("Initialized", initialized, init_reason, init_message, before, stamp),
         _condition("Ready", ready, pod_ready_reason, pod_ready_message, before, stamp),
         _condition("ContainersReady", containers_ready, ready_reason, ready_message, before, stamp),
         _condition("PodScheduled", True, "", "", before, stamp),
-    )
-
-    if spec.host_network and host_ip:
-        pod_ip = host_ip
-    elif sandbox is not None and sandbox.ip:
-        pod_ip = sandbox.ip
-    else:
-        pod_ip = previous.pod_ip if previous is not None else ""
-    if previous is not None and previous.start_time:
-        start_time = previous.start_time
-    elif observed.sandboxes:
-        start_time = rfc3339(min(s.created_at for s in observed.sandboxes))
-    else:
-        start_time = ""
-    node_ip = host_ip or (previous.host_ip if previous is not None else "")
-    return PodStatus(
-        phase=phase,
-        conditions=conditions,
-        message=message,
-        reason=reason,
-        host_ip=node_ip,
-        host_ips=(HostIP(node_ip),) if node_ip else (),
-        pod_ip=pod_ip,
-        pod_ips=(PodIP(pod_ip),) if pod_ip else (),
-        start_time=start_time,
-        qos_class=qos_class(pod),
-        init_container_statuses=init_statuses,
-        container_statuses=statuses,
     )
 
 

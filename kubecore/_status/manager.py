@@ -9,6 +9,7 @@ import attrs
 
 from kubecore._agent.admission.security import Rejection
 from kubecore._contract.errors import ContainerRuntimeError
+from kubecore._contract.observed import container_name, restart_count
 from kubecore._contract.runtime import (
     ContainerRuntime,
     Event,
@@ -16,7 +17,6 @@ from kubecore._contract.runtime import (
     EventType,
     RuntimeState,
 )
-from kubecore._kuberuntime.execute import container_name_of, restart_count_of
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._observability.events import pod_reference
 from kubecore._observability.metrics import Metrics
@@ -99,8 +99,8 @@ class StatusManager:
         fallback: frozenset[str] | None = None
         for c in observed.containers:
             if c.state is RuntimeState.EXITED and c.id not in messages:
-                name = container_name_of(c)
-                message = self._volumes.read_termination_message(pod.uid, name, restart_count_of(c))
+                name = container_name(c)
+                message = self._volumes.read_termination_message(pod.uid, name, restart_count(c))
                 if not message and c.exit_code != 0:
                     if fallback is None:
                         fallback = _falling_back_to_logs(pod)

@@ -15,8 +15,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import RegistryAuth
+from kubecore._config.file import FileSource
+from kubecore._config.http import FetchResult, HTTPSource
 from kubecore._config.objects import ObjectStore
-from kubecore._config.sources import FetchResult, FileSource, HTTPSource, StaticSource
+from kubecore._config.static import StaticSource
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.errors import ValidationError
 from kubecore._kuberuntime.credentials import PullSecrets, secret_keyring

@@ -12,7 +12,8 @@ import pytest
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._cli import EXIT_OK, Display, PullTracker, run_once
 from kubecore._cli.output import CLEAR_SCREEN
-from kubecore._config.sources import SourcePoller, StaticSource
+from kubecore._config.poller import SourcePoller
+from kubecore._config.static import StaticSource
 from kubecore._contract.runtime import SandboxConfig
 from kubecore._util.clock import SystemClock
 from kubecore_fake import FakeRuntime

@@ -447,7 +447,7 @@ def test_scheduler_fields_are_listed_once_per_pod_at_debug(
 
 
 def test_the_etcd_node_carries_the_node_labels(tmp_path: Path) -> None:
-    from kubecore_etcd._etcd import node_document
+    from kubecore_etcd import node_document
 
     node = make_node(tmp_path, node_name="node-a", node_labels=("disk=ssd",))
     document = node_document(node.kubelet, "node-a", ready=True, reason="")

@@ -10,7 +10,7 @@ from pathlib import Path
 HEAVY = (
     "kubecore._agent.kubelet",
     "kubecore._http.server",
-    "kubecore_etcd._etcd",
+    "kubecore_etcd",
     "prometheus_client",
     "docker",
 )

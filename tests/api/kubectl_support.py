@@ -22,7 +22,7 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
-from kubecore._config.sources import StaticSource
+from kubecore._config.static import StaticSource
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
 from kubecore._plugins.registry import load_runtime

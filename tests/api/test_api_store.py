@@ -22,7 +22,7 @@ import requests
 
 from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
 from kubecore._api.store import STALE_TEMP_SECONDS, ApiStore, replace_file
-from kubecore._config.sources import StaticSource
+from kubecore._config.static import StaticSource
 from kubecore._contract.runtime import POD_NAME_LABEL, POD_UID_LABEL
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string

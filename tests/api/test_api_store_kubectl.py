@@ -12,7 +12,7 @@ from typing import Any
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._api.server import ApiServerConfig, attach_api
-from kubecore._config.sources import StaticSource
+from kubecore._config.static import StaticSource
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
 from kubecore._plugins.registry import RuntimeBundle, load_runtime

@@ -616,7 +616,7 @@ def test_internal_errors_are_500_without_traceback(start_server: ServerFactory) 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[Any, Any, KubeletServer]]:
     from kubecore._agent.kubelet import Kubelet, KubeletConfig
-    from kubecore._config.sources import StaticSource
+    from kubecore._config.static import StaticSource
     from kubecore._plugins.registry import load_runtime
     from kubecore._util.clock import ManualClock
 

@@ -477,7 +477,7 @@ def test_plain_display_logs_one_line_per_change(caplog: pytest.LogCaptureFixture
 
 def test_live_display_draws_the_table_pulls_and_problems() -> None:
     from kubecore._cli import Display, PullTracker
-    from kubecore._config.sources import SourceProblem
+    from kubecore._config.base import SourceProblem
     from kubecore._contract.errors import FieldError
 
     tracker = PullTracker()

@@ -18,15 +18,18 @@ from typing import Any, NamedTuple, Protocol
 
 import attrs
 
+from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._agent.termination import Termination, kill_within
 from kubecore._contract.errors import ContainerRuntimeError
 from kubecore._contract.runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
-from kubecore._kuberuntime.execute import Executor, PodRecord, SyncResult, resource_updater
+from kubecore._kuberuntime.containers import resource_updater
+from kubecore._kuberuntime.execute import Executor, SyncResult
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
 from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
 from kubecore._planner.backoff import in_backoff
-from kubecore._planner.plan import compute_pod_actions, deadline_at
+from kubecore._planner.plan import compute_pod_actions
+from kubecore._planner.terminal import deadline_at
 from kubecore._prober.manager import ProbeManager
 from kubecore._status.manager import PodStatusRecord, StatusManager
 from kubecore._util.clock import Clock

@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._config.sources import LAST_GOOD_DIR, FileSource, SourcePoller
+from kubecore._config.file import FileSource
+from kubecore._config.memory import LAST_GOOD_DIR
+from kubecore._config.poller import SourcePoller
 from kubecore._contract.runtime import POD_NAMESPACE_LABEL
 from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime

@@ -27,14 +27,14 @@ SECRET_VALUE = "etcd-hunter2"
 
 
 def test_object_key_layout() -> None:
-    from kubecore_etcd._etcd import object_key, objects_prefix
+    from kubecore_etcd import object_key, objects_prefix
 
     assert objects_prefix("/kubecore", "ConfigMap") == "/kubecore/configmaps/"
     assert object_key("kubecore/", "Secret", "ns", "db") == "/kubecore/secrets/ns/db"
 
 
 def test_decode_object_takes_namespace_and_name_from_the_key_and_hides_values() -> None:
-    from kubecore_etcd._etcd import decode_object
+    from kubecore_etcd import decode_object
 
     value = json.dumps({"stringData": {"password": SECRET_VALUE}}).encode()
     secret = decode_object(value, "/p/secrets/team/db", "Secret", "team", "db")
@@ -80,7 +80,7 @@ def test_apply_writes_objects_and_the_agent_waits_for_a_missing_one(
     client: Any, prefix: str, etcd_endpoints: tuple[str, ...], tmp_path: Path
 ) -> None:
     from kubecore._cli.etcd import apply
-    from kubecore_etcd._etcd import EtcdObjectSource, EtcdSource, object_key
+    from kubecore_etcd import EtcdObjectSource, EtcdSource, object_key
 
     manifest = tmp_path / "web.yaml"
     manifest.write_text(MANIFEST)

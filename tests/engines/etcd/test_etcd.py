@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubecore import Container, Kubelet, KubeletConfig, ObjectMeta, Pod, PodSpec, ValidationError
 from kubecore.labels import POD_NAME_LABEL
@@ -61,7 +63,7 @@ def test_import_kubecore_does_not_import_the_etcd_client() -> None:
     code = (
         "import sys, kubecore, kubecore.sources, kubecore.manifest, kubecore.server\n"
         # The CLI can wire the etcd commands in without the client installed.
-        "import kubecore_etcd._etcd, kubecore._cli.etcd\n"
+        "import kubecore_etcd, kubecore._cli.etcd\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('aetcd', 'grpc'))\n"
         "print(','.join(loaded))\n"
     )
@@ -72,7 +74,7 @@ def test_import_kubecore_does_not_import_the_etcd_client() -> None:
 
 
 def test_key_layout() -> None:
-    from kubecore_etcd._etcd import node_key, pod_key, split_key, status_key
+    from kubecore_etcd import node_key, pod_key, split_key, status_key
 
     assert pod_key("/kubecore", "n1", "default", "web") == "/kubecore/pods/n1/default/web"
     assert pod_key("kubecore/", "n1", "ns", "web") == "/kubecore/pods/n1/ns/web"
@@ -85,7 +87,7 @@ def test_key_layout() -> None:
 
 
 def test_decode_pod_takes_namespace_and_name_from_the_key() -> None:
-    from kubecore_etcd._etcd import decode_pod
+    from kubecore_etcd import decode_pod
 
     spec = "apiVersion: v1\nkind: Pod\nspec:\n  containers: [{name: app, image: busybox:1.36}]\n"
     pod = decode_pod(spec.encode(), "k", "prod", "web")
@@ -107,7 +109,7 @@ def test_decode_pod_takes_namespace_and_name_from_the_key() -> None:
 
 
 def test_a_json_value_is_read_as_json_and_anything_else_as_yaml() -> None:
-    from kubecore_etcd._etcd import decode_pod, load_document
+    from kubecore_etcd import decode_pod, load_document
 
     assert load_document(b' {"a": [1, "x"]}') == {"a": [1, "x"]}
     assert load_document(b"{a: 1, b: [x]}") == {"a": 1, "b": ["x"]}, "a YAML flow mapping"
@@ -126,7 +128,7 @@ def test_a_json_value_is_read_as_json_and_anything_else_as_yaml() -> None:
 
 
 def test_the_status_document_is_the_pod_as_json_with_its_status() -> None:
-    from kubecore_etcd._etcd import encode_json, status_document
+    from kubecore_etcd import encode_json, status_document
 
     runtime = FakeRuntime(images=[IMAGE])
     with Kubelet(runtime, runtime) as kubelet:
@@ -144,7 +146,8 @@ def test_the_status_document_is_the_pod_as_json_with_its_status() -> None:
 def test_an_event_document_is_the_v1_event_as_json() -> None:
     from kubecore._contract.runtime import Event, EventType
     from kubecore._observability.events import pod_reference
-    from kubecore_etcd._etcd import encode_json, event_document, event_json
+    from kubecore_etcd import encode_json, event_document
+    from kubecore_etcd._encoding import event_json
 
     for event in (
         Event(pod_reference("prod", "web", "uid-1", "app"), EventType.NORMAL, "Started",
@@ -155,12 +158,50 @@ def test_an_event_document_is_the_v1_event_as_json() -> None:
         assert event_json(event, "node-1", "web.1") == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    namespace=st.text(max_size=8),
+    name=st.text(min_size=1, max_size=8),
+    uid=st.text(max_size=8),
+    field_path=st.text(max_size=8),
+    reason=st.text(max_size=8),
+    message=st.text(max_size=40),
+    node=st.text(max_size=8),
+    warning=st.booleans(),
+    timestamp=st.floats(min_value=1.0e9 + 1, max_value=4e9),
+)
+def test_the_fast_event_encoder_equals_the_v1_event_builder(
+    namespace: str,
+    name: str,
+    uid: str,
+    field_path: str,
+    reason: str,
+    message: str,
+    node: str,
+    warning: bool,
+    timestamp: float,
+) -> None:
+    """Whatever an event holds (quotes, control characters, any Unicode, no namespace, no uid, no
+    field path), the etcd encoder writes the v1 Event builder's document byte for byte."""
+    from kubecore.events import Event, EventType, ObjectReference
+    from kubecore_etcd import encode_json, event_document
+    from kubecore_etcd._encoding import event_json
+
+    ref = ObjectReference(
+        kind="Pod", namespace=namespace, name=name, uid=uid, field_path=field_path
+    )
+    kind = EventType.WARNING if warning else EventType.NORMAL
+    event = Event(ref, kind, reason, message, timestamp)
+    expected = encode_json(event_document(event, node, f"{name}.1"))
+    assert event_json(event, node, f"{name}.1") == expected
+
+
 def test_the_node_api_and_etcd_build_one_event_document() -> None:
     """kubectl reads the same Event whether the node's API serves it or etcd holds it."""
     from kubecore._api.server import event_object
     from kubecore._contract.runtime import Event, EventType
     from kubecore._observability.events import pod_reference
-    from kubecore_etcd._etcd import event_document
+    from kubecore_etcd import event_document
 
     event = Event(pod_reference("prod", "web", "uid-1", "app"), EventType.NORMAL, "Started",
                   "Started", 1.7e9)  # fmt: skip
@@ -172,7 +213,7 @@ def test_the_node_api_and_etcd_build_one_event_document() -> None:
 
 
 def test_parse_endpoints() -> None:
-    from kubecore_etcd._etcd import parse_endpoints
+    from kubecore_etcd import parse_endpoints
 
     assert parse_endpoints("http://127.0.0.1:2379, https://etcd-1:2379,10.0.0.3:2379") == (
         "http://127.0.0.1:2379",
@@ -198,7 +239,7 @@ def test_token_bucket_allows_the_burst_then_the_rate() -> None:
 def test_the_event_recorder_never_blocks_it_drops_and_counts() -> None:
     pytest.importorskip("aetcd", reason="the etcd extra is not installed")
     from kubecore.events import Event, EventType, ObjectReference
-    from kubecore_etcd._etcd import EtcdClient, EtcdConfig, EtcdEventRecorder
+    from kubecore_etcd import EtcdClient, EtcdConfig, EtcdEventRecorder
 
     event = Event(ObjectReference("Pod", "default", "web"), EventType.NORMAL, "Started", "", 0.0)
     # Nothing listens there: the writes fail, and are dropped and counted, never retried.
@@ -220,7 +261,7 @@ def etcd_endpoints() -> tuple[str, ...]:
     if not text:
         pytest.skip("no etcd cluster: KUBECORE_TEST_ETCD_ENDPOINTS is unset (scripts/test-etcd.sh)")
     pytest.importorskip("aetcd", reason="the etcd extra is not installed (pip install .[etcd])")
-    from kubecore_etcd._etcd import EtcdClient, EtcdConfig, EtcdUnavailable, parse_endpoints
+    from kubecore_etcd import EtcdClient, EtcdConfig, EtcdUnavailable, parse_endpoints
 
     endpoints = parse_endpoints(text)
     with EtcdClient(EtcdConfig(endpoints, timeout=2.0)) as client:
@@ -233,7 +274,7 @@ def etcd_endpoints() -> tuple[str, ...]:
 
 @pytest.fixture
 def client(etcd_endpoints: tuple[str, ...]) -> Iterator[Any]:
-    from kubecore_etcd._etcd import EtcdClient, EtcdConfig
+    from kubecore_etcd import EtcdClient, EtcdConfig
 
     with EtcdClient(EtcdConfig(etcd_endpoints)) as client:
         yield client
@@ -320,7 +361,7 @@ class Agent:
         max_pods: int = 110,
         **sink: Any,
     ) -> None:
-        from kubecore_etcd._etcd import EtcdSource, EtcdStatusSink
+        from kubecore_etcd import EtcdSource, EtcdStatusSink
 
         self.node = node
         self.runtime = runtime or FakeRuntime(images=[IMAGE])
@@ -378,7 +419,7 @@ def agents(client: Any, prefix: str, tmp_path: Path) -> Iterator[Callable[..., A
 
 def statuses(client: Any, prefix: str, node: str) -> dict[str, dict[str, Any]]:
     """``namespace/name`` -> the status document the agent wrote."""
-    from kubecore_etcd._etcd import status_prefix
+    from kubecore_etcd import status_prefix
 
     values, _ = client.get_prefix(status_prefix(prefix, node))
     start = len(status_prefix(prefix, node))
@@ -391,7 +432,7 @@ def phase(client: Any, prefix: str, node: str, name: str) -> str:
 
 
 def bind(client: Any, prefix: str, node: str, *pods: Pod) -> None:
-    from kubecore_etcd._etcd import bind_pods
+    from kubecore_etcd import bind_pods
 
     bind_pods(client, pods, node, prefix)
 
@@ -600,7 +641,7 @@ class Proxy:
 @pytest.fixture
 def proxied_client(etcd_endpoints: tuple[str, ...]) -> Iterator[tuple[Any, Proxy]]:
     """A client whose only way to the cluster is a relay the test can cut."""
-    from kubecore_etcd._etcd import EtcdClient, EtcdConfig
+    from kubecore_etcd import EtcdClient, EtcdConfig
 
     host, _, port = etcd_endpoints[0].rpartition("://")[2].rpartition(":")
     proxy = Proxy((host, int(port)))
@@ -757,7 +798,7 @@ def test_a_paused_member_under_the_watch_is_left_for_another(
 def test_the_node_key_lives_on_a_lease_that_is_renewed_after_expiry(
     client: Any, prefix: str, tmp_path: Path
 ) -> None:
-    from kubecore_etcd._etcd import EtcdStatusSink, node_key
+    from kubecore_etcd import EtcdStatusSink, node_key
 
     runtime = FakeRuntime(images=[IMAGE])
     kubelet = Kubelet(
@@ -787,7 +828,7 @@ def test_status_writes_happen_on_change_only_in_rate_limited_batches(
     client: Any, prefix: str, tmp_path: Path
 ) -> None:
     from kubecore import StaticSource
-    from kubecore_etcd._etcd import EtcdStatusSink
+    from kubecore_etcd import EtcdStatusSink
 
     runtime = FakeRuntime(images=[IMAGE])
     kubelet = Kubelet(
@@ -814,17 +855,16 @@ def test_the_status_sink_makes_a_document_only_for_a_pod_that_changed(
     client: Any, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kubecore import StaticSource
-    from kubecore_etcd import _etcd
-    from kubecore_etcd._etcd import EtcdStatusSink
+    from kubecore_etcd import EtcdStatusSink, _sink
 
     made: list[str] = []
-    with_status = _etcd.with_status
+    with_status = _sink.with_status
 
     def counting(head: bytes, status: Any) -> bytes:
         made.append(json.loads(head + b"}")["metadata"]["name"])
         return with_status(head, status)
 
-    monkeypatch.setattr(_etcd, "with_status", counting)
+    monkeypatch.setattr(_sink, "with_status", counting)
     runtime = FakeRuntime(images=[IMAGE])
     kubelet = Kubelet(
         runtime, runtime, config=KubeletConfig(node_name="n1", root_dir=str(tmp_path / "root"))
@@ -927,7 +967,7 @@ def secure_member(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
 def test_tls_with_client_certificates_and_a_user(
     secure_member: tuple[str, dict[str, str]],
 ) -> None:
-    from kubecore_etcd._etcd import EtcdClient, EtcdConfig, EtcdUnavailable
+    from kubecore_etcd import EtcdClient, EtcdConfig, EtcdUnavailable
 
     endpoint, certs = secure_member
     tls = {
@@ -956,7 +996,7 @@ AGENT_SCRIPT = """
 import sys, tempfile, threading
 from kubecore import Kubelet, KubeletConfig
 from kubecore.sources import SourcePoller
-from kubecore_etcd._etcd import EtcdClient, EtcdConfig, EtcdSource, EtcdStatusSink, parse_endpoints
+from kubecore_etcd import EtcdClient, EtcdConfig, EtcdSource, EtcdStatusSink, parse_endpoints
 from kubecore_fake import FakeRuntime
 
 endpoints, prefix, node = sys.argv[1:4]
@@ -1004,7 +1044,7 @@ def agent_process(
 def test_an_agent_paused_past_its_lease_comes_back_and_a_killed_one_keeps_its_pods_bound(
     client: Any, prefix: str, agent_process: Callable[[], subprocess.Popen[str]]
 ) -> None:
-    from kubecore_etcd._etcd import node_key
+    from kubecore_etcd import node_key
 
     agent = agent_process()
     bind(client, prefix, "p1", make_pod("web"))

@@ -12,15 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubecore._config.base import PodSource
+from kubecore._config.file import FileSource
+from kubecore._config.http import FetchResult, HTTPSource
 from kubecore._config.podconfig import PodConfig
-from kubecore._config.sources import (
-    FetchResult,
-    FileSource,
-    HTTPSource,
-    PodSource,
-    SourcePoller,
-    StaticSource,
-)
+from kubecore._config.poller import SourcePoller
+from kubecore._config.static import StaticSource
 from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._contract.errors import SourceUnavailable
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec

@@ -18,15 +18,12 @@ from typing import Any
 import attrs
 import pytest
 
-import kubecore._config.sources as sources_module
+import kubecore._config.file as file_source_module
+from kubecore._config.base import PodSource
+from kubecore._config.file import FileSource
+from kubecore._config.http import FetchResult, HTTPSource
+from kubecore._config.memory import LAST_GOOD_DIR
 from kubecore._config.podconfig import PodConfig
-from kubecore._config.sources import (
-    LAST_GOOD_DIR,
-    FetchResult,
-    FileSource,
-    HTTPSource,
-    PodSource,
-)
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeState
 from tests._kubelet_support import Node, make_node
@@ -65,7 +62,7 @@ class Denied:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: dict[str, type[OSError]] = {}
-        read, listing = sources_module.read_manifest_bytes, sources_module._list_root
+        read, listing = file_source_module.read_manifest_bytes, file_source_module.list_root
 
         def denied_read(path: str | os.PathLike[str]) -> bytes:
             self._check(path)
@@ -75,8 +72,8 @@ class Denied:
             self._check(path)
             return listing(path)
 
-        monkeypatch.setattr(sources_module, "read_manifest_bytes", denied_read)
-        monkeypatch.setattr(sources_module, "_list_root", denied_list)
+        monkeypatch.setattr(file_source_module, "read_manifest_bytes", denied_read)
+        monkeypatch.setattr(file_source_module, "list_root", denied_list)
 
     def _check(self, path: str | os.PathLike[str]) -> None:
         error = self.paths.get(os.path.abspath(path))
@@ -390,7 +387,7 @@ def test_a_file_that_changes_while_it_is_read_is_not_a_state(
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
-    read = sources_module.read_manifest_bytes
+    read = file_source_module.read_manifest_bytes
     writes = iter([TWO[: TWO.index("---")]])
 
     def read_then_written(path: str | os.PathLike[str]) -> bytes:
@@ -401,7 +398,7 @@ def test_a_file_that_changes_while_it_is_read_is_not_a_state(
             return more.encode()
         return data
 
-    monkeypatch.setattr(sources_module, "read_manifest_bytes", read_then_written)
+    monkeypatch.setattr(file_source_module, "read_manifest_bytes", read_then_written)
     source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
     held = source.poll(0.0)  # nothing known of the file: no SET until it is a state
     assert held is not None and held.op is Operation.NOT_READY

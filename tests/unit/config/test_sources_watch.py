@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._config.sources import FileSource, SourcePoller, watched_directories
+from kubecore._config.file import FileSource
+from kubecore._config.listing import watched_directories
+from kubecore._config.poller import SourcePoller
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._util.clock import SystemClock
 from tests.unit.config.test_sources import pod_yaml, write

@@ -5,8 +5,10 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.runtime import CONTAINER_NAME_LABEL
-from kubecore._kuberuntime.execute import Executor, PodRecord, _kill_message
+from kubecore._kuberuntime.containers import Containers
+from kubecore._kuberuntime.kill import kill_message
 from kubecore._model.v1 import ExecAction, Probe
 from kubecore._planner.actions import (
     ContainerToKill,
@@ -20,13 +22,13 @@ from tests._kubelet_support import ctr, make_node, make_pod
 
 def test_the_kill_message_follows_the_reason_not_the_probe_text() -> None:
     startup = ContainerToKill("c1", "app", KillReason.STARTUP_FAILED, "probe failed: timeout")
-    assert _kill_message(startup) == "Container app failed startup probe, will be restarted"
+    assert kill_message(startup) == "Container app failed startup probe, will be restarted"
     liveness = ContainerToKill("c1", "app", KillReason.LIVENESS_FAILED, "Startup-ish text")
-    assert _kill_message(liveness) == "Container app failed liveness probe, will be restarted"
+    assert kill_message(liveness) == "Container app failed liveness probe, will be restarted"
 
 
 def test_start_container_takes_the_plan_and_keywords() -> None:
-    parameters = inspect.signature(Executor.start_container).parameters
+    parameters = inspect.signature(Containers.start).parameters
     assert list(parameters) == ["self", "pod", "start", "is_init", "target", "record"]
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in list(parameters.values())[3:])
 

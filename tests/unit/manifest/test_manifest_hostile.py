@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._config.sources import FileSource, list_manifest_files
+from kubecore._config.file import FileSource
+from kubecore._config.listing import list_manifest_files
 from kubecore._contract.errors import ValidationError
 from kubecore._manifest import (
     MAX_MANIFEST_BYTES,

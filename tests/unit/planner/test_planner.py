@@ -843,16 +843,21 @@ def test_an_init_container_start_carries_its_restart_count() -> None:
 
 
 def test_the_planner_keeps_its_per_pod_facts_on_the_pod() -> None:
-    import kubecore._planner.plan as planner
+    import importlib
+    import pkgutil
+
+    import kubecore._planner as planner
 
     pod = attrs.evolve(BASE_POD)
     compute_pod_actions(pod, healthy(pod), H, NOW)
     assert "planner" in pod.derived
-    assert not any(
-        isinstance(value, dict) and value
-        for name, value in vars(planner).items()
-        if not name.startswith("__")
-    )
+    for part in pkgutil.iter_modules(planner.__path__):
+        module = importlib.import_module(f"{planner.__name__}.{part.name}")
+        assert not any(
+            isinstance(value, dict) and value
+            for name, value in vars(module).items()
+            if not name.startswith("__")
+        ), module.__name__
 
 
 def test_a_restart_count_stays_above_an_unstarted_instance_set_aside_under_never() -> None:

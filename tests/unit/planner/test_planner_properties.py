@@ -338,7 +338,7 @@ def check_converged(pod: Pod, observed: ObservedPod, actions: PodActions) -> Non
 
 def full_plan(pod: Pod, observed: ObservedPod, now: float) -> PodActions:
     """The plan without the steady-state shortcut."""
-    with mock.patch.object(_planner, "_steady", lambda *args: None):
+    with mock.patch.object(_planner, "steady_plan", lambda *args: None):
         return compute_pod_actions(pod, observed, H, now)
 
 

@@ -12,8 +12,9 @@ import pytest
 from kubecore._contract.observed import View
 from kubecore._model.v1 import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes
 from kubecore._planner.actions import ObservedPod
-from kubecore._planner.plan import pod_info, terminal_state
+from kubecore._planner.pod_info import pod_info
 from kubecore._planner.restart_rules import container_finished, pod_finished
+from kubecore._planner.terminal import terminal_state
 from kubecore._status.compute import pod_verdict
 from tests._kubelet_support import ctr, make_node, make_pod
 

@@ -47,7 +47,7 @@ def test_a_burst_under_one_holds_one_token() -> None:
 def test_the_pull_limiter_and_the_etcd_status_sink_share_it() -> None:
     from kubecore._agent import kubelet as _kubelet
     from kubecore._kuberuntime import execute as _executor
-    from kubecore_etcd import _etcd
+    from kubecore_etcd import _sink
 
-    assert _kubelet.TokenBucket is _etcd.TokenBucket is TokenBucket
+    assert _kubelet.TokenBucket is _sink.TokenBucket is TokenBucket
     assert "TokenBucket" not in vars(_executor) or _executor.TokenBucket is TokenBucket
