@@ -25,16 +25,7 @@ EXCEPTIONS = {
 }
 
 # Still to be split: each entry is a debt, and the test fails when one is paid but still listed.
-TO_SPLIT = {
-    "kubecore/_observability/metrics.py",
-    "kubecore/_observability/metrics.py:__init__",
-    "kubecore/testing/conformance.py",
-    "kubecore/testing/conformance.py:RuntimeConformance",
-    "kubecore/testing/strategies.py:_container",
-    "kubecore_docker/_runtime.py",
-    "kubecore_fake/_runtime.py",
-    "kubecore_fake/_shell.py:statement",
-}
+TO_SPLIT = {}
 
 
 def violations() -> Iterator[tuple[str, str]]:
