@@ -46,7 +46,7 @@ from kubecore.translate import container_config, container_hash, sandbox_config
 from kubecore_docker._runtime import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
 from tests._kubelet_support import ctr, make_pod
-from tests.cli.test_cli_flags import parsed_flags
+from tests.cli.support import parsed_flags
 from tests.paths import CORPUS
 
 SECCOMP_ROOT = "/var/lib/kubecore/seccomp"

@@ -28,9 +28,9 @@ from kubecore._observability.logs import (
     parse_log_options,
 )
 from kubecore._util.timefmt import rfc3339
-from tests.api.test_server import assert_status, get, live
+from tests.api.support import assert_status, get, live
 
-__all__ = ["live"]  # the fixture, from test_server
+__all__ = ["live"]  # the fixture, from tests.api.support
 
 Live = tuple[Any, Any, KubeletServer]
 
