@@ -13,7 +13,8 @@ from kubecore._contract.runtime import Event, EventType, ObjectReference, Runtim
 from kubecore._observability.events import FanoutRecorder, MemoryRecorder
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from kubecore._config.memory import LAST_GOOD_DIR
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeState
-from tests._kubelet_support import Node, make_node
+from tests.agent.support import Node, make_node
 from tests.unit.config.support import write
 
 

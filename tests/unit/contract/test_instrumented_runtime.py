@@ -20,7 +20,8 @@ from kubecore._contract.runtime import (
 from kubecore._observability.metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import NullRuntime, make_node
+from tests.agent.support import make_node
+from tests.unit.contract.support import NullRuntime
 
 
 class Plain(NullRuntime):

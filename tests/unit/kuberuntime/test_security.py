@@ -45,7 +45,7 @@ from kubecore.testing import FakeNode
 from kubecore.translate import container_config, container_hash, sandbox_config
 from kubecore_docker._runtime import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import ctr, make_pod
+from tests.builders import ctr, make_pod
 from tests.cli.support import parsed_flags
 from tests.paths import CORPUS
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from kubecore import Container, ExecAction, Pod, Probe, RuntimeContainer, RuntimeState
 from kubecore._planner.plan import compute_pod_actions
 from kubecore.planner import KillReason, ObservedPod, PodActions, PodHistory, ProbeState
-from tests.unit.planner.test_planner import BASE_POD, NOW, T0, crash, ctr, dead, sandbox, with_spec
+from tests.builders import BASE_POD, NOW, T0, crash, dead, sandbox, with_spec
+from tests.builders import observed_ctr as ctr
 
 STARTUP = Probe(exec=ExecAction(("check",)))
 SIDECAR_POD = with_spec(

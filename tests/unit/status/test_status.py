@@ -18,20 +18,20 @@ from kubecore import (
 from kubecore._status.compute import compute_pod_status
 from kubecore._util.timefmt import rfc3339
 from kubecore.planner import ObservedPod, PodHistory, ProbeState
-from tests.unit.planner.test_planner import (
+from tests.builders import (
     BASE_POD,
     INIT_POD,
     NOW,
     SB,
     T0,
     crash,
-    ctr,
     dead,
     healthy,
     sandbox,
     swap,
     with_spec,
 )
+from tests.builders import observed_ctr as ctr
 
 H = PodHistory()
 

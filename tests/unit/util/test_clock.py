@@ -29,7 +29,7 @@ from kubecore import (
 from kubecore._contract.runtime import MANAGED_LABEL, POD_UID_LABEL
 from kubecore._util.clock import Clock, TimerHandle, missing_clock_members
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import ctr, make_pod
+from tests.builders import ctr, make_pod
 
 IMAGE = "busybox:1.36"
 
