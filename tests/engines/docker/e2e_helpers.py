@@ -24,8 +24,16 @@ from kubecore._model.v1 import ContainerStatus, Pod
 from tests.engines.docker.helpers import SLEEPER, wait_for
 
 SOURCE = "e2e"
+
+AgentFactory = Callable[..., Kubelet]
+"""The ``make_agent`` fixture: builds a started agent on the engine from pods and config."""
 # Runs until TERM, and says so: a stop never waits out the grace period.
 SERVER = list(SLEEPER)
+
+
+def forever(script: str) -> list[str]:
+    """``script``, then run until TERM."""
+    return ["sh", "-c", f"trap 'exit 0' TERM; {script}; while :; do sleep 1 & wait $!; done"]
 
 
 def container(

@@ -15,13 +15,7 @@ from kubecore import Kubelet, KubeletConfig, ValidationError
 from kubecore.objects import ConfigMap, Secret
 from kubecore.sources import SourcePoller
 from kubecore_fake import FakeRuntime
-from tests.engines.etcd import test_etcd
-
-# The etcd tests' fixtures, used here too.
-etcd_endpoints = test_etcd.etcd_endpoints
-client = test_etcd.client
-prefix = test_etcd.prefix
-wait_for = test_etcd.wait_for
+from tests.engines.etcd.helpers import wait_for
 
 SECRET_VALUE = "etcd-hunter2"
 
