@@ -1,5 +1,5 @@
-"""Helpers for the agent's end-to-end tests on the real engine
-(tests/engines/docker/test_e2e_agent.py)."""
+"""Helpers for the agent's end-to-end tests on the real engine (those using the ``make_agent``
+fixture of conftest.py): pods as documents, waiting for their states, the engine's view of them."""
 
 from __future__ import annotations
 
