@@ -1,16 +1,17 @@
 """The kubelet-API tests' stand-ins: ``StubKubelet`` (an agent with scripted answers) and its
-exec ``TOKEN``, ``get`` and ``assert_status`` for requests and v1 Status answers, and the ``live``
-fixture (a real Kubelet on the fake runtime behind a ``KubeletServer``)."""
+exec ``TOKEN``, ``get`` and ``assert_status`` for requests and v1 Status answers, and
+``live_server`` (a real Kubelet on the fake runtime behind a ``KubeletServer``: the ``live``
+fixture)."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import requests
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
@@ -149,8 +150,14 @@ def assert_status(response: requests.Response, code: int, text: str = "") -> dic
     return dict(body)
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[tuple[Any, Any, KubeletServer]]:
+Live = tuple[Any, Any, KubeletServer]
+"""What the ``live`` fixture gives: the Kubelet, its runtime, the server in front of it."""
+
+
+@contextlib.contextmanager
+def live_server(tmp_path: Path) -> Iterator[Live]:
+    """A real Kubelet on the fake runtime, in virtual time, with the pod ``talker`` running,
+    behind a ``KubeletServer`` (exec enabled with ``TOKEN``); stopped on exit."""
     from kubecore._agent.kubelet import Kubelet, KubeletConfig
     from kubecore._config.static import StaticSource
     from kubecore._plugins.registry import load_runtime

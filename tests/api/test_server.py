@@ -16,9 +16,7 @@ import requests
 
 from kubecore._http.server import MAX_TAIL_LINES, KubeletServer, ServerConfig, serve
 from kubecore._model.v1 import Pod
-from tests.api.support import END, TOKEN, StubKubelet, assert_status, get, live
-
-__all__ = ["live"]  # the fixture, from tests.api.support
+from tests.api.support import END, TOKEN, StubKubelet, assert_status, get
 
 
 @pytest.fixture

@@ -28,9 +28,7 @@ from kubecore._observability.logs import (
     parse_log_options,
 )
 from kubecore._util.timefmt import rfc3339
-from tests.api.support import assert_status, get, live
-
-__all__ = ["live"]  # the fixture, from tests.api.support
+from tests.api.support import assert_status, get
 
 Live = tuple[Any, Any, KubeletServer]
 
