@@ -66,6 +66,7 @@ BASE_POD = Pod(
         ),
     ),
 )
+"""The planner tests' pod: ``web`` (uid ``uid-1``) with containers ``app`` and ``sidecar``."""
 
 
 def with_spec(pod: Pod, **changes: Any) -> Pod:
@@ -77,6 +78,7 @@ INIT_POD = with_spec(
     BASE_POD,
     init_containers=(Container("setup", "busybox:1.36"), Container("migrate", "busybox:1.36")),
 )
+"""``BASE_POD`` with the init containers ``setup`` and ``migrate``."""
 
 
 def sandbox(

@@ -18,7 +18,8 @@ from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 class Node(FakeNode):
     """A ``FakeNode`` rooted in ``tmp / "root"``, given its pods through ``node.kubelet``
-    (``set_pods``) rather than ``apply``, and synced one ``Kubelet.sync`` at a time."""
+    (``set_pods``) rather than ``apply``; its ``run_until`` syncs once a step, where
+    ``FakeNode.run_until`` syncs until each instant settles (the scenario tests count syncs)."""
 
     def __init__(
         self,
@@ -33,6 +34,7 @@ class Node(FakeNode):
 
     @property
     def checker(self) -> FakeHealthChecker:
+        """``health_checker``, under the name the scenario tests use."""
         return self.health_checker
 
     def running(self, pod: str | None = None, name: str | None = None) -> list[RuntimeContainer]:
@@ -52,6 +54,7 @@ class Node(FakeNode):
         )
 
     def converge(self, max_syncs: int = 50, step: float = 1.0) -> None:
+        """``Kubelet.sync_until_converged``, which must converge."""
         assert self.kubelet.sync_until_converged(max_syncs=max_syncs, step=step)
 
     def run_until(  # type: ignore[override]
@@ -66,6 +69,7 @@ class Node(FakeNode):
         raise AssertionError(f"not reached within {max_syncs} syncs")
 
     def status(self, pod: PodRef = "web") -> PodStatus:
+        """``FakeNode.status``, of the pod ``web`` unless told."""
         return super().status(pod)
 
     def reasons(self, name: str | None = None) -> list[str]:
