@@ -19,7 +19,8 @@ from kubecore_fake import FakeHealthChecker, FakeRuntime
 class Node(FakeNode):
     """A ``FakeNode`` rooted in ``tmp / "root"``, given its pods through ``node.kubelet``
     (``set_pods``) rather than ``apply``; its ``run_until`` syncs once a step, where
-    ``FakeNode.run_until`` syncs until each instant settles (the scenario tests count syncs)."""
+    ``FakeNode.run_until`` syncs until each instant settles (the scenario tests were timed for
+    one sync a step)."""
 
     def __init__(
         self,
