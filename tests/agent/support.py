@@ -75,11 +75,7 @@ class Node(FakeNode):
 
     def reasons(self, name: str | None = None) -> list[str]:
         """The reasons of the agent's events (about the pod named ``name``), oldest first."""
-        return [
-            e.reason
-            for e in self.kubelet.recent_events()
-            if name is None or e.involved_object.name == name
-        ]
+        return [e.reason for e in self.kubelet.recent_events(name=name)]
 
     def restart_kubelet(self, **config: Any) -> Kubelet:
         """A fresh agent on the same runtime, root dir and clock, with ``KubeletConfig(**config)``
