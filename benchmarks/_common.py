@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
+from kubecore import Pod
+from kubecore.v1 import Container, ObjectMeta, PodSpec
 
 BENCH_LABEL = "io.kubecore.benchmark"
 """Put on every engine object a benchmark creates outside kubecore (so cleanup finds them)."""

@@ -25,10 +25,8 @@ import requests.adapters
 
 from benchmarks._common import BENCH_LABEL, TEST_IMAGE, Skip
 from benchmarks._timing import WatchedRuntime
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import MANAGED_LABEL, POD_NAMESPACE_LABEL
-from kubecore._plugins.registry import load_runtime
-from kubecore._util.clock import SystemClock
+from kubecore import Kubelet, KubeletConfig, load_runtime
+from kubecore.runtime import MANAGED_LABEL, POD_NAMESPACE_LABEL, SystemClock
 from kubecore_docker import DockerRuntime
 
 PAUSE_IMAGE = os.environ.get("KUBECORE_TEST_PAUSE_IMAGE") or "kubecore-test/pause:3.9"

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
 
-from kubecore._contract.runtime import ContainerRuntime
+from kubecore import ContainerRuntime
 
 
 class WatchedRuntime:

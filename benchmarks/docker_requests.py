@@ -27,7 +27,7 @@ from benchmarks._docker import (
     foreign_agents_note,
     running_app_containers,
 )
-from kubecore._agent.kubelet import Kubelet
+from kubecore import Kubelet
 
 NAME = "docker_requests"
 

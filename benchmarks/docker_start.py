@@ -45,7 +45,7 @@ from benchmarks._docker import (
     engine_client,
     foreign_agents_note,
 )
-from kubecore._model.v1 import Pod
+from kubecore import Pod
 
 NAME = "docker_start"
 WORKERS = 8

@@ -46,9 +46,9 @@ import attrs
 from benchmarks._common import Context, Row, Skip, fmt_value
 from benchmarks._fake import SOURCE, FakeNode, fake_node, fake_pods
 from benchmarks.many_nodes import rss_bytes
-from kubecore._model.v1 import Pod
-from kubecore._util.clock import ManualClock
+from kubecore import Pod
 from kubecore.manifest import pod_to_dict
+from kubecore.testing import ManualClock
 
 NAME = "etcd_nodes"
 PODS_PER_SECOND_TARGET = 800.0

@@ -14,13 +14,9 @@ import tempfile
 import time
 
 from benchmarks._common import TEST_IMAGE, Context, Row, make_pods
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._config.file import FileSource
-from kubecore._config.poller import SourcePoller
-from kubecore._contract.runtime import RuntimeState
-from kubecore._model.v1 import Pod
-from kubecore._util.clock import SystemClock
+from kubecore import FileSource, Kubelet, KubeletConfig, Pod, SourcePoller
 from kubecore.manifest import dump_pods_yaml
+from kubecore.runtime import RuntimeState, SystemClock
 from kubecore_fake import FakeRuntime
 
 NAME = "manifest_watch"

@@ -32,8 +32,8 @@ from benchmarks._fake import (
     fake_pods,
     running_containers,
 )
-from kubecore._model.v1 import Pod
-from kubecore._util.clock import ManualClock
+from kubecore import Pod
+from kubecore.testing import ManualClock
 
 NAME = "many_nodes"
 HOLLOW_NODE_BYTES = 100 * 1000 * 1000

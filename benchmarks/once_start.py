@@ -39,7 +39,7 @@ from benchmarks.docker_start import (
     start_compose,
     start_podman,
 )
-from kubecore._model.v1 import Pod
+from kubecore import Pod
 from kubecore.manifest import pod_to_dict
 
 NAME = "once_start"

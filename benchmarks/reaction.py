@@ -25,13 +25,13 @@ from benchmarks._common import Context, Row, Skip, make_pods
 from benchmarks._docker import NAMESPACE, cleanup, docker_node, engine_client, foreign_agents_note
 from benchmarks._fake import SOURCE, fake_node, fake_pods
 from benchmarks._timing import WatchedRuntime
-from kubecore._contract.runtime import (
+from kubecore.runtime import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     POD_UID_LABEL,
     RuntimeState,
+    SystemClock,
 )
-from kubecore._util.clock import SystemClock
 
 NAME = "reaction"
 INTERVAL = 30.0

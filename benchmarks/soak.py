@@ -34,7 +34,7 @@ import attrs
 
 from benchmarks._common import TEST_IMAGE, Context, Row, Skip
 from benchmarks._docker import NAMESPACE, PAUSE_IMAGE, base_url, cleanup, engine_client
-from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL
+from kubecore.runtime import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL
 
 NAME = "soak"
 SAMPLE_EVERY = 10.0

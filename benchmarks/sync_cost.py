@@ -28,8 +28,8 @@ import attrs
 
 from benchmarks._common import Context, Row, median, print_profile, timed_runs
 from benchmarks._fake import LIST_OPS, FakeNode, converged_node, expected_containers, release
-from kubecore._agent.kubelet import SyncReport
-from kubecore._util.clock import ManualClock
+from kubecore import SyncReport
+from kubecore.testing import ManualClock
 
 NAME = "sync_cost"
 TARGET_US_PER_POD = 10.0

@@ -1,29 +1,41 @@
 """Kubernetes events the agent records, their reasons (``EventReason.PULLED_IMAGE`` is
-``Pulled``, ...), the recorders that keep, log or fan them out, and the one v1 ``Event`` document
-of an event (``v1_event``)."""
+``Pulled``, ...), the recorders that keep, log or fan them out, and the v1 ``Event`` document
+they become (``v1_event``)."""
 
-from kubecore._contract.runtime import Event, EventRecorder, EventType, ObjectReference
-from kubecore._observability.events import (
-    EVENT_COMPONENT,
-    EventReason,
-    FanoutRecorder,
-    LoggingRecorder,
-    MemoryRecorder,
-    v1_event,
-)
-from kubecore._util.exports import publish as _publish
+import typing as _typing
 
-__all__ = [
-    "EVENT_COMPONENT",
-    "Event",
-    "EventReason",
-    "EventRecorder",
-    "EventType",
-    "FanoutRecorder",
-    "LoggingRecorder",
-    "MemoryRecorder",
-    "ObjectReference",
-    "v1_event",
-]
+from kubecore._util.exports import lazy_namespace as _lazy_namespace
 
-_publish(__all__, globals(), __name__)
+if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._util.exports.SURFACE
+    from kubecore._contract.protocols import (
+        EventRecorder as EventRecorder,
+    )
+    from kubecore._contract.values import (
+        Event as Event,
+    )
+    from kubecore._contract.values import (
+        EventType as EventType,
+    )
+    from kubecore._contract.values import (
+        ObjectReference as ObjectReference,
+    )
+    from kubecore._observability.events import (
+        EVENT_COMPONENT as EVENT_COMPONENT,
+    )
+    from kubecore._observability.events import (
+        EventReason as EventReason,
+    )
+    from kubecore._observability.events import (
+        FanoutRecorder as FanoutRecorder,
+    )
+    from kubecore._observability.events import (
+        LoggingRecorder as LoggingRecorder,
+    )
+    from kubecore._observability.events import (
+        MemoryRecorder as MemoryRecorder,
+    )
+    from kubecore._observability.events import (
+        v1_event as v1_event,
+    )
+
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__)

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from kubecore import InvalidConfig, RuntimeUnavailable
+from kubecore.runtime import InvalidConfig, RuntimeUnavailable
 from kubecore_docker._errors import Subject, engine_errors, root_cause
 
 log = logging.getLogger(__name__)

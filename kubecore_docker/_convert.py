@@ -9,7 +9,9 @@ from typing import Any
 
 import attrs
 
-from kubecore import (
+from kubecore.runtime import (
+    CONTAINER_NAME_LABEL,
+    POD_UID_LABEL,
     ContainerStats,
     Image,
     PullProgress,
@@ -19,10 +21,10 @@ from kubecore import (
     RuntimeSandbox,
     RuntimeState,
     SandboxState,
+    parse_image_ref,
+    parse_image_user,
+    pod_identity,
 )
-from kubecore.images import parse_image_ref
-from kubecore.labels import CONTAINER_NAME_LABEL, POD_UID_LABEL, pod_identity
-from kubecore.security import parse_image_user
 from kubecore_docker._names import SANDBOX_ID_LABEL, attempt_from_name, split_labels
 
 Json = Mapping[str, Any]

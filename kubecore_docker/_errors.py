@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
-from kubecore import (
+from kubecore import ContainerRuntimeError
+from kubecore.runtime import (
     Conflict,
     ContainerNotFound,
-    ContainerRuntimeError,
     ImageNotFound,
     ImagePullError,
     InvalidConfig,

@@ -9,8 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubecore import RuntimeEvent
-from kubecore.labels import MANAGED_LABEL
+from kubecore.runtime import MANAGED_LABEL, RuntimeEvent
 from kubecore_docker._client import DockerConnection
 from kubecore_docker._convert import event_from
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kubecore import (
+from kubecore.runtime import (
     Image,
     ImageFsUsage,
     ImageNotFound,

@@ -19,7 +19,7 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
-from kubecore import (
+from kubecore.runtime import (
     Clock,
     Conflict,
     ContainerNotFound,

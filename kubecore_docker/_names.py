@@ -7,8 +7,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 
-from kubecore import ContainerConfig, SandboxConfig
-from kubecore.labels import SANDBOX_CONTAINER_NAME
+from kubecore.runtime import SANDBOX_CONTAINER_NAME, ContainerConfig, SandboxConfig
 
 NAME_PREFIX = "k8s"
 DOCKER_TYPE_LABEL = "io.kubernetes.docker.type"
@@ -71,7 +70,7 @@ def _with_annotations(labels: dict[str, str], annotations: Mapping[str, str]) ->
 
 def sandbox_labels(config: SandboxConfig) -> dict[str, str]:
     """The engine labels of a sandbox: the config's labels as given (the core wrote the pod's
-    identity into them, ``kubecore.labels``), dockershim's type, and its annotations."""
+    identity into them, ``kubecore.runtime``), dockershim's type, and its annotations."""
     labels = dict(config.labels)
     labels[DOCKER_TYPE_LABEL] = SANDBOX_TYPE
     return _with_annotations(labels, config.annotations)

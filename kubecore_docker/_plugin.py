@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from kubecore import PluginError, RuntimeBundle, hookimpl
+from kubecore import PluginError, hookimpl
+from kubecore.runtime import RuntimeBundle
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._images import DockerPuller
 from kubecore_docker._runtime import DockerRuntime

@@ -12,19 +12,27 @@ from typing import Any
 
 import attrs
 
-from kubecore import (
+from kubecore import ContainerRuntimeError
+from kubecore.runtime import (
+    MANAGED_LABEL,
+    POD_NAMESPACE_LABEL,
+    POD_UID_LABEL,
     Clock,
     Conflict,
     ContainerConfig,
     ContainerNotFound,
-    ContainerRuntimeError,
+    ContainerResources,
     ContainerStats,
     ExecResult,
     InvalidConfig,
+    LinuxContainerSecurityContext,
     Mount,
+    MountPropagation,
+    NamespaceMode,
     NodeClaim,
     NodeHolder,
     NotFound,
+    ProfileType,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeSandbox,
@@ -35,13 +43,11 @@ from kubecore import (
     SandboxConfig,
     SandboxNotFound,
     SandboxUnusable,
+    SecurityProfile,
     Subscription,
     SystemClock,
+    node_of,
 )
-from kubecore.labels import MANAGED_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, node_of
-from kubecore.security import LinuxContainerSecurityContext, ProfileType, SecurityProfile
-from kubecore.translate import ContainerResources, NamespaceMode
-from kubecore.volumes import MountPropagation
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
     StateDetail,

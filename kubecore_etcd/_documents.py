@@ -9,7 +9,7 @@ import yaml
 
 from kubecore import FieldError, Pod, ValidationError
 from kubecore.manifest import load_manifest_lenient, load_pods_from_dict
-from kubecore.objects import KubeObject
+from kubecore.v1 import KubeObject
 
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

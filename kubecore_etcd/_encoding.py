@@ -11,9 +11,10 @@ from typing import Any
 
 import attrs
 
-from kubecore import Pod, PodStatus
+from kubecore import Pod
 from kubecore.events import EVENT_COMPONENT, Event, v1_event
 from kubecore.manifest import pod_status_to_dict, pod_to_dict, rfc3339
+from kubecore.v1 import PodStatus
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 """One encoder for every document (``json.dumps`` with options builds one per call)."""

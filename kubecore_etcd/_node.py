@@ -7,7 +7,7 @@ from typing import Any
 
 import kubecore
 from kubecore import Kubelet
-from kubecore.objects import host_capacity, machine_arch
+from kubecore.server import host_capacity, machine_arch
 
 
 def node_document(kubelet: Kubelet, node: str, *, ready: bool, reason: str) -> dict[str, Any]:

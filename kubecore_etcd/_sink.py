@@ -10,7 +10,10 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubecore import Kubelet, Pod, PodStatus, SystemClock, TokenBucket
+from kubecore import Kubelet, Pod
+from kubecore.runtime import SystemClock
+from kubecore.server import TokenBucket
+from kubecore.v1 import PodStatus
 from kubecore_etcd._client import MAX_TXN_OPS, EtcdClient, EtcdUnavailable
 from kubecore_etcd._encoding import document_digest, document_head, encode_json, with_status
 from kubecore_etcd._keys import DEFAULT_PREFIX, node_key, status_key, status_prefix

@@ -13,10 +13,9 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from kubecore import FieldError, Operation, Pod, PodUpdate, ValidationError
+from kubecore import FieldError, Operation, Pod, PodUpdate, SourceProblem, ValidationError
 from kubecore.manifest import assign_uid, pod_to_dict, stamp_source
-from kubecore.objects import KubeObject
-from kubecore.sources import SourceProblem
+from kubecore.v1 import KubeObject
 from kubecore_etcd._client import EtcdClient, EtcdUnavailable
 from kubecore_etcd._documents import decode_object, decode_pod
 from kubecore_etcd._encoding import encode_json

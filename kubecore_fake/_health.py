@@ -8,11 +8,11 @@ import threading
 from collections.abc import Iterable
 from typing import Literal
 
-from kubecore import (
+from kubecore import ContainerRuntimeError
+from kubecore.runtime import (
+    CONTAINER_NAME_LABEL,
     Conflict,
-    ContainerRuntimeError,
     NotFound,
-    Probe,
     ProbeOutcome,
     ProbeResult,
     ProbeTarget,
@@ -20,7 +20,7 @@ from kubecore import (
     RuntimeState,
     RuntimeTimeout,
 )
-from kubecore.labels import CONTAINER_NAME_LABEL
+from kubecore.v1 import Probe
 from kubecore_fake._runtime import FakeRuntime
 
 logger = logging.getLogger(__name__)

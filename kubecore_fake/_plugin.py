@@ -5,16 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from kubecore import (
-    Clock,
-    InvalidConfig,
-    ManualClock,
-    RuntimeBundle,
-    RuntimeRegistry,
-    SystemClock,
-    hookimpl,
-)
-from kubecore.plugins import missing_clock_members
+from kubecore import RuntimeRegistry, hookimpl
+from kubecore.runtime import Clock, InvalidConfig, RuntimeBundle, SystemClock, missing_clock_members
+from kubecore.testing import ManualClock
 
 _INT_OPTIONS = ("image_fs_capacity", "default_image_size")
 _KNOWN = frozenset({"clock", "images", "pulled", "node_ip", "events", *_INT_OPTIONS})

@@ -1,6 +1,6 @@
 """``FakeRuntime``: an in-memory container runtime and image service.
 
-It honours the contract in ``kubecore._contract.runtime`` exactly, so the core can be tested (and
+It honours the contract in ``kubecore.runtime`` exactly, so the core can be tested (and
 demoed)
 without an engine. Everything is deterministic: ids count up (``sandbox-1``, ``container-1``),
 time comes from an injected ``Clock``, and with a ``ManualClock`` every timed behaviour (a
@@ -46,12 +46,19 @@ from typing import Any, TypeVar
 
 import attrs
 
-from kubecore import (
+from kubecore import ContainerRuntimeError
+from kubecore.runtime import (
+    CONTAINER_NAME_LABEL,
+    EMPTY_DIR_PLUGIN,
+    INIT_CONTAINER_ANNOTATION,
+    POD_NAME_LABEL,
+    POD_UID_LABEL,
+    SIDECAR_ANNOTATION,
     Clock,
     Conflict,
     ContainerConfig,
     ContainerNotFound,
-    ContainerRuntimeError,
+    ContainerResources,
     ContainerStats,
     ExecResult,
     Image,
@@ -60,6 +67,7 @@ from kubecore import (
     ImagePullError,
     InvalidConfig,
     Mount,
+    NamespaceMode,
     NodeClaim,
     NodeHolder,
     NodeLease,
@@ -80,18 +88,9 @@ from kubecore import (
     SandboxUnusable,
     SystemClock,
     TimerHandle,
+    parse_image_ref,
+    parse_image_user,
 )
-from kubecore.images import parse_image_ref
-from kubecore.labels import (
-    CONTAINER_NAME_LABEL,
-    INIT_CONTAINER_ANNOTATION,
-    POD_NAME_LABEL,
-    POD_UID_LABEL,
-    SIDECAR_ANNOTATION,
-)
-from kubecore.security import parse_image_user
-from kubecore.translate import ContainerResources, NamespaceMode
-from kubecore.volumes import EMPTY_DIR_PLUGIN
 from kubecore_fake import _shell
 from kubecore_fake._shell import TimedFile, TimedLog
 
@@ -310,7 +309,8 @@ _Events = list[RuntimeEvent]
 
 def normalize_image(ref: str) -> str:
     """The name an image is stored under, as Docker lists it: ``busybox`` and
-    ``docker.io/library/busybox:latest`` -> ``busybox:latest`` (``kubecore.images``)."""
+    ``docker.io/library/busybox:latest`` -> ``busybox:latest``
+    (``kubecore.runtime.parse_image_ref``)."""
     return parse_image_ref(ref).familiar()
 
 

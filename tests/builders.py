@@ -9,19 +9,11 @@ from typing import Any
 
 import attrs
 
-from kubecore import (
-    Container,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    RuntimeContainer,
-    RuntimeSandbox,
-    RuntimeState,
-    SandboxState,
-)
-from kubecore._contract.runtime import HASH_ANNOTATION
+from kubecore._contract.labels import HASH_ANNOTATION
 from kubecore._kuberuntime.translate import container_config, sandbox_config
-from kubecore.planner import BackoffEntry, ObservedPod
+from kubecore._planner.actions import BackoffEntry, ObservedPod
+from kubecore.runtime import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
+from kubecore.v1 import Container, ObjectMeta, Pod, PodSpec
 
 # --- pods as written ----------------------------------------------------------------------------
 

@@ -21,18 +21,18 @@ from types import ModuleType
 import pytest
 
 import kubecore
-from kubecore import (
+from kubecore import Pod
+from kubecore._cli.commands import all_settled, pod_verdicts
+from kubecore.v1 import (
     Container,
     ContainerState,
     ContainerStateRunning,
     ContainerStateTerminated,
     ContainerStatus,
     ObjectMeta,
-    Pod,
     PodSpec,
     PodStatus,
 )
-from kubecore._cli.commands import all_settled, pod_verdicts
 from tests.paths import REPO
 
 ROOT = REPO

@@ -15,14 +15,7 @@ import kubecore
 
 PACKAGE = Path(kubecore.__file__).parent
 
-KNOWN_DEFERRED_CYCLES = {
-    # The API server builds the ConfigMap and Secret room, which builds on the API server's
-    # requests, tables, selectors and patches: one room, until those move out of _apiserver.
-    ("kubecore._api.server", "kubecore._api.objects"),
-    # Publishing names reads the top-level table of exports (kubecore.__all__), which each public
-    # namespace imports while the package is initialised.
-    ("kubecore._util.exports", "kubecore"),
-}
+KNOWN_DEFERRED_CYCLES: set[tuple[str, str]] = set()
 
 
 def module_names() -> dict[str, Path]:

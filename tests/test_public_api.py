@@ -1,11 +1,13 @@
-"""The public surface: ``kubecore.__all__`` is the curated list, every public name shows its
-public home, and the in-tree adapters and examples use only public modules, as a plugin does."""
+"""The public surface: one table (``kubecore._util.exports.SURFACE``) makes every namespace's
+``__all__``, ``kubecore.__all__`` is the curated list, every public name shows its public home and
+says what it is for, and the in-tree adapters, examples and benchmarks use only public names, as a
+plugin does."""
 
+import ast
 import importlib
 import inspect
 import pickle
 import pkgutil
-import re
 import subprocess
 import sys
 import typing
@@ -15,111 +17,38 @@ from types import ModuleType
 import pytest
 
 import kubecore
+from kubecore._util.exports import SURFACE, public_home
 from tests.paths import REPO
 
 EXPECTED_ALL = [
-    "Clock",
-    "Conflict",
-    "Container",
-    "ContainerConfig",
-    "ContainerNotFound",
-    "ContainerPort",
     "ContainerRuntime",
     "ContainerRuntimeError",
-    "ContainerState",
-    "ContainerStateRunning",
-    "ContainerStateTerminated",
-    "ContainerStateWaiting",
-    "ContainerStats",
-    "ContainerStatus",
-    "CreateContainerConfigError",
-    "DNSConfig",
-    "DocumentError",
-    "DuplicateRuntime",
-    "EmptyDirVolumeSource",
-    "EnvVar",
-    "ExecAction",
-    "ExecResult",
+    "EventRecorder",
     "FieldError",
     "FileSource",
-    "HTTPGetAction",
-    "HTTPHeader",
     "HTTPSource",
     "HealthChecker",
-    "HostPathVolumeSource",
-    "Image",
-    "ImageFsUsage",
-    "ImageNeverPull",
-    "ImageNotFound",
-    "ImagePullError",
-    "InvalidConfig",
     "InvalidKubeletConfig",
     "KubecoreError",
     "Kubelet",
     "KubeletConfig",
-    "Lifecycle",
-    "LifecycleHandler",
-    "LocalObjectReference",
-    "ManualClock",
-    "Mount",
-    "NodeClaim",
-    "NodeClaims",
-    "NodeHolder",
-    "NodeLease",
     "NodeNameInUse",
-    "NotFound",
-    "ObjectMeta",
     "Operation",
     "PluginError",
-    "PluginWarning",
     "Pod",
-    "PodCondition",
+    "PodConfig",
+    "PodReport",
     "PodSource",
-    "PodSpec",
-    "PodStatus",
     "PodUpdate",
-    "PortMapping",
-    "Probe",
-    "ProbeOutcome",
-    "ProbeResult",
-    "ProbeTarget",
-    "PullProgress",
     "Puller",
-    "PullerWrapper",
-    "RegistryAuth",
-    "RegistryConfigError",
-    "ResourceRequirements",
     "RootDirInUse",
-    "RuntimeBase",
-    "RuntimeBundle",
-    "RuntimeContainer",
-    "RuntimeEvent",
-    "RuntimeEventType",
-    "RuntimeInfo",
     "RuntimeRegistry",
-    "RuntimeSandbox",
-    "RuntimeSnapshot",
-    "RuntimeState",
-    "RuntimeTimeout",
-    "RuntimeUnavailable",
-    "RuntimeVersion",
-    "SandboxConfig",
-    "SandboxNotFound",
-    "SandboxState",
-    "SandboxUnusable",
-    "SecurityContext",
+    "SourcePoller",
+    "SourceProblem",
     "SourceUnavailable",
     "StaticSource",
-    "Subscription",
     "SyncReport",
-    "SystemClock",
-    "TCPSocketAction",
-    "TimerHandle",
-    "TokenBucket",
-    "UnknownRuntime",
     "ValidationError",
-    "Volume",
-    "VolumeMount",
     "hookimpl",
     "load_pods_from_file",
     "load_pods_from_string",
@@ -128,39 +57,35 @@ EXPECTED_ALL = [
     "pod_verdict",
     "runtimes",
 ]
+"""What embedding the agent needs; a name added to the top level is a decision, made here."""
 
-NOT_NAMESPACES = {"__main__", "testing"}
-"""Public modules that are not re-export namespaces: the CLI entry, and the test kit (which
-imports hypothesis and pytest, so ``import kubecore`` does not load it)."""
-
-
-def public_modules() -> list[str]:
-    return sorted(
-        module.name
-        for module in pkgutil.iter_modules(kubecore.__path__)
-        if not module.name.startswith("_") and module.name not in NOT_NAMESPACES
-    )
-
-
-NAMESPACES = public_modules()
+NAMESPACES = ["credentials", "events", "manifest", "runtime", "server", "testing", "v1"]
+"""The public namespaces below ``kubecore``; every other module is private (``_`` names) but the
+CLI entry (``__main__``)."""
 
 ROOT = REPO
-PLUGIN_TREES = ["kubecore_docker", "kubecore_fake", "kubecore_etcd", "examples"]
-PRIVATE_IMPORT = re.compile(
-    r"^\s*(?:(?:from|import)\s+kubecore\._\w*|from\s+kubecore\s+import\s+\(?\s*_\w*)", re.MULTILINE
-)
+CLIENT_TREES = ["kubecore_docker", "kubecore_fake", "kubecore_etcd", "examples", "benchmarks"]
+"""The in-tree adapters, examples and benchmarks: they use kubecore as a plugin or a user would."""
 
 
 def namespace(name: str) -> ModuleType:
     return importlib.import_module(f"kubecore.{name}")
 
 
+def public_namespaces() -> list[ModuleType]:
+    return [kubecore, *(namespace(name) for name in NAMESPACES)]
+
+
+def exported(module: ModuleType) -> list[tuple[str, object]]:
+    return [(name, getattr(module, name)) for name in module.__all__]
+
+
 def defined_objects(module: ModuleType) -> list[tuple[str, object]]:
     """The classes and functions a public module exports (constants and markers have no home)."""
     return [
-        (name, getattr(module, name))
-        for name in module.__all__
-        if inspect.isclass(getattr(module, name)) or inspect.isfunction(getattr(module, name))
+        (name, value)
+        for name, value in exported(module)
+        if inspect.isclass(value) or inspect.isfunction(value)
     ]
 
 
@@ -169,36 +94,91 @@ def test_all_is_the_curated_list() -> None:
     assert sorted(EXPECTED_ALL) == EXPECTED_ALL
 
 
-def test_all_lists_every_public_name_imported() -> None:
+def test_the_public_modules_are_the_namespaces_of_the_table() -> None:
+    public = sorted(
+        module.name
+        for module in pkgutil.iter_modules(kubecore.__path__)
+        if not module.name.startswith("_")
+    )
+    assert public == NAMESPACES
+    assert [f"kubecore.{name}" for name in NAMESPACES] == sorted(set(SURFACE) - {"kubecore"})
+
+
+@pytest.mark.parametrize("module", ["kubecore", *(f"kubecore.{name}" for name in NAMESPACES)])
+def test_every_all_is_the_table(module: str) -> None:
+    public = importlib.import_module(module)
+    assert public.__all__ == sorted(SURFACE[module])
+    for name in public.__all__:
+        assert hasattr(public, name), f"{module}.{name}"
+
+
+def test_the_type_checking_imports_are_written_from_the_table() -> None:
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_exports.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout
+
+
+@pytest.mark.parametrize("module", public_namespaces(), ids=lambda m: m.__name__)
+def test_all_lists_every_public_name_a_namespace_holds(module: ModuleType) -> None:
+    exported(module)  # every name imported, so each is in the namespace's globals
     public = {
         name
-        for name in dir(kubecore)
-        if not name.startswith("_") and not inspect.ismodule(getattr(kubecore, name))
-    }
-    assert public == set(kubecore.__all__)
-
-
-@pytest.mark.parametrize("name", NAMESPACES)
-def test_namespace_all_is_sorted_and_every_name_resolves(name: str) -> None:
-    module = namespace(name)
-    assert module.__all__ == sorted(module.__all__)
-    for exported in module.__all__:
-        assert hasattr(module, exported), f"kubecore.{name}.{exported}"
-
-
-@pytest.mark.parametrize("name", NAMESPACES)
-def test_namespace_all_lists_every_public_name_imported(name: str) -> None:
-    module = namespace(name)
-    public = {
-        exported
-        for exported, value in vars(module).items()
-        if not exported.startswith("_") and not inspect.ismodule(value)
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
     }
     assert public == set(module.__all__)
 
 
-def test_the_namespaces_are_found() -> None:
-    assert {"labels", "manifest", "quantity", "translate"} <= set(NAMESPACES)
+def test_v1_holds_every_model_class() -> None:
+    models = importlib.import_module("kubecore._model.v1")
+    classes = {
+        name
+        for name, value in vars(models).items()
+        if inspect.isclass(value) and value.__module__ in (models.__name__, "kubecore.v1")
+    }
+    classes |= {name for name in kubecore.v1.__all__ if name == "Pod"}
+    assert classes <= set(kubecore.v1.__all__)
+    for name in ("Toleration", "HostAlias", "GRPCAction", "Pod", "ConfigMap", "Secret"):
+        assert name in kubecore.v1.__all__
+
+
+def test_the_four_seams_are_importable_from_kubecore_and_their_namespace() -> None:
+    from kubecore import ContainerRuntime, EventRecorder, HealthChecker, Puller
+    from kubecore.events import EventRecorder as Recorder
+    from kubecore.runtime import ContainerRuntime as Runtime
+    from kubecore.runtime import HealthChecker as Checker
+    from kubecore.runtime import Puller as ImageService
+
+    assert (ContainerRuntime, Puller, HealthChecker, EventRecorder) == (
+        Runtime,
+        ImageService,
+        Checker,
+        Recorder,
+    )
+
+
+def test_the_runtime_contract_is_made_of_small_protocols() -> None:
+    from kubecore import runtime
+
+    parts = (
+        runtime.RuntimeVersioner,
+        runtime.PodSandboxManager,
+        runtime.ContainerManager,
+        runtime.ContainerStatsManager,
+        runtime.RuntimeEventSource,
+    )
+    assert set(parts) <= set(runtime.ContainerRuntime.__mro__)
+    fake = importlib.import_module("kubecore_fake").FakeRuntime()
+    try:
+        assert all(isinstance(fake, part) for part in (*parts, runtime.ContainerRuntime))
+        assert runtime.capabilities(fake) == (runtime.ResourceUpdater, runtime.NodeClaims)
+    finally:
+        fake.close()
+    assert runtime.capabilities(object()) == ()
+    assert isinstance(object(), runtime.RuntimeVersioner) is False
 
 
 def test_import_kubecore_imports_no_namespace_until_it_is_used() -> None:
@@ -206,11 +186,13 @@ def test_import_kubecore_imports_no_namespace_until_it_is_used() -> None:
         "import kubecore, sys\n"
         f"loaded = [n for n in {NAMESPACES!r} if f'kubecore.{{n}}' in sys.modules]\n"
         "assert not loaded, loaded\n"
-        "heavy = {'kubecore._agent.kubelet', 'kubecore._http.server',\n"
-        "         'prometheus_client', 'docker', 'yaml'}\n"
+        "heavy = {'kubecore._agent.kubelet', 'kubecore._http.server', 'kubecore._model.v1',\n"
+        "         'prometheus_client', 'docker', 'yaml', 'inspect'}\n"
         "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
-        "assert kubecore.quantity.parse_quantity.__module__ == 'kubecore.quantity'\n"
-        "assert 'kubecore.quantity' in sys.modules\n"
+        "import kubecore.runtime, kubecore.v1\n"
+        "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
+        "assert kubecore.v1.parse_quantity.__module__ == 'kubecore.v1'\n"
+        "assert 'kubecore._model.quantity' in sys.modules\n"
         "assert kubecore.Kubelet.__module__ == 'kubecore'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -218,8 +200,10 @@ def test_import_kubecore_imports_no_namespace_until_it_is_used() -> None:
 
 def test_a_name_of_both_homes_shows_kubecore_when_its_namespace_is_imported_first() -> None:
     code = (
-        "from kubecore.manifest import load_pods_from_file\n"
-        "assert load_pods_from_file.__module__ == 'kubecore', load_pods_from_file.__module__\n"
+        "from kubecore.v1 import Pod\n"
+        "from kubecore.runtime import ContainerRuntime\n"
+        "assert Pod.__module__ == 'kubecore', Pod.__module__\n"
+        "assert ContainerRuntime.__module__ == 'kubecore', ContainerRuntime.__module__\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -229,12 +213,16 @@ def test_every_namespace_is_reachable_as_an_attribute() -> None:
         assert getattr(kubecore, name).__name__ == f"kubecore.{name}"
     with pytest.raises(AttributeError):
         kubecore.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError):
+        kubecore.v1.no_such_name  # noqa: B018
 
 
 def test_every_error_is_defined_in_one_module() -> None:
     errors = [
         value
-        for value in vars(kubecore).values()
+        for module in public_namespaces()
+        if module is not kubecore.testing  # its NotReached is a test's AssertionError
+        for _, value in exported(module)
         if inspect.isclass(value) and issubclass(value, (Exception, Warning))
     ]
     assert errors
@@ -260,60 +248,49 @@ def test_no_kubecore_module_defines_an_error_outside_errors() -> None:
         for error in all_subclasses(kubecore.KubecoreError)
         if error.__module__ == "kubecore" or error.__module__.startswith("kubecore.")
     ]
-    assert kubecore.ImageNeverPull in defined_in_kubecore
+    assert kubecore.runtime.ImageNeverPull in defined_in_kubecore
     for error in defined_in_kubecore:
         assert errors_module.get(error.__name__) is error, f"{error.__module__}.{error.__name__}"
 
 
-def test_top_level_objects_show_kubecore_as_their_module() -> None:
-    for name, value in defined_objects(kubecore):
-        assert getattr(value, "__module__", None) == "kubecore", name
-
-
-@pytest.mark.parametrize("name", NAMESPACES)
-def test_namespace_objects_show_a_public_home(name: str) -> None:
-    module = namespace(name)
-    for exported, value in defined_objects(module):
+@pytest.mark.parametrize("module", public_namespaces(), ids=lambda m: m.__name__)
+def test_public_objects_show_their_public_home(module: ModuleType) -> None:
+    for name, value in defined_objects(module):
         home = getattr(value, "__module__", None)
-        expected = "kubecore" if exported in kubecore.__all__ else module.__name__
-        assert home == expected, f"kubecore.{name}.{exported} shows {home}"
-
-
-def test_no_private_module_shows_through_a_public_name() -> None:
-    for module in [kubecore, *(namespace(name) for name in NAMESPACES)]:
-        for exported, value in defined_objects(module):
-            home = getattr(value, "__module__", "")
-            assert not home.startswith("kubecore._"), f"{module.__name__}.{exported}"
+        assert home == public_home(name), f"{module.__name__}.{name} shows {home}"
+        assert not home.startswith("kubecore._"), f"{module.__name__}.{name}"
 
 
 def test_public_objects_pickle_and_repr_under_their_public_home() -> None:
+    v1 = kubecore.v1
     pod = kubecore.Pod(
-        metadata=kubecore.ObjectMeta(name="web"),
-        spec=kubecore.PodSpec(containers=[kubecore.Container(name="c", image="busybox")]),
+        metadata=v1.ObjectMeta(name="web"),
+        spec=v1.PodSpec(containers=[v1.Container(name="c", image="busybox")]),
     )
     assert pickle.loads(pickle.dumps(pod)) == pod
     assert repr(pod).startswith("Pod(metadata=ObjectMeta(name='web'")
-    running = kubecore.RuntimeState.RUNNING
+    running = kubecore.runtime.RuntimeState.RUNNING
     assert pickle.loads(pickle.dumps(running)) is running
-    entry = kubecore.planner.BackoffEntry(delay=10.0, until=20.0, last_failure=10.0)
-    assert pickle.loads(pickle.dumps(entry)) == entry
-    assert pickle.loads(pickle.dumps(kubecore.quantity.cpu_millis)) is kubecore.quantity.cpu_millis
+    mapping = kubecore.runtime.PortMapping(container_port=80, host_port=8080)
+    assert pickle.loads(pickle.dumps(mapping)) == mapping
+    assert pickle.loads(pickle.dumps(v1.cpu_millis)) is v1.cpu_millis
     assert repr(kubecore.Pod) == "<class 'kubecore.Pod'>"
+    assert repr(v1.Toleration) == "<class 'kubecore.v1.Toleration'>"
 
 
 @pytest.mark.parametrize(
     "error",
     [
         kubecore.ValidationError([kubecore.FieldError("spec.containers", "required")], "a.yaml"),
-        kubecore.DocumentError(
+        kubecore.manifest.DocumentError(
             [kubecore.FieldError("metadata.name", "required")],
             "a.yaml",
             document=2,
             item=1,
             pod_name="web",
         ),
-        kubecore.UnknownRuntime("podman", ["docker", "fake"]),
-        kubecore.Conflict("name in use"),
+        kubecore.runtime.UnknownRuntime("podman", ["docker", "fake"]),
+        kubecore.runtime.Conflict("name in use"),
     ],
     ids=lambda error: type(error).__name__,
 )
@@ -325,36 +302,148 @@ def test_errors_survive_pickling(error: Exception) -> None:
 
 
 def test_type_hints_of_public_classes_still_resolve() -> None:
-    hints = typing.get_type_hints(kubecore.Container)
+    hints = typing.get_type_hints(kubecore.v1.Container)
     assert hints["image_pull_policy"] == typing.Literal["Always", "IfNotPresent", "Never"]
-    for module in [kubecore, *(namespace(name) for name in NAMESPACES)]:
+    for module in public_namespaces():
         for _, value in defined_objects(module):
             if inspect.isclass(value):
                 typing.get_type_hints(value)  # raises NameError for an unresolvable name
+
+
+# --- every public name says what it is for ---------------------------------------------------
+
+
+def own_docstring(value: object) -> str:
+    """The docstring written for ``value`` itself (not one a base class or ``attrs`` gave)."""
+    if inspect.isclass(value):
+        return (vars(value).get("__doc__") or "").strip()
+    return (getattr(value, "__doc__", None) or "").strip()
+
+
+def attribute_docstrings(module: str) -> dict[str, str]:
+    """``NAME = value`` followed by a string, in a module's source: the attribute's docstring."""
+    tree = ast.parse(Path(importlib.import_module(module).__file__ or "").read_text())
+    docs = {}
+    for assign, after in zip(tree.body, tree.body[1:], strict=False):
+        targets = assign.targets if isinstance(assign, ast.Assign) else []
+        if isinstance(assign, ast.AnnAssign):
+            targets = [assign.target]
+        text = after.value.value if isinstance(after, ast.Expr) else None
+        if isinstance(text, str):
+            docs |= {t.id: text for t in targets if isinstance(t, ast.Name)}
+    return docs
+
+
+def public_names() -> list[tuple[str, str, str]]:
+    """``(namespace, name, home module)`` of every public name."""
+    return [(ns, name, home) for ns, names in SURFACE.items() for name, home in names.items()]
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    undocumented = []
+    for ns, name, home in public_names():
+        value = getattr(importlib.import_module(ns), name)
+        if callable(value) and hasattr(value, "__wrapped__"):  # functools.cache and the like
+            value = inspect.unwrap(value)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            documented = bool(own_docstring(value))
+        else:  # a constant, a marker or a type alias: its docstring follows it in its home
+            documented = bool(attribute_docstrings(home).get(name, "").strip())
+        if not documented:
+            undocumented.append(f"{ns}.{name}")
+    assert undocumented == []
+
+
+def test_every_protocol_method_states_its_contract() -> None:
+    silent = []
+    for ns, name, _ in public_names():
+        value = getattr(importlib.import_module(ns), name)
+        if inspect.isclass(value) and getattr(value, "_is_protocol", False):
+            for method, member in vars(value).items():
+                public = inspect.isfunction(member) and not method.startswith("_")
+                if public and not own_docstring(member):
+                    silent.append(f"{ns}.{name}.{method}")
+    assert silent == []
+
+
+def test_the_docstring_check_reads_attribute_docstrings() -> None:
+    docs = attribute_docstrings("kubecore._contract.capabilities")
+    assert "OPTIONAL_CAPABILITIES" in docs
+
+
+# --- the adapters, examples and benchmarks use only public names ------------------------------
 
 
 def python_files(tree: str) -> list[Path]:
     return sorted((ROOT / tree).rglob("*.py"))
 
 
-@pytest.mark.parametrize("tree", PLUGIN_TREES)
-def test_adapters_and_examples_import_only_public_modules(tree: str) -> None:
+def private_uses(source: str) -> list[str]:
+    """Each import (or ``kubecore._x`` attribute) in ``source`` that reaches past the public
+    surface: a private kubecore module, or a name a public namespace does not export."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [
+                f"import {a.name}"
+                for a in node.names
+                if a.name.startswith("kubecore.")
+                and a.name not in SURFACE
+                and not a.name.startswith("kubecore.testing.")
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            module = node.module
+            if module == "kubecore" or module.startswith("kubecore."):
+                for alias in node.names:
+                    if not _public_import(module, alias.name):
+                        found.append(f"from {module} import {alias.name}")
+        elif _private_attribute(node):
+            found.append(f"kubecore.{getattr(node, 'attr', '')}")
+    return found
+
+
+def _private_attribute(node: ast.AST) -> bool:
+    """``kubecore._x`` (not a dunder such as ``kubecore.__version__``)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return False
+    return node.value.id == "kubecore" and node.attr.startswith("_") and node.attr[1] != "_"
+
+
+TESTING_MODULES = {"kubecore.testing.conformance", "kubecore.testing.strategies"}
+"""The test kit's public submodules: they define their names themselves."""
+
+
+def _public_import(module: str, name: str) -> bool:
+    if module in TESTING_MODULES:
+        return not name.startswith("_")
+    if module not in SURFACE:
+        return False
+    below = {public.rpartition(".")[2] for public in SURFACE if public.startswith(f"{module}.")}
+    return name in SURFACE[module] or name in below or name == "__version__"
+
+
+@pytest.mark.parametrize("tree", CLIENT_TREES)
+def test_adapters_examples_and_benchmarks_import_only_public_names(tree: str) -> None:
     files = python_files(tree)
     assert files, f"no Python files under {tree}"
     offenders = [
-        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        f"{path.relative_to(ROOT)}: {use}"
         for path in files
-        for match in PRIVATE_IMPORT.finditer(path.read_text(encoding="utf-8"))
+        for use in private_uses(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
 
 
 def test_the_private_import_check_finds_a_private_import() -> None:
-    assert PRIVATE_IMPORT.search("x = 1\n    from kubecore._contract.runtime import Image\n")
-    assert PRIVATE_IMPORT.search("import kubecore._contract.errors\n")
-    assert PRIVATE_IMPORT.search("from kubecore import _model as m\n")
-    assert not PRIVATE_IMPORT.search("from kubecore.labels import POD_UID_LABEL\n")
-    assert not PRIVATE_IMPORT.search("from kubecore_docker._client import DockerOptions\n")
+    assert private_uses("def f():\n    from kubecore._contract.values import Image\n")
+    assert private_uses("import kubecore._contract.errors\n")
+    assert private_uses("from kubecore import _model as m\n")
+    assert private_uses("from kubecore import Container\n")  # kubecore.v1's, not kubecore's
+    assert private_uses("import kubecore\nkubecore._util.clock\n")
+    assert not private_uses("from kubecore.runtime import POD_UID_LABEL\nimport kubecore.v1\n")
+    assert not private_uses("from kubecore import v1, Kubelet, __version__\n")
+    assert not private_uses("from kubecore.testing.conformance import RuntimeConformance\n")
+    assert not private_uses("from kubecore_docker._client import DockerOptions\n")
 
 
 def test_importing_kubecore_never_imports_docker() -> None:

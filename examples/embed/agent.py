@@ -21,20 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from kubecore import (
-    Container,
-    ContainerState,
-    Kubelet,
-    KubeletConfig,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    RuntimeSnapshot,
-    RuntimeState,
-    load_runtime,
-    pod_settled,
-    pod_verdict,
-)
+from kubecore import Kubelet, KubeletConfig, Pod, load_runtime, pod_settled, pod_verdict
+from kubecore.runtime import RuntimeSnapshot, RuntimeState
+from kubecore.v1 import Container, ContainerState, ObjectMeta, PodSpec
 
 logger = logging.getLogger("agent")
 

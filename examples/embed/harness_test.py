@@ -8,8 +8,8 @@ on pod status exactly as ``kubectl get pod -o yaml`` would show it, and on the n
 
 from __future__ import annotations
 
-from kubecore import ContainerStatus
 from kubecore.testing import FakeNode
+from kubecore.v1 import ContainerStatus
 from kubecore_fake import Behaviour
 
 CRASHING = "echo starting; exit 1"

@@ -10,14 +10,8 @@ import threading
 from kubecore._agent.outage import Outage
 from kubecore._agent.signals import Signals
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    RuntimeEvent,
-    RuntimeEventType,
-    RuntimeSnapshot,
-    RuntimeState,
-    Subscription,
-)
+from kubecore._contract.protocols import ContainerRuntime, Subscription
+from kubecore._contract.values import RuntimeEvent, RuntimeEventType, RuntimeSnapshot, RuntimeState
 from kubecore._util.clock import Clock
 
 logger = logging.getLogger(__name__)

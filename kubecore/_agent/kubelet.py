@@ -28,15 +28,8 @@ from kubecore._agent.sync_pass import SyncPass, SyncReport
 from kubecore._agent.wiring import build_rooms
 from kubecore._config.objects import ObjectStore
 from kubecore._config.updates import Operation, PodUpdate
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    Event,
-    EventRecorder,
-    ExecResult,
-    HealthChecker,
-    Puller,
-    RuntimeVersion,
-)
+from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
+from kubecore._contract.values import Event, ExecResult, RuntimeVersion
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics

@@ -16,8 +16,8 @@ import threading
 import uuid
 from collections.abc import Callable
 
+from kubecore._contract.capabilities import NodeClaim, NodeClaims, NodeHolder, NodeLease
 from kubecore._contract.errors import ContainerRuntimeError, NodeNameInUse
-from kubecore._contract.runtime import NodeClaim, NodeClaims, NodeHolder, NodeLease
 from kubecore._util.clock import Clock, TimerHandle
 
 logger = logging.getLogger(__name__)

@@ -10,16 +10,10 @@ from typing import Any
 from kubecore._agent.desired import PodReport
 from kubecore._agent.wiring import Rooms
 from kubecore._contract.errors import ContainerNotFound, ContainerRuntimeError, NotFound
+from kubecore._contract.labels import POD_UID_LABEL, owned_by
 from kubecore._contract.observed import container_age
 from kubecore._contract.observed import container_name as container_name_of
-from kubecore._contract.runtime import (
-    POD_UID_LABEL,
-    Event,
-    ExecResult,
-    RuntimeContainer,
-    RuntimeState,
-    owned_by,
-)
+from kubecore._contract.values import Event, ExecResult, RuntimeContainer, RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogOptions, limited, log_container_id
 

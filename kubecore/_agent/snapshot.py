@@ -15,18 +15,20 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubecore._contract.labels import pod_identity
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     MANAGED_LABEL,
     NODE_LABEL,
     POD_UID_LABEL,
+    node_of,
+    owned_by,
+    pod_identity,
+)
+from kubecore._contract.values import (
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeState,
     SandboxState,
-    node_of,
-    owned_by,
 )
 from kubecore._observability.metrics import Metrics
 from kubecore._planner.actions import ObservedPod

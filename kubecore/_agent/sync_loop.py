@@ -18,7 +18,7 @@ from kubecore._agent.sync_pass import SyncPass, SyncReport
 from kubecore._agent.termination import PodLifecycle
 from kubecore._agent.wiring import Rooms
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import RuntimeState
+from kubecore._contract.values import RuntimeState
 from kubecore._kuberuntime.kill import run_at_once, stop_within
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from kubecore._agent.termination import PodLifecycle, Termination, Terminations
 from kubecore._agent.wiring import Rooms, static_label
 from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import RuntimeSnapshot
+from kubecore._contract.values import RuntimeSnapshot
 
 logger = logging.getLogger(__name__)
 

@@ -27,12 +27,7 @@ from kubecore._agent.termination import Terminations
 from kubecore._config.objects import ObjectStore
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import is_static
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    EventRecorder,
-    HealthChecker,
-    Puller,
-)
+from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.timers import Housekeeping
 from kubecore._kuberuntime.credentials import Keyring

@@ -12,22 +12,15 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kubecore._contract.bases import PullerWrapper
 from kubecore._contract.errors import (
     ContainerRuntimeError,
     ImageNotFound,
     ImagePullError,
     InvalidConfig,
 )
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    Event,
-    EventType,
-    Puller,
-    PullerWrapper,
-    PullProgress,
-    RegistryAuth,
-    SandboxConfig,
-)
+from kubecore._contract.protocols import ContainerRuntime, Puller
+from kubecore._contract.values import Event, EventType, PullProgress, RegistryAuth, SandboxConfig
 from kubecore._observability.events import EventReason
 
 SANDBOX_FAILED = EventReason.FAILED_CREATE_POD_SANDBOX

@@ -39,7 +39,7 @@ from kubecore._contract.errors import (
     RuntimeUnavailable,
     SourceUnavailable,
 )
-from kubecore._contract.runtime import Puller
+from kubecore._contract.protocols import Puller
 from kubecore._model.v1 import Pod
 from kubecore._status.compute import Verdict, pod_verdict, verdict_settled
 from kubecore._util.clock import Clock, ManualClock, SystemClock

@@ -20,9 +20,9 @@ import attrs
 import yaml
 
 from kubecore import Kubelet, Pod, ValidationError
+from kubecore._model.v1 import KubeObject
 from kubecore._util.timefmt import age
 from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
-from kubecore.objects import KubeObject
 from kubecore_etcd import (
     DEFAULT_EVENT_TTL,
     DEFAULT_LEASE_REFRESH,

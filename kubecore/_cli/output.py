@@ -11,7 +11,9 @@ from typing import IO
 import attrs
 
 from kubecore._config.base import SourceProblem
-from kubecore._contract.runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
+from kubecore._contract.bases import PullerWrapper
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import PullProgress, RegistryAuth
 from kubecore._model.v1 import Pod
 from kubecore._status.compute import pod_status_text
 from kubecore._util.timefmt import age

@@ -40,6 +40,8 @@ def is_static(pod: Pod) -> bool:
 
 
 class Operation(enum.Enum):
+    """What a ``PodUpdate`` does with its pods (kubelet's ``PodOperation``)."""
+
     SET = "set"
     """The source's complete pod list: pods it no longer lists are removed."""
     ADD = "add"
@@ -52,6 +54,9 @@ class Operation(enum.Enum):
 
 @attrs.frozen
 class PodUpdate:
+    """One update from a pod source: an operation on some pods (and the source's ConfigMaps and
+    Secrets), as the agent's pod config merges them."""
+
     op: Operation
     pods: tuple[Pod, ...]
     source: str

@@ -120,11 +120,11 @@ class NotFound(ContainerRuntimeError, LookupError):
 
 
 class SandboxNotFound(NotFound):
-    pass
+    """The sandbox named does not exist (any more)."""
 
 
 class ContainerNotFound(NotFound):
-    pass
+    """The container named does not exist (any more)."""
 
 
 class SandboxUnusable(ContainerRuntimeError):
@@ -134,7 +134,7 @@ class SandboxUnusable(ContainerRuntimeError):
 
 
 class ImageNotFound(NotFound):
-    pass
+    """The image is not in the runtime's store."""
 
 
 class Conflict(ContainerRuntimeError):

@@ -18,12 +18,7 @@ from typing import TypeVar
 from kubecore._contract.labels import container_name as container_name
 from kubecore._contract.labels import init_flag, recorded_hash
 from kubecore._contract.labels import restart_count as restart_count
-from kubecore._contract.runtime import (
-    RuntimeContainer,
-    RuntimeSandbox,
-    RuntimeState,
-    SandboxState,
-)
+from kubecore._contract.values import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
 from kubecore._planner.actions import ObservedPod
 
 _RUNNING = RuntimeState.RUNNING

@@ -9,11 +9,10 @@ from collections.abc import Collection
 import attrs
 
 from kubecore._contract.errors import Conflict, ContainerRuntimeError
+from kubecore._contract.labels import POD_UID_LABEL
 from kubecore._contract.observed import container_age, container_name, newest_sandbox
-from kubecore._contract.runtime import (
-    POD_UID_LABEL,
-    ContainerRuntime,
-    Puller,
+from kubecore._contract.protocols import ContainerRuntime, Puller
+from kubecore._contract.values import (
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,

@@ -14,8 +14,10 @@ from collections.abc import Collection, Sequence
 
 from kubecore._agent.admission.security import Rejection
 from kubecore._contract.errors import ContainerRuntimeError
+from kubecore._contract.labels import POD_UID_LABEL
 from kubecore._contract.observed import container_name, restart_count
-from kubecore._contract.runtime import POD_UID_LABEL, ContainerRuntime, RuntimeSnapshot
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import RuntimeSnapshot
 from kubecore._housekeeping.gc import (
     ContainerGCPolicy,
     ImageGC,

@@ -1,7 +1,6 @@
 """The rules every HTTP endpoint of the agent shares: the kubelet API (``kubecore._http.server``),
-the
-Kubernetes API (``kubecore._api.server``, ``kubecore._api.objects``) and the bounded server under
-both (``kubecore._http.serving``).
+the Kubernetes API (``kubecore._api``) and the bounded server under both
+(``kubecore._http.serving``).
 
 * ``HTTPError`` and ``status_object``: the one v1 ``Status`` failure body, with Kubernetes' reason
   for its code (``reason_for``); ``error_for`` is the one mapping from kubecore's errors to an

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 import attrs
 
 from kubecore._agent.pod_workers.record import PodRecord
+from kubecore._contract.capabilities import ResourceUpdater
 from kubecore._contract.errors import (
     ContainerNotFound,
     ContainerRuntimeError,
@@ -21,13 +22,8 @@ from kubecore._contract.errors import (
     MountFailed,
     SandboxUnusable,
 )
-from kubecore._contract.runtime import (
-    ContainerConfig,
-    ContainerRuntime,
-    EventType,
-    Image,
-    ResourceUpdater,
-)
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import ContainerConfig, EventType, Image
 from kubecore._kuberuntime.env import (
     NodeInfo,
     ObjectReader,

@@ -26,8 +26,10 @@ from typing import Any, Protocol
 
 import attrs
 
+from kubecore._contract.bases import PullerWrapper
 from kubecore._contract.errors import RegistryConfigError as RegistryConfigError
-from kubecore._contract.runtime import Puller, PullerWrapper, PullProgress, RegistryAuth
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import PullProgress, RegistryAuth
 from kubecore._model.imageref import registry_host as registry_host  # public through kubecore
 from kubecore._model.imageref import registry_of
 from kubecore._model.v1 import (
@@ -41,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 
 class Keyring(Protocol):
+    """Finds the registry credentials for an image (``DockerKeyring``, ``secret_keyring``,
+    ``ChainKeyring``)."""
+
     def lookup(self, image: str) -> RegistryAuth | None:
         """Credentials for pulling ``image``, or None."""
         ...

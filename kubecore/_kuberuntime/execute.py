@@ -31,14 +31,8 @@ from kubecore._contract.errors import (
     KubecoreError,
     MountFailed,
 )
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    DNSConfig,
-    EventRecorder,
-    EventType,
-    HealthChecker,
-    Puller,
-)
+from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
+from kubecore._contract.values import DNSConfig, EventType
 from kubecore._kuberuntime.containers import Containers, spec_of
 from kubecore._kuberuntime.credentials import Keyring, PullSecrets
 from kubecore._kuberuntime.env import NodeInfo, ObjectReader

@@ -11,13 +11,8 @@ import logging
 import math
 
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    EventType,
-    HealthChecker,
-    ProbeOutcome,
-    ProbeTarget,
-)
+from kubecore._contract.protocols import ContainerRuntime, HealthChecker
+from kubecore._contract.values import EventType, ProbeOutcome, ProbeTarget
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Container, LifecycleHandler, Pod, Probe
 from kubecore._observability.events import EventReason

@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.errors import ContainerRuntimeError, ImageNeverPull, ImagePullError
-from kubecore._contract.runtime import EventType, Puller
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import EventType
 from kubecore._kuberuntime.credentials import PullSecrets, pod_registry_auth
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Container, Pod

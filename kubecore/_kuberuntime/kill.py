@@ -19,13 +19,8 @@ import attrs
 
 from kubecore._contract.labels import grace_period, pod_identity
 from kubecore._contract.observed import container_name
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    EventType,
-    RuntimeContainer,
-    RuntimeState,
-    SandboxState,
-)
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import EventType, RuntimeContainer, RuntimeState, SandboxState
 from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Pod

@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from kubecore._contract.runtime import Event, EventRecorder, EventType, ObjectReference
+from kubecore._contract.protocols import EventRecorder
+from kubecore._contract.values import Event, EventType, ObjectReference
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import pod_reference
 from kubecore._util.clock import Clock

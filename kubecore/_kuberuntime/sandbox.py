@@ -12,7 +12,8 @@ import attrs
 
 from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.errors import ContainerRuntimeError, InvalidConfig, MountFailed
-from kubecore._contract.runtime import ContainerRuntime, DNSConfig, EventType, SandboxConfig
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import DNSConfig, EventType, SandboxConfig
 from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.translate import (

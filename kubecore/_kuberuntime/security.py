@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import attrs
 
-from kubecore._contract.runtime import (
+from kubecore._contract.values import (
     Capability,
     Image,
     LinuxContainerSecurityContext,

@@ -21,7 +21,7 @@ from kubecore._contract.labels import (
     sandbox_annotations,
     sandbox_labels,
 )
-from kubecore._contract.runtime import (
+from kubecore._contract.values import (
     ContainerConfig,
     ContainerResources,
     DNSConfig,

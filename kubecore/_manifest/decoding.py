@@ -1233,6 +1233,7 @@ def pod_status_to_dict(status: m.PodStatus) -> dict[str, Any]:
 
 
 def dump_pod_yaml(pod: m.Pod) -> str:
+    """The pod as a YAML manifest (``kubectl get pod -o yaml``'s shape, camelCase fields)."""
     return yaml.dump(
         pod_to_dict(pod),
         Dumper=_Dumper,
@@ -1254,6 +1255,7 @@ def dump_pods_yaml(pods: Iterable[m.Pod]) -> str:
 
 
 def dump_pod_json(pod: m.Pod, *, indent: int | None = 2) -> str:
+    """The pod as a JSON manifest (camelCase fields), indented by ``indent`` (None: one line)."""
     return json.dumps(pod_to_dict(pod), indent=indent, ensure_ascii=False)
 
 

@@ -16,13 +16,18 @@ from __future__ import annotations
 import attrs
 
 DOCKER_HUB = "docker.io"
+"""The registry of an image reference that names none."""
 HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 DEFAULT_TAG = "latest"
+"""The tag of an image reference that names neither a tag nor a digest."""
 _OFFICIAL = "library/"
 
 
 @attrs.frozen
 class ImageRef:
+    """An image reference as Docker reads it (``parse_image_ref``): registry, repository, tag and
+    digest."""
+
     registry: str
     """The registry host, lower-cased, Docker Hub's aliases folded to ``docker.io``."""
     repository: str

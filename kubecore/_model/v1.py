@@ -44,6 +44,8 @@ def default_pull_policy(image: str) -> PullPolicy:
 
 @attrs.frozen
 class ObjectMeta:
+    """v1 ``ObjectMeta``: an object's name, namespace, uid, labels and annotations."""
+
     name: str
     namespace: str = DEFAULT_NAMESPACE
     uid: str = ""
@@ -57,6 +59,8 @@ class ObjectMeta:
 
 @attrs.frozen
 class ConfigMapKeySelector:
+    """v1 ``ConfigMapKeySelector``: one key of a ConfigMap, for an environment variable's value."""
+
     key: str
     name: str = ""
     optional: bool | None = None
@@ -64,6 +68,8 @@ class ConfigMapKeySelector:
 
 @attrs.frozen
 class SecretKeySelector:
+    """v1 ``SecretKeySelector``: one key of a Secret, for an environment variable's value."""
+
     key: str
     name: str = ""
     optional: bool | None = None
@@ -71,12 +77,18 @@ class SecretKeySelector:
 
 @attrs.frozen
 class ObjectFieldSelector:
+    """v1 ``ObjectFieldSelector``: a field of the pod (``metadata.name``, ``status.podIP``, ...)
+    for the downward API."""
+
     field_path: str
     api_version: str = "v1"
 
 
 @attrs.frozen
 class ResourceFieldSelector:
+    """v1 ``ResourceFieldSelector``: a container's resource request or limit (``limits.memory``,
+    ...) for the downward API."""
+
     resource: str
     container_name: str = ""
     divisor: str = ""
@@ -95,6 +107,9 @@ class FileKeySelector:
 
 @attrs.frozen
 class EnvVarSource:
+    """v1 ``EnvVarSource``: where an environment variable's value comes from (one of the
+    references)."""
+
     config_map_key_ref: ConfigMapKeySelector | None = None
     secret_key_ref: SecretKeySelector | None = None
     field_ref: ObjectFieldSelector | None = None
@@ -104,6 +119,9 @@ class EnvVarSource:
 
 @attrs.frozen
 class EnvVar:
+    """v1 ``EnvVar``: one environment variable of a container, given as ``value`` or read from
+    ``value_from``."""
+
     name: str
     value: str = ""
     value_from: EnvVarSource | None = None
@@ -111,18 +129,25 @@ class EnvVar:
 
 @attrs.frozen
 class ConfigMapEnvSource:
+    """v1 ``ConfigMapEnvSource``: a ConfigMap whose every key becomes an environment variable."""
+
     name: str = ""
     optional: bool | None = None
 
 
 @attrs.frozen
 class SecretEnvSource:
+    """v1 ``SecretEnvSource``: a Secret whose every key becomes an environment variable."""
+
     name: str = ""
     optional: bool | None = None
 
 
 @attrs.frozen
 class EnvFromSource:
+    """v1 ``EnvFromSource``: one entry of ``envFrom``, a ConfigMap or Secret with an optional
+    name prefix."""
+
     prefix: str = ""
     config_map_ref: ConfigMapEnvSource | None = None
     secret_ref: SecretEnvSource | None = None
@@ -130,6 +155,9 @@ class EnvFromSource:
 
 @attrs.frozen
 class ContainerPort:
+    """v1 ``ContainerPort``: a port a container listens on, published on the node when
+    ``host_port`` is set."""
+
     container_port: int
     name: str = ""
     host_port: int = 0
@@ -142,6 +170,9 @@ MountPropagation = Literal["None", "HostToContainer", "Bidirectional"]
 
 @attrs.frozen
 class VolumeMount:
+    """v1 ``VolumeMount``: where one of the pod's volumes appears in a container, and how (read-
+    only, subPath, propagation)."""
+
     name: str
     mount_path: str
     read_only: bool = False
@@ -152,7 +183,7 @@ class VolumeMount:
 
 @attrs.frozen
 class ResourceRequirements:
-    """Quantities kept as written (``250m``, ``128Mi``); ``kubecore.quantity.parse_quantity``
+    """Quantities kept as written (``250m``, ``128Mi``); ``kubecore.v1.parse_quantity``
     reads them."""
 
     requests: dict[str, str] = attrs.field(factory=dict)
@@ -186,17 +217,24 @@ class ContainerRestartRule:
 
 @attrs.frozen
 class ExecAction:
+    """v1 ``ExecAction``: a command run in the container, for a probe or a lifecycle hook."""
+
     command: tuple[str, ...] = ()
 
 
 @attrs.frozen
 class HTTPHeader:
+    """v1 ``HTTPHeader``: one header an HTTP GET probe or hook sends."""
+
     name: str
     value: str
 
 
 @attrs.frozen
 class HTTPGetAction:
+    """v1 ``HTTPGetAction``: an HTTP GET to the container (port, path, scheme, headers), for a
+    probe or a hook."""
+
     port: int | str
     path: str = "/"
     host: str = ""
@@ -206,6 +244,8 @@ class HTTPGetAction:
 
 @attrs.frozen
 class TCPSocketAction:
+    """v1 ``TCPSocketAction``: a TCP connection to the container's port, for a probe."""
+
     port: int | str
     host: str = ""
 
@@ -220,11 +260,16 @@ class GRPCAction:
 
 @attrs.frozen
 class SleepAction:
+    """v1 ``SleepAction``: a pause of some seconds, as a lifecycle hook."""
+
     seconds: int
 
 
 @attrs.frozen
 class Probe:
+    """v1 ``Probe``: a liveness, readiness or startup check (exec, HTTP GET, TCP or gRPC) and its
+    timing and thresholds."""
+
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
     tcp_socket: TCPSocketAction | None = None
@@ -240,6 +285,8 @@ class Probe:
 
 @attrs.frozen
 class LifecycleHandler:
+    """v1 ``LifecycleHandler``: what a postStart or preStop hook does (exec, HTTP GET or sleep)."""
+
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
     tcp_socket: TCPSocketAction | None = None
@@ -248,6 +295,8 @@ class LifecycleHandler:
 
 @attrs.frozen
 class Lifecycle:
+    """v1 ``Lifecycle``: a container's postStart and preStop hooks."""
+
     post_start: LifecycleHandler | None = None
     pre_stop: LifecycleHandler | None = None
     stop_signal: str = ""
@@ -264,6 +313,9 @@ class Capabilities:
 
 @attrs.frozen
 class SeccompProfile:
+    """v1 ``SeccompProfile``: the seccomp profile a container runs with (RuntimeDefault,
+    Unconfined or a Localhost file)."""
+
     type: str
     """``RuntimeDefault``, ``Unconfined`` or ``Localhost``."""
     localhost_profile: str = ""
@@ -272,6 +324,8 @@ class SeccompProfile:
 
 @attrs.frozen
 class AppArmorProfile:
+    """v1 ``AppArmorProfile``: the AppArmor profile a container runs with."""
+
     type: str
     """``RuntimeDefault``, ``Unconfined`` or ``Localhost``."""
     localhost_profile: str = ""
@@ -280,6 +334,8 @@ class AppArmorProfile:
 
 @attrs.frozen
 class SELinuxOptions:
+    """v1 ``SELinuxOptions``: the SELinux label (user, role, type, level) of a pod or container."""
+
     user: str = ""
     role: str = ""
     type: str = ""
@@ -288,6 +344,9 @@ class SELinuxOptions:
 
 @attrs.frozen
 class WindowsSecurityContextOptions:
+    """v1 ``WindowsSecurityContextOptions``: Windows-only security settings (read and validated;
+    Linux runtimes ignore them)."""
+
     gmsa_credential_spec_name: str = ""
     gmsa_credential_spec: str = ""
     run_as_user_name: str = ""
@@ -296,6 +355,8 @@ class WindowsSecurityContextOptions:
 
 @attrs.frozen
 class Sysctl:
+    """v1 ``Sysctl``: one namespaced kernel parameter set for the pod."""
+
     name: str
     value: str
 
@@ -343,6 +404,9 @@ class PodSecurityContext:
 
 @attrs.frozen
 class Container:
+    """v1 ``Container``: one container of a pod (image, command, environment, ports, mounts,
+    resources, probes, hooks, security)."""
+
     name: str
     image: str
     command: tuple[str, ...] = ()
@@ -398,6 +462,9 @@ class Container:
 
 @attrs.frozen
 class EmptyDirVolumeSource:
+    """v1 ``EmptyDirVolumeSource``: a directory that lives as long as the pod, on disk or in
+    memory (``medium: Memory``)."""
+
     medium: str = ""
     size_limit: str | None = None
     mode: int | None = None
@@ -407,12 +474,17 @@ class EmptyDirVolumeSource:
 
 @attrs.frozen
 class HostPathVolumeSource:
+    """v1 ``HostPathVolumeSource``: a file or directory of the node, with an optional type check."""
+
     path: str
     type: str = ""
 
 
 @attrs.frozen
 class KeyToPath:
+    """v1 ``KeyToPath``: which key of a ConfigMap or Secret becomes which file of a volume, and
+    its mode."""
+
     key: str
     path: str
     mode: int | None = None
@@ -420,6 +492,8 @@ class KeyToPath:
 
 @attrs.frozen
 class ConfigMapVolumeSource:
+    """v1 ``ConfigMapVolumeSource``: a ConfigMap's keys as files."""
+
     name: str = ""
     items: tuple[KeyToPath, ...] = ()
     default_mode: int | None = None
@@ -428,6 +502,8 @@ class ConfigMapVolumeSource:
 
 @attrs.frozen
 class SecretVolumeSource:
+    """v1 ``SecretVolumeSource``: a Secret's keys as files."""
+
     secret_name: str = ""
     items: tuple[KeyToPath, ...] = ()
     default_mode: int | None = None
@@ -436,6 +512,9 @@ class SecretVolumeSource:
 
 @attrs.frozen
 class DownwardAPIVolumeFile:
+    """v1 ``DownwardAPIVolumeFile``: one file of a downward API volume, holding a pod field or a
+    resource."""
+
     path: str
     field_ref: ObjectFieldSelector | None = None
     resource_field_ref: ResourceFieldSelector | None = None
@@ -444,12 +523,16 @@ class DownwardAPIVolumeFile:
 
 @attrs.frozen
 class DownwardAPIVolumeSource:
+    """v1 ``DownwardAPIVolumeSource``: pod fields and container resources as files."""
+
     items: tuple[DownwardAPIVolumeFile, ...] = ()
     default_mode: int | None = None
 
 
 @attrs.frozen
 class ConfigMapProjection:
+    """v1 ``ConfigMapProjection``: a ConfigMap's keys in a projected volume."""
+
     name: str = ""
     items: tuple[KeyToPath, ...] = ()
     optional: bool | None = None
@@ -457,6 +540,8 @@ class ConfigMapProjection:
 
 @attrs.frozen
 class SecretProjection:
+    """v1 ``SecretProjection``: a Secret's keys in a projected volume."""
+
     name: str = ""
     items: tuple[KeyToPath, ...] = ()
     optional: bool | None = None
@@ -464,11 +549,15 @@ class SecretProjection:
 
 @attrs.frozen
 class DownwardAPIProjection:
+    """v1 ``DownwardAPIProjection``: downward API files in a projected volume."""
+
     items: tuple[DownwardAPIVolumeFile, ...] = ()
 
 
 @attrs.frozen
 class ServiceAccountTokenProjection:
+    """v1 ``ServiceAccountTokenProjection``: a service account token file in a projected volume."""
+
     path: str
     audience: str = ""
     expiration_seconds: int = 0
@@ -476,6 +565,9 @@ class ServiceAccountTokenProjection:
 
 @attrs.frozen
 class VolumeProjection:
+    """v1 ``VolumeProjection``: one source of a projected volume (ConfigMap, Secret, downward API
+    or token)."""
+
     config_map: ConfigMapProjection | None = None
     secret: SecretProjection | None = None
     downward_api: DownwardAPIProjection | None = None
@@ -484,24 +576,32 @@ class VolumeProjection:
 
 @attrs.frozen
 class ProjectedVolumeSource:
+    """v1 ``ProjectedVolumeSource``: several sources merged into one directory."""
+
     sources: tuple[VolumeProjection, ...] = ()
     default_mode: int | None = None
 
 
 @attrs.frozen
 class PersistentVolumeClaimVolumeSource:
+    """v1 ``PersistentVolumeClaimVolumeSource``: a claim on a persistent volume, by name."""
+
     claim_name: str
     read_only: bool = False
 
 
 @attrs.frozen
 class ImageVolumeSource:
+    """v1 ``ImageVolumeSource``: an OCI image's content mounted as a volume."""
+
     reference: str = ""
     pull_policy: str = ""
 
 
 @attrs.frozen
 class Volume:
+    """v1 ``Volume``: one named volume of a pod, with exactly one source."""
+
     name: str
     empty_dir: EmptyDirVolumeSource | None = None
     host_path: HostPathVolumeSource | None = None
@@ -515,6 +615,9 @@ class Volume:
 
 @attrs.frozen
 class LocalObjectReference:
+    """v1 ``LocalObjectReference``: an object of the pod's namespace by name (an image pull
+    secret, say)."""
+
     name: str
 
 
@@ -524,6 +627,8 @@ class LocalObjectReference:
 
 @attrs.frozen
 class Toleration:
+    """v1 ``Toleration``: a taint of the node the pod accepts (key, operator, value, effect)."""
+
     key: str = ""
     operator: str = ""
     value: str = ""
@@ -533,6 +638,8 @@ class Toleration:
 
 @attrs.frozen
 class LabelSelectorRequirement:
+    """v1 ``LabelSelectorRequirement``: one ``key operator values`` term of a label selector."""
+
     key: str
     operator: str
     values: tuple[str, ...] = ()
@@ -540,12 +647,17 @@ class LabelSelectorRequirement:
 
 @attrs.frozen
 class LabelSelector:
+    """v1 ``LabelSelector``: the labels an object must have (exact matches and expressions)."""
+
     match_labels: dict[str, str] = attrs.field(factory=dict)
     match_expressions: tuple[LabelSelectorRequirement, ...] = ()
 
 
 @attrs.frozen
 class TopologySpreadConstraint:
+    """v1 ``TopologySpreadConstraint``: how evenly the pod's peers spread across a topology (read
+    and validated; a scheduler's concern)."""
+
     max_skew: int
     topology_key: str
     when_unsatisfiable: str
@@ -558,11 +670,15 @@ class TopologySpreadConstraint:
 
 @attrs.frozen
 class PodSchedulingGate:
+    """v1 ``PodSchedulingGate``: a gate that holds the pod back from scheduling while present."""
+
     name: str
 
 
 @attrs.frozen
 class NodeSelectorRequirement:
+    """v1 ``NodeSelectorRequirement``: one ``key operator values`` term on a node's labels."""
+
     key: str
     operator: str
     values: tuple[str, ...] = ()
@@ -570,29 +686,42 @@ class NodeSelectorRequirement:
 
 @attrs.frozen
 class NodeSelectorTerm:
+    """v1 ``NodeSelectorTerm``: requirements a node must all meet (on labels and fields)."""
+
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 @attrs.frozen
 class NodeSelector:
+    """v1 ``NodeSelector``: node selector terms, any of which a node must meet."""
+
     node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
 
 
 @attrs.frozen
 class PreferredSchedulingTerm:
+    """v1 ``PreferredSchedulingTerm``: a node selector term with a weight, a preference not a
+    rule."""
+
     weight: int
     preference: NodeSelectorTerm
 
 
 @attrs.frozen
 class NodeAffinity:
+    """v1 ``NodeAffinity``: the nodes a pod requires or prefers (the agent checks the required
+    part against its own node)."""
+
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
 
 @attrs.frozen
 class PodAffinityTerm:
+    """v1 ``PodAffinityTerm``: the pods whose nodes (by topology key) a pod wants to be near or
+    away from."""
+
     topology_key: str
     label_selector: LabelSelector | None = None
     namespaces: tuple[str, ...] = ()
@@ -603,6 +732,9 @@ class PodAffinityTerm:
 
 @attrs.frozen
 class WeightedPodAffinityTerm:
+    """v1 ``WeightedPodAffinityTerm``: a pod affinity term with a weight, a preference not a
+    rule."""
+
     weight: int
     pod_affinity_term: PodAffinityTerm
 
@@ -617,6 +749,8 @@ class PodAffinity:
 
 @attrs.frozen
 class Affinity:
+    """v1 ``Affinity``: the pod's node affinity, pod affinity and pod anti-affinity."""
+
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
     pod_anti_affinity: PodAffinity | None = None
@@ -624,11 +758,15 @@ class Affinity:
 
 @attrs.frozen
 class PodReadinessGate:
+    """v1 ``PodReadinessGate``: a pod condition that must be true for the pod to be Ready."""
+
     condition_type: str
 
 
 @attrs.frozen
 class PodOS:
+    """v1 ``PodOS``: the operating system the pod's containers need (``linux`` or ``windows``)."""
+
     name: str
 
 
@@ -637,18 +775,25 @@ class PodOS:
 
 @attrs.frozen
 class HostAlias:
+    """v1 ``HostAlias``: an IP and its host names, added to the pod's managed hosts file."""
+
     ip: str
     hostnames: tuple[str, ...] = ()
 
 
 @attrs.frozen
 class PodDNSConfigOption:
+    """v1 ``PodDNSConfigOption``: one resolver option (``ndots``, ...) of the pod's resolv.conf."""
+
     name: str = ""
     value: str = ""
 
 
 @attrs.frozen
 class PodDNSConfig:
+    """v1 ``PodDNSConfig``: name servers, searches and options added to (or, with dnsPolicy None,
+    making) the pod's resolv.conf."""
+
     nameservers: tuple[str, ...] = ()
     searches: tuple[str, ...] = ()
     options: tuple[PodDNSConfigOption, ...] = ()
@@ -656,6 +801,9 @@ class PodDNSConfig:
 
 @attrs.frozen
 class PodSpec:
+    """v1 ``PodSpec``: what a pod runs and how (containers, init containers, volumes, restart
+    policy, DNS, security, scheduling)."""
+
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...] = ()
     volumes: tuple[Volume, ...] = ()
@@ -703,6 +851,9 @@ class PodSpec:
 
 @attrs.frozen
 class ConfigMap:
+    """v1 ``ConfigMap``: named text and binary data that pods read as environment variables or
+    files."""
+
     metadata: ObjectMeta
     data: dict[str, str] = attrs.field(factory=dict)
     binary_data: dict[str, bytes] = attrs.field(factory=dict)
@@ -740,17 +891,25 @@ KubeObject = ConfigMap | Secret
 
 @attrs.frozen
 class ContainerStateWaiting:
+    """v1 ``ContainerStateWaiting``: a container not yet running, and why (``ContainerCreating``,
+    ``CrashLoopBackOff``, ...)."""
+
     reason: str = ""
     message: str = ""
 
 
 @attrs.frozen
 class ContainerStateRunning:
+    """v1 ``ContainerStateRunning``: a running container, since when."""
+
     started_at: str = ""
 
 
 @attrs.frozen
 class ContainerStateTerminated:
+    """v1 ``ContainerStateTerminated``: a container that ran and exited: its exit code, reason,
+    message and times."""
+
     exit_code: int
     reason: str = ""
     message: str = ""
@@ -771,6 +930,9 @@ class ContainerState:
 
 @attrs.frozen
 class ContainerStatus:
+    """v1 ``ContainerStatus``: what the agent reports of one container: its state, last state,
+    readiness, restarts, image and id."""
+
     name: str
     image: str
     state: ContainerState = attrs.field(factory=ContainerState)
@@ -784,6 +946,9 @@ class ContainerStatus:
 
 @attrs.frozen
 class PodCondition:
+    """v1 ``PodCondition``: one condition of the pod (``Ready``, ``Initialized``, ...), true or
+    not, since when and why."""
+
     type: str
     status: Literal["True", "False", "Unknown"]
     reason: str = ""
@@ -793,11 +958,15 @@ class PodCondition:
 
 @attrs.frozen
 class HostIP:
+    """v1 ``HostIP``: one IP address of the node the pod runs on."""
+
     ip: str
 
 
 @attrs.frozen
 class PodIP:
+    """v1 ``PodIP``: one IP address of the pod."""
+
     ip: str
 
 
@@ -806,6 +975,9 @@ QOSClass = Literal["", "Guaranteed", "Burstable", "BestEffort"]
 
 @attrs.frozen
 class PodStatus:
+    """v1 ``PodStatus``: what the agent reports of a pod: its phase, conditions, IPs and every
+    container's status."""
+
     phase: PodPhase = "Pending"
     conditions: tuple[PodCondition, ...] = ()
     message: str = ""
@@ -822,6 +994,9 @@ class PodStatus:
 
 @attrs.frozen
 class Pod:
+    """v1 ``Pod``: the unit the agent runs, its ``metadata``, ``spec`` and the ``status`` the
+    agent reports; build one, or load it from a manifest (``kubecore.manifest``)."""
+
     metadata: ObjectMeta
     spec: PodSpec
     status: PodStatus | None = None

@@ -12,7 +12,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from kubecore._contract.runtime import Event, EventRecorder, EventType, ObjectReference
+from kubecore._contract.protocols import EventRecorder
+from kubecore._contract.values import Event, EventType, ObjectReference
 
 logger = logging.getLogger(__name__)
 

@@ -26,28 +26,29 @@ from prometheus_client import (
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubecore._contract.runtime import (
+from kubecore._contract.capabilities import (
+    NodeClaim,
+    NodeClaims,
+    NodeHolder,
+    ResourceUpdater,
+    capabilities,
+)
+from kubecore._contract.protocols import ContainerRuntime, Puller, Subscription
+from kubecore._contract.values import (
     ContainerConfig,
     ContainerResources,
-    ContainerRuntime,
     ContainerStats,
     ExecResult,
     Image,
     ImageFsUsage,
-    NodeClaim,
-    NodeClaims,
-    NodeHolder,
-    Puller,
     PullProgress,
     RegistryAuth,
-    ResourceUpdater,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeVersion,
     SandboxConfig,
-    Subscription,
 )
 from kubecore._util.clock import Clock, SystemClock
 from kubecore._util.timefmt import parse_time
@@ -172,6 +173,9 @@ class _BareCounter:
 
 
 class Metrics:
+    """The agent's Prometheus metrics (the kubelet's names): sync and runtime call latencies,
+    pods and containers by state, probes; served at ``/metrics``."""
+
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -713,9 +717,7 @@ def instrument_runtime(
     inner: ContainerRuntime, metrics: Metrics, clock: Clock | None = None
 ) -> InstrumentedRuntime:
     """``inner`` counted and timed, as an object with exactly its optional capabilities."""
-    parts = tuple(
-        part for capability, part in _CAPABILITY_WRAPPERS.items() if isinstance(inner, capability)
-    )
+    parts = tuple(_CAPABILITY_WRAPPERS[capability] for capability in capabilities(inner))
     return _wrapper_class(parts)(inner, metrics, clock)
 
 

@@ -17,14 +17,10 @@ from typing import Any
 
 import attrs
 
+from kubecore._contract.labels import POD_UID_LABEL
 from kubecore._contract.observed import container_name as container_name_of
-from kubecore._contract.runtime import (
-    POD_UID_LABEL,
-    ContainerRuntime,
-    ContainerStats,
-    ImageFsUsage,
-    RuntimeState,
-)
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import ContainerStats, ImageFsUsage, RuntimeState
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._util.host import directory_usage, parse_key_values

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubecore._contract.runtime import RuntimeContainer, RuntimeSandbox
+from kubecore._contract.values import RuntimeContainer, RuntimeSandbox
 
 
 class KillReason(enum.Enum):

@@ -4,7 +4,7 @@ far, and how a start is numbered (its restart count) and held back by a back-off
 from __future__ import annotations
 
 from kubecore._contract.observed import Record, View
-from kubecore._contract.runtime import RuntimeState
+from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Container, Pod
 from kubecore._planner.actions import (
     ContainerToKill,

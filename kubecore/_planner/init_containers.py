@@ -4,7 +4,7 @@ init container to start, and the sidecars kept running (restarted when they must
 from __future__ import annotations
 
 from kubecore._contract.observed import Record, View
-from kubecore._contract.runtime import RuntimeState
+from kubecore._contract.values import RuntimeState
 from kubecore._kuberuntime.translate import container_hash
 from kubecore._model.v1 import Container, Pod
 from kubecore._planner.actions import ContainerToStart, KillReason

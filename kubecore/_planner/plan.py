@@ -19,7 +19,7 @@ first), ``terminal`` (when the pod ends), ``draft`` (one run's scratchpad), ``in
 from __future__ import annotations
 
 from kubecore._contract.observed import Record, View
-from kubecore._contract.runtime import RuntimeSandbox, RuntimeState, SandboxState
+from kubecore._contract.values import RuntimeSandbox, RuntimeState, SandboxState
 from kubecore._model.v1 import Container, Pod
 from kubecore._observability.events import EventReason
 from kubecore._planner.actions import (

@@ -4,7 +4,7 @@ resources records, the sandbox hash), computed once per ``Pod`` object and kept 
 from __future__ import annotations
 
 from kubecore._contract.observed import SpecIndex
-from kubecore._contract.runtime import RuntimeSandbox
+from kubecore._contract.values import RuntimeSandbox
 from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,
     container_hash,

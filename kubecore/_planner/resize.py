@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from kubecore._contract.runtime import RESOURCES_ANNOTATION, RuntimeContainer
+from kubecore._contract.labels import RESOURCES_ANNOTATION
+from kubecore._contract.values import RuntimeContainer
 from kubecore._kuberuntime.translate import resources_record
 from kubecore._model.v1 import Container
 from kubecore._planner.actions import PodHistory

@@ -40,7 +40,7 @@ import pluggy
 from kubecore._contract.errors import DuplicateRuntime as DuplicateRuntime
 from kubecore._contract.errors import PluginError, UnknownRuntime
 from kubecore._contract.errors import PluginWarning as PluginWarning
-from kubecore._contract.runtime import ContainerRuntime, HealthChecker, Puller
+from kubecore._contract.protocols import ContainerRuntime, HealthChecker, Puller
 from kubecore._util.clock import Clock
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,9 @@ ENTRY_POINT_GROUP = "kubecore"
 DISABLE_ENV_VAR = "KUBECORE_DISABLE_PLUGINS"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+"""Marks the hook specifications of kubecore's plugin manager (``KubecoreHookspecs``)."""
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a plugin's hook implementations: ``@hookimpl def kubecore_register_runtimes(registry)``."""
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
 
@@ -477,7 +479,10 @@ def _checked_bundle(bundle: object, name: str, origin: str) -> RuntimeBundle:
 
 
 def _missing_methods(obj: object, protocol: type) -> list[str]:
-    names = [n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")]
+    """The methods of ``protocol`` (its own and those of the protocols it is made of) that
+    ``obj`` lacks."""
+    parts = [cls for cls in protocol.__mro__ if getattr(cls, "_is_protocol", False)]
+    names = {n for cls in parts for n, v in vars(cls).items() if callable(v) and n[0] != "_"}
     return sorted(n for n in names if not callable(getattr(obj, n, None)))
 
 

@@ -14,7 +14,8 @@ import socket
 import ssl
 
 from kubecore._contract.errors import ContainerRuntimeError, RuntimeTimeout
-from kubecore._contract.runtime import ContainerRuntime, ProbeOutcome, ProbeResult, ProbeTarget
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import ProbeOutcome, ProbeResult, ProbeTarget
 from kubecore._model.v1 import GRPCAction, HTTPGetAction, Probe, TCPSocketAction
 
 logger = logging.getLogger(__name__)

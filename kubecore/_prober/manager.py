@@ -18,11 +18,10 @@ from typing import Literal
 import attrs
 
 from kubecore._contract.observed import container_name
-from kubecore._contract.runtime import (
+from kubecore._contract.protocols import EventRecorder, HealthChecker
+from kubecore._contract.values import (
     Event,
-    EventRecorder,
     EventType,
-    HealthChecker,
     ProbeOutcome,
     ProbeResult,
     ProbeTarget,

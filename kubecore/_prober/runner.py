@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from kubecore._agent.snapshot import PodEntry
 from kubecore._contract.observed import newest_sandbox
-from kubecore._contract.runtime import ProbeResult, RuntimeState, SandboxState
+from kubecore._contract.values import ProbeResult, RuntimeState, SandboxState
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
 from kubecore._prober.manager import ProbeJob, ProbeManager

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from kubecore._contract.observed import Record, View
-from kubecore._contract.runtime import RuntimeState
+from kubecore._contract.values import RuntimeState
 from kubecore._model.qos import qos_class
 from kubecore._model.v1 import (
     Container,

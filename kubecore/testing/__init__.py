@@ -1,23 +1,25 @@
-"""Tools for testing with kubecore: ``FakeNode`` (a node in virtual time), the pytest plugin
-(fixtures ``kubecore_clock`` and ``kubecore_node``), hypothesis strategies, the runtime
-conformance suite.
+"""Tools for testing with kubecore: ``FakeNode`` (a node in virtual time) and ``ManualClock`` (the
+time it runs on), the pytest plugin (fixtures ``kubecore_clock`` and ``kubecore_node``),
+hypothesis strategies (``kubecore.testing.strategies``), the runtime conformance suite
+(``kubecore.testing.conformance``).
 
-``FakeNode`` is imported on first use, so that pytest loading the plugin (a submodule of this
+Every name is imported on first use, so that pytest loading the plugin (a submodule of this
 package) in a project that never uses it imports no runtime.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from kubecore._util.exports import lazy_namespace as _lazy_namespace
 
-if TYPE_CHECKING:
-    from kubecore.testing._node import FakeNode, NotReached
+if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._util.exports.SURFACE
+    from kubecore._util.clock import (
+        ManualClock as ManualClock,
+    )
+    from kubecore.testing._node import (
+        FakeNode as FakeNode,
+    )
+    from kubecore.testing._node import (
+        NotReached as NotReached,
+    )
 
-__all__ = ["FakeNode", "NotReached"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module("kubecore.testing._node"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__)

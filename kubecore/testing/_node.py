@@ -9,25 +9,21 @@ from typing import Any
 
 import attrs
 
-from kubecore import (
-    Kubelet,
-    KubeletConfig,
-    ManualClock,
-    Pod,
-    PodStatus,
-    RuntimeBundle,
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._config.objects import object_key
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._contract.errors import ValidationError
+from kubecore._contract.values import (
+    Event,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeEventType,
     RuntimeState,
-    load_runtime,
 )
-from kubecore._config.objects import object_key
-from kubecore._config.updates import Operation, PodUpdate
-from kubecore._contract.errors import ValidationError
 from kubecore._manifest import load_manifest_lenient
-from kubecore._model.v1 import ConfigMap, KubeObject, Secret
-from kubecore.events import Event
+from kubecore._model.v1 import ConfigMap, KubeObject, Pod, PodStatus, Secret
+from kubecore._plugins.registry import RuntimeBundle, load_runtime
+from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 SYNCS_PER_INSTANT = 10

@@ -71,6 +71,7 @@ from typing import TypeVar
 import attrs
 import pytest
 
+from kubecore._contract.capabilities import NodeClaims, NodeHolder
 from kubecore._contract.errors import (
     Conflict,
     ContainerNotFound,
@@ -82,23 +83,23 @@ from kubecore._contract.errors import (
     SandboxNotFound,
     SandboxUnusable,
 )
-from kubecore._contract.labels import container_labels, sandbox_labels
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     HASH_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
+    container_labels,
+    sandbox_labels,
+)
+from kubecore._contract.protocols import ContainerRuntime, Puller
+from kubecore._contract.values import (
     Capability,
     ContainerConfig,
-    ContainerRuntime,
     LinuxContainerSecurityContext,
     Mount,
     NamespaceMode,
     NamespaceOption,
-    NodeClaims,
-    NodeHolder,
     ProbeOutcome,
     ProbeTarget,
     ProfileType,
-    Puller,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeEventType,

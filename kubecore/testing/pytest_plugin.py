@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from kubecore import ManualClock
+from kubecore._util.clock import ManualClock
 
 if TYPE_CHECKING:
     from kubecore.testing import FakeNode

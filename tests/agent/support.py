@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeContainer, RuntimeState
+from kubecore._contract.labels import POD_NAME_LABEL
+from kubecore._contract.values import RuntimeContainer, RuntimeState
 from kubecore._model.v1 import PodStatus
 from kubecore._util.clock import ManualClock
 from kubecore.testing import FakeNode

@@ -21,8 +21,8 @@ import pytest
 
 pytest.importorskip("docker")
 
-from kubecore._contract.runtime import RuntimeEvent, RuntimeEventType
-from kubecore.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
+from kubecore._contract.values import RuntimeEvent, RuntimeEventType
+from kubecore.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
 from kubecore_docker import DockerConnection, DockerOptions, EventWatcher
 from kubecore_docker._events import backoff_delay, logs_failure
 

@@ -16,7 +16,7 @@ import pytest
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._agent.outage import Outage, OutageEnd, logs_failure
 from kubecore._contract.errors import RuntimeUnavailable
-from kubecore._contract.runtime import RuntimeEvent, RuntimeState
+from kubecore._contract.values import RuntimeEvent, RuntimeState
 from kubecore._util.clock import ManualClock, SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests.builders import ctr, make_pod

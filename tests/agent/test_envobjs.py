@@ -14,7 +14,6 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore import RegistryAuth
 from kubecore._config.file import FileSource
 from kubecore._config.http import FetchResult, HTTPSource
 from kubecore._config.objects import ObjectStore
@@ -25,6 +24,7 @@ from kubecore._kuberuntime.credentials import PullSecrets, secret_keyring
 from kubecore._kuberuntime.env import NodeInfo, container_environment, expand
 from kubecore._manifest import load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore._model.v1 import ConfigMap, ObjectMeta, Secret
+from kubecore.runtime import RegistryAuth
 from kubecore.testing import FakeNode
 from tests.paths import CORPUS
 

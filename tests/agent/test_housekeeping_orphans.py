@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecore._contract.runtime import RuntimeSnapshot
+from kubecore._contract.values import RuntimeSnapshot
 from kubecore._housekeeping.gc import ContainerGCPolicy, plan_container_gc
 from kubecore._housekeeping.timers import ORPHAN_RESCAN, Housekeeping
 

@@ -9,7 +9,7 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.errors import ContainerNotFound, NotFound
-from kubecore._contract.runtime import Event, EventType, ObjectReference, RuntimeState
+from kubecore._contract.values import Event, EventType, ObjectReference, RuntimeState
 from kubecore._observability.events import FanoutRecorder, MemoryRecorder
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime
@@ -224,7 +224,7 @@ def test_the_loop_restarts_a_crash_looping_container_when_its_back_off_ends(
 def test_a_death_the_engine_has_not_listed_yet_is_checked_again(tmp_path: Path) -> None:
     # Docker may list a container as running for a moment after its die event: the first pass
     # after the event sees it alive, and only a prompt second look restarts it.
-    from kubecore._contract.runtime import RuntimeSnapshot
+    from kubecore._contract.values import RuntimeSnapshot
     from kubecore._util.clock import SystemClock
     from kubecore_fake import FakeHealthChecker
 

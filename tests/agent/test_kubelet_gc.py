@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kubecore._contract.labels import CONTAINER_NAME_LABEL, POD_UID_LABEL
 from kubecore._contract.observed import restart_count
-from kubecore._contract.runtime import (
-    CONTAINER_NAME_LABEL,
-    POD_UID_LABEL,
+from kubecore._contract.values import (
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._contract.runtime import ProbeOutcome
+from kubecore._contract.values import ProbeOutcome
 from kubecore._manifest import load_pods_from_dict
 from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
 from tests.agent.support import Node, make_node

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeState
+from kubecore._contract.labels import POD_NAME_LABEL
+from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Container, Pod
 from kubecore._util.clock import ManualClock, SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime

@@ -9,14 +9,8 @@ import attrs
 import pytest
 
 from kubecore._contract.errors import ContainerRuntimeError, SandboxUnusable
-from kubecore._contract.runtime import (
-    HASH_ANNOTATION,
-    MANAGED_LABEL,
-    NODE_LABEL,
-    POD_NAME_LABEL,
-    RuntimeState,
-    SandboxState,
-)
+from kubecore._contract.labels import HASH_ANNOTATION, MANAGED_LABEL, NODE_LABEL, POD_NAME_LABEL
+from kubecore._contract.values import RuntimeState, SandboxState
 from kubecore._model.v1 import ContainerPort, EnvVar
 from kubecore_fake import Behaviour
 from tests.agent.support import Node, make_node

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kubecore._agent.kubelet import Kubelet
-from kubecore._contract.runtime import POD_NAME_LABEL
+from kubecore._contract.labels import POD_NAME_LABEL
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime

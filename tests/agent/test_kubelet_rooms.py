@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import (
-    POD_UID_LABEL,
+from kubecore._contract.labels import POD_UID_LABEL
+from kubecore._contract.values import (
     ProbeOutcome,
     ProbeResult,
     ProbeTarget,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import ProbeOutcome, RuntimeState
+from kubecore._contract.values import ProbeOutcome, RuntimeState
 from kubecore._model.v1 import Container, ExecAction, Probe
 from tests.agent.support import Node, make_node
 from tests.builders import ctr, make_pod

@@ -16,7 +16,8 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.errors import ContainerRuntimeError, RuntimeUnavailable
-from kubecore._contract.runtime import POD_NAME_LABEL, POD_UID_LABEL, RuntimeState
+from kubecore._contract.labels import POD_NAME_LABEL, POD_UID_LABEL
+from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime

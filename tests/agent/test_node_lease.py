@@ -14,8 +14,8 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet
 from kubecore._agent.node_lease import LEASE_TTL, NodeNameGuard, pid_namespace, process_gone
+from kubecore._contract.capabilities import NodeClaims, NodeHolder
 from kubecore._contract.errors import NodeNameInUse, RuntimeUnavailable
-from kubecore._contract.runtime import NodeClaims, NodeHolder
 from kubecore_fake import FakeRuntime
 from tests.agent.support import Node, make_node, new_kubelet
 from tests.builders import make_pod

@@ -12,20 +12,22 @@ from pathlib import Path
 import pytest
 
 from kubecore._agent.snapshot import NodeView
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
+    owned_by,
+)
+from kubecore._contract.values import (
     ContainerConfig,
     RuntimeSandbox,
     RuntimeSnapshot,
     RuntimeState,
     SandboxConfig,
     SandboxState,
-    owned_by,
 )
 from kubecore_fake import FakeRuntime
 from tests.agent.support import Node, make_node

@@ -14,7 +14,7 @@ from kubecore._cli import EXIT_OK, Display, PullTracker, run_once
 from kubecore._cli.output import CLEAR_SCREEN
 from kubecore._config.poller import SourcePoller
 from kubecore._config.static import StaticSource
-from kubecore._contract.runtime import SandboxConfig
+from kubecore._contract.values import SandboxConfig
 from kubecore._util.clock import SystemClock
 from kubecore_fake import FakeRuntime
 from tests.builders import make_pod

@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from kubecore._contract.errors import ValidationError
-from kubecore._contract.runtime import DNSConfig, NamespaceMode, NamespaceOption
+from kubecore._contract.values import DNSConfig, NamespaceMode, NamespaceOption
 from kubecore._kuberuntime.translate import (
     ResolvConf,
     container_config,

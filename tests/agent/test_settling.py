@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 import kubecore
-from kubecore import (
+from kubecore import Pod
+from kubecore._status.compute import pod_status_text, pod_verdict
+from kubecore.v1 import (
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -16,12 +18,10 @@ from kubecore import (
     ContainerStateWaiting,
     ContainerStatus,
     ObjectMeta,
-    Pod,
     PodCondition,
     PodSpec,
     PodStatus,
 )
-from kubecore._status.compute import pod_status_text, pod_verdict
 from tests.cli.support import run_args, run_cli
 
 RUNNING = ContainerState(running=ContainerStateRunning("2024-01-01T00:00:00Z"))

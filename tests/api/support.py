@@ -16,7 +16,7 @@ import requests
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from kubecore._contract.errors import ContainerNotFound
-from kubecore._contract.runtime import ExecResult
+from kubecore._contract.values import ExecResult
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._model.v1 import (
     Container,

@@ -23,7 +23,7 @@ import requests
 from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
 from kubecore._api.store import STALE_TEMP_SECONDS, ApiStore, replace_file
 from kubecore._config.static import StaticSource
-from kubecore._contract.runtime import POD_NAME_LABEL, POD_UID_LABEL
+from kubecore._contract.labels import POD_NAME_LABEL, POD_UID_LABEL
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
 from kubecore._model.v1 import ConfigMap, ObjectMeta, Secret
@@ -313,7 +313,7 @@ def test_a_broken_secret_file_is_reported_without_its_values(agent: Agent) -> No
     broken.write_text(json.dumps(document))
 
     agent = restart(agent)
-    (problem,) = agent.api.store_problems
+    (problem,) = agent.api.storage.problems
     assert problem.path == str(broken) and "not a valid Secret" in problem.reason
     assert SECRET_VALUE not in problem.reason
     refused = agent.send("POST", PODS, json=api_pod("new"))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from kubecore.v1 import ConfigMap, ObjectMeta
 from tests.api.kubectl_support import (
     Certs,
     Node,
@@ -150,9 +151,7 @@ def test_secrets_need_the_token_even_on_loopback(node: Node, certs: Certs) -> No
 def test_objects_of_a_manifest_file_are_read_only(node: Node, certs: Certs) -> None:
     kubectl = node.writer(certs)
     node.kubelet.objects.put(
-        __import__("kubecore").objects.ConfigMap(
-            __import__("kubecore").ObjectMeta(name="static-config"), data={"k": "v"}
-        ),
+        ConfigMap(ObjectMeta(name="static-config"), data={"k": "v"}),
         source="file",
     )
     refused = kubectl.run("delete", "configmap", "static-config", check=False)
@@ -188,22 +187,30 @@ def test_server_side_apply_describe_and_label(node: Node, certs: Certs) -> None:
 
 
 def test_protobuf_bodies_read_into_the_json_shape() -> None:
-    from kubecore._api.objects import object_from_protobuf
-    from kubecore._api.server import _message, _text, _varint
+    from kubecore._api.protobuf import (
+        encode_varint,
+        message_field,
+        object_from_protobuf,
+        string_field,
+    )
 
     def entry(number: int, key: str, value: bytes) -> bytes:
-        return _message(number, _text(1, key) + _message(2, value))
+        return message_field(number, string_field(1, key) + message_field(2, value))
 
-    meta = _text(1, "db") + _text(3, "team") + entry(11, "app", b"web")
+    meta = string_field(1, "db") + string_field(3, "team") + entry(11, "app", b"web")
     secret = (
-        _message(1, meta)
+        message_field(1, meta)
         + entry(2, "password", SECRET_VALUE.encode())
-        + _text(3, "Opaque")
+        + string_field(3, "Opaque")
         + entry(4, "user", b"shop")
-        + _varint(5 << 3)
-        + _varint(1)
+        + encode_varint(5 << 3)
+        + encode_varint(1)
     )
-    envelope = b"k8s\x00" + _message(1, _text(1, "v1") + _text(2, "Secret")) + _message(2, secret)
+    envelope = (
+        b"k8s\x00"
+        + message_field(1, string_field(1, "v1") + string_field(2, "Secret"))
+        + message_field(2, secret)
+    )
     assert object_from_protobuf(envelope) == {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -214,6 +221,6 @@ def test_protobuf_bodies_read_into_the_json_shape() -> None:
         "immutable": True,
     }
     with pytest.raises(ValueError, match="only ConfigMap and Secret"):
-        object_from_protobuf(b"k8s\x00" + _message(1, _text(2, "Pod")))
+        object_from_protobuf(b"k8s\x00" + message_field(1, string_field(2, "Pod")))
     with pytest.raises(ValueError):
         object_from_protobuf(b"k8s\x00\x0a\xff")

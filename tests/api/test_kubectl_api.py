@@ -14,16 +14,11 @@ import pytest
 import requests
 import yaml
 
-from kubecore._api.server import (
-    ApiError,
-    Gone,
-    PodLog,
-    field_selector,
-    label_selector,
-    merge_patch,
-    strategic_merge_patch,
-    wants_table,
-)
+from kubecore._api.errors import ApiError
+from kubecore._api.patch import merge_patch, strategic_merge_patch
+from kubecore._api.selectors import field_selector, label_selector
+from kubecore._api.tables import wants_table
+from kubecore._api.watch import Gone, PodLog
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from tests.api.kubectl_support import (
@@ -271,6 +266,20 @@ def test_bad_writes_are_answered_with_a_status(client: Client) -> None:
     assert services.status_code == 404 and "services" in services.json()["message"]
 
 
+@pytest.mark.parametrize("resource", ["pods", "configmaps"])
+def test_every_kind_checks_a_written_body_before_it_looks_for_the_object(
+    client: Client, resource: str
+) -> None:
+    """One write path for every kind: a body that is not an object, or a bad ``dryRun``, is a
+    400 before the object is looked for (as the API server decodes a request first)."""
+    url = f"/api/v1/namespaces/default/{resource}/missing"
+    put = client.send("PUT", url, json=[1])
+    assert put.status_code == 400 and put.json()["message"].startswith("the body must be")
+    delete = client.send("DELETE", url + "?dryRun=Some")
+    assert delete.status_code == 400 and delete.json()["message"].startswith("dryRun:")
+    assert client.send("DELETE", url).status_code == 404
+
+
 def test_watch_streams_changes_from_a_resource_version(node: Node, client: Client) -> None:
     listed = client.get(PODS).json()
     version = listed["metadata"]["resourceVersion"]
@@ -302,10 +311,10 @@ def test_a_watch_from_the_start_lists_first_and_ends_at_its_timeout(client: Clie
 
 
 def test_a_watch_from_a_forgotten_version_is_told_it_expired(node: Node, client: Client) -> None:
-    node.api.log = PodLog(node.kubelet.clock.now, history=1)
-    node.api.current_pods()
+    node.api.pods.log = PodLog(node.kubelet.clock.now, history=1)
+    node.api.pods.current_pods()
     client.send("POST", PODS, json=web())
-    node.api.current_pods()
+    node.api.pods.current_pods()
     with client.get(PODS + "?watch=true&resourceVersion=1", stream=True) as stream:
         event = json.loads(next(stream.iter_lines()))
     assert event["type"] == "ERROR"

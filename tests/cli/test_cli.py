@@ -388,7 +388,7 @@ class _Puller:
 
     def pull(self, image: str, auth: Any = None, progress: Any = None) -> str:
         from kubecore._contract.errors import ImagePullError
-        from kubecore._contract.runtime import PullProgress
+        from kubecore._contract.values import PullProgress
 
         assert progress is not None
         progress(PullProgress(image, "Downloading", 50, 200, layer="l1"))

@@ -22,7 +22,7 @@ from kubecore._contract.errors import (
     RuntimeTimeout,
     RuntimeUnavailable,
 )
-from kubecore._contract.runtime import Event, EventType
+from kubecore._contract.values import Event, EventType
 from kubecore._observability.events import pod_reference
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime

@@ -21,10 +21,11 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore import ContainerState, ContainerStatus, Pod, PodStatus
+from kubecore import Pod
 from kubecore._cli.basic import validate_paths
 from kubecore.testing import FakeNode, NotReached
 from kubecore.testing._node import pod_key
+from kubecore.v1 import ContainerState, ContainerStatus, PodStatus
 from tests.paths import CORPUS
 
 FILES = sorted(CORPUS.glob("*.yaml"))

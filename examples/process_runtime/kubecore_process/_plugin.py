@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kubecore import InvalidConfig, RuntimeBundle, RuntimeRegistry, hookimpl
+from kubecore import RuntimeRegistry, hookimpl
+from kubecore.runtime import InvalidConfig, RuntimeBundle
 from kubecore_process._runtime import ProcessRuntime
 
 NAME = "process"

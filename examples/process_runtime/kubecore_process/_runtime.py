@@ -39,11 +39,12 @@ from typing import Any
 
 import attrs
 
-from kubecore import (
+from kubecore import ContainerRuntimeError
+from kubecore.runtime import (
+    MANAGED_LABEL,
     Conflict,
     ContainerConfig,
     ContainerNotFound,
-    ContainerRuntimeError,
     ContainerStats,
     ExecResult,
     Image,
@@ -51,6 +52,7 @@ from kubecore import (
     ImageNotFound,
     ImagePullError,
     InvalidConfig,
+    LinuxContainerSecurityContext,
     PullProgress,
     RegistryAuth,
     RuntimeBase,
@@ -65,10 +67,8 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
     SandboxUnusable,
+    parse_image_ref,
 )
-from kubecore.images import parse_image_ref
-from kubecore.labels import MANAGED_LABEL
-from kubecore.security import LinuxContainerSecurityContext
 from kubecore_process import _shim
 from kubecore_process._shim import EXIT, LOCK, LOG, SPEC, STARTED, kill_group, rfc3339, write_json
 

@@ -10,7 +10,7 @@ import pytest
 import kubecore
 
 
-def load(state_dir: Path, images: str = "host,spare") -> kubecore.RuntimeBundle:
+def load(state_dir: Path, images: str = "host,spare") -> kubecore.runtime.RuntimeBundle:
     return kubecore.load_runtime("process", state_dir=str(state_dir), images=images)
 
 
@@ -35,12 +35,12 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def open_runtime(state_dir: Path) -> Iterator[Callable[[], kubecore.RuntimeBundle]]:
+def open_runtime(state_dir: Path) -> Iterator[Callable[[], kubecore.runtime.RuntimeBundle]]:
     """Loads an instance of the runtime on the test's state directory (each one a restarted
     agent would load); every instance is closed at the end."""
-    opened: list[kubecore.RuntimeBundle] = []
+    opened: list[kubecore.runtime.RuntimeBundle] = []
 
-    def open_one() -> kubecore.RuntimeBundle:
+    def open_one() -> kubecore.runtime.RuntimeBundle:
         opened.append(load(state_dir))
         return opened[-1]
 

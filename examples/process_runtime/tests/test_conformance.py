@@ -53,26 +53,32 @@ def free_loopback_port() -> int:
 
 class TestProcessRuntime(RuntimeConformance):
     @pytest.fixture
-    def bundle(self, open_runtime: Callable[[], kubecore.RuntimeBundle]) -> kubecore.RuntimeBundle:
+    def bundle(
+        self, open_runtime: Callable[[], kubecore.runtime.RuntimeBundle]
+    ) -> kubecore.runtime.RuntimeBundle:
         return open_runtime()
 
     @pytest.fixture
     def reopen(
-        self, open_runtime: Callable[[], kubecore.RuntimeBundle]
-    ) -> Callable[[], kubecore.RuntimeBundle]:
+        self, open_runtime: Callable[[], kubecore.runtime.RuntimeBundle]
+    ) -> Callable[[], kubecore.runtime.RuntimeBundle]:
         """A new instance on the same state directory, as a restarted agent loads it."""
         return open_runtime
 
     @pytest.fixture
-    def unmanaged_container(self, bundle: kubecore.RuntimeBundle) -> Callable[[], str]:
+    def unmanaged_container(self, bundle: kubecore.runtime.RuntimeBundle) -> Callable[[], str]:
         """A container the runtime runs without kubecore's label: it must never be listed."""
 
         def create() -> str:
             runtime = bundle.runtime
             bundle.puller.pull("host")
-            sandbox = kubecore.SandboxConfig(name="foreign", namespace="other", uid="foreign-1")
+            sandbox = kubecore.runtime.SandboxConfig(
+                name="foreign", namespace="other", uid="foreign-1"
+            )
             sandbox_id = runtime.run_sandbox(sandbox)
-            config = kubecore.ContainerConfig(name="foreign", image="host", command=forever())
+            config = kubecore.runtime.ContainerConfig(
+                name="foreign", image="host", command=forever()
+            )
             container_id = runtime.create_container(sandbox_id, config, sandbox)
             runtime.start_container(container_id)
             return container_id

@@ -14,14 +14,14 @@ import pytest
 from kubecore_process import ProcessRuntime
 
 import kubecore
-from kubecore import ContainerConfig, RuntimeState, SandboxConfig
+from kubecore.runtime import ContainerConfig, RuntimeState, SandboxConfig
 
 MANAGED = {"io.kubecore.managed": "true", "io.kubernetes.pod.uid": "uid-1"}
 SANDBOX = SandboxConfig(name="pod", namespace="default", uid="uid-1", labels=MANAGED)
 
 
 @pytest.fixture
-def runtime(open_runtime: Callable[[], kubecore.RuntimeBundle]) -> ProcessRuntime:
+def runtime(open_runtime: Callable[[], kubecore.runtime.RuntimeBundle]) -> ProcessRuntime:
     bundle = open_runtime()
     assert isinstance(bundle.runtime, ProcessRuntime)
     bundle.puller.pull("host")
@@ -37,10 +37,10 @@ def start(rt: ProcessRuntime, script: str, **config: object) -> str:
     return container_id
 
 
-def wait_exited(rt: ProcessRuntime, container_id: str) -> kubecore.RuntimeContainer:
+def wait_exited(rt: ProcessRuntime, container_id: str) -> kubecore.runtime.RuntimeContainer:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        status: kubecore.RuntimeContainer = rt.container_status(container_id)
+        status: kubecore.runtime.RuntimeContainer = rt.container_status(container_id)
         if status.state is RuntimeState.EXITED:
             return status
         time.sleep(0.02)
@@ -105,7 +105,7 @@ def test_only_allowed_images_pull_and_options_are_checked(tmp_path: Path) -> Non
     bundle = kubecore.load_runtime("process", state_dir=str(tmp_path), images="tools, host")
     try:
         assert bundle.puller.pull("tools:latest").startswith("sha256:")
-        with pytest.raises(kubecore.ImagePullError, match="not a local image"):
+        with pytest.raises(kubecore.runtime.ImagePullError, match="not a local image"):
             bundle.puller.pull("busybox")
     finally:
         bundle.runtime.close()
@@ -132,7 +132,7 @@ def alive(pid: int) -> bool:
 
 
 def test_close_leaves_containers_running_for_the_next_instance(
-    open_runtime: Callable[[], kubecore.RuntimeBundle],
+    open_runtime: Callable[[], kubecore.runtime.RuntimeBundle],
 ) -> None:
     bundle = open_runtime()
     bundle.puller.pull("host")
@@ -142,7 +142,7 @@ def test_close_leaves_containers_running_for_the_next_instance(
     pid = pid_of(first, container_id)
     first.close()
     assert alive(pid)
-    with pytest.raises(kubecore.RuntimeUnavailable):
+    with pytest.raises(kubecore.runtime.RuntimeUnavailable):
         first.snapshot()
     second = open_runtime().runtime
     assert second.container_status(container_id).state is RuntimeState.RUNNING
@@ -154,13 +154,14 @@ def test_close_leaves_containers_running_for_the_next_instance(
 AGENT_KILLED = """
 import os, signal, sys
 import kubecore
+from kubecore.runtime import ContainerConfig, SandboxConfig
 bundle = kubecore.load_runtime("process", state_dir=sys.argv[1])
 bundle.puller.pull("host")
 managed = {"io.kubecore.managed": "true", "io.kubernetes.pod.uid": "uid-1"}
-sandbox = kubecore.SandboxConfig(name="pod", namespace="default", uid="uid-1", labels=managed)
+sandbox = SandboxConfig(name="pod", namespace="default", uid="uid-1", labels=managed)
 sandbox_id = bundle.runtime.run_sandbox(sandbox)
 command = ("sh", "-c", sys.argv[2])
-spec = kubecore.ContainerConfig("c", "host", command, labels=managed)
+spec = ContainerConfig("c", "host", command, labels=managed)
 container_id = bundle.runtime.create_container(sandbox_id, spec, sandbox)
 bundle.runtime.start_container(container_id)
 print(container_id, flush=True)
@@ -169,7 +170,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 def test_what_an_agent_killed_with_sigkill_started_runs_on_and_is_adopted(
-    state_dir: Path, open_runtime: Callable[[], kubecore.RuntimeBundle]
+    state_dir: Path, open_runtime: Callable[[], kubecore.runtime.RuntimeBundle]
 ) -> None:
     agent = subprocess.run(
         [sys.executable, "-c", AGENT_KILLED, str(state_dir), RUN_FOREVER],
@@ -182,7 +183,7 @@ def test_what_an_agent_killed_with_sigkill_started_runs_on_and_is_adopted(
     assert alive(pid), "the container died with the agent"
     (sandbox,) = rt.list_sandboxes()
     assert rt.container_status(container_id).state is RuntimeState.RUNNING
-    with pytest.raises(kubecore.Conflict):  # the same pod again would be a duplicate
+    with pytest.raises(kubecore.runtime.Conflict):  # the same pod again would be a duplicate
         rt.run_sandbox(SANDBOX)
     rt.stop_container(container_id, 5)
     assert rt.container_status(container_id).exit_code == 0

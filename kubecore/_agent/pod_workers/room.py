@@ -21,7 +21,8 @@ import attrs
 from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._agent.termination import Termination, kill_within
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import POD_NAME_LABEL, POD_NAMESPACE_LABEL, DNSConfig
+from kubecore._contract.labels import POD_NAME_LABEL, POD_NAMESPACE_LABEL
+from kubecore._contract.values import DNSConfig
 from kubecore._kuberuntime.containers import resource_updater
 from kubecore._kuberuntime.execute import Executor, SyncResult
 from kubecore._model.v1 import Pod

@@ -21,11 +21,13 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.errors import RootDirInUse
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL, ContainerConfig, Puller, SandboxConfig
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import ContainerConfig, SandboxConfig
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import SystemClock
-from kubecore.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, sandbox_labels
+from kubecore.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, sandbox_labels
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.e2e_helpers import AgentFactory
 from tests.engines.docker.helpers import SLEEPER, TEST_LABEL

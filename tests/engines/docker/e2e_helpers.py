@@ -9,26 +9,19 @@ from typing import Any
 
 from kubecore._agent.kubelet import Kubelet
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.runtime import (
-    CONTAINER_NAME_LABEL,
-    POD_NAMESPACE_LABEL,
-    ExecResult,
-    Image,
-    ImageFsUsage,
-    Puller,
-    PullProgress,
-    RegistryAuth,
-)
+from kubecore._contract.labels import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import ExecResult, Image, ImageFsUsage, PullProgress, RegistryAuth
 from kubecore._manifest import assign_uid, load_pods_from_dict
 from kubecore._model.v1 import ContainerStatus, Pod
 from tests.engines.docker.helpers import SLEEPER, wait_for
 
 SOURCE = "e2e"
+# Runs until TERM, and says so: a stop never waits out the grace period.
+SERVER = list(SLEEPER)
 
 AgentFactory = Callable[..., Kubelet]
 """The ``make_agent`` fixture: builds a started agent on the engine from pods and config."""
-# Runs until TERM, and says so: a stop never waits out the grace period.
-SERVER = list(SLEEPER)
 
 
 def forever(script: str) -> list[str]:

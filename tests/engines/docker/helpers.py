@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._contract.runtime import ContainerConfig, SandboxConfig
-from kubecore.labels import container_labels
+from kubecore._contract.values import ContainerConfig, SandboxConfig
+from kubecore.runtime import container_labels
 from kubecore_docker import DockerRuntime
 
 TEST_LABEL = "io.kubecore.test"

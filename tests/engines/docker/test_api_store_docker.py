@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL, POD_UID_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL, POD_UID_LABEL
 from tests.engines.docker.conftest import TestEngine, remove_labelled
 from tests.engines.docker.helpers import free_port, wait_for
 

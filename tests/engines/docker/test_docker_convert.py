@@ -8,12 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore._contract.runtime import (
-    ContainerConfig,
-    RuntimeEventType,
-    RuntimeState,
-    SandboxConfig,
-)
+from kubecore._contract.values import ContainerConfig, RuntimeEventType, RuntimeState, SandboxConfig
 from kubecore_docker._convert import (
     Summary,
     container_from,
@@ -283,12 +278,12 @@ def test_names_and_labels() -> None:
 
 
 def test_the_adapter_adds_only_dockers_names_to_the_labels_the_core_wrote() -> None:
-    """The pod's identity is written once, by the core (``kubecore.labels``): the adapter stores
+    """The pod's identity is written once, by the core (``kubecore.runtime``): the adapter stores
     the config's labels and adds dockershim's type and sandbox id, nothing else. (A config
     without ``MANAGED_LABEL`` is not made kubecore's by the adapter, as by every runtime.)"""
-    from kubecore.labels import MANAGED_LABEL
-    from kubecore.labels import container_labels as identity_of_container
-    from kubecore.labels import sandbox_labels as identity_of_sandbox
+    from kubecore.runtime import MANAGED_LABEL
+    from kubecore.runtime import container_labels as identity_of_container
+    from kubecore.runtime import sandbox_labels as identity_of_sandbox
 
     sandbox = SandboxConfig(
         name="web", namespace="prod", uid="u-1", labels=identity_of_sandbox("web", "prod", "u-1")
@@ -328,13 +323,8 @@ def test_create_arguments() -> None:
 
 
 def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> None:
-    from kubecore._contract.runtime import (
-        POD_UID_LABEL,
-        ContainerConfig,
-        Mount,
-        MountPropagation,
-        SandboxConfig,
-    )
+    from kubecore._contract.labels import POD_UID_LABEL
+    from kubecore._contract.values import ContainerConfig, Mount, MountPropagation, SandboxConfig
     from kubecore_docker._runtime import container_create_args, sandbox_create_args
 
     memory = Mount(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._contract.runtime import RuntimeEvent, RuntimeEventType
+from kubecore._contract.values import RuntimeEvent, RuntimeEventType
 from kubecore_docker import DockerConnection, DockerOptions, DockerRuntime, EventWatcher
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.engines.docker.helpers import run_pod, wait_for

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import RuntimeEvent, RuntimeEventType
+from kubecore._contract.values import RuntimeEvent, RuntimeEventType
 from kubecore_docker import DockerRuntime, EventWatcher
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.engines.docker.helpers import OOM_HOG, run_pod, wait_for

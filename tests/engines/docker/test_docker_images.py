@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from kubecore._contract.errors import Conflict, ImagePullError
-from kubecore._contract.runtime import Puller, PullProgress, RegistryAuth
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import PullProgress, RegistryAuth
 from kubecore_docker import DockerPuller, DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 

@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 
 from kubecore._contract.errors import NodeNameInUse
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
-    ContainerRuntime,
 )
+from kubecore._contract.protocols import ContainerRuntime
 from kubecore_docker import DockerRuntime
 from kubecore_docker import _runtime as docker_runtime
 from kubecore_docker._names import (

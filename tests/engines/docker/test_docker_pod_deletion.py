@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     AgentFactory,

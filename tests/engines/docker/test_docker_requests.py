@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import RuntimeState
+from kubecore._contract.values import RuntimeState
 from kubecore_docker import DockerConnection, DockerOptions, DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory
 from tests.engines.docker.helpers import run_pod, wait_for

@@ -22,7 +22,7 @@ from kubecore._contract.errors import (
     SandboxNotFound,
     SandboxUnusable,
 )
-from kubecore._contract.runtime import (
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     MANAGED_LABEL,
@@ -30,7 +30,9 @@ from kubecore._contract.runtime import (
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
-    ContainerRuntime,
+)
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import (
     DNSConfig,
     Mount,
     PortMapping,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubecore._model.v1 import Pod
-from kubecore.labels import NODE_LABEL
+from kubecore.runtime import NODE_LABEL
 from kubecore_docker import DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.engines.docker.e2e_helpers import AgentFactory, container, get_pod, make_pod, wait_pod

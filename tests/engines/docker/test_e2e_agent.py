@@ -24,7 +24,8 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet
 from kubecore._contract.errors import ContainerNotFound, NotFound, RuntimeTimeout
-from kubecore._contract.runtime import RESTART_COUNT_ANNOTATION, Puller
+from kubecore._contract.labels import RESTART_COUNT_ANNOTATION
+from kubecore._contract.protocols import Puller
 from kubecore._kuberuntime.credentials import DockerKeyring, KeyringPuller
 from kubecore_docker import ANNOTATION_PREFIX
 from tests.engines.docker.conftest import TestEngine

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import CONTAINER_NAME_LABEL
+from kubecore._contract.labels import CONTAINER_NAME_LABEL
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     AgentFactory,

@@ -22,7 +22,7 @@ from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._config.file import FileSource
 from kubecore._config.memory import LAST_GOOD_DIR
 from kubecore._config.poller import SourcePoller
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.conftest import TestEngine, remove_labelled

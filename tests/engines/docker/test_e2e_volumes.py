@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from kubecore._util.clock import SystemClock
 from kubecore._volumes.sources import DictObjects
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime

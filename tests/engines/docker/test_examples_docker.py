@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from tests.engines.docker.conftest import TestEngine, remove_labelled
 from tests.paths import REPO
 

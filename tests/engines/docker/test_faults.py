@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from tests.engines.docker.conftest import ENGINE_STATE, TestEngine, remove_labelled
 from tests.paths import REPO
 

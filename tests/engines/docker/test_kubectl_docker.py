@@ -11,7 +11,7 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._api.server import ApiServerConfig, attach_api
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime

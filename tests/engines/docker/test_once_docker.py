@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.runtime import POD_NAMESPACE_LABEL
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from tests.engines.docker.conftest import TestEngine, remove_labelled
 
 pytestmark = pytest.mark.docker

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubecore._model.v1 import Pod
-from kubecore.labels import NODE_LABEL
+from kubecore.runtime import NODE_LABEL
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     AgentFactory,

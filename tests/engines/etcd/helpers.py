@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubecore import Kubelet, KubeletConfig
-from kubecore.labels import POD_NAME_LABEL
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, SourcePoller
+from kubecore.runtime import POD_NAME_LABEL
 from kubecore_fake import FakeRuntime
 
 IMAGE = "busybox:1.36"

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubecore import Kubelet, KubeletConfig, ValidationError
-from kubecore.objects import ConfigMap, Secret
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, SourcePoller, ValidationError
+from kubecore.v1 import ConfigMap, Secret
 from kubecore_fake import FakeRuntime
 from tests.engines.etcd.helpers import wait_for
 

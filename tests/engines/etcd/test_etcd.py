@@ -24,8 +24,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore import Container, Kubelet, KubeletConfig, ObjectMeta, Pod, PodSpec, ValidationError
+from kubecore import Kubelet, KubeletConfig, Pod, ValidationError
 from kubecore.manifest import pod_to_dict
+from kubecore.v1 import Container, ObjectMeta, PodSpec
 from kubecore_fake import FakeRuntime
 from tests.engines.etcd.helpers import IMAGE, Agent, statuses, wait_for
 from tests.paths import REPO
@@ -128,7 +129,7 @@ def test_the_status_document_is_the_pod_as_json_with_its_status() -> None:
 
 
 def test_an_event_document_is_the_v1_event_as_json() -> None:
-    from kubecore._contract.runtime import Event, EventType
+    from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd import encode_json, event_document
     from kubecore_etcd._encoding import event_json
@@ -182,8 +183,8 @@ def test_the_fast_event_encoder_equals_the_v1_event_builder(
 
 def test_the_node_api_and_etcd_build_one_event_document() -> None:
     """kubectl reads the same Event whether the node's API serves it or etcd holds it."""
-    from kubecore._api.server import event_object
-    from kubecore._contract.runtime import Event, EventType
+    from kubecore._api.events import event_object
+    from kubecore._contract.values import Event, EventType
     from kubecore._observability.events import pod_reference
     from kubecore_etcd import event_document
 
@@ -866,8 +867,7 @@ def test_tls_with_client_certificates_and_a_user(
 
 AGENT_SCRIPT = """
 import sys, tempfile, threading
-from kubecore import Kubelet, KubeletConfig
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, SourcePoller
 from kubecore_etcd import EtcdClient, EtcdConfig, EtcdSource, EtcdStatusSink, parse_endpoints
 from kubecore_fake import FakeRuntime
 

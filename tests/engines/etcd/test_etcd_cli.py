@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from kubecore import Kubelet, KubeletConfig, PodSource
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, PodSource, SourcePoller
 from kubecore_fake import FakeRuntime
 from tests.engines.etcd.helpers import IMAGE, Agent, statuses, wait_for
 

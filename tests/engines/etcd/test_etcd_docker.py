@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubecore import Kubelet, KubeletConfig, SystemClock
-from kubecore.labels import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL
-from kubecore.sources import SourcePoller
+from kubecore import Kubelet, KubeletConfig, SourcePoller
+from kubecore.runtime import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL, SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.conftest import TestEngine, engine, raw, remove_labelled, test_uid  # noqa: F401
 from tests.engines.etcd.helpers import statuses, wait_for

@@ -25,7 +25,8 @@ from kubecore._config.http import FetchResult, HTTPSource
 from kubecore._config.memory import LAST_GOOD_DIR
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import Operation, PodUpdate
-from kubecore._contract.runtime import POD_NAME_LABEL, RuntimeState
+from kubecore._contract.labels import POD_NAME_LABEL
+from kubecore._contract.values import RuntimeState
 from tests.agent.support import Node, make_node
 from tests.unit.config.support import write
 

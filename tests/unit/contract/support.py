@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kubecore._contract.runtime import (
+from kubecore._contract.bases import RuntimeBase
+from kubecore._contract.values import (
     ContainerConfig,
     ExecResult,
-    RuntimeBase,
     RuntimeSnapshot,
     RuntimeVersion,
     SandboxConfig,

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._contract.runtime import (
+from kubecore._contract.capabilities import (
     OPTIONAL_CAPABILITIES,
-    ContainerResources,
-    ContainerRuntime,
     NodeClaim,
     NodeClaims,
     NodeHolder,
     NodeLease,
     ResourceUpdater,
 )
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import ContainerResources
 from kubecore._observability.metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime

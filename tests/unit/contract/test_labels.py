@@ -1,11 +1,12 @@
-"""The identity labels and annotations: written once (``kubecore.labels``), read back the same
+"""The identity labels and annotations: written once (``kubecore._contract.labels``, published in
+``kubecore.runtime``), read back the same
 way by the planner, the executor and the adapters."""
 
 from __future__ import annotations
 
 import attrs
 
-from kubecore import labels as public
+from kubecore import runtime as public
 from kubecore._contract.labels import (
     GRACE_PERIOD_ANNOTATION,
     HASH_ANNOTATION,
@@ -18,7 +19,7 @@ from kubecore._contract.labels import (
     recorded_hash,
     restart_count,
 )
-from kubecore._contract.runtime import RuntimeContainer, RuntimeState
+from kubecore._contract.values import RuntimeContainer, RuntimeState
 from kubecore._kuberuntime.translate import container_config, container_hash, sandbox_config
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
@@ -85,9 +86,13 @@ def test_the_hash_reads_the_same_for_the_planner_and_the_observed_record() -> No
 
 def test_the_public_names_are_the_core_ones() -> None:
     from kubecore._contract import labels as _labels
-    from kubecore._contract import runtime as _runtime
+    from kubecore._util.exports import SURFACE
 
-    for name in public.__all__:
-        if name != "SOURCE_ANNOTATION":
-            assert getattr(public, name) is getattr(_labels, name)
-    assert _runtime.POD_UID_LABEL is _labels.POD_UID_LABEL
+    label_names = [
+        name
+        for name, home in SURFACE["kubecore.runtime"].items()
+        if home == "kubecore._contract.labels"
+    ]
+    assert "MANAGED_LABEL" in label_names
+    for name in label_names:
+        assert getattr(public, name) is getattr(_labels, name)

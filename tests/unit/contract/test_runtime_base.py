@@ -6,10 +6,10 @@ import inspect
 
 import pytest
 
+from kubecore._contract.bases import RuntimeBase
 from kubecore._contract.errors import ContainerNotFound, SandboxNotFound
-from kubecore._contract.runtime import (
-    ContainerRuntime,
-    RuntimeBase,
+from kubecore._contract.protocols import ContainerRuntime
+from kubecore._contract.values import (
     RuntimeContainer,
     RuntimeSandbox,
     RuntimeSnapshot,

@@ -8,8 +8,8 @@ from typing import cast
 import pytest
 
 import kubecore
-from kubecore import ManualClock, RuntimeBundle
-from kubecore.security import LinuxContainerSecurityContext, ProfileType
+from kubecore.runtime import LinuxContainerSecurityContext, ProfileType, RuntimeBundle
+from kubecore.testing import ManualClock
 from kubecore.testing.conformance import (
     Harness,
     RuntimeConformance,
@@ -155,7 +155,8 @@ def test_waits_advance_a_manual_clock() -> None:
 BROKEN_RUNTIME_TESTS = '''
 import pytest
 import kubecore
-from kubecore import ContainerNotFound, ManualClock, RuntimeBundle
+from kubecore.runtime import ContainerNotFound, RuntimeBundle
+from kubecore.testing import ManualClock
 from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
 from kubecore_fake import FakeRuntime
 
@@ -194,7 +195,8 @@ class TestForgetful(RuntimeConformance):
 
 CARELESS_RUNTIME_TESTS = '''
 import pytest
-from kubecore import ManualClock, RuntimeBundle
+from kubecore.runtime import RuntimeBundle
+from kubecore.testing import ManualClock
 from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
 from kubecore_fake import FakeRuntime
 
@@ -250,7 +252,7 @@ def test_the_suite_says_why_it_skips_adoption(pytester: pytest.Pytester) -> None
 NO_REOPEN_TESTS = """
 import pytest
 import kubecore
-from kubecore import ManualClock
+from kubecore.testing import ManualClock
 from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
 
 

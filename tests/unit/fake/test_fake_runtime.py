@@ -14,24 +14,18 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 import kubecore_fake._runtime
-from kubecore import (
+from kubecore import ContainerRuntime, ContainerRuntimeError, HealthChecker, Puller
+from kubecore._contract.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
+from kubecore.runtime import (
     Conflict,
     ContainerConfig,
     ContainerNotFound,
-    ContainerRuntime,
-    ContainerRuntimeError,
-    ExecAction,
     ExecResult,
-    HealthChecker,
-    HTTPGetAction,
     ImageNotFound,
     ImagePullError,
-    ManualClock,
-    Probe,
     ProbeOutcome,
     ProbeResult,
     ProbeTarget,
-    Puller,
     PullProgress,
     RegistryAuth,
     RuntimeEvent,
@@ -43,10 +37,9 @@ from kubecore import (
     SandboxNotFound,
     SandboxState,
     SandboxUnusable,
-    TCPSocketAction,
 )
-from kubecore._contract.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
-from kubecore.testing import FakeNode
+from kubecore.testing import FakeNode, ManualClock
+from kubecore.v1 import ExecAction, HTTPGetAction, Probe, TCPSocketAction
 from kubecore_fake import Behaviour, ExecRequest, FakeHealthChecker, FakeRuntime, TimedLog
 from kubecore_fake._runtime import OPERATIONS, _container_view, _sandbox_view
 from kubecore_fake._shell import read_exec, read_program

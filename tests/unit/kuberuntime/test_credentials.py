@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.errors import RegistryConfigError
-from kubecore._contract.runtime import Image, ImageFsUsage, Puller, PullProgress, RegistryAuth
+from kubecore._contract.protocols import Puller
+from kubecore._contract.values import Image, ImageFsUsage, PullProgress, RegistryAuth
 from kubecore._kuberuntime.credentials import (
     ChainKeyring,
     DockerKeyring,

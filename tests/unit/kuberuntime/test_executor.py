@@ -6,7 +6,7 @@ import inspect
 from pathlib import Path
 
 from kubecore._agent.pod_workers.record import PodRecord
-from kubecore._contract.runtime import CONTAINER_NAME_LABEL
+from kubecore._contract.labels import CONTAINER_NAME_LABEL
 from kubecore._kuberuntime.containers import Containers
 from kubecore._kuberuntime.kill import kill_message
 from kubecore._model.v1 import ExecAction, Probe

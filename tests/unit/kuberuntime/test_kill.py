@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kubecore._agent.termination import Termination
-from kubecore._contract.runtime import ProbeOutcome
+from kubecore._contract.values import ProbeOutcome
 from kubecore._kuberuntime.kill import MIN_GRACE_PERIOD, FixedDeadline, time_left
 from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
 from kubecore._util.clock import ManualClock

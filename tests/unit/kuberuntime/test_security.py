@@ -12,37 +12,35 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore import (
-    ContainerStatus,
-    Image,
-    InvalidConfig,
-    KubeletConfig,
-    Pod,
-    SecurityContext,
-    ValidationError,
-    load_pods_from_string,
-)
+from kubecore import KubeletConfig, Pod, ValidationError, load_pods_from_string
 from kubecore._agent.admission.security import Admission
 from kubecore._cli import resolve_settings
 from kubecore._cli.commands import kubelet_config
-from kubecore._kuberuntime.security import run_as_non_root_problem
-from kubecore._kuberuntime.translate import sandbox_hash
+from kubecore._kuberuntime.security import (
+    HostSecurity,
+    detect_host_security,
+    run_as_non_root_problem,
+)
+from kubecore._kuberuntime.translate import (
+    container_config,
+    container_hash,
+    sandbox_config,
+    sandbox_hash,
+)
 from kubecore._volumes.pod_dirs import VolumeManager
 from kubecore.manifest import pod_to_dict
-from kubecore.security import (
+from kubecore.runtime import (
     Capability,
-    HostSecurity,
+    Image,
+    InvalidConfig,
     LinuxContainerSecurityContext,
-    PodSecurityContext,
     ProfileType,
     SecurityProfile,
     SELinuxOption,
-    Sysctl,
-    detect_host_security,
     parse_image_user,
 )
 from kubecore.testing import FakeNode
-from kubecore.translate import container_config, container_hash, sandbox_config
+from kubecore.v1 import ContainerStatus, PodSecurityContext, SecurityContext, Sysctl
 from kubecore_docker._runtime import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
 from tests.builders import ctr, make_pod

@@ -11,35 +11,21 @@ import weakref
 import attrs
 import pytest
 
-from kubecore import (
-    Container,
-    ContainerPort,
-    DNSConfig,
-    EnvVar,
-    Lifecycle,
-    LifecycleHandler,
-    Mount,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    PodStatus,
-    PortMapping,
-    ResourceRequirements,
-    SecurityContext,
-    VolumeMount,
-)
-from kubecore._contract.labels import NODE_LABEL, container_labels, sandbox_labels
-from kubecore._contract.runtime import (
+from kubecore import Pod
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     GRACE_PERIOD_ANNOTATION,
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     MANAGED_LABEL,
+    NODE_LABEL,
     POD_NAME_LABEL,
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
     TERMINATION_MESSAGE_PATH_ANNOTATION,
+    container_labels,
+    sandbox_labels,
 )
 from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,
@@ -51,6 +37,20 @@ from kubecore._kuberuntime.translate import (
     parse_resolv_conf,
     sandbox_config,
     sandbox_hash,
+)
+from kubecore.runtime import DNSConfig, Mount, PortMapping
+from kubecore.v1 import (
+    Container,
+    ContainerPort,
+    EnvVar,
+    Lifecycle,
+    LifecycleHandler,
+    ObjectMeta,
+    PodSpec,
+    PodStatus,
+    ResourceRequirements,
+    SecurityContext,
+    VolumeMount,
 )
 
 WEB = Container(
@@ -373,7 +373,7 @@ GOLDEN = Container("web", "nginx:1.25", env=(EnvVar("A", "1"),))
 
 def test_hash_is_stable_across_processes_and_releases() -> None:
     code = (
-        "from kubecore import Container, EnvVar\n"
+        "from kubecore.v1 import Container, EnvVar\n"
         "from kubecore._kuberuntime.translate import container_hash\n"
         "print(container_hash(Container('web', 'nginx:1.25', env=(EnvVar('A', '1'),))))\n"
     )

@@ -7,18 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubecore import (
-    Container,
-    ContainerState,
-    ContainerStateRunning,
-    ContainerStateTerminated,
-    ContainerStateWaiting,
-    ContainerStatus,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    PodStatus,
-)
+from kubecore import Pod
 from kubecore._http.server import KubeletServer
 from kubecore._observability.logs import (
     LogOptions,
@@ -28,6 +17,17 @@ from kubecore._observability.logs import (
     parse_log_options,
 )
 from kubecore._util.timefmt import rfc3339
+from kubecore.v1 import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    ObjectMeta,
+    PodSpec,
+    PodStatus,
+)
 from tests.api.support import assert_status, get
 
 Live = tuple[Any, Any, KubeletServer]

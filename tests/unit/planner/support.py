@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from kubecore.planner import PodActions
+from kubecore._planner.actions import PodActions
 from tests.builders import SB
 
 

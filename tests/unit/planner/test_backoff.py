@@ -6,6 +6,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from kubecore._planner.actions import BackoffEntry
 from kubecore._planner.backoff import (
     BACKOFF_RESET,
     backoff_resets,
@@ -13,7 +14,6 @@ from kubecore._planner.backoff import (
     in_backoff,
     next_backoff,
 )
-from kubecore.planner import BackoffEntry
 
 
 def test_doubles_from_ten_seconds_to_the_cap() -> None:

@@ -7,12 +7,19 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore import Pod, RuntimeState
-from kubecore._contract.runtime import CONTAINER_NAME_LABEL, RESTART_COUNT_ANNOTATION
+from kubecore import Pod
+from kubecore._contract.labels import CONTAINER_NAME_LABEL, RESTART_COUNT_ANNOTATION
 from kubecore._kuberuntime.translate import SANDBOX_HASH_ANNOTATION
-from kubecore._planner.actions import ContainerToStart
+from kubecore._planner.actions import (
+    BackoffEntry,
+    ContainerToStart,
+    KillReason,
+    ObservedPod,
+    PodHistory,
+    ProbeState,
+)
 from kubecore._planner.plan import compute_pod_actions
-from kubecore.planner import BackoffEntry, KillReason, ObservedPod, PodHistory, ProbeState
+from kubecore.runtime import RuntimeState
 from tests.builders import (
     BASE_POD,
     INIT_POD,

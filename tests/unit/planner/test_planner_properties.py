@@ -15,17 +15,8 @@ import attrs
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kubecore import (
-    Container,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    RuntimeContainer,
-    RuntimeSandbox,
-    RuntimeState,
-    SandboxState,
-)
-from kubecore._contract.runtime import (
+from kubecore import Pod
+from kubecore._contract.labels import (
     CONTAINER_NAME_LABEL,
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
@@ -39,11 +30,13 @@ from kubecore._kuberuntime.translate import (
 )
 from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
 from kubecore._planner import plan as _planner
+from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.restart_rules import container_should_restart, is_container_restartable
 from kubecore._status.compute import compute_pod_status
-from kubecore.planner import ObservedPod, PodActions, PodHistory
+from kubecore.runtime import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
 from kubecore.testing.strategies import pods
+from kubecore.v1 import Container, ObjectMeta, PodSpec
 
 H = PodHistory()
 MAX_ROUNDS = 6

@@ -8,9 +8,11 @@ import attrs
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore import Container, ExecAction, Pod, Probe, RuntimeContainer, RuntimeState
+from kubecore import Pod
+from kubecore._planner.actions import KillReason, ObservedPod, PodActions, PodHistory, ProbeState
 from kubecore._planner.plan import compute_pod_actions
-from kubecore.planner import KillReason, ObservedPod, PodActions, PodHistory, ProbeState
+from kubecore.runtime import RuntimeContainer, RuntimeState
+from kubecore.v1 import Container, ExecAction, Probe
 from tests.builders import BASE_POD, NOW, T0, crash, dead, sandbox, with_spec
 from tests.builders import observed_ctr as ctr
 

@@ -8,10 +8,11 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore import Container, Pod, RuntimeState
-from kubecore._contract.runtime import SIDECAR_ANNOTATION
+from kubecore import Pod
+from kubecore._contract.labels import SIDECAR_ANNOTATION
 from kubecore._kuberuntime.translate import container_config, container_hash
 from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
+from kubecore._planner.actions import ObservedPod, PodHistory, ProbeState
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.restart_rules import (
     container_should_restart,
@@ -19,8 +20,9 @@ from kubecore._planner.restart_rules import (
     rule_matches,
 )
 from kubecore._status.compute import compute_pod_status, pod_verdict
-from kubecore.planner import ObservedPod, PodHistory, ProbeState
+from kubecore.runtime import RuntimeState
 from kubecore.testing import FakeNode
+from kubecore.v1 import Container
 from tests.builders import BASE_POD, NOW, T0, crash, dead, healthy, sandbox, swap, with_spec
 from tests.builders import observed_ctr as ctr
 from tests.unit.planner.support import expect, plain

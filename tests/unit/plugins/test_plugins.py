@@ -14,20 +14,11 @@ from typing import Any
 import pytest
 
 import kubecore
-from kubecore import (
-    DuplicateRuntime,
-    ManualClock,
-    PluginError,
-    PluginWarning,
-    RuntimeBundle,
-    RuntimeRegistry,
-    UnknownRuntime,
-    hookimpl,
-    load_runtime,
-    runtimes,
-)
+from kubecore import PluginError, RuntimeRegistry, hookimpl, load_runtime, runtimes
 from kubecore._plugins import registry as plugins_module
-from kubecore.plugins import plugin_manager
+from kubecore._plugins.registry import plugin_manager
+from kubecore.runtime import DuplicateRuntime, PluginWarning, RuntimeBundle, UnknownRuntime
+from kubecore.testing import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
 from tests.paths import REPO
 
@@ -72,7 +63,7 @@ def test_load_the_fake_runtime_with_options() -> None:
     assert isinstance(bundle.health_checker, FakeHealthChecker)
     assert bundle.runtime.clock is clock
     bundle.puller.pull("nginx")
-    with pytest.raises(kubecore.ImagePullError):
+    with pytest.raises(kubecore.runtime.ImagePullError):
         bundle.puller.pull("redis")
 
 
@@ -295,17 +286,10 @@ def test_invalid_runtime_names_are_refused() -> None:
 
 
 def test_public_names_are_exported() -> None:
-    for name in (
-        "hookimpl",
-        "RuntimeBundle",
-        "RuntimeRegistry",
-        "RuntimeInfo",
-        "runtimes",
-        "load_runtime",
-    ):
+    for name in ("hookimpl", "RuntimeRegistry", "runtimes", "load_runtime"):
         assert name in kubecore.__all__
-    for name in ("hookspec", "plugin_manager", "broken_plugins"):
-        assert name in kubecore.plugins.__all__
+    for name in ("hookimpl", "hookspec", "RuntimeBundle", "RuntimeInfo", "broken_plugins"):
+        assert name in kubecore.runtime.__all__
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubecore._contract.errors import ContainerNotFound, RuntimeTimeout
-from kubecore._contract.runtime import ExecResult, ProbeOutcome, ProbeTarget
+from kubecore._contract.values import ExecResult, ProbeOutcome, ProbeTarget
 from kubecore._model.v1 import ExecAction, HTTPGetAction, HTTPHeader, Probe, TCPSocketAction
 from kubecore._prober.health import DefaultHealthChecker, resolve_port
 

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from kubecore._contract.runtime import ProbeOutcome, ProbeResult, ProbeTarget
+from kubecore._contract.values import ProbeOutcome, ProbeResult, ProbeTarget
 from kubecore._model.v1 import ExecAction, Probe
 from kubecore_fake import FakeHealthChecker
 from tests.agent.support import make_node

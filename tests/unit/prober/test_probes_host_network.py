@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.runtime import ProbeOutcome, ProbeResult
+from kubecore._contract.values import ProbeOutcome, ProbeResult
 from kubecore._model.v1 import Probe, TCPSocketAction
 from kubecore._prober.health import DefaultHealthChecker
 from kubecore._prober.runner import detect_host_ip, probe_ip

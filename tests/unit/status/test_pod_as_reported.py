@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kubecore import (
-    Container,
-    KubeletConfig,
-    ObjectMeta,
-    Pod,
-    PodSpec,
-    ResourceRequirements,
-)
+from kubecore import KubeletConfig, Pod
 from kubecore.manifest import pod_from_dict, pod_to_dict
-from kubecore.quantity import qos_class
 from kubecore.testing import FakeNode
+from kubecore.v1 import Container, ObjectMeta, PodSpec, ResourceRequirements, qos_class
 
 CPU_AND_MEMORY = {"cpu": "500m", "memory": "128Mi"}
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubecore import (
+from kubecore import Pod
+from kubecore._planner.actions import ObservedPod, PodHistory, ProbeState
+from kubecore._status.compute import compute_pod_status
+from kubecore._util.timefmt import rfc3339
+from kubecore.runtime import RuntimeState
+from kubecore.v1 import (
     ContainerState,
     ContainerStateTerminated,
     ContainerStateWaiting,
-    Pod,
     PodCondition,
     PodStatus,
     Probe,
-    RuntimeState,
 )
-from kubecore._status.compute import compute_pod_status
-from kubecore._util.timefmt import rfc3339
-from kubecore.planner import ObservedPod, PodHistory, ProbeState
 from tests.builders import (
     BASE_POD,
     INIT_POD,
@@ -291,7 +291,7 @@ def test_unknown_state_is_reported_as_no_state() -> None:
 
 
 def test_actions_given_are_used_for_waiting_reasons() -> None:
-    from kubecore.planner import PodActions, Waiting
+    from kubecore._planner.actions import PodActions, Waiting
 
     actions = PodActions(sandbox_id=SB, waiting=(Waiting("app", "ErrImagePull", "nope"),))
     observed = ObservedPod(sandboxes=(sandbox(),), containers=(ctr("sidecar"),))

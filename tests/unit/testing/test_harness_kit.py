@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kubecore import KubeletConfig, ManualClock, RuntimeState
+from kubecore import KubeletConfig
 from kubecore.events import EventType
-from kubecore.testing import FakeNode, NotReached
+from kubecore.runtime import RuntimeState
+from kubecore.testing import FakeNode, ManualClock, NotReached
 from kubecore.testing._node import steps
 from kubecore_fake import Behaviour
 from tests.paths import REPO

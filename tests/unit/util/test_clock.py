@@ -13,21 +13,18 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore import (
+from kubecore import Kubelet, KubeletConfig, PluginError, load_runtime
+from kubecore._contract.labels import MANAGED_LABEL, POD_UID_LABEL
+from kubecore._util.clock import Clock, TimerHandle, missing_clock_members
+from kubecore.runtime import (
     ContainerConfig,
-    Kubelet,
-    KubeletConfig,
-    ManualClock,
-    PluginError,
     RuntimeBundle,
     RuntimeEventType,
     RuntimeState,
     SandboxConfig,
     SystemClock,
-    load_runtime,
 )
-from kubecore._contract.runtime import MANAGED_LABEL, POD_UID_LABEL
-from kubecore._util.clock import Clock, TimerHandle, missing_clock_members
+from kubecore.testing import ManualClock
 from kubecore_fake import FakeRuntime
 from tests.builders import ctr, make_pod
 

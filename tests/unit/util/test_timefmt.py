@@ -37,12 +37,12 @@ def test_ages_read_as_kubectl_prints_them(seconds: float, text: str) -> None:
 
 
 def test_every_table_reads_ages_the_same_way() -> None:
-    from kubecore._api import objects as _apiobjects
-    from kubecore._api import server as _apiserver
+    from kubecore._api import events as _apievents
+    from kubecore._api import tables as _apitables
     from kubecore._cli import etcd as _etcd_cli
     from kubecore._cli import output
 
-    for module in (_apiserver, _apiobjects):
+    for module in (_apitables, _apievents):
         assert module.time_age is age
     for module in (output, _etcd_cli):
         assert module.age is age

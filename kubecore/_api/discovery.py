@@ -1,0 +1,86 @@
+"""Discovery: what kubectl reads first to learn what the node serves (``/version``, ``/api``,
+``/apis``, ``/api/v1``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubecore._version import __version__
+
+API_HEADS = frozenset({"api", "apis", "version", "openapi"})
+"""The first path segments the Kubernetes API answers."""
+KUBERNETES_VERSION = (1, 32)
+"""The API version this subset follows (kubectl warns past one minor version of skew)."""
+API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+
+
+def version() -> dict[str, Any]:
+    """``/version``: the Kubernetes version followed, with kubecore's own."""
+    major, minor = KUBERNETES_VERSION
+    return {
+        "major": str(major),
+        "minor": str(minor),
+        "gitVersion": f"v{major}.{minor}.0+kubecore-{__version__}",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "python",
+        "compiler": "kubecore",
+        "platform": "linux/amd64",
+    }
+
+
+def api_versions(host: str) -> dict[str, Any]:
+    """``/api``, for a client that reached the node as ``host``."""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+    }
+
+
+def _resource(
+    name: str,
+    kind: str,
+    verbs: list[str],
+    *,
+    namespaced: bool = True,
+    short: list[str] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "singularName": "" if "/" in name else name.removesuffix("s"),
+        "namespaced": namespaced,
+        "kind": kind,
+        "verbs": verbs,
+    }
+    if short:
+        body["shortNames"] = short
+    if "/" not in name:
+        body["categories"] = ["all"] if name == "pods" else []
+    return body
+
+
+API_RESOURCES: dict[str, Any] = {
+    "kind": "APIResourceList",
+    "groupVersion": "v1",
+    "resources": [
+        _resource(
+            "pods",
+            "Pod",
+            ["create", "delete", "get", "list", "patch", "update", "watch"],
+            short=["po"],
+        ),
+        _resource("pods/log", "Pod", ["get"]),
+        _resource("pods/status", "Pod", ["get"]),
+        _resource("events", "Event", ["get", "list"], short=["ev"]),
+        _resource(
+            "configmaps",
+            "ConfigMap",
+            ["create", "delete", "get", "list", "patch", "update"],
+            short=["cm"],
+        ),
+        _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
+        _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
+    ],
+}

@@ -1,0 +1,107 @@
+"""The patches a client sends (``PATCH``): RFC 7386 merge patches, strategic merge patches as
+Kubernetes applies them to a pod (kubectl's ``apply`` sends them), and server-side apply, which
+sends the whole object."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from kubecore._api.errors import ApiError, bad_request
+
+APPLY_PATCH = "application/apply-patch+yaml"
+"""Server-side apply: the body is the whole object as the client wants it."""
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+Merge = Callable[[Any, Any], Any]
+
+
+def merge_for(content_type: str, strategic: Merge) -> Merge:
+    """How a patch of ``content_type`` applies (``strategic``: a kind's strategic merge); a 415
+    for a patch type not taken."""
+    if content_type == MERGE_PATCH:
+        return merge_patch
+    if content_type == STRATEGIC_MERGE_PATCH:
+        return strategic
+    raise ApiError(
+        HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+        "UnsupportedMediaType",
+        f"the patch type {content_type!r} is not supported; use a merge patch, a "
+        "strategic merge patch or server-side apply",
+    )
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "imagePullSecrets": "name",
+    "ports": "containerPort",
+    "volumeMounts": "mountPath",
+    "conditions": "type",
+}
+"""The lists of a pod that a strategic merge patch merges item by item, and each one's key."""
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """A strategic merge patch as Kubernetes applies it to a pod: maps merge (``null`` deletes a
+    key), the lists of ``MERGE_KEYS`` merge item by item (``$patch: delete`` removes one, a
+    ``$setElementOrder`` directive orders them), other lists are replaced."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            continue
+        merge_key = MERGE_KEYS.get(key)
+        if value is None:
+            result.pop(key, None)
+        elif merge_key is not None and isinstance(value, list):
+            order = patch.get(f"$setElementOrder/{key}")
+            result[key] = _merge_list(result.get(key) or [], value, merge_key, order)
+        else:
+            result[key] = strategic_merge_patch(result.get(key), value)
+    for key, order in patch.items():
+        name = key.removeprefix("$setElementOrder/")
+        if name != key and name not in patch and isinstance(result.get(name), list):
+            result[name] = _merge_list(result[name], [], MERGE_KEYS.get(name, "name"), order)
+    return result
+
+
+def _merge_list(current: list[Any], patch: list[Any], key: str, order: object) -> list[Any]:
+    merged: dict[Any, Any] = {}
+    for item in current:
+        if isinstance(item, dict):
+            merged[item.get(key)] = item
+    for item in patch:
+        if not isinstance(item, dict):
+            raise bad_request(f"a strategic merge patch list item must be an object: {item!r}")
+        if item.get("$patch") == "delete":
+            merged.pop(item.get(key), None)
+        else:
+            merged[item.get(key)] = strategic_merge_patch(merged.get(item.get(key)), item)
+    if isinstance(order, list):
+        wanted = [entry.get(key) for entry in order if isinstance(entry, dict)]
+        rest = [k for k in merged if k not in wanted]
+        return [merged[k] for k in wanted + rest if k in merged]
+    return list(merged.values())

@@ -1,0 +1,76 @@
+"""``pods/<name>/log``: a container's output over the API, with the query ``kubectl logs``
+sends (``container``, ``tailLines``, ``follow``, ``previous``, ``sinceSeconds``, ``sinceTime``,
+``timestamps``, ``limitBytes``; ``kubecore._observability.logs``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from kubecore._api.errors import bad_request
+from kubecore._api.request import TEXT_TYPE, Exchange, Request
+from kubecore._contract.errors import KubecoreError
+from kubecore._http.rules import error_for
+from kubecore._observability.logs import LogOptions, parse_log_options
+
+
+class LogReader(Protocol):
+    def container_logs(
+        self,
+        namespace: str,
+        pod_name: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: float | None = None,
+        limit_bytes: int | None = None,
+    ) -> Iterator[bytes]: ...
+
+
+def serve_log(
+    exchange: Exchange, request: Request, kubelet: LogReader, pod: dict[str, Any]
+) -> None:
+    """Answer ``pods/<name>/log`` for ``pod`` (as the API shows it)."""
+    namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    container = request.param("container") or _only_container(pod)
+    spec = pod.get("spec") or {}
+    names = [c["name"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
+    if container not in names:
+        raise bad_request(f"container {container} is not valid for pod {name}")
+    try:
+        options = parse_log_options(request.query)
+    except KubecoreError as error:
+        raise error_for(error) from None
+    if not options.follow:
+        _send_log(exchange, kubelet, (namespace, name, container), options)
+        return
+    # The slot is taken before the runtime's stream is opened: a refused follow opens none.
+    with exchange.server.follow_slot((namespace, name, container)):
+        _send_log(exchange, kubelet, (namespace, name, container), options)
+
+
+def _send_log(
+    exchange: Exchange, kubelet: LogReader, target: tuple[str, str, str], options: LogOptions
+) -> None:
+    try:
+        lines = iter(kubelet.container_logs(*target, **options.kwargs()))
+        # The first read may fail: fail before the headers go out.
+        first = next(lines, b"")
+    except KubecoreError as error:
+        raise error_for(error) from None
+    exchange._stream(first, lines, TEXT_TYPE)
+
+
+def _only_container(pod: dict[str, Any]) -> str:
+    containers: list[str] = [c["name"] for c in (pod.get("spec") or {}).get("containers", [])]
+    if len(containers) == 1:
+        return containers[0]
+    name = pod["metadata"]["name"]
+    raise bad_request(
+        f"a container name must be specified for pod {name}, choose one of: "
+        f"[{' '.join(containers)}]"
+    )

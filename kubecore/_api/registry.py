@@ -1,0 +1,227 @@
+"""The one path every kind the API serves goes through, as the API server's generic registry:
+list (with selectors, as a ``Table`` when asked, or as a watch), get, create, replace, patch
+(merge, strategic merge, server-side apply) and delete, over a kind's ``Resource``. Every write
+takes the store's lock, is refused while the store cannot be read, and is on disk before it is
+applied and answered (``kubecore._api.storage``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any, Generic
+
+from kubecore._api.auth import Gate
+from kubecore._api.errors import already_exists, bad_request, not_allowed
+from kubecore._api.patch import APPLY_PATCH, merge_for
+from kubecore._api.request import READS, Exchange, Request, content_type, read_body, send_json
+from kubecore._api.resources import Item, Resource, View
+from kubecore._api.selectors import field_selector, label_selector
+from kubecore._api.storage import Storage
+from kubecore._api.tables import table, wants_table
+
+Make = Callable[[dict[str, Any]], dict[str, Any]]
+"""The object to write, cleaned, from the API's current one (``{}`` when there is none)."""
+
+
+class Registry(Generic[View, Item]):
+    """The ``Resource``'s collection and objects on the URL; ``handle`` answers one request."""
+
+    def __init__(
+        self,
+        resource: Resource[View, Item],
+        storage: Storage,
+        gate: Gate,
+        now: Callable[[], float],
+    ) -> None:
+        self.resource = resource
+        self._storage = storage
+        self._gate = gate
+        self._now = now
+
+    def handle(
+        self, exchange: Exchange, request: Request, namespace: str | None, rest: tuple[str, ...]
+    ) -> None:
+        """Answer a request for the collection (``rest`` empty, ``namespace`` None: of all
+        namespaces), one object (``rest``: its name) or its subresource."""
+        if namespace is not None and len(rest) > 1:
+            self._subresource(exchange, request, namespace, rest)
+            return
+        if self.resource.reads_need_token and request.method in READS:
+            self._gate.require_token(
+                exchange.headers.get("Authorization") or "",
+                f"{self.resource.name} are read only with the bearer token (over TLS), even on "
+                "loopback",
+            )
+        if namespace is None or not rest:
+            self._collection(exchange, request, namespace)
+        else:
+            self._item(exchange, request, namespace, rest[0])
+
+    def _subresource(
+        self, exchange: Exchange, request: Request, namespace: str, rest: tuple[str, ...]
+    ) -> None:
+        if rest[1:] == ("status",) and self.resource.status_subresource and request.method in READS:
+            self._get(exchange, request, namespace, rest[0])
+        else:
+            self.resource.subresource(exchange, request, namespace, rest)
+
+    def _collection(self, exchange: Exchange, request: Request, namespace: str | None) -> None:
+        method, resource = request.method, self.resource
+        if method in READS and (resource.watchable or not request.flag("watch")):
+            self._list(exchange, request, namespace)
+        elif method == "POST" and namespace is not None:
+            self._create(exchange, request, namespace)
+        else:
+            watch = " with watch" if not resource.watchable and request.flag("watch") else ""
+            raise not_allowed(f"{method}{watch} is not supported on {resource.name}")
+
+    def _item(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
+        method = request.method
+        if method in READS:
+            self._get(exchange, request, namespace, name)
+        elif method == "PUT":
+            self._replace(exchange, request, namespace, name)
+        elif method == "PATCH":
+            self._patch(exchange, request, namespace, name)
+        elif method == "DELETE":
+            self._delete(exchange, request, namespace, name)
+        else:
+            raise not_allowed(f"{method} is not supported on {self.resource.name}/{name}")
+
+    # --- reads
+
+    def _filter(self, request: Request, namespace: str | None) -> Callable[[View], bool]:
+        labels = label_selector(request.param("labelSelector"))
+        fields = field_selector(request.param("fieldSelector"), self.resource.fields)
+
+        def match(view: View) -> bool:
+            where, its_labels, its_fields = self.resource.selected(view)
+            return (
+                (namespace is None or where == namespace)
+                and labels(its_labels)
+                and fields(its_fields)
+            )
+
+        return match
+
+    def _list(self, exchange: Exchange, request: Request, namespace: str | None) -> None:
+        resource = self.resource
+        if resource.watchable and request.flag("watch"):
+            match = self._filter(request, namespace)
+            resource.watch(exchange, request, match, self._watch_render(request))
+            return
+        selects = self._filter(request, namespace)
+        listed, version = resource.listed(namespace)
+        views = [view for view in listed if selects(view)]
+        if wants_table(request.accept):
+            send_json(exchange, self.table(views, request, version))
+            return
+        send_json(
+            exchange,
+            {
+                "kind": f"{resource.kind}List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": version},
+                "items": [resource.shown(view) for view in views],
+            },
+        )
+
+    def _get(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
+        view = self.resource.find(namespace, name)
+        if wants_table(request.accept):
+            send_json(exchange, self.table([view], request, self.resource.version()))
+        else:
+            send_json(exchange, self.resource.shown(view))
+
+    def table(self, views: list[View], request: Request, version: str) -> dict[str, Any]:
+        """The ``Table`` of ``views`` (as ``includeObject`` asks)."""
+        now = self._now()
+        rows = [(self.resource.cells(view, now), self.resource.shown(view)) for view in views]
+        include = request.param("includeObject", "Metadata")
+        return table(self.resource.columns, rows, version, include)
+
+    def _watch_render(self, request: Request) -> Callable[[Any], dict[str, Any]]:
+        if not wants_table(request.accept):
+            return self.resource.shown
+        return lambda view: self.table([view], request, view["metadata"]["resourceVersion"])
+
+    # --- writes
+
+    def _create(self, exchange: Exchange, request: Request, namespace: str) -> None:
+        resource = self.resource
+        item = resource.decode(resource.clean(resource.read_body(exchange), namespace), None)
+        with self._storage.lock:
+            self._storage.check_writable()
+            name = item.metadata.name
+            if resource.exists(namespace, name):
+                raise already_exists(resource.name, name)
+            stored = self._store(item, None, request.dry_run())
+        send_json(exchange, stored, HTTPStatus.CREATED)
+
+    def _replace(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
+        data = self.resource.clean(self.resource.read_body(exchange), namespace)
+        self._write(exchange, request, namespace, name, lambda _current: data)
+
+    def _patch(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
+        kind = content_type(exchange)
+        patch = read_body(exchange)
+        clean = self.resource.clean
+        if kind == APPLY_PATCH:
+            data = clean(patch, namespace)
+            self._write(exchange, request, namespace, name, lambda _current: data, upsert=True)
+            return
+        merge = merge_for(kind, self.resource.merge_strategic)
+        self._write(
+            exchange,
+            request,
+            namespace,
+            name,
+            lambda current: clean(merge(current, patch), namespace),
+        )
+
+    def _write(
+        self,
+        exchange: Exchange,
+        request: Request,
+        namespace: str,
+        name: str,
+        make: Make,
+        *,
+        upsert: bool = False,
+    ) -> None:
+        resource = self.resource
+        with self._storage.lock:
+            self._storage.check_writable()
+            owned = resource.owned(namespace, name)
+            # Server-side apply may create; nothing may overwrite another source's object.
+            if owned is None and (not upsert or resource.exists(namespace, name)):
+                resource.refuse_foreign(namespace, name)
+            data = make(resource.current(owned) if owned is not None else {})
+            if (data.get("metadata") or {}).get("name", name) != name:
+                raise bad_request("the name of the object does not match the name on the URL")
+            data["metadata"]["name"] = name
+            item = resource.decode(data, owned)
+            stored = self._store(item, owned, request.dry_run())
+        send_json(exchange, stored, HTTPStatus.OK if owned is not None else HTTPStatus.CREATED)
+
+    def _store(self, item: Item, owned: Item | None, dry_run: bool) -> dict[str, Any]:
+        stamped = self.resource.stamp(item, owned)
+        if not dry_run:
+            self._storage.save(stamped)
+            self.resource.apply(stamped, owned)
+        return self.resource.written(stamped, dry_run)
+
+    def _delete(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
+        resource = self.resource
+        options = resource.delete_options(exchange, request)
+        dry_run = request.dry_run()
+        with self._storage.lock:
+            self._storage.check_writable()
+            owned = resource.owned(namespace, name)
+            if owned is None:
+                resource.refuse_foreign(namespace, name)
+            last = resource.last_seen(owned)
+            if not dry_run:
+                self._storage.forget(owned)
+                resource.remove(owned, options)
+        send_json(exchange, last)

@@ -1,0 +1,238 @@
+"""The change log behind pods' ``resourceVersion`` and watches (``?watch=true``): each look at
+the agent's pods that finds one added, changed or removed records a watch event, and a watch
+streams them as ADDED / MODIFIED / DELETED lines, from now or from a version a client kept."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from kubecore._api.errors import ApiError
+from kubecore._api.request import JSON_TYPE, Exchange, Request
+from kubecore._manifest import pod_to_dict
+from kubecore._model.v1 import Pod
+from kubecore._status.compute import pod_status_text
+from kubecore._util.timefmt import rfc3339
+
+if TYPE_CHECKING:
+    from kubecore._config.base import PodKey
+
+WATCH_TICK = 0.2
+"""Seconds between two looks at the pods while a watch waits for a change."""
+MAX_WATCH_SECONDS = 1800.0
+HISTORY = 1000
+"""Watch events kept for a client that resumes from an older resourceVersion."""
+
+
+@attrs.frozen
+class WatchEvent:
+    version: int
+    type: str
+    object: dict[str, Any]
+
+
+class Gone(Exception):
+    """The resourceVersion a watch asked to resume from is older than the kept history."""
+
+
+class PodLog:
+    """The pods as the API shows them, with a resourceVersion bumped on each change.
+
+    ``refresh(pods)`` compares the agent's pods with the last look and records one watch event per
+    added, changed or removed pod; a watch waits on ``wait_past``."""
+
+    def __init__(self, now: Callable[[], float], history: int = HISTORY) -> None:
+        self._now = now
+        self._cond = threading.Condition()
+        self.version = 1
+        self._objects: dict[PodKey, dict[str, Any]] = {}
+        self._created: dict[str, str] = {}
+        self._history: deque[WatchEvent] = deque(maxlen=history)
+
+    def refresh(self, pods: Iterable[Pod], node_name: str) -> list[dict[str, Any]]:
+        """Take the agent's current pods; answer them as API objects (in the agent's order)."""
+        with self._cond:
+            seen: dict[PodKey, dict[str, Any]] = {}
+            changed = False
+            for pod in pods:
+                key = (pod.metadata.namespace, pod.metadata.name)
+                fresh = self._object(pod, node_name)
+                old = self._objects.get(key)
+                if old is not None and _without_version(old) == fresh:
+                    seen[key] = old
+                    continue
+                self._record("ADDED" if old is None else "MODIFIED", fresh)
+                seen[key] = fresh
+                changed = True
+            for key, old in self._objects.items():
+                if key not in seen:
+                    self._record("DELETED", copy.deepcopy(old))
+                    self._created.pop(old["metadata"].get("uid", ""), None)
+                    changed = True
+            self._objects = seen
+            if changed:
+                self._cond.notify_all()
+            return list(seen.values())
+
+    def _record(self, kind: str, obj: dict[str, Any]) -> None:
+        self.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        self._history.append(WatchEvent(self.version, kind, obj))
+
+    def _object(self, pod: Pod, node_name: str) -> dict[str, Any]:
+        body = pod_to_dict(pod)
+        meta = body["metadata"]
+        uid = meta.get("uid", "")
+        created = self._created.get(uid)
+        if created is None:
+            started = pod.status.start_time if pod.status is not None else ""
+            created = self._created[uid] = started or rfc3339(self._now())
+        meta.setdefault("creationTimestamp", created)
+        body["spec"].setdefault("nodeName", node_name)
+        status = body.get("status") or {}
+        if status.get("podIP"):
+            status["podIPs"] = [{"ip": status["podIP"]}]
+        if status.get("hostIP"):
+            status["hostIPs"] = [{"ip": status["hostIP"]}]
+        body["_statusText"] = pod_status_text(pod)
+        return body
+
+    def listed(self, pods: Iterable[Pod], node_name: str) -> tuple[list[dict[str, Any]], int]:
+        """``refresh``, with the resourceVersion of exactly that list."""
+        with self._cond:
+            return self.refresh(pods, node_name), self.version
+
+    def events_after(self, version: int) -> list[WatchEvent]:
+        with self._cond:
+            if version > self.version:
+                # Handed out before a restart of the agent (versions start again at 1): waiting
+                # for it would miss every change until then; the client lists again instead.
+                raise Gone(
+                    f"too large resource version: {version} ({self.version}): the agent "
+                    "restarted since"
+                )
+            if version == self.version:
+                return []
+            if not self._history or self._history[0].version > version + 1:
+                raise Gone(f"too old resource version: {version} ({self.version})")
+            return [event for event in self._history if event.version > version]
+
+    def wait_past(self, version: int, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.version > version, timeout)
+
+
+def _without_version(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
+
+
+def public(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without the fields kept for the Table's use."""
+    return {k: v for k, v in obj.items() if not k.startswith("_")}
+
+
+# --- watch streams --------------------------------------------------------------------------
+
+
+class Watched(Protocol):
+    """The pods a watch follows (``kubecore._api.pods.PodResource``)."""
+
+    log: PodLog
+
+    def look(self) -> tuple[list[dict[str, Any]], int]: ...
+
+    def current_pods(self) -> list[dict[str, Any]]: ...
+
+
+Match = Callable[[dict[str, Any]], bool]
+"""Whether a watch shows a pod (its selectors)."""
+Render = Callable[[dict[str, Any]], dict[str, Any]]
+"""What a watch line shows of an object (the object, or its one-row ``Table``)."""
+
+
+def serve_watch(
+    exchange: Exchange, request: Request, match: Match, pods: Watched, render: Render
+) -> None:
+    """Stream the watch events of the pods ``match`` selects, until ``timeoutSeconds``, the
+    client goes away or the server stops."""
+    timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
+    raw_version = request.param("resourceVersion")
+    start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
+    with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
+        lines = _watch_lines(exchange, match, start, timeout, pods, render)
+        exchange._stream(b"", lines, JSON_TYPE)
+
+
+def _watch_lines(
+    exchange: Exchange,
+    match: Match,
+    start: int | None,
+    timeout: float,
+    pods: Watched,
+    render: Render,
+) -> Iterator[bytes]:
+    deadline = time.monotonic() + timeout
+    initial, version = pods.look()
+    shown = {_key(pod) for pod in initial if match(pod)}
+    if start is None:
+        for pod in initial:
+            if _key(pod) in shown:
+                yield _line("ADDED", render(pod))
+    else:
+        version = start
+    while time.monotonic() < deadline and not _client_gone(exchange.connection):
+        try:
+            pending = pods.log.events_after(version)
+        except Gone as gone:
+            expired = ApiError(HTTPStatus.GONE, "Expired", str(gone))
+            yield _line("ERROR", expired.status())
+            return
+        for event in pending:
+            version = event.version
+            kind = _seen_as(event, match(event.object), shown)
+            if kind:
+                yield _line(kind, render(event.object))
+        if not pending:
+            yield b""  # lets the stream see a stopping server
+            pods.log.wait_past(version, WATCH_TICK)
+            pods.current_pods()
+
+
+def _line(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+
+
+def _key(obj: Mapping[str, Any]) -> PodKey:
+    return (obj["metadata"]["namespace"], obj["metadata"]["name"])
+
+
+def _seen_as(event: WatchEvent, matches: bool, shown: set[PodKey]) -> str:
+    """The event as one watch with a selector sees it ('' for none): a pod that comes into the
+    selection is ADDED, one that leaves it DELETED, as Kubernetes' watch cache answers."""
+    key = _key(event.object)
+    was_shown = key in shown
+    if event.type == "DELETED" or not matches:
+        shown.discard(key)
+        return "DELETED" if was_shown else ""
+    shown.add(key)
+    return "MODIFIED" if was_shown else "ADDED"
+
+
+def _client_gone(sock: socket.socket) -> bool:
+    """A watch client sends nothing: input (or end of input) means it went away."""
+    with contextlib.suppress(OSError, ValueError):
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+    return True

@@ -1,0 +1,104 @@
+"""The optional parts of the runtime contract: small ``runtime_checkable`` protocols a runtime may
+implement beyond ``ContainerRuntime``, found by type (``isinstance(runtime, ResourceUpdater)``, or
+``capabilities(runtime)`` for all of them), never by reaching under a wrapper: a wrapper of a
+runtime is built with exactly the capabilities of the runtime it wraps."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from kubecore._contract.values import ContainerResources
+
+
+@runtime_checkable
+class ResourceUpdater(Protocol):
+    """A runtime that can change a running container's resources in place (CRI
+    ``UpdateContainerResources``); one without it has containers restarted to resize them."""
+
+    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
+        """Raises ``ContainerNotFound``; an engine refusal is a ``ContainerRuntimeError``."""
+        ...
+
+
+@attrs.frozen
+class NodeHolder:
+    """One running agent, as a node's lease names it: ``id`` is unique to the agent (a new one
+    at each start); the rest says where it runs, for people and for a restarted agent on the
+    same host to tell that the holder's process is gone."""
+
+    id: str
+    host: str = ""
+    pid: int = 0
+    pid_namespace: str = ""
+    """The process's pid namespace (``pid:[4026531836]``): pids compare only within one."""
+
+    def __str__(self) -> str:
+        where = f"process {self.pid} on host {self.host}" if self.pid else f"host {self.host}"
+        return f"{where}, agent {self.id}"
+
+
+@attrs.frozen
+class NodeLease:
+    """Who holds a node name on an engine, until when."""
+
+    node_name: str
+    holder: NodeHolder
+    renewed_at: float
+    """When the holder last took or renewed it (seconds since the epoch, its runtime's clock)."""
+    ttl: float
+    """Seconds after ``renewed_at`` at which the lease lapses unless renewed."""
+
+    def expires_at(self) -> float:
+        return self.renewed_at + self.ttl
+
+    def expired(self, now: float) -> bool:
+        return now > self.expires_at()
+
+
+@attrs.frozen
+class NodeClaim:
+    """What ``claim_node`` answered."""
+
+    granted: bool
+    lease: NodeLease
+    """The lease as it stands: the caller's when granted, the live holder's when refused."""
+    replaced: NodeLease | None = None
+    """Another holder's lease that was taken over (it had lapsed, or was named in ``replace``)."""
+
+
+@runtime_checkable
+class NodeClaims(Protocol):
+    """A runtime that can hold a node name on its engine for one agent at a time (optional):
+    two agents with one node name on one engine would both sync the same objects. Agents on
+    other hosts, and with other root directories, share the engine's leases, so the claim
+    lives in the engine (Docker: a labelled marker container), not on a host."""
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        """Take or renew the lease on ``node_name`` for ``holder``, atomically against every
+        other caller on the engine. Granted when there is no lease, when ``holder`` (by ``id``)
+        holds it, when it lapsed (not renewed within its ``ttl``), or when its holder's id is
+        ``replace`` (the caller knows that holder is gone); the lease then stands renewed now
+        for ``ttl`` seconds. Otherwise refused, naming the live holder. Raises a
+        ``ContainerRuntimeError`` when the engine cannot answer."""
+        ...
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        """Give up the lease if ``holder`` holds it (idempotent; another holder's stays)."""
+        ...
+
+
+OPTIONAL_CAPABILITIES: tuple[type, ...] = (ResourceUpdater, NodeClaims)
+"""The protocols a runtime may implement beyond ``ContainerRuntime`` (the module docstring)."""
+
+
+def capabilities(runtime: object) -> tuple[type, ...]:
+    """The optional capabilities (of ``OPTIONAL_CAPABILITIES``) that ``runtime`` implements, in
+    that order: ``ResourceUpdater in capabilities(runtime)`` is ``isinstance(runtime,
+    ResourceUpdater)``."""
+    return tuple(
+        capability for capability in OPTIONAL_CAPABILITIES if isinstance(runtime, capability)
+    )

@@ -1,0 +1,98 @@
+"""How the kubelet HTTP API is served (``ServerConfig``) and what it reads from the agent
+(``ServedKubelet``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import attrs
+
+from kubecore._contract.values import ExecResult
+from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._model.v1 import Pod
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class _Metrics(Protocol):
+    def render(self) -> bytes: ...
+
+    def render_probes(self) -> bytes: ...
+
+    def render_resource(self) -> bytes: ...
+
+
+class ServedKubelet(Protocol):
+    """What the server needs from the agent (``kubecore.Kubelet`` has all of it)."""
+
+    def pods(self) -> list[Pod]: ...
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None: ...
+
+    def container_logs(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: float | None = None,
+        limit_bytes: int | None = None,
+    ) -> Iterator[bytes]: ...
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout: float = ...
+    ) -> ExecResult: ...
+
+    def stats_summary(self) -> dict[str, Any]: ...
+
+    def health_checks(self) -> list[tuple[str, str]]:
+        """(check name, "" when it passes, else why: ``failed: …`` or ``not ready: …``), in
+        the order ``/healthz`` lists them."""
+        ...
+
+    @property
+    def metrics(self) -> _Metrics: ...
+
+
+@attrs.frozen
+class ServerConfig:
+    """Where and how the agent's HTTP API listens: address and port, TLS, limits, and whether
+    exec is allowed (with its token)."""
+
+    address: str = DEFAULT_ADDRESS
+    port: int = DEFAULT_PORT
+    """0 picks a free port (see ``KubeletServer.port``)."""
+    enable_exec: bool = False
+    exec_token: str = ""
+    log_dir: str | None = None
+    """The directory ``/logs/`` serves; None answers 404."""
+    max_body_bytes: int = MAX_BODY_BYTES
+    request_timeout: float = 30.0
+    """The time a client has to send a request's head (an idle keep-alive connection, its next
+    request), then again to send its body, each in all rather than per read; also the socket
+    timeout for writing a response."""
+    workers: int = 16
+    """Requests answered at once (a client that sends nothing holds no worker)."""
+    max_connections: int = 1024
+    """Open connections; past it a new one is answered 503 at once."""
+    max_follow_streams: int = 8
+    """``follow=true`` log streams open at once, in all (each holds a worker)."""
+    max_follow_per_container: int = 2
+    """``follow=true`` log streams open at once on one container."""
+    tls_cert_file: str | None = None
+    """With ``tls_private_key_file``: serve HTTPS with this certificate (chain), PEM."""
+    tls_private_key_file: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("TLS needs both tls_cert_file and tls_private_key_file")
+        if self.enable_exec and not self.exec_token:
+            raise ValueError("exec needs a token: set exec_token when enable_exec is true")
+        if self.max_follow_streams >= self.workers:
+            raise ValueError("max_follow_streams must leave workers free for other requests")

@@ -1,0 +1,264 @@
+"""The handler of one request of the kubelet HTTP API: reading it (the bounded server read it
+whole), routing it to its endpoint (``Site.routes``; the Kubernetes API's paths to ``Site.api``)
+and answering it (a body, a chunked stream, or a v1 ``Status`` for an error, never a
+traceback)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import socket
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kubecore._contract.errors import BadParameter
+from kubecore._http.config import ServedKubelet, ServerConfig
+from kubecore._http.rules import HTTPError, error_for, status_body
+from kubecore._http.serving import Refused, RequestReader, body_length
+
+if TYPE_CHECKING:
+    from kubecore._api.server import KubeApi
+
+logger = logging.getLogger(__name__)
+
+JSON_TYPE = "application/json"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+Route = Callable[["Handler", list[str], dict[str, list[str]]], None]
+"""An endpoint: the handler, the path's segments after the first (unquoted), the query."""
+
+
+class Site(Protocol):
+    """What the handler sees as ``self.server`` (``kubecore._http.server``)."""
+
+    kubelet: ServedKubelet
+    config: ServerConfig
+    api: KubeApi | None
+    stopping: threading.Event
+    routes: Mapping[str, tuple[str, Route]]
+    """The endpoints by the path's first segment, each with the method it answers."""
+
+    def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
+
+
+def _read_exactly(stream: Any, length: int) -> bytes:
+    """``length`` bytes, or fewer at the end of input (one read of a raw stream may return only
+    part of what was asked)."""
+    chunks: list[bytes] = []
+    remaining = length
+    while remaining > 0:
+        chunk = stream.read(remaining)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+class _SocketWriter(io.BufferedIOBase):
+    """Writes go out whole (``sendall``), unbuffered, as ``http.server`` expects."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sock.sendall(data)
+        with memoryview(data) as view:
+            return view.nbytes
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Answers exactly one request; the server hands a kept-alive connection back to its
+    selector until the next one arrives."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "kubecore"
+    server: Site  # type: ignore[assignment]
+
+    def __init__(
+        self, sock: socket.socket, address: Any, server: Site, reader: RequestReader
+    ) -> None:
+        self._reader = reader
+        super().__init__(sock, address, server)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        self.connection = self.request
+        # The request has been read whole; a client slow to take the answer cannot hold a
+        # worker for longer than this per write.
+        self.connection.settimeout(self.server.config.request_timeout)
+        self.rfile = self._reader  # type: ignore[assignment]
+        self.wfile = _SocketWriter(self.connection)
+
+    def handle(self) -> None:
+        self.close_connection = True
+        self.handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        return True  # the selector said "100 Continue" before it read the body
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s " + format, self.address_string(), *args)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # Used by the base class for malformed requests: answer in the same JSON shape.
+        try:
+            status = HTTPStatus(code)
+        except ValueError:
+            status = HTTPStatus.BAD_REQUEST
+        self.close_connection = True
+        if self.request_version == "HTTP/0.9":
+            # An unparsable request line leaves the 0.9 default, which suppresses headers.
+            self.request_version = "HTTP/1.0"
+        self._send_bytes(status, status_body(status, message or status.phrase), JSON_TYPE)
+
+    # every method goes through one dispatcher so that a wrong method gets a 405, not a 501
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_HEAD(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        try:
+            split = urllib.parse.urlsplit(self.path)
+            query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
+            segments = split.path.split("/")[1:]
+            self._route(split.path, segments, query)
+        except HTTPError as error:
+            self._fail(error)
+        except BadParameter as error:
+            self._fail(error_for(error))
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:
+            logger.exception("request %s %s failed", self.command, self.path)
+            self._fail(HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error (see the log)"))
+
+    def _route(self, path: str, segments: list[str], query: dict[str, list[str]]) -> None:
+        head = segments[0] if segments else ""
+        api = self.server.api
+        if api is not None and head in api.heads:
+            api.handle(self, segments, query)
+            return
+        routes = self.server.routes
+        if head not in routes:
+            raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
+        method, route = routes[head]
+        allowed = {method, "HEAD"} if method == "GET" else {method}
+        if self.command not in allowed:
+            raise HTTPError(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                f"{self.command} is not allowed on {path}; use {method}",
+                {"Allow": ", ".join(sorted(allowed))},
+            )
+        if method == "GET":
+            self._refuse_body()  # only the endpoints that are posted to take a body
+        route(self, [urllib.parse.unquote(s) for s in segments[1:]], query)
+
+    # --- responses
+
+    def _send_bytes(
+        self,
+        code: HTTPStatus,
+        body: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _send_json(self, value: object, code: HTTPStatus = HTTPStatus.OK) -> None:
+        self._send_bytes(code, json.dumps(value, indent=2).encode() + b"\n", JSON_TYPE)
+
+    def _fail(self, error: HTTPError) -> None:
+        # The request body (if any) may be unread: do not reuse the connection.
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self._send_bytes(error.code, error.body(), JSON_TYPE, error.headers)
+
+    def _stream(self, first: bytes, rest: Iterator[bytes], content_type: str) -> None:
+        """Send a chunked body; stop when the iterator ends or the client goes away."""
+        try:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            chunk = first
+            while True:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                if self.server.stopping.is_set():
+                    break
+                next_chunk = next(rest, None)
+                if next_chunk is None:
+                    break
+                chunk = next_chunk
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+        finally:
+            close = getattr(rest, "close", None)
+            if callable(close):
+                close()
+
+    def _refuse_body(self) -> None:
+        length = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding") or (length not in (None, "0")):
+            self._read_body()  # from memory (the selector read it, at most 64 KiB): dropped
+
+    def _read_body(self) -> bytes:
+        """The body, from memory: the selector read it (or, for a request it did not admit, did
+        not, and this finds it short)."""
+        try:
+            length = body_length(self.headers)
+        except Refused as refused:
+            raise HTTPError(refused.code, refused.message) from None
+        limit = self.server.config.max_body_bytes
+        if length > limit:
+            raise HTTPError(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is {length} bytes; limit {limit}"
+            )
+        body = _read_exactly(self.rfile, length)
+        if len(body) != length:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "body shorter than its Content-Length")
+        return body
