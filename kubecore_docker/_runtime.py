@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
-import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
-
-import attrs
 
 from kubecore import ContainerRuntimeError
 from kubecore.runtime import (
     MANAGED_LABEL,
-    POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     Clock,
     Conflict,
@@ -25,25 +20,18 @@ from kubecore.runtime import (
     ContainerStats,
     ExecResult,
     InvalidConfig,
-    LinuxContainerSecurityContext,
-    Mount,
-    MountPropagation,
-    NamespaceMode,
     NodeClaim,
     NodeHolder,
     NotFound,
-    ProfileType,
     RuntimeContainer,
     RuntimeEvent,
     RuntimeSandbox,
     RuntimeSnapshot,
-    RuntimeTimeout,
     RuntimeUnavailable,
     RuntimeVersion,
     SandboxConfig,
     SandboxNotFound,
     SandboxUnusable,
-    SecurityProfile,
     Subscription,
     SystemClock,
     node_of,
@@ -56,304 +44,20 @@ from kubecore_docker._convert import (
     detail_from_inspect,
     sandbox_from,
     state_key,
-    stats_from,
     summary_from_inspect,
     summary_from_list,
 )
-from kubecore_docker._errors import (
-    Subject,
-    cannot_join_sandbox,
-    engine_errors,
-    raise_translated,
-)
+from kubecore_docker._errors import Subject, cannot_join_sandbox, engine_errors
 from kubecore_docker._events import EventWatcher
+from kubecore_docker._exec import exec_sync
 from kubecore_docker._lease import DockerNodeLeases
-from kubecore_docker._names import (
-    CONTAINER_TYPE,
-    DOCKER_TYPE_LABEL,
-    SANDBOX_ID_LABEL,
-    SANDBOX_TYPE,
-    container_labels,
-    container_name,
-    sandbox_labels,
-    sandbox_name,
-)
+from kubecore_docker._logs import open_logs
+from kubecore_docker._names import CONTAINER_TYPE, DOCKER_TYPE_LABEL, SANDBOX_ID_LABEL, SANDBOX_TYPE
+from kubecore_docker._security import EngineSecurity
+from kubecore_docker._specs import container_create_args, create_from_args, sandbox_create_args
+from kubecore_docker._stats import StatsReader
 
 log = logging.getLogger(__name__)
-
-_NO_RESTART = {"Name": "no"}
-_EXEC_EXIT_POLLS = 50
-
-
-def _port_key(container_port: int, protocol: str) -> str:
-    proto = protocol.lower() if protocol.lower() in ("tcp", "udp", "sctp") else "tcp"
-    return f"{container_port}/{proto}"
-
-
-@attrs.frozen
-class EngineSecurity:
-    """The Linux security modules the engine applies (its ``docker info`` SecurityOptions)."""
-
-    apparmor: bool = False
-    selinux: bool = False
-
-    @classmethod
-    def from_info(cls, info: Mapping[str, Any]) -> EngineSecurity:
-        names = {
-            str(option).split(",", 1)[0].removeprefix("name=")
-            for option in info.get("SecurityOptions") or ()
-        }
-        return cls(apparmor="apparmor" in names, selinux="selinux" in names)
-
-
-def _refuse(container: str, field: str, why: str) -> InvalidConfig:
-    return InvalidConfig(f"container {container!r}: {field}: {why}")
-
-
-def _seccomp_option(name: str, profile: SecurityProfile) -> str | None:
-    if profile.profile_type is ProfileType.UNCONFINED:
-        return "seccomp=unconfined"
-    if profile.profile_type is ProfileType.RUNTIME_DEFAULT:
-        return None  # the engine's default profile applies when none is named
-    try:
-        with open(profile.localhost_ref, encoding="utf-8") as f:
-            return f"seccomp={f.read()}"
-    except OSError as error:
-        why = f"cannot read the Localhost profile {profile.localhost_ref}: {error.strerror}"
-        raise _refuse(name, "seccomp", why) from None
-
-
-def _apparmor_option(name: str, profile: SecurityProfile, engine: EngineSecurity) -> str | None:
-    if not engine.apparmor:
-        raise _refuse(name, "apparmor", "the engine does not apply AppArmor profiles")
-    if profile.profile_type is ProfileType.UNCONFINED:
-        return "apparmor=unconfined"
-    if profile.profile_type is ProfileType.RUNTIME_DEFAULT:
-        return None
-    return f"apparmor={profile.localhost_ref}"
-
-
-def security_args(
-    name: str, sc: LinuxContainerSecurityContext, engine: EngineSecurity
-) -> tuple[str | None, dict[str, Any]]:
-    """The Docker ``user`` and host-config keywords of a security context; ``InvalidConfig``
-    for what the engine cannot apply (never silently dropped)."""
-    if sc.supplemental_groups_policy != "Merge":
-        raise _refuse(
-            name,
-            "supplemental_groups_policy",
-            f"{sc.supplemental_groups_policy}: Docker always adds the image's groups of the user",
-        )
-    user: str | None = None
-    who = str(sc.run_as_user) if sc.run_as_user is not None else sc.run_as_username
-    if who:
-        user = who if sc.run_as_group is None else f"{who}:{sc.run_as_group}"
-    elif sc.run_as_group is not None:
-        raise _refuse(name, "run_as_group", "needs run_as_user or run_as_username")
-    host: dict[str, Any] = {}
-    if sc.supplemental_groups:
-        host["group_add"] = [str(gid) for gid in sc.supplemental_groups]
-    if sc.capabilities is not None:
-        if sc.capabilities.add_capabilities:
-            host["cap_add"] = list(sc.capabilities.add_capabilities)
-        if sc.capabilities.drop_capabilities:
-            host["cap_drop"] = list(sc.capabilities.drop_capabilities)
-    if sc.readonly_rootfs:
-        host["read_only"] = True
-    options: list[str | None] = []
-    if sc.no_new_privs:
-        options.append("no-new-privileges")
-    if sc.seccomp is not None:
-        options.append(_seccomp_option(name, sc.seccomp))
-    if sc.apparmor is not None:
-        options.append(_apparmor_option(name, sc.apparmor, engine))
-    if sc.selinux_options is not None:
-        if not engine.selinux:
-            raise _refuse(name, "selinux_options", "the engine does not apply SELinux labels")
-        selinux = sc.selinux_options
-        labels = {"user": selinux.user, "role": selinux.role, "type": selinux.type}
-        labels["level"] = selinux.level
-        options.extend(f"label={key}:{value}" for key, value in labels.items() if value)
-    if any(options):
-        host["security_opt"] = [option for option in options if option]
-    return user, host
-
-
-def sandbox_create_args(config: SandboxConfig, image: str) -> dict[str, Any]:
-    """``create_container`` keywords (with ``host_config`` still as keywords) for a sandbox."""
-    namespaces = config.namespace_options
-    host: dict[str, Any] = {
-        "ipc_mode": "host" if namespaces.ipc is NamespaceMode.NODE else "shareable",
-        "restart_policy": _NO_RESTART,
-    }
-    if namespaces.pid is NamespaceMode.NODE:
-        host["pid_mode"] = "host"
-    args: dict[str, Any] = {
-        "image": image,
-        "name": sandbox_name(config),
-        "labels": sandbox_labels(config),
-        "hostname": config.hostname or None,
-        "use_config_proxy": False,
-    }
-    held = [memory_mount_of(m, config.labels) for m in config.mounts if m.memory_backed]
-    if held:
-        host["mounts"] = held
-    binds = [bind_of(m) for m in config.mounts if not m.memory_backed]
-    if binds:
-        host["binds"] = binds
-    if config.host_network:
-        host["network_mode"] = "host"
-    else:
-        bindings: dict[str, list[tuple[str, int]]] = {}
-        for port in config.ports:
-            if port.host_port <= 0:
-                continue
-            key = _port_key(port.container_port, port.protocol)
-            bindings.setdefault(key, []).append((port.host_ip, port.host_port))
-        if bindings:
-            args["ports"] = [tuple(key.split("/")) for key in bindings]
-            host["port_bindings"] = bindings
-    if config.sysctls:
-        host["sysctls"] = dict(config.sysctls)
-    if config.dns is not None:
-        if config.dns.servers:
-            host["dns"] = list(config.dns.servers)
-        if config.dns.searches:
-            host["dns_search"] = list(config.dns.searches)
-        if config.dns.options:
-            host["dns_opt"] = list(config.dns.options)
-    args["host_config"] = host
-    return args
-
-
-_PROPAGATION_OPTION = {
-    MountPropagation.PRIVATE: "",
-    MountPropagation.HOST_TO_CONTAINER: ",rslave",
-    MountPropagation.BIDIRECTIONAL: ",rshared",
-}
-
-
-def bind_of(mount: Mount) -> str:
-    """A bind in ``docker run -v`` form, with its propagation (rprivate is Docker's default)."""
-    mode = ("ro" if mount.read_only else "rw") + _PROPAGATION_OPTION[mount.propagation]
-    return f"{mount.host_path}:{mount.container_path}:{mode}"
-
-
-def tmpfs_volume_name(mount: Mount) -> str:
-    """One Docker volume per pod volume: every container of the pod mounting it shares it."""
-    return "kubecore-tmpfs-" + hashlib.sha256(mount.host_path.encode()).hexdigest()[:24]
-
-
-def memory_mount_of(mount: Mount, labels: Mapping[str, str]) -> dict[str, Any]:
-    """An emptyDir of medium Memory: a local-driver volume backed by a tmpfs of the given size,
-    labelled with the pod so that removing its sandbox removes it."""
-    options = {"type": "tmpfs", "device": "tmpfs"}
-    tmpfs_options = []
-    if mount.size_limit_bytes is not None:
-        tmpfs_options.append(f"size={mount.size_limit_bytes}")
-    if mount.mode is not None:
-        tmpfs_options.append(f"mode={mount.mode:o}")
-    if tmpfs_options:
-        options["o"] = ",".join(tmpfs_options)
-    return {
-        "Target": mount.container_path,
-        "Source": tmpfs_volume_name(mount),
-        "Type": "volume",
-        "ReadOnly": mount.read_only,
-        "VolumeOptions": {
-            "Labels": {
-                MANAGED_LABEL: "true",
-                POD_UID_LABEL: labels.get(POD_UID_LABEL, ""),
-                POD_NAMESPACE_LABEL: labels.get(POD_NAMESPACE_LABEL, ""),
-            },
-            "DriverConfig": {"Name": "local", "Options": options},
-        },
-    }
-
-
-def container_create_args(
-    sandbox_id: str,
-    config: ContainerConfig,
-    sandbox: SandboxConfig,
-    engine: EngineSecurity | None = None,
-) -> dict[str, Any]:
-    """``create_container`` keywords for an app container joining ``sandbox_id``'s namespaces.
-
-    Kubernetes ``command`` replaces the image's ENTRYPOINT (and so drops its CMD), ``args``
-    replaces CMD; with only ``args`` the image's ENTRYPOINT stays.
-    """
-    joined = f"container:{sandbox_id}"
-    namespaces = sandbox.namespace_options
-    host: dict[str, Any] = {
-        "network_mode": joined,
-        # A sandbox in the node's IPC namespace cannot be joined (it is not "shareable").
-        "ipc_mode": "host" if namespaces.ipc is NamespaceMode.NODE else joined,
-        "restart_policy": _NO_RESTART,
-        "privileged": config.privileged,
-    }
-    if namespaces.pid is NamespaceMode.NODE:
-        host["pid_mode"] = "host"
-    elif namespaces.pid is NamespaceMode.POD:
-        host["pid_mode"] = joined
-    binds = [bind_of(m) for m in config.mounts if not m.memory_backed]
-    if binds:
-        host["binds"] = binds
-    tmpfs = [memory_mount_of(m, config.labels) for m in config.mounts if m.memory_backed]
-    if tmpfs:
-        host["mounts"] = tmpfs
-    if config.cpu_shares is not None:
-        host["cpu_shares"] = config.cpu_shares
-    if config.cpu_quota is not None:
-        host["cpu_quota"] = config.cpu_quota
-    if config.cpu_period is not None:
-        host["cpu_period"] = config.cpu_period
-    if config.memory_limit is not None:
-        host["mem_limit"] = config.memory_limit
-        host["memswap_limit"] = config.memory_limit
-    user = None
-    if config.security_context is not None:
-        user, secured = security_args(
-            config.name, config.security_context, engine or EngineSecurity()
-        )
-        host.update(secured)
-    args: dict[str, Any] = {
-        "image": config.image,
-        "name": container_name(config, sandbox),
-        "labels": container_labels(config, sandbox_id, sandbox),
-        "entrypoint": list(config.command) or None,
-        "command": list(config.args) or None,
-        "environment": [f"{key}={value}" for key, value in config.env] or None,
-        "working_dir": config.working_dir or None,
-        "user": user,
-        "use_config_proxy": False,
-        "host_config": host,
-    }
-    if config.tty:
-        args["tty"] = True
-    if config.stop_signal:
-        args["stop_signal"] = config.stop_signal
-    if config.stdin:
-        args["stdin_open"] = True
-        # docker-py ties StdinOnce to attaching at create time: the engine gets the CRI value.
-        args[_CONFIG_OVERRIDES] = {"StdinOnce": config.stdin_once, "AttachStdin": False}
-    return args
-
-
-_CONFIG_OVERRIDES = "config_overrides"
-"""Key of ``container_create_args``: fields of the engine's container config set as given."""
-
-
-def _create_container(api: Any, call: dict[str, Any]) -> str:
-    """``create_container``, with the config fields docker-py will not set as given."""
-    overrides = call.get(_CONFIG_OVERRIDES)
-    if not overrides:
-        return str(api.create_container(**call)["Id"])
-    kwargs = {k: v for k, v in call.items() if k not in (_CONFIG_OVERRIDES, "name")}
-    kwargs.pop("use_config_proxy", None)  # the proxy environment is never added
-    config = api.create_container_config(**kwargs)
-    config.update(overrides)
-    return str(api.create_container_from_config(config, call["name"])["Id"])
-
 
 INTERRUPTED_AFTER = 30.0
 """Seconds after which a sandbox still never started is an interrupted ``run_sandbox`` (an agent
@@ -384,11 +88,10 @@ class DockerRuntime:
         self._starting: set[str] = set()
         """Names of the sandboxes this process is creating and starting (not interrupted)."""
         self._watchers: list[EventWatcher] = []
-        self._log_paths: dict[str, str] = {}
-        """Container id -> its log file on this host (read once, by inspect)."""
         self._closed = False
         self._engine: EngineSecurity | None = None
         self._leases = DockerNodeLeases(self._api, self._clock)
+        self._stats = StatsReader(self._connection, self._clock)
 
     def _engine_security(self, config: ContainerConfig) -> EngineSecurity:
         """What the engine's security modules are, asked once and only by a container that
@@ -438,7 +141,7 @@ class DockerRuntime:
             call = {**args, "host_config": api.create_host_config(**args["host_config"])}
         try:
             with engine_errors(subject):
-                return _create_container(api, call)
+                return create_from_args(api, call)
         except Conflict:
             log.info(
                 "removing a stale container named %s",
@@ -447,7 +150,7 @@ class DockerRuntime:
             )
             self._remove(args["name"])
         with engine_errors(subject):
-            return _create_container(api, call)
+            return create_from_args(api, call)
 
     def _remove(self, container: str) -> None:
         self._forget(container)
@@ -669,38 +372,7 @@ class DockerRuntime:
     # -- exec, logs, events, stats ------------------------------------------------------------
 
     def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
-        api = self._api()
-        with engine_errors(Subject.CONTAINER):
-            exec_id = api.exec_create(container_id, command, stdout=True, stderr=True)["Id"]
-        outcome: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                outcome["output"] = api.exec_start(exec_id, demux=True)
-            except BaseException as error:
-                outcome["error"] = error
-
-        worker = threading.Thread(target=run, name=f"kubecore-exec-{exec_id[:12]}", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            raise RuntimeTimeout(f"exec {command!r} in {container_id} took longer than {timeout}s")
-        if "error" in outcome:
-            raise_translated(outcome["error"], Subject.CONTAINER)
-        stdout, stderr = outcome.get("output") or (None, None)
-        return ExecResult(
-            exit_code=self._exec_exit_code(exec_id), stdout=stdout or b"", stderr=stderr or b""
-        )
-
-    def _exec_exit_code(self, exec_id: str) -> int:
-        # The output closes as the process ends; the engine may record the exit code a moment later.
-        for _ in range(_EXEC_EXIT_POLLS):
-            with engine_errors(Subject.CONTAINER):
-                info = self._api().exec_inspect(exec_id)
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return int(info["ExitCode"])
-            self._clock.sleep(0.01)
-        raise ContainerRuntimeError(f"exec {exec_id} has no exit code")
+        return exec_sync(self._api, self._clock, container_id, command, timeout)
 
     def logs(
         self,
@@ -711,26 +383,15 @@ class DockerRuntime:
         since: float | None = None,
         timestamps: bool = False,
     ) -> Iterator[bytes]:
-        api = self._api()
-        client = self._connection.stream_client(timeout=None) if follow else api
-        kwargs: dict[str, Any] = {
-            "stdout": True,
-            "stderr": True,
-            "stream": True,
-            "timestamps": timestamps,
-            "follow": follow,
-            "tail": "all" if tail is None else max(0, int(tail)),
-        }
-        if since is not None and since > 0:
-            kwargs["since"] = float(since)
-        try:
-            with engine_errors(Subject.CONTAINER):
-                stream = client.logs(container_id, **kwargs)
-        except BaseException:
-            if follow:
-                client.close()
-            raise
-        return _lines(stream, client if follow else None)
+        return open_logs(
+            self._api(),
+            self._connection,
+            container_id,
+            tail=tail,
+            follow=follow,
+            since=since,
+            timestamps=timestamps,
+        )
 
     def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
         self._api()
@@ -739,64 +400,7 @@ class DockerRuntime:
         return watcher
 
     def container_stats(self) -> list[ContainerStats]:
-        api = self._api()
-        with engine_errors():
-            # size: the writable layer's bytes (SizeRw), for ephemeral-storage accounting
-            running = api.containers(
-                filters={
-                    "label": [MANAGED_LABEL, f"{DOCKER_TYPE_LABEL}={CONTAINER_TYPE}"],
-                    "status": "running",
-                },
-                size=True,
-            )
-        # one_shot skips the engine's second sample (about 1 s per container); API 1.41 and later.
-        one_shot = self._connection.api_version_at_least("1.41")
-        result: list[ContainerStats] = []
-        for entry in running:
-            try:
-                with engine_errors(Subject.CONTAINER):
-                    if one_shot:
-                        data = api.stats(entry["Id"], stream=False, one_shot=True)
-                    else:
-                        data = api.stats(entry["Id"], stream=False)
-            except (ContainerNotFound, Conflict):
-                continue
-            except (RuntimeUnavailable, RuntimeTimeout):
-                raise
-            except ContainerRuntimeError as error:
-                # A container ending while it is read answers garbage, not a 404: one
-                # container's figures missing must not fail the whole summary.
-                log.debug("stats of %s could not be read: %s", entry["Id"], error)
-                continue
-            size_rw = entry.get("SizeRw", 0)  # left out when 0
-            stats = stats_from(
-                entry["Id"], data, self._clock.now(), size_rw if isinstance(size_rw, int) else None
-            )
-            log_bytes = self._log_bytes(api, entry["Id"])
-            if log_bytes is not None:
-                stats = attrs.evolve(stats, log_used_bytes=log_bytes, log_inodes_used=1)
-            result.append(stats)
-        running_ids = {entry["Id"] for entry in running}
-        self._log_paths = {k: v for k, v in self._log_paths.items() if k in running_ids}
-        return result
-
-    def _log_bytes(self, api: Any, container_id: str) -> int | None:
-        """The size of the container's log file, when the engine runs on this host and keeps
-        one (the json-file and local drivers do)."""
-        if not self._connection.is_local():
-            return None
-        path = self._log_paths.get(container_id)
-        if path is None:
-            try:
-                with engine_errors(Subject.CONTAINER):
-                    path = str(api.inspect_container(container_id).get("LogPath") or "")
-            except ContainerRuntimeError:
-                return None
-            self._log_paths[container_id] = path
-        try:
-            return os.stat(path).st_size if path else None
-        except OSError:
-            return None
+        return self._stats.read(self._api())
 
     # -- node leases (NodeClaims) -------------------------------------------------------------
 
@@ -819,27 +423,3 @@ class DockerRuntime:
 
 def _is_managed(summary: Summary, kind: str) -> bool:
     return MANAGED_LABEL in summary.labels and summary.labels.get(DOCKER_TYPE_LABEL) == kind
-
-
-def _lines(stream: Any, own_client: Any) -> Iterator[bytes]:
-    """Engine log chunks as lines ending in ``\\n``; closes the stream and its own client."""
-    buffer = b""
-    try:
-        with engine_errors(Subject.CONTAINER):
-            for chunk in stream:
-                buffer += chunk
-                while True:
-                    newline = buffer.find(b"\n")
-                    if newline < 0:
-                        break
-                    yield buffer[: newline + 1]
-                    buffer = buffer[newline + 1 :]
-        if buffer:
-            yield buffer + b"\n"
-    finally:
-        for closeable in (stream, own_client):
-            if closeable is not None:
-                try:
-                    closeable.close()
-                except Exception:
-                    log.debug("closing a log stream failed", exc_info=True)

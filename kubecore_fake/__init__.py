@@ -9,16 +9,13 @@ and has controls for tests: scripted behaviours, fault injection, latency, unman
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kubecore_fake._behaviour import Behaviour
+    from kubecore_fake._controls import OPERATIONS
+    from kubecore_fake._exec import ExecRequest
     from kubecore_fake._health import FakeHealthChecker
+    from kubecore_fake._images import image_id_for, normalize_image
     from kubecore_fake._plugin import create_fake_runtime
-    from kubecore_fake._runtime import (
-        OPERATIONS,
-        Behaviour,
-        ExecRequest,
-        FakeRuntime,
-        image_id_for,
-        normalize_image,
-    )
+    from kubecore_fake._runtime import FakeRuntime
     from kubecore_fake._shell import TimedFile, TimedLog
 
 # Names are imported on first use: the plugin entry point (``kubecore_fake._plugin``) is
@@ -26,12 +23,12 @@ if TYPE_CHECKING:
 _DEFINED_IN = {
     "FakeHealthChecker": "kubecore_fake._health",
     "create_fake_runtime": "kubecore_fake._plugin",
-    "OPERATIONS": "kubecore_fake._runtime",
-    "Behaviour": "kubecore_fake._runtime",
-    "ExecRequest": "kubecore_fake._runtime",
+    "OPERATIONS": "kubecore_fake._controls",
+    "Behaviour": "kubecore_fake._behaviour",
+    "ExecRequest": "kubecore_fake._exec",
     "FakeRuntime": "kubecore_fake._runtime",
-    "image_id_for": "kubecore_fake._runtime",
-    "normalize_image": "kubecore_fake._runtime",
+    "image_id_for": "kubecore_fake._images",
+    "normalize_image": "kubecore_fake._images",
     "TimedFile": "kubecore_fake._shell",
     "TimedLog": "kubecore_fake._shell",
 }

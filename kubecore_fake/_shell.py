@@ -8,7 +8,8 @@ It is not a shell: it interprets the simple commands example manifests use (``tr
 without a script. A ``while``/``until`` loop, ``sleep infinity``, ``tail -f`` and the servers of
 common images (nginx, httpd, redis-server, ...) run until stopped. Anything else (pipes, ``if``,
 ``for``, unknown programs inside a script) ends the container with ``UNSUPPORTED_EXIT_CODE`` and
-an "unsupported by the fake runtime" termination message; an unknown exec statement succeeds.
+an "unsupported by the fake runtime" termination message. The exec commands are read in
+``kubecore_fake._exec``, with the helpers here.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def parse_duration(word: str) -> float | None:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _echo_text(args: Sequence[str]) -> str:
+def echo_text(args: Sequence[str]) -> str:
     words = list(args)
     while words and words[0] in ("-n", "-e", "-ne", "-en", "-E"):
         words = words[1:]
@@ -242,7 +243,7 @@ def _traps_term(argv: Sequence[str]) -> bool:
     )
 
 
-def _exit_code(args: Sequence[str]) -> int:
+def exit_code_of(args: Sequence[str]) -> int:
     if not args:
         return 0
     try:
@@ -437,8 +438,13 @@ class _Interpreter:
                 self.status = 0
                 return None
             return self.program(None)  # a server, or ``tail -f``: runs until stopped
+        return self.simple(st, name, args, words)
+
+    def simple(self, st: Statement, name: str, args: list[str], words: list[str]) -> Program | None:
+        """Run a simple command (``name`` with ``args``; ``words`` the whole expanded
+        statement); a Program when it decides the container's fate."""
         if name == "echo":
-            self.output(st, _echo_text(args) + ("" if args[:1] == ["-n"] else "\n"))
+            self.output(st, echo_text(args) + ("" if args[:1] == ["-n"] else "\n"))
         elif name == "printf":
             self.output(st, _printf_text(args))
         elif name == "cat":
@@ -457,7 +463,7 @@ class _Interpreter:
                 return self.program(None)
             self.t += seconds
         elif name == "exit":
-            return self.program(_exit_code(args))
+            return self.program(exit_code_of(args))
         elif name == "false":
             self.status = 1
             return None
@@ -618,82 +624,3 @@ def _printf_text(args: Sequence[str]) -> str:
     values = iter(args[1:])
     text = re.sub(r"%[sd]", lambda _: next(values, ""), args[0])
     return text.replace("%%", "%").replace("\\n", "\n").replace("\\t", "\t")
-
-
-# -- exec -------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class ExecOutcome:
-    exit_code: int
-    stdout: str = ""
-    stderr: str = ""
-    duration: float = 0.0
-
-
-def read_exec(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    files: Mapping[str, str],
-    listening: frozenset[int],
-    processes: Sequence[str] = (),
-) -> ExecOutcome:
-    """Run an exec command against a container's (fake) files, listening ports and the
-    processes (command lines) it can see."""
-    stdout: list[str] = []
-    stderr: list[str] = []
-    duration = 0.0
-    status = 0
-    written = dict(files)
-    for st in statements(argv):
-        if (
-            not st.argv
-            or (st.condition == "&&" and status)
-            or (st.condition == "||" and not status)
-        ):
-            continue
-        name = os.path.basename(st.argv[0])
-        args = st.argv[1:]
-        if st.complex:
-            status = 0
-        elif name == "echo":
-            text = _echo_text([expand(w, env) for w in args]) + "\n"
-            if st.redirect:
-                written[st.redirect] = (written.get(st.redirect, "") if st.append else "") + text
-            else:
-                stdout.append(text)
-            status = 0
-        elif name == "cat":
-            status = 0
-            for path in (a for a in args if not a.startswith("-")):
-                if path in written:
-                    stdout.append(written[path])
-                else:
-                    stderr.append(f"cat: can't open '{path}': No such file or directory\n")
-                    status = 1
-        elif name == "sleep":
-            seconds = parse_duration(args[0]) if args else None
-            duration += 0.0 if seconds is None else seconds
-            status = 0
-        elif name in ("true", ":"):
-            status = 0
-        elif name == "false":
-            status = 1
-        elif name == "exit":
-            status = _exit_code(args)
-            break
-        elif (port := connect_port(st.argv)) is not None:
-            if port in listening:
-                status = 0
-            else:
-                stderr.append(f"{name}: can't connect to remote host: Connection refused\n")
-                status = 1
-        elif name == "ps":
-            lines = (f"{pid:>5} root      0:00 {cmd}\n" for pid, cmd in enumerate(processes, 1))
-            stdout.append("PID   USER     TIME  COMMAND\n" + "".join(lines))
-            status = 0
-        elif name in ("test", "[") and len(args) >= 2 and args[0] in ("-e", "-f"):
-            status = 0 if args[1] in written else 1
-        else:
-            status = 0
-    return ExecOutcome(status, "".join(stdout), "".join(stderr), duration)

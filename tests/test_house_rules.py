@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.paths import REPO
+
 PACKAGES = ("kubecore", "kubecore_docker", "kubecore_fake", "kubecore_etcd")
 
 MAX_MODULE_LINES = 700
@@ -22,18 +22,6 @@ EXCEPTIONS = {
     "kubecore/_agent/kubelet.py:Kubelet": "the agent's façade",
     "kubecore_fake/_runtime.py:FakeRuntime": "the in-memory runtime's façade (the whole contract)",
     "kubecore_docker/_runtime.py:DockerRuntime": "the Docker runtime's façade (the whole contract)",
-}
-
-# Still to be split: each entry is a debt, and the test fails when one is paid but still listed.
-TO_SPLIT = {
-    "kubecore/_observability/metrics.py",
-    "kubecore/_observability/metrics.py:__init__",
-    "kubecore/testing/conformance.py",
-    "kubecore/testing/conformance.py:RuntimeConformance",
-    "kubecore/testing/strategies.py:_container",
-    "kubecore_docker/_runtime.py",
-    "kubecore_fake/_runtime.py",
-    "kubecore_fake/_shell.py:statement",
 }
 
 
@@ -62,13 +50,11 @@ def violations() -> Iterator[tuple[str, str]]:
 
 def test_no_module_function_or_class_outgrows_its_room() -> None:
     found = dict(violations())
-    new = {k: v for k, v in found.items() if k not in EXCEPTIONS and k not in TO_SPLIT}
+    new = {k: v for k, v in found.items() if k not in EXCEPTIONS}
     assert not new, f"split these (or name why they are an exception): {new}"
 
 
-def test_every_listed_debt_is_still_owed() -> None:
+def test_every_exception_is_still_needed() -> None:
     found = dict(violations())
-    paid = sorted(TO_SPLIT - found.keys())
-    assert not paid, f"no longer over the limits, take them off TO_SPLIT: {paid}"
     stale = sorted(k for k in EXCEPTIONS if k not in found)
     assert not stale, f"no longer over the limits, take them off EXCEPTIONS: {stale}"

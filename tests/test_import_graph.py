@@ -139,3 +139,42 @@ def test_cycles_are_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert cycles(graph) == [["a", "b", "c"]]
     assert reaches(graph, "d", "c") and not reaches(graph, "c", "d")
+
+
+def room_of(module: str) -> str:
+    """``kubecore._agent.sync_pass`` -> ``kubecore._agent``; a top-level module is its own room."""
+    return ".".join(module.split(".")[:2])
+
+
+def private_reaches(module: str, tree: ast.Module) -> list[str]:
+    """The underscore names ``module`` imports from a module of another room."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kubecore"):
+            source = node.module or ""
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                submodule = f"{source}.{alias.name}" in MODULES
+                if private and not submodule and room_of(source) != room_of(module):
+                    found.append(f"{module} imports {source}.{alias.name}")
+    return found
+
+
+def test_no_room_imports_another_rooms_private_names() -> None:
+    reaching = [
+        reach
+        for module, path in MODULES.items()
+        for reach in private_reaches(module, ast.parse(path.read_text(), str(path)))
+    ]
+    assert reaching == []
+
+
+def test_a_reach_into_another_rooms_private_name_is_found() -> None:
+    tree = ast.parse(
+        "from kubecore._kuberuntime.execute import _newest, Executor\n"
+        "from kubecore._prober.manager import _schedule\n"
+        "from kubecore._agent import wiring\n"
+    )
+    assert private_reaches("kubecore._prober.runner", tree) == [
+        "kubecore._prober.runner imports kubecore._kuberuntime.execute._newest"
+    ]

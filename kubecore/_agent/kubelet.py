@@ -148,14 +148,6 @@ class Kubelet:
         """``source``'s whole state: these pods, and no others."""
         self.update(PodUpdate(Operation.SET, tuple(pods), source))
 
-    def add_pod(self, pod: Pod, source: str = "api") -> None:
-        """One more pod from ``source``."""
-        self.update(PodUpdate(Operation.ADD, (pod,), source))
-
-    def update_pod(self, pod: Pod, source: str = "api") -> None:
-        """A new version of one of ``source``'s pods."""
-        self.update(PodUpdate(Operation.UPDATE, (pod,), source))
-
     def remove_pod(
         self, pod: Pod, source: str = "api", *, grace_period: float | None = None
     ) -> None:

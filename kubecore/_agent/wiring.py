@@ -37,7 +37,8 @@ from kubecore._kuberuntime.security import detect_host_security
 from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import FanoutRecorder, LoggingRecorder, MemoryRecorder
-from kubecore._observability.metrics import InstrumentedPuller, Metrics, instrument_runtime
+from kubecore._observability.instrumented import InstrumentedPuller, instrument_runtime
+from kubecore._observability.metrics import Metrics
 from kubecore._observability.stats import StatsProvider
 from kubecore._prober.health import DefaultHealthChecker
 from kubecore._prober.manager import ProbeManager

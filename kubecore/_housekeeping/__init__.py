@@ -1,1 +1,3 @@
-"""kubecore._housekeeping.timers."""
+"""Housekeeping on timers, off the sync path: ``timers`` (what is due when), ``gc`` (dead
+containers, dead sandboxes, unused images) and ``local_storage`` (eviction of a pod over its
+ephemeral storage)."""

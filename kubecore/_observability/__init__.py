@@ -1,1 +1,4 @@
-"""kubecore._observability."""
+"""What the agent tells about itself: ``events`` (the v1 Event builder and the recorders),
+``metrics`` (its Prometheus families, the kubelet's names), ``instrumented`` (the runtime and
+puller wrappers that count and time every call), ``stats`` (the ``/stats/summary`` document) and
+``logs`` (container log queries answered as the kubelet answers them)."""

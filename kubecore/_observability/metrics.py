@@ -9,11 +9,10 @@ scrape). Names, types, labels and buckets follow the kubelet's (pkg/kubelet/metr
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -26,34 +25,8 @@ from prometheus_client import (
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubecore._contract.capabilities import (
-    NodeClaim,
-    NodeClaims,
-    NodeHolder,
-    ResourceUpdater,
-    capabilities,
-)
-from kubecore._contract.protocols import ContainerRuntime, Puller, Subscription
-from kubecore._contract.values import (
-    ContainerConfig,
-    ContainerResources,
-    ContainerStats,
-    ExecResult,
-    Image,
-    ImageFsUsage,
-    PullProgress,
-    RegistryAuth,
-    RuntimeContainer,
-    RuntimeEvent,
-    RuntimeSandbox,
-    RuntimeSnapshot,
-    RuntimeVersion,
-    SandboxConfig,
-)
-from kubecore._util.clock import Clock, SystemClock
 from kubecore._util.timefmt import parse_time
 
-R = TypeVar("R")
 logger = logging.getLogger(__name__)
 
 DEF_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -84,20 +57,6 @@ _IMAGE_SIZE_BUCKETS = (
     (60 * _GIB, "60GB-100GB"),
     (100 * _GIB, "GT100GB"),
 )
-
-RUNTIME_OPERATION_NAMES = {
-    "run_sandbox": "run_podsandbox",
-    "stop_sandbox": "stop_podsandbox",
-    "remove_sandbox": "remove_podsandbox",
-    "list_sandboxes": "list_podsandbox",
-    "sandbox_status": "podsandbox_status",
-    "container_stats": "list_container_stats",
-    "image_fs_usage": "image_fs_info",
-    "watch_events": "get_container_events",
-    "update_container_resources": "update_container",
-}
-"""kubecore's runtime calls by the CRI operation name the kubelet labels them with (the others
-are already the same, or have no CRI counterpart and keep their own name)."""
 
 PROBE_TYPES = {"liveness": "Liveness", "readiness": "Readiness", "startup": "Startup"}
 PROBE_RESULTS = {"success": "successful", "failure": "failed", "unknown": "unknown"}
@@ -172,186 +131,334 @@ class _BareCounter:
         yield family
 
 
+class _Family(NamedTuple):
+    """One metric family: the ``Metrics`` attribute that holds it, its type, its name and help
+    text (the kubelet's, where it has the family), its label names and a histogram's buckets."""
+
+    attribute: str
+    kind: type[Gauge] | type[Counter] | type[Histogram] | type[_BareCounter]
+    name: str
+    documentation: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+
+
+_POD_FAMILIES = (
+    _Family(
+        "node_name",
+        Gauge,
+        "kubelet_node_name",
+        "The node's name. The count is always 1.",
+        ("node",),
+    ),
+    _Family(
+        "running_pods",
+        Gauge,
+        "kubelet_running_pods",
+        "Number of pods that have a running pod sandbox",
+    ),
+    _Family(
+        "running_containers",
+        Gauge,
+        "kubelet_running_containers",
+        "Number of containers currently running",
+        ("container_state",),
+    ),
+    _Family(
+        "desired_pods",
+        Gauge,
+        "kubelet_desired_pods",
+        "The number of pods the kubelet is being instructed to run. static is true if the pod "
+        "is not from the apiserver.",
+        ("static",),
+    ),
+    _Family(
+        "active_pods",
+        Gauge,
+        "kubelet_active_pods",
+        "The number of pods the kubelet considers active and which are being considered when "
+        "admitting new pods. static is true if the pod is not from the apiserver.",
+        ("static",),
+    ),
+    _Family(
+        "working_pods",
+        Gauge,
+        "kubelet_working_pods",
+        "Number of pods the kubelet is actually running, broken down by lifecycle phase, "
+        "whether the pod is desired, orphaned, or runtime only (also orphaned), and whether "
+        "the pod is static.",
+        ("lifecycle", "config", "static"),
+    ),
+    _Family(
+        "restarted_pods",
+        Counter,
+        "kubelet_restarted_pods_total",
+        "Number of pods that have been restarted because they were deleted and recreated "
+        "with the same UID while the kubelet was watching them",
+        ("static",),
+    ),
+)
+"""The node, and the pods and containers it runs."""
+
+_POD_WORKER_FAMILIES = (
+    _Family(
+        "pod_start_duration",
+        Histogram,
+        "kubelet_pod_start_duration_seconds",
+        "Duration in seconds from kubelet seeing a pod for the first time to the pod starting "
+        "to run",
+        (),
+        POD_START_BUCKETS,
+    ),
+    _Family(
+        "pod_start_sli_duration",
+        Histogram,
+        "kubelet_pod_start_sli_duration_seconds",
+        "Duration in seconds to start a pod, excluding time to pull images, measured from "
+        "the kubelet seeing the pod to when all its containers are reported as started",
+        (),
+        POD_START_BUCKETS,
+    ),
+    _Family(
+        "pod_worker_duration",
+        Histogram,
+        "kubelet_pod_worker_duration_seconds",
+        "Duration in seconds to sync a single pod. Broken down by operation type: create, "
+        "update, or sync",
+        ("operation_type",),
+        DEF_BUCKETS,
+    ),
+    _Family(
+        "pod_worker_start_duration",
+        Histogram,
+        "kubelet_pod_worker_start_duration_seconds",
+        "Duration in seconds from kubelet seeing a pod to starting a worker.",
+        (),
+        DEF_BUCKETS,
+    ),
+)
+"""Pod starts and the pod workers' syncs."""
+
+_RUNTIME_FAMILIES = (
+    _Family(
+        "runtime_operations",
+        Counter,
+        "kubelet_runtime_operations_total",
+        "Cumulative number of runtime operations by operation type.",
+        ("operation_type",),
+    ),
+    _Family(
+        "runtime_errors",
+        Counter,
+        "kubelet_runtime_operations_errors_total",
+        "Cumulative number of runtime operation errors by operation type.",
+        ("operation_type",),
+    ),
+    _Family(
+        "runtime_latency",
+        Histogram,
+        "kubelet_runtime_operations_duration_seconds",
+        "Duration in seconds of runtime operations. Broken down by operation type.",
+        ("operation_type",),
+        RUNTIME_OPERATION_BUCKETS,
+    ),
+)
+"""The runtime's operations (counted and timed by ``instrumented``)."""
+
+_RELIST_FAMILIES = (
+    _Family(
+        "pleg_relist_duration",
+        Histogram,
+        "kubelet_pleg_relist_duration_seconds",
+        "Duration in seconds for relisting pods in PLEG.",
+        (),
+        DEF_BUCKETS,
+    ),
+    _Family(
+        "pleg_relist_interval",
+        Histogram,
+        "kubelet_pleg_relist_interval_seconds",
+        "Interval in seconds between relisting in PLEG.",
+        (),
+        DEF_BUCKETS,
+    ),
+    _Family(
+        "pleg_last_seen",
+        Gauge,
+        "kubelet_pleg_last_seen_seconds",
+        "Timestamp in seconds when PLEG was last seen active.",
+    ),
+)
+"""The relist (the kubelet's PLEG)."""
+
+_START_FAMILIES = (
+    _Family(
+        "started_pods",
+        Counter,
+        "kubelet_started_pods_total",
+        "Cumulative number of pods started",
+    ),
+    _Family(
+        "started_pods_errors",
+        Counter,
+        "kubelet_started_pods_errors_total",
+        "Cumulative number of errors when starting pods",
+    ),
+    _Family(
+        "started_containers",
+        Counter,
+        "kubelet_started_containers_total",
+        "Cumulative number of containers started",
+        ("container_type",),
+    ),
+    _Family(
+        "started_containers_errors",
+        Counter,
+        "kubelet_started_containers_errors_total",
+        "Cumulative number of errors when starting containers",
+        ("container_type", "code"),
+    ),
+)
+"""Sandboxes and containers started, and the starts that failed."""
+
+_EVICTION_FAMILIES = (
+    _Family(
+        "evictions",
+        _BareCounter,
+        "kubelet_evictions",
+        "Cumulative number of pod evictions by eviction signal",
+        ("eviction_signal",),
+    ),
+)
+"""Pods evicted under node pressure."""
+
+_IMAGE_FAMILIES = (
+    _Family(
+        "image_pull_duration",
+        Histogram,
+        "kubelet_image_pull_duration_seconds",
+        "Duration in seconds to pull an image.",
+        ("image_size_in_bytes",),
+        IMAGE_PULL_BUCKETS,
+    ),
+)
+"""Image pulls."""
+
+_SYNC_FAMILIES = (
+    _Family(
+        "sync_duration",
+        Histogram,
+        "kubecore_sync_duration_seconds",
+        "Duration of one full sync pass (relist, probes due, pods dispatched, housekeeping)",
+        (),
+        _FAST,
+    ),
+    _Family(
+        "work_evictions",
+        Counter,
+        "kubecore_pod_worker_updates_replaced_total",
+        "Pending pod work replaced by newer work before it ran",
+    ),
+    _Family(
+        "sync_errors",
+        Counter,
+        "kubecore_pod_sync_errors_total",
+        "Pod syncs that ended in an error",
+    ),
+)
+"""kubecore's own: the sync loop."""
+
+_PROBE_FAMILIES = (
+    _Family(
+        "probe_results",
+        Counter,
+        "prober_probe_total",
+        "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+        ("probe_type", "result", "container", "pod", "namespace", "pod_uid"),
+    ),
+    _Family(
+        "probe_duration",
+        Histogram,
+        "prober_probe_duration_seconds",
+        "Duration in seconds for a probe response.",
+        ("probe_type", "container", "pod", "namespace"),
+        DEF_BUCKETS,
+    ),
+)
+"""``/metrics/probes``."""
+
+_MAIN_FAMILIES = (
+    *_POD_FAMILIES,
+    *_POD_WORKER_FAMILIES,
+    *_RUNTIME_FAMILIES,
+    *_RELIST_FAMILIES,
+    *_START_FAMILIES,
+    *_EVICTION_FAMILIES,
+    *_IMAGE_FAMILIES,
+    *_SYNC_FAMILIES,
+)
+"""The families of ``/metrics``, in the order they are exposed."""
+
+
+def _register(family: _Family, registry: CollectorRegistry) -> Any:
+    """The family's metric, made and registered."""
+    kind = family.kind
+    if issubclass(kind, _BareCounter):
+        bare = _BareCounter(family.name, family.documentation, family.labels)
+        registry.register(bare)
+        return bare
+    if issubclass(kind, Histogram):
+        buckets = family.buckets if family.buckets is not None else Histogram.DEFAULT_BUCKETS
+        return Histogram(
+            family.name, family.documentation, family.labels, registry=registry, buckets=buckets
+        )
+    return kind(family.name, family.documentation, family.labels, registry=registry)
+
+
 class Metrics:
-    """The agent's Prometheus metrics (the kubelet's names): sync and runtime call latencies,
-    pods and containers by state, probes; served at ``/metrics``."""
+    """The agent's metric families, one attribute each (declared in the tables above), in the
+    three registries it serves."""
 
     content_type = CONTENT_TYPE_LATEST
+
+    # One attribute a family, made from the tables above.
+    node_name: Gauge
+    running_pods: Gauge
+    running_containers: Gauge
+    desired_pods: Gauge
+    active_pods: Gauge
+    working_pods: Gauge
+    restarted_pods: Counter
+    pod_start_duration: Histogram
+    pod_start_sli_duration: Histogram
+    pod_worker_duration: Histogram
+    pod_worker_start_duration: Histogram
+    runtime_operations: Counter
+    runtime_errors: Counter
+    runtime_latency: Histogram
+    pleg_relist_duration: Histogram
+    pleg_relist_interval: Histogram
+    pleg_last_seen: Gauge
+    started_pods: Counter
+    started_pods_errors: Counter
+    started_containers: Counter
+    started_containers_errors: Counter
+    evictions: _BareCounter
+    image_pull_duration: Histogram
+    sync_duration: Histogram
+    work_evictions: Counter
+    sync_errors: Counter
+    probe_results: Counter
+    probe_duration: Histogram
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.probe_registry = CollectorRegistry(auto_describe=True)
         self.resource_registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.node_name = Gauge(
-            "kubelet_node_name", "The node's name. The count is always 1.", ["node"], registry=r
-        )
-        self.running_pods = Gauge(
-            "kubelet_running_pods", "Number of pods that have a running pod sandbox", registry=r
-        )
-        self.running_containers = Gauge(
-            "kubelet_running_containers",
-            "Number of containers currently running",
-            ["container_state"],
-            registry=r,
-        )
-        self.desired_pods = Gauge(
-            "kubelet_desired_pods",
-            "The number of pods the kubelet is being instructed to run. static is true if the pod "
-            "is not from the apiserver.",
-            ["static"],
-            registry=r,
-        )
-        self.active_pods = Gauge(
-            "kubelet_active_pods",
-            "The number of pods the kubelet considers active and which are being considered when "
-            "admitting new pods. static is true if the pod is not from the apiserver.",
-            ["static"],
-            registry=r,
-        )
-        self.working_pods = Gauge(
-            "kubelet_working_pods",
-            "Number of pods the kubelet is actually running, broken down by lifecycle phase, "
-            "whether the pod is desired, orphaned, or runtime only (also orphaned), and whether "
-            "the pod is static.",
-            ["lifecycle", "config", "static"],
-            registry=r,
-        )
-        self.restarted_pods = Counter(
-            "kubelet_restarted_pods_total",
-            "Number of pods that have been restarted because they were deleted and recreated "
-            "with the same UID while the kubelet was watching them",
-            ["static"],
-            registry=r,
-        )
-        self.pod_start_duration = Histogram(
-            "kubelet_pod_start_duration_seconds",
-            "Duration in seconds from kubelet seeing a pod for the first time to the pod starting "
-            "to run",
-            registry=r,
-            buckets=POD_START_BUCKETS,
-        )
-        self.pod_start_sli_duration = Histogram(
-            "kubelet_pod_start_sli_duration_seconds",
-            "Duration in seconds to start a pod, excluding time to pull images, measured from "
-            "the kubelet seeing the pod to when all its containers are reported as started",
-            registry=r,
-            buckets=POD_START_BUCKETS,
-        )
-        self.pod_worker_duration = Histogram(
-            "kubelet_pod_worker_duration_seconds",
-            "Duration in seconds to sync a single pod. Broken down by operation type: create, "
-            "update, or sync",
-            ["operation_type"],
-            registry=r,
-            buckets=DEF_BUCKETS,
-        )
-        self.pod_worker_start_duration = Histogram(
-            "kubelet_pod_worker_start_duration_seconds",
-            "Duration in seconds from kubelet seeing a pod to starting a worker.",
-            registry=r,
-            buckets=DEF_BUCKETS,
-        )
-        self.runtime_operations = Counter(
-            "kubelet_runtime_operations_total",
-            "Cumulative number of runtime operations by operation type.",
-            ["operation_type"],
-            registry=r,
-        )
-        self.runtime_errors = Counter(
-            "kubelet_runtime_operations_errors_total",
-            "Cumulative number of runtime operation errors by operation type.",
-            ["operation_type"],
-            registry=r,
-        )
-        self.runtime_latency = Histogram(
-            "kubelet_runtime_operations_duration_seconds",
-            "Duration in seconds of runtime operations. Broken down by operation type.",
-            ["operation_type"],
-            registry=r,
-            buckets=RUNTIME_OPERATION_BUCKETS,
-        )
-        self.pleg_relist_duration = Histogram(
-            "kubelet_pleg_relist_duration_seconds",
-            "Duration in seconds for relisting pods in PLEG.",
-            registry=r,
-            buckets=DEF_BUCKETS,
-        )
-        self.pleg_relist_interval = Histogram(
-            "kubelet_pleg_relist_interval_seconds",
-            "Interval in seconds between relisting in PLEG.",
-            registry=r,
-            buckets=DEF_BUCKETS,
-        )
-        self.pleg_last_seen = Gauge(
-            "kubelet_pleg_last_seen_seconds",
-            "Timestamp in seconds when PLEG was last seen active.",
-            registry=r,
-        )
-        self.started_pods = Counter(
-            "kubelet_started_pods_total", "Cumulative number of pods started", registry=r
-        )
-        self.started_pods_errors = Counter(
-            "kubelet_started_pods_errors_total",
-            "Cumulative number of errors when starting pods",
-            registry=r,
-        )
-        self.started_containers = Counter(
-            "kubelet_started_containers_total",
-            "Cumulative number of containers started",
-            ["container_type"],
-            registry=r,
-        )
-        self.started_containers_errors = Counter(
-            "kubelet_started_containers_errors_total",
-            "Cumulative number of errors when starting containers",
-            ["container_type", "code"],
-            registry=r,
-        )
-        self.evictions = _BareCounter(
-            "kubelet_evictions",
-            "Cumulative number of pod evictions by eviction signal",
-            ("eviction_signal",),
-        )
-        r.register(self.evictions)
-        self.image_pull_duration = Histogram(
-            "kubelet_image_pull_duration_seconds",
-            "Duration in seconds to pull an image.",
-            ["image_size_in_bytes"],
-            registry=r,
-            buckets=IMAGE_PULL_BUCKETS,
-        )
-        # kubecore's own
-        self.sync_duration = Histogram(
-            "kubecore_sync_duration_seconds",
-            "Duration of one full sync pass (relist, probes due, pods dispatched, housekeeping)",
-            registry=r,
-            buckets=_FAST,
-        )
-        self.work_evictions = Counter(
-            "kubecore_pod_worker_updates_replaced_total",
-            "Pending pod work replaced by newer work before it ran",
-            registry=r,
-        )
-        self.sync_errors = Counter(
-            "kubecore_pod_sync_errors_total", "Pod syncs that ended in an error", registry=r
-        )
-
-        p = self.probe_registry
-        self.probe_results = Counter(
-            "prober_probe_total",
-            "Cumulative number of a liveness, readiness or startup probe for a container by "
-            "result.",
-            ["probe_type", "result", "container", "pod", "namespace", "pod_uid"],
-            registry=p,
-        )
-        self.probe_duration = Histogram(
-            "prober_probe_duration_seconds",
-            "Duration in seconds for a probe response.",
-            ["probe_type", "container", "pod", "namespace"],
-            registry=p,
-            buckets=DEF_BUCKETS,
-        )
+        for family in _MAIN_FAMILIES:
+            setattr(self, family.attribute, _register(family, self.registry))
+        for family in _PROBE_FAMILIES:
+            setattr(self, family.attribute, _register(family, self.probe_registry))
         self._resources = ResourceCollector()
         self.resource_registry.register(self._resources)
         self._probe_series_lock = threading.Lock()
@@ -550,218 +657,3 @@ def _fill_resource_families(families: dict[str, Any], summary: Mapping[str, Any]
             )
         _add(families["pod_cpu"], pod_labels, pod.get("cpu"), "usageCoreNanoSeconds", 1e9)
         _add(families["pod_memory"], pod_labels, pod.get("memory"), "workingSetBytes", 1.0)
-
-
-class _OpMetrics:
-    """The labelled children of one operation (``labels()`` is a locked dict lookup per call)."""
-
-    __slots__ = ("calls", "errors", "latency", "name")
-
-    def __init__(self, metrics: Metrics, op: str) -> None:
-        self.name = RUNTIME_OPERATION_NAMES.get(op, op)
-        self.calls = metrics.runtime_operations.labels(self.name)
-        self.latency = metrics.runtime_latency.labels(self.name)
-        # Made on the first failure: an error series appears only once an operation failed.
-        self.errors: Counter | None = None
-
-
-class _Timed:
-    def __init__(self, metrics: Metrics, clock: Clock) -> None:
-        self._metrics = metrics
-        self._clock = clock
-        self._ops: dict[str, _OpMetrics] = {}
-
-    def _call(self, op: str, fn: Callable[[], R]) -> R:
-        children = self._ops.get(op)
-        if children is None:
-            children = self._ops[op] = _OpMetrics(self._metrics, op)
-        children.calls.inc()
-        monotonic = self._clock.monotonic
-        start = monotonic()
-        try:
-            return fn()
-        except Exception:
-            errors = children.errors
-            if errors is None:
-                errors = children.errors = self._metrics.runtime_errors.labels(children.name)
-            errors.inc()
-            raise
-        finally:
-            children.latency.observe(max(0.0, monotonic() - start))
-
-
-class InstrumentedRuntime(_Timed):
-    """A ContainerRuntime that counts and times every call of the one it wraps.
-
-    Made by ``instrument_runtime``, which gives it the optional capabilities (``ResourceUpdater``,
-    ``NodeClaims``) of the runtime it wraps and only those: callers find them with ``isinstance``
-    on the wrapper, never by reaching under it."""
-
-    def __init__(self, inner: ContainerRuntime, metrics: Metrics, clock: Clock | None = None):
-        super().__init__(metrics, clock or SystemClock())
-        self.inner = inner
-
-    def version(self) -> RuntimeVersion:
-        return self._call("version", self.inner.version)
-
-    def run_sandbox(self, config: SandboxConfig) -> str:
-        self._metrics.started_pods.inc()
-        try:
-            return self._call("run_sandbox", lambda: self.inner.run_sandbox(config))
-        except Exception:
-            self._metrics.started_pods_errors.inc()
-            raise
-
-    def stop_sandbox(self, sandbox_id: str) -> None:
-        self._call("stop_sandbox", lambda: self.inner.stop_sandbox(sandbox_id))
-
-    def remove_sandbox(self, sandbox_id: str) -> None:
-        self._call("remove_sandbox", lambda: self.inner.remove_sandbox(sandbox_id))
-
-    def list_sandboxes(self) -> list[RuntimeSandbox]:
-        return self._call("list_sandboxes", self.inner.list_sandboxes)
-
-    def sandbox_status(self, sandbox_id: str) -> RuntimeSandbox:
-        return self._call("sandbox_status", lambda: self.inner.sandbox_status(sandbox_id))
-
-    def create_container(
-        self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
-    ) -> str:
-        return self._call(
-            "create_container",
-            lambda: self.inner.create_container(sandbox_id, config, sandbox_config),
-        )
-
-    def start_container(self, container_id: str) -> None:
-        self._call("start_container", lambda: self.inner.start_container(container_id))
-
-    def stop_container(self, container_id: str, timeout: float) -> None:
-        self._call("stop_container", lambda: self.inner.stop_container(container_id, timeout))
-
-    def remove_container(self, container_id: str) -> None:
-        self._call("remove_container", lambda: self.inner.remove_container(container_id))
-
-    def list_containers(self) -> list[RuntimeContainer]:
-        return self._call("list_containers", self.inner.list_containers)
-
-    def container_status(self, container_id: str) -> RuntimeContainer:
-        return self._call("container_status", lambda: self.inner.container_status(container_id))
-
-    def snapshot(self) -> RuntimeSnapshot:
-        return self._call("snapshot", self.inner.snapshot)
-
-    def exec_sync(self, container_id: str, command: list[str], timeout: float) -> ExecResult:
-        return self._call("exec_sync", lambda: self.inner.exec_sync(container_id, command, timeout))
-
-    def logs(
-        self,
-        container_id: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        since: float | None = None,
-        timestamps: bool = False,
-    ) -> Iterator[bytes]:
-        return self._call(
-            "logs",
-            lambda: self.inner.logs(
-                container_id, tail=tail, follow=follow, since=since, timestamps=timestamps
-            ),
-        )
-
-    def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
-        return self._call("watch_events", lambda: self.inner.watch_events(handler))
-
-    def container_stats(self) -> list[ContainerStats]:
-        return self._call("container_stats", self.inner.container_stats)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _TimedResourceUpdates(InstrumentedRuntime):
-    """``ResourceUpdater``, for a wrapped runtime that is one."""
-
-    def update_container_resources(self, container_id: str, resources: ContainerResources) -> None:
-        updater = cast(ResourceUpdater, self.inner)
-        self._call(
-            "update_container_resources",
-            lambda: updater.update_container_resources(container_id, resources),
-        )
-
-
-class _TimedNodeClaims(InstrumentedRuntime):
-    """``NodeClaims``, for a wrapped runtime that is one."""
-
-    def claim_node(
-        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
-    ) -> NodeClaim:
-        claims = cast(NodeClaims, self.inner)
-        return self._call(
-            "claim_node", lambda: claims.claim_node(node_name, holder, ttl, replace=replace)
-        )
-
-    def release_node(self, node_name: str, holder: NodeHolder) -> None:
-        claims = cast(NodeClaims, self.inner)
-        self._call("release_node", lambda: claims.release_node(node_name, holder))
-
-
-_CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
-    ResourceUpdater: _TimedResourceUpdates,
-    NodeClaims: _TimedNodeClaims,
-}
-"""The wrapper part of each optional capability (``OPTIONAL_CAPABILITIES``)."""
-
-
-def instrument_runtime(
-    inner: ContainerRuntime, metrics: Metrics, clock: Clock | None = None
-) -> InstrumentedRuntime:
-    """``inner`` counted and timed, as an object with exactly its optional capabilities."""
-    parts = tuple(_CAPABILITY_WRAPPERS[capability] for capability in capabilities(inner))
-    return _wrapper_class(parts)(inner, metrics, clock)
-
-
-@functools.cache
-def _wrapper_class(parts: tuple[type[InstrumentedRuntime], ...]) -> type[InstrumentedRuntime]:
-    """The wrapper class with these capability parts (one class per set, made once)."""
-    if not parts:
-        return InstrumentedRuntime
-    if len(parts) == 1:
-        return parts[0]
-    return type("InstrumentedRuntime", parts, {"__doc__": InstrumentedRuntime.__doc__})
-
-
-class InstrumentedPuller(_Timed):
-    """A Puller that counts and times every call of the one it wraps."""
-
-    def __init__(self, inner: Puller, metrics: Metrics, clock: Clock | None = None):
-        super().__init__(metrics, clock or SystemClock())
-        self.inner = inner
-
-    def pull(
-        self,
-        image: str,
-        auth: RegistryAuth | None = None,
-        progress: Callable[[PullProgress], None] | None = None,
-    ) -> str:
-        start = self._clock.monotonic()
-        image_id = self._call("pull_image", lambda: self.inner.pull(image, auth, progress))
-        took = self._clock.monotonic() - start
-        try:
-            pulled = self.inner.image_status(image)
-        except Exception:
-            pulled = None  # the pull worked; only its size label is unknown
-        self._metrics.observe_image_pull(took, pulled.size if pulled is not None else 0)
-        return image_id
-
-    def image_status(self, image: str) -> Image | None:
-        return self._call("image_status", lambda: self.inner.image_status(image))
-
-    def list_images(self) -> list[Image]:
-        return self._call("list_images", self.inner.list_images)
-
-    def remove_image(self, image: str) -> None:
-        self._call("remove_image", lambda: self.inner.remove_image(image))
-
-    def image_fs_usage(self) -> ImageFsUsage | None:
-        return self._call("image_fs_usage", self.inner.image_fs_usage)

@@ -286,15 +286,11 @@ def _probe(
     )
 
 
-def _container(
-    draw: Draw[Any],
-    name: str,
-    *,
-    init: bool = False,
-    volume_names: Sequence[str] = (),
-    host_ports: Sequence[int] = (),
-    host_network: bool = False,
-) -> m.Container:
+def _container_ports(
+    draw: Draw[Any], host_ports: Sequence[int], host_network: bool
+) -> list[m.ContainerPort]:
+    """The container's ports: one a host port asked for, and up to two (one, with host ports)
+    more; on the host's network a host port is also the container's."""
     ports: list[m.ContainerPort] = []
     extra = [0] * draw(st.integers(0, 2 if not host_ports else 1))
     for i, host_port in enumerate([*host_ports, *extra]):
@@ -308,6 +304,35 @@ def _container(
                 protocol=draw(st.sampled_from(("TCP", "UDP", "SCTP"))),
             )
         )
+    return ports
+
+
+def _lifecycle(
+    draw: Draw[Any], port_names: Sequence[str], numbers: Sequence[int]
+) -> m.Lifecycle | None:
+    """Hooks one time in four, each of them or none."""
+    if draw(st.integers(0, 3)) != 0:
+        return None
+    return m.Lifecycle(
+        post_start=m.LifecycleHandler(**_handler_fields(draw, port_names, numbers))
+        if draw(st.booleans())
+        else None,
+        pre_stop=m.LifecycleHandler(**_handler_fields(draw, port_names, numbers))
+        if draw(st.booleans())
+        else None,
+    )
+
+
+def _container(
+    draw: Draw[Any],
+    name: str,
+    *,
+    init: bool = False,
+    volume_names: Sequence[str] = (),
+    host_ports: Sequence[int] = (),
+    host_network: bool = False,
+) -> m.Container:
+    ports = _container_ports(draw, host_ports, host_network)
     port_names = [p.name for p in ports if p.name]
     numbers = [p.container_port for p in ports]
 
@@ -332,16 +357,7 @@ def _container(
         made: m.Probe = _probe(draw, kind, port_names, numbers)
         return made
 
-    lifecycle = None
-    if not init and draw(st.integers(0, 3)) == 0:
-        lifecycle = m.Lifecycle(
-            post_start=m.LifecycleHandler(**_handler_fields(draw, port_names, numbers))
-            if draw(st.booleans())
-            else None,
-            pre_stop=m.LifecycleHandler(**_handler_fields(draw, port_names, numbers))
-            if draw(st.booleans())
-            else None,
-        )
+    lifecycle = None if init else _lifecycle(draw, port_names, numbers)
     image = draw(st.sampled_from(IMAGES))
     kwargs: dict[str, Any] = {}
     if draw(st.booleans()):

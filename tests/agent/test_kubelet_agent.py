@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubecore import Operation, PodUpdate
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.errors import ContainerNotFound, NotFound
 from kubecore._contract.values import Event, EventType, ObjectReference, RuntimeState
@@ -52,7 +53,7 @@ def test_a_died_event_wakes_the_pod_at_once(looping: Node) -> None:
 
 
 def test_updates_wake_the_loop(looping: Node) -> None:
-    looping.kubelet.add_pod(make_pod("db"))
+    looping.kubelet.update(PodUpdate(Operation.ADD, (make_pod("db"),), "api"))
     assert looping.kubelet.wait_idle(10)
     assert looping.running_names() == [("db", "app"), ("web", "app")]
     looping.kubelet.set_pods([make_pod("db")])

@@ -30,7 +30,7 @@ from kubecore_docker._names import (
     sandbox_name,
     split_labels,
 )
-from kubecore_docker._runtime import container_create_args, sandbox_create_args
+from kubecore_docker._specs import container_create_args, sandbox_create_args
 
 pytestmark = pytest.mark.docker
 
@@ -325,7 +325,7 @@ def test_create_arguments() -> None:
 def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> None:
     from kubecore._contract.labels import POD_UID_LABEL
     from kubecore._contract.values import ContainerConfig, Mount, MountPropagation, SandboxConfig
-    from kubecore_docker._runtime import container_create_args, sandbox_create_args
+    from kubecore_docker._specs import container_create_args, sandbox_create_args
 
     memory = Mount(
         "/root/pods/u/volumes/e/cache", "/cache", memory_backed=True, size_limit_bytes=2**20

@@ -42,7 +42,7 @@ from kubecore._contract.values import (
 )
 from kubecore_docker import DockerOptions, DockerRuntime, container_name, sandbox_name
 from kubecore_docker import _runtime as docker_runtime
-from kubecore_docker._runtime import sandbox_create_args
+from kubecore_docker._specs import sandbox_create_args
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
 from tests.engines.docker.helpers import OOM_HOG, TEST_LABEL, free_port, in_pod, run_pod, wait_for
 

@@ -15,10 +15,10 @@ from kubecore._contract.capabilities import (
     NodeLease,
     ResourceUpdater,
 )
-from kubecore._contract.protocols import ContainerRuntime
-from kubecore._contract.values import ContainerResources
-from kubecore._observability.metrics import _CAPABILITY_WRAPPERS, Metrics, instrument_runtime
+from kubecore._observability.instrumented import _CAPABILITY_WRAPPERS, instrument_runtime
+from kubecore._observability.metrics import Metrics
 from kubecore._util.clock import ManualClock
+from kubecore.runtime import ContainerResources, ContainerRuntime
 from kubecore_fake import FakeRuntime
 from tests.agent.support import make_node
 from tests.unit.contract.support import NullRuntime

@@ -41,8 +41,10 @@ from kubecore.runtime import (
 from kubecore.testing import FakeNode, ManualClock
 from kubecore.v1 import ExecAction, HTTPGetAction, Probe, TCPSocketAction
 from kubecore_fake import Behaviour, ExecRequest, FakeHealthChecker, FakeRuntime, TimedLog
-from kubecore_fake._runtime import OPERATIONS, _container_view, _sandbox_view
-from kubecore_fake._shell import read_exec, read_program
+from kubecore_fake._controls import OPERATIONS
+from kubecore_fake._exec import read_exec
+from kubecore_fake._records import container_view, sandbox_view
+from kubecore_fake._shell import read_program
 from tests.paths import CORPUS
 
 IMAGE = "busybox:1.36"
@@ -647,7 +649,7 @@ def test_real_clock_timers_fire_and_are_cancelled() -> None:
     fr.script(command="slow", behaviour=Behaviour(exit_code=0, after=60))
     run(fr, ("slow",), name="slow")
     fr.close()
-    assert fr._timers == set()
+    assert fr._engine.timers == set()
 
 
 def test_health_checker(fr: FakeRuntime) -> None:
@@ -896,10 +898,10 @@ class LifecycleMachine(RuleBasedStateMachine):
     def cached_views_match_fresh_ones(self) -> None:
         """The views snapshot reuses equal views built afresh from the records."""
         snap = self.fr.snapshot()
-        records = self.fr._containers.values()
-        assert list(snap.containers) == [_container_view(r) for r in records if r.managed]
-        sandboxes = self.fr._sandboxes.values()
-        assert list(snap.sandboxes) == [_sandbox_view(s) for s in sandboxes if s.managed]
+        records = self.fr._engine.containers.values()
+        assert list(snap.containers) == [container_view(r) for r in records if r.managed]
+        sandboxes = self.fr._engine.sandboxes.values()
+        assert list(snap.sandboxes) == [sandbox_view(s) for s in sandboxes if s.managed]
         assert self.fr.list_containers() == list(snap.containers)
         assert self.fr.list_sandboxes() == list(snap.sandboxes)
         for view in snap.containers:
@@ -989,11 +991,11 @@ def test_the_exit_event_is_made_only_for_a_waiter(clock: ManualClock) -> None:
     fr = FakeRuntime(clock)
     fr.pull(IMAGE)
     _, cid = run(fr, ["sleep", "100"])
-    assert fr._containers[cid].exited is None
+    assert fr._engine.containers[cid].exited is None
     fr.stop_container(cid, 3)  # a bare sleep does not trap TERM: killed after the grace period
     assert fr.signals(cid) == ("TERM", "KILL")
     assert fr.container_status(cid).exit_code == 137
-    exited = fr._containers[cid].exited
+    exited = fr._engine.containers[cid].exited
     assert exited is not None and exited.is_set()
 
 
@@ -1006,7 +1008,7 @@ def test_an_exit_during_the_grace_period_ends_the_wait(clock: ManualClock) -> No
     assert fr.signals(cid) == ("TERM",)  # exited by itself at 2 s: never killed
     status = fr.container_status(cid)
     assert (status.exit_code, status.reason) == (0, "Completed")
-    exited = fr._containers[cid].exited
+    exited = fr._engine.containers[cid].exited
     assert exited is not None and exited.is_set()
 
 

@@ -41,7 +41,7 @@ from kubecore.runtime import (
 )
 from kubecore.testing import FakeNode
 from kubecore.v1 import ContainerStatus, PodSecurityContext, SecurityContext, Sysctl
-from kubecore_docker._runtime import EngineSecurity, security_args
+from kubecore_docker._security import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
 from tests.builders import ctr, make_pod
 from tests.cli.support import parsed_flags

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore import Kubelet, KubeletConfig, PluginError, load_runtime
+from kubecore import Kubelet, KubeletConfig, Operation, PluginError, PodUpdate, load_runtime
 from kubecore._contract.labels import MANAGED_LABEL, POD_UID_LABEL
 from kubecore._util.clock import Clock, TimerHandle, missing_clock_members
 from kubecore.runtime import (
@@ -358,7 +358,13 @@ def test_a_runtime_that_adopts_is_not_warned_about(
 def test_an_agent_converges_in_the_virtual_time_of_a_third_party_clock(tmp_path: Path) -> None:
     clock = ThirdPartyVirtualClock()
     kubelet = Kubelet.from_bundle(load_runtime("fake", clock=clock), config=agent_config(tmp_path))
-    kubelet.add_pod(make_pod("job", ctr(command=("sleep", "5")), restart_policy="Never"))
+    kubelet.update(
+        PodUpdate(
+            Operation.ADD,
+            (make_pod("job", ctr(command=("sleep", "5")), restart_policy="Never"),),
+            "api",
+        )
+    )
     assert kubelet.sync_until_converged(max_syncs=20, step=1.0)
     for _ in range(10):
         clock.sleep(1.0)
@@ -389,7 +395,7 @@ def test_a_running_agent_never_moves_a_third_party_virtual_clock_by_itself(
 ) -> None:
     clock = ThirdPartyVirtualClock()
     kubelet = Kubelet.from_bundle(load_runtime("fake", clock=clock), config=agent_config(tmp_path))
-    kubelet.add_pod(make_pod("web"))
+    kubelet.update(PodUpdate(Operation.ADD, (make_pod("web"),), "api"))
     kubelet.start()
     try:
         for _ in range(3):  # several passes of the loop, each followed by its wait

@@ -1,0 +1,105 @@
+"""A conformance suite for runtime plugins (in the spirit of the CRI's critest).
+
+Any ``ContainerRuntime`` / ``Puller`` pair can prove it honours kubecore's contract by running
+these checks against itself. In the plugin's own test suite, write one module::
+
+    import pytest
+    import kubecore
+    from kubecore.testing.conformance import RuntimeConformance, busybox_workloads
+
+    class TestMyRuntime(RuntimeConformance):
+        @pytest.fixture
+        def bundle(self):
+            bundle = kubecore.load_runtime("mine")
+            yield bundle                      # the suite removes what it created itself
+            bundle.runtime.close()
+
+        @pytest.fixture
+        def workloads(self):
+            return busybox_workloads("busybox:1.36")
+
+That is all: every ``test_*`` method of the suite is collected for ``TestMyRuntime``. Fixtures a
+plugin may also override:
+
+* ``clock``: the ``Clock`` the suite waits on. The default is the system clock (real time passes
+  while it polls). A runtime that runs in virtual time returns its ``ManualClock`` here, so
+  every wait advances it instead of sleeping.
+* ``unmanaged_container``: a callable that creates a container outside kubecore (say with the
+  engine's own client) and returns its id, proving ``snapshot`` and ``list_*`` never show it.
+  The default (None) skips that check.
+* ``reopen``: a callable returning a new instance of the runtime, loaded as a restarted agent
+  loads it (the same factory and options as ``bundle``; the fixture closes what it opened). The
+  adoption check makes objects with the first instance, calls ``reopen()``, closes the first
+  instance (closing must leave containers running) and checks that the new one shows the same
+  ids, labels, annotations and states, and can start, stop and read them. A runtime that cannot
+  adopt says ``adopts=False`` in its bundle and the check is skipped with that reason; the
+  default (None) skips it too. A runtime whose objects live in one object (the in-memory
+  ``fake``) may return the same bundle: the check is then what a new agent handed that object
+  sees, and nothing is closed.
+
+Every runtime must also pass the checks of what only docstrings used to say: a start in a
+stopped sandbox is a ``Conflict``; exec in a stopped container raises; ``logs(follow=True)``
+blocks and streams new lines; ``since`` is honoured; after ``close()`` every call raises a
+``ContainerRuntimeError`` promptly (the runtime's objects are then removed through ``reopen``
+if given, else left to the ``bundle`` fixture's teardown).
+
+Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
+event stream, a health checker, node leases: ``NodeClaims``) are skipped when it is missing.
+
+Security context: for each field of ``LinuxContainerSecurityContext`` (and the sandbox's
+``sysctls``) the suite starts a container that has it and requires that the runtime either
+refuses the container clearly (a ``ContainerRuntimeError`` from ``create_container`` or
+``start_container`` whose message names the field) or applies it, as the container itself sees
+it: the ``report_security`` workload prints its identity, capabilities, no-new-privileges,
+seccomp mode, whether its root filesystem is writable, its security label and a sysctl. A runtime
+that cannot run that workload reads the same facts its own way through the ``observe_security``
+fixture (the in-memory ``fake`` reads what it recorded).
+"""
+
+from __future__ import annotations
+
+from kubecore.testing.conformance._capabilities import OptionalCapabilityChecks
+from kubecore.testing.conformance._containers import ContainerChecks
+from kubecore.testing.conformance._exec import ExecChecks
+from kubecore.testing.conformance._harness import Harness, wait_for
+from kubecore.testing.conformance._images import ImageChecks
+from kubecore.testing.conformance._instances import InstanceChecks
+from kubecore.testing.conformance._logs import LogChecks
+from kubecore.testing.conformance._sandboxes import SandboxChecks
+from kubecore.testing.conformance._security import SECURITY_CASES, SecurityChecks
+from kubecore.testing.conformance._snapshots import SnapshotChecks
+from kubecore.testing.conformance._workloads import (
+    Command,
+    SecurityReport,
+    Workloads,
+    busybox_workloads,
+    parse_security_report,
+)
+
+__all__ = [
+    "SECURITY_CASES",
+    "Command",
+    "Harness",
+    "RuntimeConformance",
+    "SecurityReport",
+    "Workloads",
+    "busybox_workloads",
+    "parse_security_report",
+    "wait_for",
+]
+
+
+# pytest collects inherited checks in reverse MRO order: the areas run from the last listed
+# (sandboxes) to the first (security).
+class RuntimeConformance(
+    SecurityChecks,
+    OptionalCapabilityChecks,
+    ImageChecks,
+    InstanceChecks,
+    LogChecks,
+    ExecChecks,
+    SnapshotChecks,
+    ContainerChecks,
+    SandboxChecks,
+):
+    """Subclass as ``TestSomething`` and provide the ``bundle`` and ``workloads`` fixtures."""
