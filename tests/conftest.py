@@ -1,12 +1,24 @@
-"""Hypothesis profiles. ``ci`` (chosen when the ``CI`` environment variable is set): the same
-examples on every run, so CI never fails at random; a counterexample found locally becomes a
-pinned ``@example``. ``dev`` (the default; ``HYPOTHESIS_PROFILE`` picks another): random and
-thorough, to find new ones."""
+"""The suite's hypothesis profiles, and the fixture tests of two folders share.
+
+``ci`` (chosen when the ``CI`` environment variable is set): the same examples on every run, so
+CI never fails at random; a counterexample found locally becomes a pinned ``@example``. ``dev``
+(the default; ``HYPOTHESIS_PROFILE`` picks another): random and thorough, to find new ones.
+
+``live`` (the kubelet HTTP API tests and the log-query tests): a real Kubelet on the fake runtime
+behind a ``KubeletServer``, as ``(kubelet, runtime, server)``."""
+
+from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from tests.api.support import Live
 
 # A machine shared by parallel builds is slow at times: time is never a failure.
 _PATIENT = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
@@ -24,3 +36,11 @@ def profile_name(environ: Mapping[str, str]) -> str:
 
 
 settings.load_profile(profile_name(os.environ))
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Live]:
+    from tests.api.support import live_server
+
+    with live_server(tmp_path) as found:
+        yield found

@@ -24,7 +24,7 @@ from kubecore._manifest import load_manifest_lenient
 from kubecore._model.v1 import ConfigMap, KubeObject, Pod, PodStatus, Secret
 from kubecore._plugins.registry import RuntimeBundle, load_runtime
 from kubecore._util.clock import ManualClock
-from kubecore_fake import FakeRuntime
+from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 SYNCS_PER_INSTANT = 10
 """At most this many syncs at one instant (another after each that acted or saw a death)."""
@@ -95,9 +95,11 @@ class FakeNode:
         node.apply(MANIFEST)
         node.run_until(lambda: node.status("web").phase == "Running")
 
-    ``node.runtime`` (a ``FakeRuntime``) scripts exits, crashes and faults; ``node.kubelet`` is
-    the agent; ``node.clock`` the one ``ManualClock`` both run on. ``runtime_options`` go to
-    ``kubecore.load_runtime("fake", ...)`` (``images``, ``pulled``, ...).
+    ``node.runtime`` (a ``FakeRuntime``) scripts exits, crashes and faults;
+    ``node.health_checker`` (a ``FakeHealthChecker``) answers the HTTP, TCP and gRPC probes as
+    scripted (``node.health_checker.set_probe("app", "http", False)``) and lists the checks made;
+    ``node.kubelet`` is the agent; ``node.clock`` the one ``ManualClock`` they all run on.
+    ``runtime_options`` go to ``kubecore.load_runtime("fake", ...)`` (``images``, ``pulled``, ...).
     """
 
     def __init__(
@@ -121,6 +123,9 @@ class FakeNode:
         runtime = self.bundle.runtime
         assert isinstance(runtime, FakeRuntime), f"the fake plugin gave {runtime!r}"
         self.runtime: FakeRuntime = runtime
+        checker = self.bundle.health_checker
+        assert isinstance(checker, FakeHealthChecker), f"the fake plugin gave {checker!r}"
+        self.health_checker: FakeHealthChecker = checker
         self._pods: dict[tuple[str, str], Pod] = {}
         self._objects: dict[tuple[str, str, str], KubeObject] = {}
         self._deaths = 0

@@ -19,7 +19,7 @@ from kubecore._contract.errors import RuntimeUnavailable
 from kubecore._contract.values import RuntimeEvent, RuntimeState
 from kubecore._util.clock import ManualClock, SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
-from tests._kubelet_support import ctr, make_pod
+from tests.builders import ctr, make_pod
 
 
 class Engine(FakeRuntime):

@@ -525,7 +525,7 @@ def test_corpus_command_args_expand_as_the_docs_say(tmp_path: Path) -> None:
 
 
 def test_run_once_reads_objects_from_the_manifest_directory(tmp_path: Path) -> None:
-    from tests.cli.test_cli import run_args, run_cli
+    from tests.cli.support import run_args, run_cli
 
     manifests = tmp_path / "manifests"
     manifests.mkdir()

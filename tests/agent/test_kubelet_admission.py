@@ -6,7 +6,8 @@ from pathlib import Path
 
 from kubecore._agent.admission.security import Admission, host_ports
 from kubecore._model.v1 import ContainerPort
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 
 def web(name: str, port: int = 8080, **kw: object) -> object:

@@ -14,7 +14,8 @@ from kubecore._contract.values import Event, EventType, ObjectReference, Runtime
 from kubecore._observability.events import FanoutRecorder, MemoryRecorder
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from kubecore import InvalidKubeletConfig, KubeletConfig
 from kubecore._agent.config_bounds import FIELD_BOUNDS
-from tests.cli.test_cli import run_cli
+from tests.cli.support import run_cli
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ import pytest
 
 from kubecore._planner.actions import ObservedPod, PodHistory
 from kubecore._planner.plan import compute_pod_actions
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 MESSAGE = "Pod was active on the node longer than the specified deadline"
 

@@ -15,7 +15,8 @@ from kubecore._contract.values import (
 )
 from kubecore._housekeeping.gc import ContainerGCPolicy, plan_container_gc
 from kubecore_fake import Behaviour
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 MiB = 1024 * 1024
 

@@ -10,7 +10,8 @@ import pytest
 from kubecore._contract.values import ProbeOutcome
 from kubecore._manifest import load_pods_from_dict
 from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

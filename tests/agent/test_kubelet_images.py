@@ -7,7 +7,8 @@ from pathlib import Path
 
 from kubecore._util.clock import ManualClock
 from kubecore._util.ratelimit import TokenBucket
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 
 def pulls(node: object, image: str) -> int:

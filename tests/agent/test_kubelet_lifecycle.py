@@ -16,7 +16,8 @@ from kubecore._model.v1 import (
     Volume,
     VolumeMount,
 )
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Container, Pod
 from kubecore._util.clock import ManualClock, SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
-from tests._kubelet_support import ctr, make_pod, new_kubelet
+from tests.agent.support import new_kubelet
+from tests.builders import ctr, make_pod
 
 IGNORES_TERM = ("sleep", "3600")
 """A program the in-memory runtime runs until it is killed: TERM does nothing to it."""

@@ -13,7 +13,8 @@ from kubecore._contract.labels import HASH_ANNOTATION, MANAGED_LABEL, NODE_LABEL
 from kubecore._contract.values import RuntimeState, SandboxState
 from kubecore._model.v1 import ContainerPort, EnvVar
 from kubecore_fake import Behaviour
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture
@@ -369,7 +370,7 @@ def test_crash_backoff_delays_follow_the_configured_initial_delay_and_cap(tmp_pa
 
 
 def test_two_nodes_on_one_runtime_leave_each_other_alone(node: Node) -> None:
-    from tests._kubelet_support import new_kubelet
+    from tests.agent.support import new_kubelet
 
     other = new_kubelet(node.runtime, node.clock, node.checker, node.tmp / "other", node_name="b")
     node.kubelet.set_pods([make_pod("a-web")])

@@ -12,7 +12,8 @@ from kubecore._contract.labels import POD_NAME_LABEL
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
-from tests._kubelet_support import ctr, make_pod, new_kubelet
+from tests.agent.support import new_kubelet
+from tests.builders import ctr, make_pod
 
 
 def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "") -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kubecore._model.v1 import ExecAction, HTTPGetAction, Probe, TCPSocketAction
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 HTTP = HTTPGetAction(port=8080, path="/healthz")
 

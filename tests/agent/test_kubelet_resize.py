@@ -11,9 +11,8 @@ import pytest
 from kubecore._model.v1 import Container, ContainerResizePolicy, Pod, ResourceRequirements
 from kubecore._planner.actions import KillReason, ObservedPod, PodHistory
 from kubecore._planner.plan import compute_pod_actions
-from tests._kubelet_support import Node, ctr, make_node, make_pod
-from tests.unit.planner.test_planner import NOW, T0, sandbox
-from tests.unit.planner.test_planner import ctr as observed_ctr
+from tests.agent.support import Node, make_node
+from tests.builders import NOW, T0, ctr, make_pod, observed_ctr, sandbox
 
 CPU_IN_PLACE = ContainerResizePolicy("cpu", "NotRequired")
 MEMORY_RESTARTS = ContainerResizePolicy("memory", "RestartContainer")

@@ -23,7 +23,8 @@ from kubecore._contract.values import (
 from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe
 from kubecore._util.clock import SystemClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> float:

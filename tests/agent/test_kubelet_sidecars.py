@@ -10,7 +10,8 @@ import pytest
 
 from kubecore._contract.values import ProbeOutcome, RuntimeState
 from kubecore._model.v1 import Container, ExecAction, Probe
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

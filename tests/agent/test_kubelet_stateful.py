@@ -21,7 +21,7 @@ from kubecore._contract.values import RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeHealthChecker, FakeRuntime
-from tests._kubelet_support import ctr, make_pod
+from tests.builders import ctr, make_pod
 
 POD_NAMES = ("a", "b", "c")
 CONTAINER_SETS = (("app",), ("app", "side"), ("side",))

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kubecore._status.manager import log_tail_message
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

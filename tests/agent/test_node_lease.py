@@ -17,7 +17,8 @@ from kubecore._agent.node_lease import LEASE_TTL, NodeNameGuard, pid_namespace, 
 from kubecore._contract.capabilities import NodeClaims, NodeHolder
 from kubecore._contract.errors import NodeNameInUse, RuntimeUnavailable
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import Node, make_node, make_pod, new_kubelet
+from tests.agent.support import Node, make_node, new_kubelet
+from tests.builders import make_pod
 
 
 @pytest.fixture

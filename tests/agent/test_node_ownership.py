@@ -30,7 +30,8 @@ from kubecore._contract.values import (
     SandboxState,
 )
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import Node, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import make_pod
 
 IMAGE = "busybox:1.36"
 

@@ -17,7 +17,7 @@ from kubecore._config.static import StaticSource
 from kubecore._contract.values import SandboxConfig
 from kubecore._util.clock import SystemClock
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import make_pod
+from tests.builders import make_pod
 
 
 class GatedRuntime(FakeRuntime):

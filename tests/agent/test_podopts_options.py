@@ -26,7 +26,8 @@ from kubecore._model.v1 import (
     ResourceRequirements,
 )
 from kubecore.manifest import pod_from_dict
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 HOST = ResolvConf(("192.0.2.53",), ("example.invalid",), ("timeout:2",))
 

@@ -24,7 +24,8 @@ from kubecore._cli.settings import UsageError, kubelet_config_values
 from kubecore._contract.errors import ValidationError
 from kubecore._model.v1 import NodeSelectorRequirement, NodeSelectorTerm
 from kubecore.manifest import load_pods_from_string, pod_from_dict, pod_to_dict
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 SCHEDULER_FIELDS: dict[str, Any] = {
     "tolerations": [

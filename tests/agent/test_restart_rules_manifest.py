@@ -10,6 +10,7 @@ import pytest
 from kubecore._contract.errors import ValidationError
 from kubecore._manifest import load_pods_from_string, pod_from_dict, pod_to_dict
 from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
+from tests.unit.manifest.support import problems_of
 
 ON_42 = {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
 RESTART_ALL_ON_88 = {
@@ -31,12 +32,6 @@ def ctr(name: str = "main", **fields: Any) -> dict[str, Any]:
 
 def exit_rule(action: str = "Restart", operator: str = "In", *values: Any) -> dict[str, Any]:
     return {"action": action, "exitCodes": {"operator": operator, "values": list(values)}}
-
-
-def problems_of(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(ValidationError) as info:
-        pod_from_dict(data)
-    return [str(p) for p in info.value.problems]
 
 
 def test_rules_are_read_into_the_model_and_written_back() -> None:

@@ -22,7 +22,7 @@ from kubecore.v1 import (
     PodSpec,
     PodStatus,
 )
-from tests.cli.test_cli import run_args, run_cli
+from tests.cli.support import run_args, run_cli
 
 RUNNING = ContainerState(running=ContainerStateRunning("2024-01-01T00:00:00Z"))
 COMPLETED = ContainerState(terminated=ContainerStateTerminated(0, "Completed"))

@@ -27,7 +27,7 @@ from kubecore._contract.labels import POD_NAME_LABEL, POD_UID_LABEL
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
 from kubecore._model.v1 import ConfigMap, ObjectMeta, Secret
-from tests._kubelet_support import Node, make_node
+from tests.agent.support import Node, make_node
 
 TOKEN = "store-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

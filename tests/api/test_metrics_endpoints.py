@@ -16,7 +16,8 @@ from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._model.v1 import ExecAction, Probe
 from kubecore._observability.metrics import Metrics, image_size_label
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 # name -> (type, label names) as pkg/kubelet/metrics and the prober / resource collectors have them
 KUBELET_METRICS = {

@@ -24,7 +24,7 @@ from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._http.serving import Refused, head_end, read_head
 from tests.api.kubectl_support import TOKEN as API_TOKEN
 from tests.api.kubectl_support import Node, running_node
-from tests.api.test_server import TOKEN, StubKubelet
+from tests.api.support import TOKEN, StubKubelet
 
 WORKERS = 4
 

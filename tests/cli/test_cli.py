@@ -16,7 +16,6 @@ from kubecore._cli import (
     UsageError,
     build_parser,
     format_table,
-    main,
     parse_options,
     resolve_settings,
 )
@@ -33,6 +32,7 @@ from kubecore._model.v1 import (
     PodStatus,
 )
 from kubecore._status.compute import pod_status_text, pod_verdict
+from tests.cli.support import run_args, run_cli
 from tests.paths import REPO
 
 EXAMPLES = REPO / "examples" / "pods"
@@ -59,22 +59,6 @@ spec:
     image: busybox:1.35
     command: {command}
 """
-
-
-def run_cli(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    out = io.StringIO()
-    err = io.StringIO()
-    old_err, sys.stderr = sys.stderr, err
-    old_env = dict(os.environ)
-    try:
-        if env is not None:
-            os.environ.update(env)
-        code = main(list(argv), out=out)
-    finally:
-        sys.stderr = old_err
-        os.environ.clear()
-        os.environ.update(old_env)
-    return code, out.getvalue(), err.getvalue()
 
 
 def good_pod(
@@ -518,10 +502,6 @@ def good_dir(tmp_path: Path) -> Path:
     good_pod(pods, "server")
     (pods / "job.yaml").write_text(JOB)
     return pods
-
-
-def run_args(tmp_path: Path, *extra: str) -> list[str]:
-    return ["run", *extra, "--root-dir", str(tmp_path / "root"), "--log-level", "error"]
 
 
 def test_run_once_on_good_pods_converges_and_exits_0(tmp_path: Path, good_dir: Path) -> None:

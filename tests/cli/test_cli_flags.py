@@ -3,7 +3,6 @@ errors name the flag and show the subcommand's usage; runtime capabilities from 
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,25 +11,11 @@ import attrs
 import pytest
 
 import kubecore
-from kubecore._cli import RUN_SETTINGS, build_parser, main, resolve_settings
+from kubecore._cli import RUN_SETTINGS, resolve_settings
 from kubecore._cli.commands import kubelet_config
 from kubecore._cli.settings import CONFIG_FIELD_HELP, Setting, config_settings, field_kind
 from kubecore._util.clock import Clock, ManualClock
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old_err, sys.stderr = sys.stderr, err
-    try:
-        code = main(list(argv), out=out)
-    finally:
-        sys.stderr = old_err
-    return code, out.getvalue(), err.getvalue()
-
-
-def parsed_flags(*argv: str) -> dict[str, Any]:
-    return {k: v for k, v in vars(build_parser().parse_args(["run", *argv])).items()}
-
+from tests.cli.support import parsed_flags, run_cli
 
 # --- every KubeletConfig field is a flag ------------------------------------------------------
 

@@ -26,7 +26,7 @@ from kubecore._contract.values import Event, EventType
 from kubecore._observability.events import pod_reference
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore_fake import FakeRuntime
-from tests.cli.test_cli import run_args, run_cli
+from tests.cli.support import run_args, run_cli
 
 POD = """apiVersion: v1
 kind: Pod

@@ -1,5 +1,5 @@
-"""Helpers for the agent's end-to-end tests on the real engine
-(tests/engines/docker/test_e2e_agent.py)."""
+"""Helpers for the agent's end-to-end tests on the real engine (those using the ``make_agent``
+fixture of conftest.py): pods as documents, waiting for their states, the engine's view of them."""
 
 from __future__ import annotations
 
@@ -19,6 +19,14 @@ from tests.engines.docker.helpers import SLEEPER, wait_for
 SOURCE = "e2e"
 # Runs until TERM, and says so: a stop never waits out the grace period.
 SERVER = list(SLEEPER)
+
+AgentFactory = Callable[..., Kubelet]
+"""The ``make_agent`` fixture: builds a started agent on the engine from pods and config."""
+
+
+def forever(script: str) -> list[str]:
+    """``script``, then run until TERM."""
+    return ["sh", "-c", f"trap 'exit 0' TERM; {script}; while :; do sleep 1 & wait $!; done"]
 
 
 def container(

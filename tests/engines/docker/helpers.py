@@ -12,11 +12,17 @@ import pytest
 
 from kubecore._contract.values import ContainerConfig, SandboxConfig
 from kubecore.runtime import container_labels
+from kubecore_docker import DockerRuntime
 
 TEST_LABEL = "io.kubecore.test"
 
 # A long-running command that exits at once on TERM (busybox sleep as PID 1 ignores it).
 SLEEPER = ("sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done")
+
+# Eats memory until its limit kills it. The hog is not PID 1: the engine sets OOMKilled only if
+# its oom event beats the exit event, which is a race when PID 1 itself is killed; a shell that
+# outlives the hog makes it certain.
+OOM_HOG = ("sh", "-c", "tail /dev/zero; sleep 0.5; exit 137")
 
 
 def wait_for(
@@ -65,3 +71,21 @@ def in_pod(container: ContainerConfig, sandbox: SandboxConfig) -> ContainerConfi
     stores labels, it adds none of these)."""
     identity = container_labels(sandbox.name, sandbox.namespace, sandbox.uid, container.name)
     return attrs.evolve(container, labels={**identity, **container.labels})
+
+
+def run_pod(
+    runtime: DockerRuntime,
+    make_sandbox: Callable[..., SandboxConfig],
+    *containers: ContainerConfig,
+    **sb: Any,
+) -> tuple[str, list[str]]:
+    """Run a sandbox (``make_sandbox(**sb)``) and start ``containers`` in it: the sandbox id and
+    the container ids."""
+    config = make_sandbox(**sb)
+    sandbox_id = runtime.run_sandbox(config)
+    ids = []
+    for container in containers:
+        cid = runtime.create_container(sandbox_id, in_pod(container, config), config)
+        runtime.start_container(cid)
+        ids.append(cid)
+    return sandbox_id, ids

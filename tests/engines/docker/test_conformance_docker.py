@@ -11,7 +11,7 @@ import pytest
 from kubecore._plugins.registry import RuntimeBundle, load_runtime
 from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
 from tests.engines.docker.conftest import TestEngine, remove_labelled
-from tests.engines.docker.test_docker_runtime import OOM_HOG
+from tests.engines.docker.helpers import OOM_HOG
 
 pytestmark = pytest.mark.docker
 

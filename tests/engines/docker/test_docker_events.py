@@ -11,8 +11,7 @@ import pytest
 from kubecore._contract.values import RuntimeEvent, RuntimeEventType
 from kubecore_docker import DockerRuntime, EventWatcher
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
-from tests.engines.docker.helpers import wait_for
-from tests.engines.docker.test_docker_runtime import OOM_HOG, run_pod
+from tests.engines.docker.helpers import OOM_HOG, run_pod, wait_for
 
 pytestmark = pytest.mark.docker
 

@@ -1,8 +1,6 @@
 """Ownership on a shared engine: an agent leaves alone what does not carry its node label, and
 two agents with one node name do not both run."""
 
-# ruff: noqa: F811 - pytest fixtures imported from the agent tests
-
 from __future__ import annotations
 
 import contextlib
@@ -38,14 +36,8 @@ from kubecore_docker._names import (
     lease_name,
 )
 from tests.engines.docker.conftest import TestEngine
-from tests.engines.docker.e2e_helpers import all_running, container, get_pod, make_pod
+from tests.engines.docker.e2e_helpers import AgentFactory, all_running, container, get_pod, make_pod
 from tests.engines.docker.helpers import SLEEPER, TEST_LABEL, free_port, wait_for
-from tests.engines.docker.test_e2e_agent import (  # noqa: F401 - the fixtures
-    AgentFactory,
-    make_agent,
-    namespace,
-    own_images,
-)
 
 pytestmark = pytest.mark.docker
 

@@ -11,11 +11,14 @@ import pytest
 
 from kubecore._contract.labels import POD_NAMESPACE_LABEL
 from tests.engines.docker.conftest import TestEngine
-from tests.engines.docker.e2e_helpers import all_running, container, make_pod, wait_pod
+from tests.engines.docker.e2e_helpers import (
+    AgentFactory,
+    all_running,
+    container,
+    make_pod,
+    wait_pod,
+)
 from tests.engines.docker.helpers import wait_for
-from tests.engines.docker.test_e2e_agent import AgentFactory, make_agent, namespace, own_images
-
-__all__ = ["make_agent", "namespace", "own_images"]  # the fixtures this module uses
 
 pytestmark = pytest.mark.docker
 

@@ -12,8 +12,7 @@ import pytest
 from kubecore._contract.values import RuntimeState
 from kubecore_docker import DockerConnection, DockerOptions, DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory
-from tests.engines.docker.helpers import wait_for
-from tests.engines.docker.test_docker_runtime import run_pod
+from tests.engines.docker.helpers import run_pod, wait_for
 
 pytestmark = pytest.mark.docker
 

@@ -33,7 +33,6 @@ from kubecore._contract.labels import (
 )
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import (
-    ContainerConfig,
     DNSConfig,
     Mount,
     PortMapping,
@@ -45,22 +44,9 @@ from kubecore_docker import DockerOptions, DockerRuntime, container_name, sandbo
 from kubecore_docker import _runtime as docker_runtime
 from kubecore_docker._specs import sandbox_create_args
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
-from tests.engines.docker.helpers import TEST_LABEL, free_port, in_pod, wait_for
+from tests.engines.docker.helpers import OOM_HOG, TEST_LABEL, free_port, in_pod, run_pod, wait_for
 
 pytestmark = pytest.mark.docker
-
-
-def run_pod(
-    runtime: DockerRuntime, make_sandbox: SandboxFactory, *containers: ContainerConfig, **sb: Any
-) -> tuple[str, list[str]]:
-    config = make_sandbox(**sb)
-    sandbox_id = runtime.run_sandbox(config)
-    ids = []
-    for container in containers:
-        cid = runtime.create_container(sandbox_id, in_pod(container, config), config)
-        runtime.start_container(cid)
-        ids.append(cid)
-    return sandbox_id, ids
 
 
 def logs_text(runtime: DockerRuntime, cid: str, **kwargs: Any) -> str:
@@ -692,11 +678,6 @@ def test_container_stats_of_a_running_container(
     assert mine.memory_working_set_bytes is not None
     assert mine.cpu_usage_nanos is not None and mine.cpu_usage_nanos > 0
     assert abs(mine.timestamp - time.time()) < 60
-
-
-# The hog is not PID 1: the engine sets OOMKilled only if its oom event beats the exit event,
-# which is a race when PID 1 itself is killed; a shell that outlives the hog makes it certain.
-OOM_HOG = ("sh", "-c", "tail /dev/zero; sleep 0.5; exit 137")
 
 
 def test_oom_killed(

@@ -14,14 +14,8 @@ from kubecore._model.v1 import Pod
 from kubecore.runtime import NODE_LABEL
 from kubecore_docker import DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory, TestEngine
-from tests.engines.docker.e2e_helpers import container, get_pod, make_pod, wait_pod
+from tests.engines.docker.e2e_helpers import AgentFactory, container, get_pod, make_pod, wait_pod
 from tests.engines.docker.helpers import bridge_gateway, wait_for
-from tests.engines.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
-    AgentFactory,
-    make_agent,
-    namespace,
-    own_images,
-)
 
 pytestmark = pytest.mark.docker
 
@@ -90,9 +84,9 @@ def _started(raw: Any, pod: Pod, name: str) -> datetime.datetime:
 
 
 def test_a_sidecar_pod_end_to_end(
-    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    make_agent: AgentFactory,
     engine: TestEngine,
-    namespace: str,  # noqa: F811  (the fixture)
+    namespace: str,
     raw: Any,
 ) -> None:
     pod = make_pod(
@@ -138,9 +132,9 @@ def test_a_sidecar_pod_end_to_end(
 
 
 def test_a_cpu_resize_is_applied_in_place_on_docker(
-    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    make_agent: AgentFactory,
     engine: TestEngine,
-    namespace: str,  # noqa: F811  (the fixture)
+    namespace: str,
     raw: Any,
 ) -> None:
     def pod(cpu: str) -> Pod:
@@ -180,9 +174,9 @@ def test_a_cpu_resize_is_applied_in_place_on_docker(
 
 
 def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
-    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    make_agent: AgentFactory,
     engine: TestEngine,
-    namespace: str,  # noqa: F811  (the fixture)
+    namespace: str,
     raw: Any,
 ) -> None:
     """The test image has no gRPC server: the pod's container relays its port 9000 (busybox
@@ -240,9 +234,9 @@ def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
 
 
 def test_the_log_tail_is_the_message_and_the_deadline_fails_the_pod_on_docker(
-    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    make_agent: AgentFactory,
     engine: TestEngine,
-    namespace: str,  # noqa: F811  (the fixture)
+    namespace: str,
 ) -> None:
     failing = make_pod(
         "failing",

@@ -1,7 +1,5 @@
 """/stats/summary and /metrics/resource on Docker: a running busybox container's figures."""
 
-# ruff: noqa: F811 - pytest fixtures imported from the agent tests
-
 from __future__ import annotations
 
 from typing import Any
@@ -10,15 +8,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.engines.docker.conftest import TestEngine
-from tests.engines.docker.e2e_helpers import all_running, container, make_pod, wait_pod
-from tests.engines.docker.helpers import wait_for
-from tests.engines.docker.test_e2e_agent import (  # noqa: F401 - the fixtures
+from tests.engines.docker.e2e_helpers import (
     AgentFactory,
+    all_running,
+    container,
     forever,
-    make_agent,
-    namespace,
-    own_images,
+    make_pod,
+    wait_pod,
 )
+from tests.engines.docker.helpers import wait_for
 
 pytestmark = pytest.mark.docker
 

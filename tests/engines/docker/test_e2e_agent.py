@@ -17,35 +17,28 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._contract.errors import ContainerNotFound, NotFound, RootDirInUse, RuntimeTimeout
-from kubecore._contract.labels import POD_NAMESPACE_LABEL, RESTART_COUNT_ANNOTATION
+from kubecore._agent.kubelet import Kubelet
+from kubecore._contract.errors import ContainerNotFound, NotFound, RuntimeTimeout
+from kubecore._contract.labels import RESTART_COUNT_ANNOTATION
 from kubecore._contract.protocols import Puller
-from kubecore._kuberuntime.credentials import DockerKeyring, Keyring, KeyringPuller
-from kubecore._model.v1 import Pod
-from kubecore._util.clock import SystemClock
-from kubecore_docker import (
-    ANNOTATION_PREFIX,
-    DockerConnection,
-    DockerOptions,
-    DockerPuller,
-    DockerRuntime,
-)
-from tests.engines.docker.conftest import TestEngine, remove_labelled
+from kubecore._kuberuntime.credentials import DockerKeyring, KeyringPuller
+from kubecore_docker import ANNOTATION_PREFIX
+from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     SERVER,
+    AgentFactory,
     ScopedPuller,
     all_running,
     container,
     docker_config,
     engine_containers,
     exec_until,
+    forever,
     get_pod,
     make_pod,
     running_ids,
@@ -64,92 +57,6 @@ HTTPD = [
     " httpd -f -p 8080 -h /www & wait $!",
 ]
 GREETING = "hello from the server container"
-
-AgentFactory = Callable[..., Kubelet]
-
-
-def forever(script: str) -> list[str]:
-    """``script``, then run until TERM."""
-    return ["sh", "-c", f"trap 'exit 0' TERM; {script}; while :; do sleep 1 & wait $!; done"]
-
-
-@pytest.fixture
-def own_images(raw: Any) -> Iterator[list[str]]:
-    """Image references this test made; removed after its containers are gone."""
-    refs: list[str] = []
-    yield refs
-    for ref in refs:
-        with contextlib.suppress(Exception):
-            raw.remove_image(ref, force=True)
-
-
-@pytest.fixture
-def namespace(raw: Any, test_uid: str, own_images: list[str]) -> Iterator[str]:
-    ns = f"e2e-{test_uid}"
-    yield ns
-    remove_labelled(raw, f"{POD_NAMESPACE_LABEL}={ns}")
-
-
-@pytest.fixture
-def make_agent(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[AgentFactory]:
-    """Builds started agents on the engine (each with its own connection); stops them after."""
-    made: list[tuple[Kubelet, DockerRuntime]] = []
-    resolv = tmp_path / "resolv.conf"
-    resolv.write_text("nameserver 192.0.2.53\nsearch example.invalid\n")
-
-    def make(
-        pods: list[Pod] | None = None,
-        *,
-        wrap: Callable[[Puller], Puller] | None = None,
-        pull_secrets: dict[tuple[str, str], Keyring] | None = None,
-        start: bool = True,
-        **config: Any,
-    ) -> Kubelet:
-        options = DockerOptions(
-            base_url=engine.base_url,
-            timeout=30,
-            sandbox_image=engine.pause_image,
-            sandbox_stop_timeout=2,
-        )
-        connection = DockerConnection(options)
-        runtime = DockerRuntime(connection)
-        puller: Puller = DockerPuller(connection)
-        if wrap is not None:
-            puller = wrap(puller)
-        values: dict[str, Any] = {
-            "node_name": "e2e-node",
-            "root_dir": str(tmp_path / "root"),
-            "resolv_conf": str(resolv),
-            "relist_interval": 0.3,
-            "housekeeping_interval": 0.5,
-            "resync_interval": 5.0,
-        }
-        values.update(config)
-
-        def build(root_dir: str) -> Kubelet:
-            return Kubelet(
-                runtime,
-                puller,
-                config=KubeletConfig(**{**values, "root_dir": root_dir}),
-                clock=SystemClock(),
-                pull_secrets=pull_secrets,
-            )
-
-        try:
-            kubelet = build(values["root_dir"])
-        except RootDirInUse:  # a second agent beside one still running: a root dir of its own
-            kubelet = build(f"{values['root_dir']}-{len(made)}")
-        made.append((kubelet, runtime))
-        if pods:
-            kubelet.set_pods(pods)
-        if start:
-            kubelet.start()
-        return kubelet
-
-    yield make
-    for kubelet, runtime in reversed(made):
-        kubelet.stop(timeout=10)
-        runtime.close()
 
 
 def http_get(url: str) -> bytes | None:

@@ -9,23 +9,18 @@ from typing import Any
 import pytest
 
 from kubecore._contract.labels import CONTAINER_NAME_LABEL
-from tests.engines.docker import test_e2e_agent as agent_tests
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
+    AgentFactory,
     all_running,
     container,
     engine_containers,
     exec_until,
+    forever,
     make_pod,
     running_ids,
     wait_pod,
 )
-from tests.engines.docker.test_e2e_agent import AgentFactory, forever
-
-# The agent fixtures of the agent's end-to-end tests.
-make_agent = agent_tests.make_agent
-namespace = agent_tests.namespace
-own_images = agent_tests.own_images
 
 pytestmark = pytest.mark.docker
 

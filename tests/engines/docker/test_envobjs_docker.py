@@ -14,10 +14,10 @@ import pytest
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._manifest import load_manifest_lenient
 from kubecore._model.v1 import KubeObject
-from tests.engines.docker import test_e2e_agent as e2e
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     SOURCE,
+    AgentFactory,
     all_running,
     container,
     exec_until,
@@ -25,12 +25,6 @@ from tests.engines.docker.e2e_helpers import (
     status_of,
     wait_pod,
 )
-
-# The agent end-to-end tests' fixtures, used here too.
-make_agent = e2e.make_agent
-namespace = e2e.namespace
-own_images = e2e.own_images
-AgentFactory = e2e.AgentFactory
 
 pytestmark = pytest.mark.docker
 

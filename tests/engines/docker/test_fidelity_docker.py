@@ -8,11 +8,15 @@ from typing import Any
 import pytest
 
 from tests.engines.docker.conftest import TestEngine
-from tests.engines.docker.e2e_helpers import all_running, container, make_pod, status_of, wait_pod
+from tests.engines.docker.e2e_helpers import (
+    AgentFactory,
+    all_running,
+    container,
+    make_pod,
+    status_of,
+    wait_pod,
+)
 from tests.engines.docker.helpers import wait_for
-from tests.engines.docker.test_e2e_agent import AgentFactory, make_agent, namespace, own_images
-
-__all__ = ["make_agent", "namespace", "own_images"]  # the fixtures
 
 pytestmark = pytest.mark.docker
 

@@ -10,14 +10,8 @@ import pytest
 from kubecore._model.v1 import Pod
 from kubecore.runtime import NODE_LABEL
 from tests.engines.docker.conftest import TestEngine
-from tests.engines.docker.e2e_helpers import container, make_pod, wait_pod
+from tests.engines.docker.e2e_helpers import AgentFactory, container, make_pod, wait_pod
 from tests.engines.docker.helpers import free_port
-from tests.engines.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
-    AgentFactory,
-    make_agent,
-    namespace,
-    own_images,
-)
 
 pytestmark = pytest.mark.docker
 
@@ -31,9 +25,9 @@ def ready(found: Pod) -> bool:
 
 @pytest.mark.parametrize("host_ip", ["", "127.0.0.1"], ids=["detected", "configured"])
 def test_a_host_network_pod_whose_probes_name_no_host_becomes_ready(
-    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    make_agent: AgentFactory,
     engine: TestEngine,
-    namespace: str,  # noqa: F811  (the fixture)
+    namespace: str,
     raw: Any,
     host_ip: str,
 ) -> None:

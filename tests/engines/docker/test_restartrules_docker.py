@@ -11,17 +11,12 @@ from kubecore._model.v1 import Pod
 from kubecore.runtime import NODE_LABEL
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
+    AgentFactory,
     container,
     engine_containers,
     make_pod,
     status_of,
     wait_pod,
-)
-from tests.engines.docker.test_e2e_agent import (  # noqa: F401  (fixtures)
-    AgentFactory,
-    make_agent,
-    namespace,
-    own_images,
 )
 
 pytestmark = pytest.mark.docker
@@ -32,9 +27,9 @@ ON_42 = [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
 
 
 def test_a_rule_restarts_the_container_whose_exit_code_it_matches(
-    make_agent: AgentFactory,  # noqa: F811  (the fixture)
+    make_agent: AgentFactory,
     engine: TestEngine,
-    namespace: str,  # noqa: F811  (the fixture)
+    namespace: str,
     raw: Any,
 ) -> None:
     pod = make_pod(

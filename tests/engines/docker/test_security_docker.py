@@ -12,9 +12,9 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet
 from kubecore._kuberuntime.security import detect_host_security
-from tests.engines.docker import test_e2e_agent as _e2e
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
+    AgentFactory,
     all_running,
     container,
     engine_containers,
@@ -24,14 +24,9 @@ from tests.engines.docker.e2e_helpers import (
     status_of,
     wait_pod,
 )
-from tests.engines.docker.test_e2e_agent import AgentFactory
 
 pytestmark = pytest.mark.docker
 
-# The agent end-to-end fixtures, shared with tests/engines/docker/test_e2e_agent.py.
-make_agent = _e2e.make_agent
-namespace = _e2e.namespace
-own_images = _e2e.own_images
 
 CAP_NET_ADMIN = "0000000000001000"
 

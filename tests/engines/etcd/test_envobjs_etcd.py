@@ -14,13 +14,7 @@ import pytest
 from kubecore import Kubelet, KubeletConfig, SourcePoller, ValidationError
 from kubecore.v1 import ConfigMap, Secret
 from kubecore_fake import FakeRuntime
-from tests.engines.etcd import test_etcd
-
-# The etcd tests' fixtures, used here too.
-etcd_endpoints = test_etcd.etcd_endpoints
-client = test_etcd.client
-prefix = test_etcd.prefix
-wait_for = test_etcd.wait_for
+from tests.engines.etcd.helpers import wait_for
 
 SECRET_VALUE = "etcd-hunter2"
 

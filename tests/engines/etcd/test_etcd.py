@@ -16,8 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,28 +24,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubecore import Kubelet, KubeletConfig, Pod, SourcePoller, ValidationError
+from kubecore import Kubelet, KubeletConfig, Pod, ValidationError
 from kubecore.manifest import pod_to_dict
-from kubecore.runtime import POD_NAME_LABEL
 from kubecore.v1 import Container, ObjectMeta, PodSpec
 from kubecore_fake import FakeRuntime
+from tests.engines.etcd.helpers import IMAGE, Agent, statuses, wait_for
 from tests.paths import REPO
 
 SCRIPT = REPO / "scripts" / "test-etcd.sh"
 STATE = Path(os.environ.get("KUBECORE_TEST_ETCD_STATE", "/var/tmp/kubecore-test-etcd"))
-IMAGE = "busybox:1.36"
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    """Poll ``predicate()`` until it is truthy (bounded); return its value or fail the test."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(0.05)
 
 
 def make_pod(name: str, *containers: Container, namespace: str = "default") -> Pod:
@@ -255,39 +240,6 @@ def test_the_event_recorder_never_blocks_it_drops_and_counts() -> None:
 # --- the cluster ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def etcd_endpoints() -> tuple[str, ...]:
-    text = os.environ.get("KUBECORE_TEST_ETCD_ENDPOINTS", "")
-    if not text:
-        pytest.skip("no etcd cluster: KUBECORE_TEST_ETCD_ENDPOINTS is unset (scripts/test-etcd.sh)")
-    pytest.importorskip("aetcd", reason="the etcd extra is not installed (pip install .[etcd])")
-    from kubecore_etcd import EtcdClient, EtcdConfig, EtcdUnavailable, parse_endpoints
-
-    endpoints = parse_endpoints(text)
-    with EtcdClient(EtcdConfig(endpoints, timeout=2.0)) as client:
-        try:
-            client.revision()
-        except EtcdUnavailable as error:
-            pytest.skip(f"no etcd cluster answers at {text}: {error}")
-    return endpoints
-
-
-@pytest.fixture
-def client(etcd_endpoints: tuple[str, ...]) -> Iterator[Any]:
-    from kubecore_etcd import EtcdClient, EtcdConfig
-
-    with EtcdClient(EtcdConfig(etcd_endpoints)) as client:
-        yield client
-
-
-@pytest.fixture
-def prefix(client: Any) -> Iterator[str]:
-    """A prefix of this test's own: tests never see each other's keys."""
-    prefix = f"/kubecore-test/{uuid.uuid4().hex[:12]}"
-    yield prefix
-    client.delete_prefix(prefix + "/")
-
-
 def script_members() -> list[Path]:
     return [STATE / f"member-{n}" / "pid" for n in (1, 2, 3)]
 
@@ -345,85 +297,6 @@ class Members:
             if int(member.id) == leader_id:
                 return int(member.name.rsplit("-", 1)[1])
         raise AssertionError("no leader")
-
-
-class Agent:
-    """One node: a Kubelet on the in-memory runtime, fed by an EtcdSource, its status written
-    back by an EtcdStatusSink, in real time."""
-
-    def __init__(
-        self,
-        client: Any,
-        prefix: str,
-        node: str,
-        tmp: Path,
-        runtime: FakeRuntime | None = None,
-        max_pods: int = 110,
-        **sink: Any,
-    ) -> None:
-        from kubecore_etcd import EtcdSource, EtcdStatusSink
-
-        self.node = node
-        self.runtime = runtime or FakeRuntime(images=[IMAGE])
-        (tmp / node).mkdir(parents=True, exist_ok=True)
-        self.kubelet = Kubelet(
-            self.runtime,
-            self.runtime,
-            config=KubeletConfig(
-                node_name=node,
-                root_dir=str(tmp / node / "root"),
-                relist_interval=0.2,
-                max_pods=max_pods,
-            ),
-            sources=["etcd"],
-        )
-        self.source = EtcdSource(client, node, prefix=prefix)
-        self.poller = SourcePoller([self.source], self.kubelet.update, tick=0.05)
-        sink.setdefault("interval", 0.1)
-        sink.setdefault("qps", 0)
-        self.sink = EtcdStatusSink(self.kubelet, client, node, prefix=prefix, **sink)
-        self.kubelet.start()
-        self.poller.start()
-        self.sink.start()
-
-    def stop(self) -> None:
-        self.sink.close()
-        self.poller.stop()
-        self.kubelet.stop()
-
-    def running(self) -> dict[tuple[str, str], str]:
-        """(pod, container) -> container id of every running container."""
-        return {
-            (c.labels.get(POD_NAME_LABEL, ""), c.name): c.id
-            for c in self.runtime.find_containers()
-            if c.state.value == "running"
-        }
-
-    def running_pods(self) -> set[str]:
-        return {pod for pod, _ in self.running()}
-
-
-@pytest.fixture
-def agents(client: Any, prefix: str, tmp_path: Path) -> Iterator[Callable[..., Agent]]:
-    started: list[Agent] = []
-
-    def start(node: str = "n1", **sink: Any) -> Agent:
-        agent = Agent(client, prefix, node, tmp_path, **sink)
-        started.append(agent)
-        return agent
-
-    yield start
-    for agent in started:
-        agent.stop()
-
-
-def statuses(client: Any, prefix: str, node: str) -> dict[str, dict[str, Any]]:
-    """``namespace/name`` -> the status document the agent wrote."""
-    from kubecore_etcd import status_prefix
-
-    values, _ = client.get_prefix(status_prefix(prefix, node))
-    start = len(status_prefix(prefix, node))
-    return {key[start:]: json.loads(value) for key, value in values.items()}
 
 
 def phase(client: Any, prefix: str, node: str, name: str) -> str:

@@ -1,8 +1,6 @@
 """``kubecore etcd apply|delete|get`` and ``attach`` (what ``kubecore run --etcd-endpoints``
 adds), on the real etcd cluster: the functions directly, then their argparse wiring."""
 
-# ruff: noqa: F811 - the fixtures of test_etcd are imported, and named as arguments
-
 from __future__ import annotations
 
 import argparse
@@ -18,16 +16,7 @@ from prometheus_client import generate_latest
 
 from kubecore import Kubelet, KubeletConfig, PodSource, SourcePoller
 from kubecore_fake import FakeRuntime
-from tests.engines.etcd.test_etcd import (  # noqa: F401
-    IMAGE,
-    Agent,
-    agents,
-    client,
-    etcd_endpoints,
-    prefix,
-    statuses,
-    wait_for,
-)
+from tests.engines.etcd.helpers import IMAGE, Agent, statuses, wait_for
 
 pytestmark = pytest.mark.etcd
 

@@ -15,7 +15,7 @@ from kubecore import Kubelet, KubeletConfig, SourcePoller
 from kubecore.runtime import CONTAINER_NAME_LABEL, POD_NAMESPACE_LABEL, SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.conftest import TestEngine, engine, raw, remove_labelled, test_uid  # noqa: F401
-from tests.engines.etcd.test_etcd import client, etcd_endpoints, prefix, statuses, wait_for  # noqa: F401
+from tests.engines.etcd.helpers import statuses, wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.etcd]
 

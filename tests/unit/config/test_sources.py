@@ -22,15 +22,7 @@ from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._contract.errors import SourceUnavailable
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from kubecore._util.clock import ManualClock, SystemClock
-
-
-def pod_yaml(name: str, image: str = "busybox:1.35", namespace: str = "default") -> str:
-    return (
-        "apiVersion: v1\nkind: Pod\n"
-        f"metadata:\n  name: {name}\n  namespace: {namespace}\n"
-        f"spec:\n  containers:\n  - name: main\n    image: {image}\n"
-    )
-
+from tests.unit.config.support import pod_yaml, write
 
 BAD_POD = """apiVersion: v1
 kind: Pod
@@ -42,15 +34,6 @@ spec:
     ports:
     - containerPort: 70000
 """
-
-
-def write(path: Path, text: str) -> None:
-    """Write and move the mtime forward so that a change is seen even within one tick."""
-    before = path.stat().st_mtime_ns if path.exists() else 0
-    path.write_text(text)
-    after = path.stat().st_mtime_ns
-    if after <= before:
-        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
 
 
 def names(update: PodUpdate | None) -> list[str]:

@@ -27,7 +27,8 @@ from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.labels import POD_NAME_LABEL
 from kubecore._contract.values import RuntimeState
-from tests._kubelet_support import Node, make_node
+from tests.agent.support import Node, make_node
+from tests.unit.config.support import write
 
 
 def pod_doc(name: str, image: str = "busybox:1.36") -> str:
@@ -46,15 +47,6 @@ TWO = pod_doc("alpha") + "---\n" + pod_doc("beta")
 """The file (or body) under test: two pods."""
 OTHER = pod_doc("gamma")
 """A second file of the directory."""
-
-
-def write(path: Path, text: str) -> None:
-    """Write and move the mtime forward, so that a change is seen even within one tick."""
-    before = path.stat().st_mtime_ns if path.exists() else 0
-    path.write_text(text)
-    after = path.stat().st_mtime_ns
-    if after <= before:
-        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
 
 
 class Denied:

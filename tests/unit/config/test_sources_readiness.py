@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubecore._config.updates import Operation, PodUpdate
-from tests._kubelet_support import make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import make_pod
 
 MUTATING = {"stop_container", "remove_container", "stop_sandbox", "remove_sandbox"}
 

@@ -14,7 +14,7 @@ from kubecore._config.listing import watched_directories
 from kubecore._config.poller import SourcePoller
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._util.clock import SystemClock
-from tests.unit.config.test_sources import pod_yaml, write
+from tests.unit.config.support import pod_yaml, write
 
 
 def names(update: PodUpdate) -> list[str]:

@@ -20,7 +20,8 @@ from kubecore._observability.metrics import Metrics
 from kubecore._util.clock import ManualClock
 from kubecore.runtime import ContainerResources, ContainerRuntime
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import NullRuntime, make_node
+from tests.agent.support import make_node
+from tests.unit.contract.support import NullRuntime
 
 
 class Plain(NullRuntime):

@@ -17,7 +17,7 @@ from kubecore._contract.values import (
     RuntimeVersion,
     SandboxState,
 )
-from tests._kubelet_support import NullRuntime
+from tests.unit.contract.support import NullRuntime
 
 SANDBOX = RuntimeSandbox("s1", "web", "default", "uid-1", 0, SandboxState.READY, 1.0)
 CONTAINER = RuntimeContainer("c1", "s1", "app", "busybox", RuntimeState.RUNNING, 2.0)

@@ -17,7 +17,8 @@ from kubecore._planner.actions import (
     ObservedPod,
     PodActions,
 )
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 
 def test_the_kill_message_follows_the_reason_not_the_probe_text() -> None:

@@ -14,7 +14,8 @@ from kubecore._contract.values import ProbeOutcome
 from kubecore._kuberuntime.kill import MIN_GRACE_PERIOD, FixedDeadline, time_left
 from kubecore._model.v1 import ExecAction, Lifecycle, LifecycleHandler, Pod, Probe, SleepAction
 from kubecore._util.clock import ManualClock
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 GRACE = 30.0
 HOOK = 10

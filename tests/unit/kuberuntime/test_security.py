@@ -43,8 +43,8 @@ from kubecore.testing import FakeNode
 from kubecore.v1 import ContainerStatus, PodSecurityContext, SecurityContext, Sysctl
 from kubecore_docker._security import EngineSecurity, security_args
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import ctr, make_pod
-from tests.cli.test_cli_flags import parsed_flags
+from tests.builders import ctr, make_pod
+from tests.cli.support import parsed_flags
 from tests.paths import CORPUS
 
 SECCOMP_ROOT = "/var/lib/kubecore/seccomp"

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kubecore._manifest.fields import DEFAULT_REASON, REASONS, field_pattern, refusal_message
-from tests.cli.test_cli import run_cli
-from tests.unit.manifest.test_manifest import base, problems_of
+from tests.cli.support import run_cli
+from tests.unit.manifest.support import base, problems_of
 
 
 def with_spec(**fields: Any) -> dict[str, Any]:

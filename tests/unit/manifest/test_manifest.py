@@ -25,23 +25,9 @@ from kubecore._manifest import (
 )
 from kubecore._model import v1 as m
 from tests.paths import REPO
+from tests.unit.manifest.support import base, problems_of
 
 EXAMPLES = REPO / "examples" / "pods"
-
-
-def base() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web"},
-        "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]},
-    }
-
-
-def problems_of(data: Any) -> list[str]:
-    with pytest.raises(ValidationError) as info:
-        pod_from_dict(data)
-    return [str(p) for p in info.value.problems]
 
 
 def paths_of(data: Any) -> list[str]:

@@ -28,9 +28,7 @@ from kubecore.v1 import (
     PodSpec,
     PodStatus,
 )
-from tests.api.test_server import assert_status, get, live
-
-__all__ = ["live"]  # the fixture, from test_server
+from tests.api.support import assert_status, get
 
 Live = tuple[Any, Any, KubeletServer]
 

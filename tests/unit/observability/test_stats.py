@@ -15,7 +15,8 @@ from kubecore._observability.stats import (
     parse_proc_stat,
 )
 from kubecore_fake import Behaviour
-from tests._kubelet_support import Node, ctr, make_node, make_pod
+from tests.agent.support import Node, make_node
+from tests.builders import ctr, make_pod
 
 PROC_STAT = "cpu  100 20 30 4000 50 6 7 8 0 0\ncpu0 100 20 30 4000 50 6 7 8 0 0\nbtime 1700000000\n"
 MEMINFO = (

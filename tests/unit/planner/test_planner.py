@@ -8,183 +8,33 @@ import attrs
 import pytest
 
 from kubecore import Pod
-from kubecore._contract.labels import (
-    CONTAINER_NAME_LABEL,
-    HASH_ANNOTATION,
-    RESTART_COUNT_ANNOTATION,
-)
-from kubecore._kuberuntime.translate import (
-    SANDBOX_HASH_ANNOTATION,
-    container_config,
-    sandbox_config,
-)
+from kubecore._contract.labels import CONTAINER_NAME_LABEL, RESTART_COUNT_ANNOTATION
+from kubecore._kuberuntime.translate import SANDBOX_HASH_ANNOTATION
 from kubecore._planner.actions import (
     BackoffEntry,
     ContainerToStart,
     KillReason,
     ObservedPod,
-    PodActions,
     PodHistory,
     ProbeState,
 )
 from kubecore._planner.plan import compute_pod_actions
-from kubecore.runtime import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
-from kubecore.v1 import Container, ObjectMeta, PodSpec
-
-# --- builders (also used by test_status.py and test_planner_properties.py) ------------------------
-
-T0 = 1000.0
-NOW = 2000.0
-SB = "sb-1"
-
-BASE_POD = Pod(
-    metadata=ObjectMeta(name="web", namespace="default", uid="uid-1"),
-    spec=PodSpec(
-        containers=(
-            Container(name="app", image="nginx:1.25"),
-            Container("sidecar", "busybox:1.36"),
-        ),
-    ),
-)
-
-
-def with_spec(pod: Pod, **changes: Any) -> Pod:
-    return attrs.evolve(pod, spec=attrs.evolve(pod.spec, **changes))
-
-
-INIT_POD = with_spec(
+from kubecore.runtime import RuntimeState
+from tests.builders import (
     BASE_POD,
-    init_containers=(Container("setup", "busybox:1.36"), Container("migrate", "busybox:1.36")),
+    INIT_POD,
+    NOW,
+    SB,
+    T0,
+    crash,
+    dead,
+    healthy,
+    sandbox,
+    swap,
+    with_spec,
 )
-
-
-def sandbox(
-    pod: Pod = BASE_POD,
-    id: str = SB,
-    *,
-    attempt: int = 0,
-    ready: bool = True,
-    created: float = T0,
-    ip: str = "10.0.0.2",
-) -> RuntimeSandbox:
-    config = sandbox_config(pod, attempt, dns=None)
-    return RuntimeSandbox(
-        id=id,
-        name=pod.metadata.name,
-        namespace=pod.metadata.namespace,
-        uid=pod.uid,
-        attempt=attempt,
-        state=SandboxState.READY if ready else SandboxState.NOTREADY,
-        created_at=created,
-        ip=ip,
-        labels=dict(config.labels),
-        annotations=dict(config.annotations),
-    )
-
-
-def _spec_container(pod: Pod, name: str) -> tuple[Container, bool]:
-    for c in pod.spec.containers:
-        if c.name == name:
-            return c, False
-    for c in pod.spec.init_containers:
-        if c.name == name:
-            return c, True
-    return Container(name=name, image="busybox:1.36"), False
-
-
-def ctr(
-    name: str,
-    pod: Pod = BASE_POD,
-    *,
-    id: str | None = None,
-    state: RuntimeState = RuntimeState.RUNNING,
-    sandbox_id: str = SB,
-    restart: int = 0,
-    created: float = T0 + 1,
-    exit_code: int | None = None,
-    reason: str = "",
-    hash: str | None = None,
-    image_id: str = "sha256:img",
-) -> RuntimeContainer:
-    """An observed container of ``pod`` carrying the labels/annotations kubecore puts on it.
-    ``hash=None`` keeps the right hash, ``""`` drops it, anything else replaces it."""
-    spec, is_init = _spec_container(pod, name)
-    config = container_config(pod, spec, restart_count=restart, volume_paths={}, is_init=is_init)
-    annotations = dict(config.annotations)
-    if hash == "":
-        del annotations[HASH_ANNOTATION]
-    elif hash is not None:
-        annotations[HASH_ANNOTATION] = hash
-    dead = state in (RuntimeState.EXITED, RuntimeState.CREATED)
-    if state is RuntimeState.EXITED and exit_code is None:
-        exit_code = 0
-    return RuntimeContainer(
-        id=id or f"{name}-{restart}",
-        sandbox_id=sandbox_id,
-        name=name,
-        image=spec.image,
-        state=state,
-        created_at=created,
-        attempt=restart,
-        image_id=image_id,
-        started_at=created + 0.5 if state is not RuntimeState.CREATED else None,
-        finished_at=created + 5 if dead and state is RuntimeState.EXITED else None,
-        exit_code=exit_code,
-        reason=reason,
-        labels=dict(config.labels),
-        annotations=annotations,
-    )
-
-
-def dead(name: str, exit_code: int = 0, **kw: Any) -> RuntimeContainer:
-    return ctr(name, state=RuntimeState.EXITED, exit_code=exit_code, **kw)
-
-
-def healthy(pod: Pod = BASE_POD) -> ObservedPod:
-    containers = [ctr(c.name, pod) for c in pod.spec.containers]
-    containers += [dead(c.name, pod=pod, created=T0 - 1) for c in pod.spec.init_containers]
-    return ObservedPod(sandboxes=(sandbox(pod),), containers=tuple(containers))
-
-
-def swap(observed: ObservedPod, *containers: RuntimeContainer) -> ObservedPod:
-    """Replace the containers of the same names (or add them)."""
-    names = {c.name for c in containers}
-    kept = tuple(c for c in observed.containers if c.name not in names)
-    return attrs.evolve(observed, containers=kept + containers)
-
-
-def plain(actions: PodActions) -> dict[str, Any]:
-    """Actions as a dict, kills as (id, reason), waits as (name, reason), starts as
-    (index, restart count), for comparison."""
-    d = attrs.asdict(actions, recurse=False)
-    d["containers_to_kill"] = tuple((k.container_id, k.reason) for k in actions.containers_to_kill)
-    d["waiting"] = tuple((w.name, w.reason) for w in actions.waiting)
-    d["containers_to_start"] = tuple(
-        (s.index, s.restart_count) for s in actions.containers_to_start
-    )
-    init = actions.next_init_container
-    d["next_init_container"] = None if init is None else (init.index, init.restart_count)
-    return d
-
-
-def expect(**kw: Any) -> dict[str, Any]:
-    """Expected actions: every field at its default unless given; kills and waits as pairs;
-    starts as indexes with ``restart_counts`` (and ``init_restart_count``) beside them."""
-    kw.setdefault("sandbox_id", "" if kw.get("create_sandbox") or kw.get("terminal") else SB)
-    kills, waits = kw.pop("containers_to_kill", ()), kw.pop("waiting", ())
-    starts = kw.pop("containers_to_start", ())
-    counts = kw.pop("restart_counts", (0,) * len(starts))
-    init, init_count = kw.pop("next_init_container", None), kw.pop("init_restart_count", 0)
-    d = plain(PodActions(**kw))
-    d["containers_to_kill"], d["waiting"] = tuple(kills), tuple(waits)
-    d["containers_to_start"] = tuple(zip(starts, counts, strict=True))
-    d["next_init_container"] = None if init is None else (init, init_count)
-    return d
-
-
-def crash(delay: float = 20.0, until: float = NOW + 5) -> BackoffEntry:
-    return BackoffEntry(delay=delay, until=until, last_failure=until - delay)
-
+from tests.builders import observed_ctr as ctr
+from tests.unit.planner.support import expect, plain
 
 EXPIRED = BackoffEntry(delay=20.0, until=NOW - 1, last_failure=NOW - 21)
 H = PodHistory()

@@ -13,7 +13,8 @@ from kubecore._planner.actions import KillReason, ObservedPod, PodActions, PodHi
 from kubecore._planner.plan import compute_pod_actions
 from kubecore.runtime import RuntimeContainer, RuntimeState
 from kubecore.v1 import Container, ExecAction, Probe
-from tests.unit.planner.test_planner import BASE_POD, NOW, T0, crash, ctr, dead, sandbox, with_spec
+from tests.builders import BASE_POD, NOW, T0, crash, dead, sandbox, with_spec
+from tests.builders import observed_ctr as ctr
 
 STARTUP = Probe(exec=ExecAction(("check",)))
 SIDECAR_POD = with_spec(

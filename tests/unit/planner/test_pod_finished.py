@@ -16,7 +16,8 @@ from kubecore._planner.pod_info import pod_info
 from kubecore._planner.restart_rules import container_finished, pod_finished
 from kubecore._planner.terminal import terminal_state
 from kubecore._status.compute import pod_verdict
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 RESTART_ON_1 = (ContainerRestartRule("Restart", ContainerRestartRuleOnExitCodes("In", (1,))),)
 

@@ -23,20 +23,9 @@ from kubecore._status.compute import compute_pod_status, pod_verdict
 from kubecore.runtime import RuntimeState
 from kubecore.testing import FakeNode
 from kubecore.v1 import Container
-from tests.unit.planner.test_planner import (
-    BASE_POD,
-    NOW,
-    T0,
-    crash,
-    ctr,
-    dead,
-    expect,
-    healthy,
-    plain,
-    sandbox,
-    swap,
-    with_spec,
-)
+from tests.builders import BASE_POD, NOW, T0, crash, dead, healthy, sandbox, swap, with_spec
+from tests.builders import observed_ctr as ctr
+from tests.unit.planner.support import expect, plain
 
 H = PodHistory()
 

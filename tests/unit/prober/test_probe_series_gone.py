@@ -10,7 +10,8 @@ from pathlib import Path
 from kubecore._contract.values import ProbeOutcome, ProbeResult, ProbeTarget
 from kubecore._model.v1 import ExecAction, Probe
 from kubecore_fake import FakeHealthChecker
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 
 def probed_pod() -> object:

@@ -19,7 +19,8 @@ from kubecore._prober.health import DefaultHealthChecker
 from kubecore._prober.runner import detect_host_ip, probe_ip
 from kubecore._util.clock import ManualClock
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import ctr, make_node, make_pod
+from tests.agent.support import make_node
+from tests.builders import ctr, make_pod
 
 
 @pytest.fixture

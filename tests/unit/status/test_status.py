@@ -18,20 +18,20 @@ from kubecore.v1 import (
     PodStatus,
     Probe,
 )
-from tests.unit.planner.test_planner import (
+from tests.builders import (
     BASE_POD,
     INIT_POD,
     NOW,
     SB,
     T0,
     crash,
-    ctr,
     dead,
     healthy,
     sandbox,
     swap,
     with_spec,
 )
+from tests.builders import observed_ctr as ctr
 
 H = PodHistory()
 

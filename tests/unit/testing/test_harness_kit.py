@@ -157,6 +157,30 @@ def test_a_scripted_container_recovers_from_its_crash_loop(tmp_path: Path) -> No
     node.run_until(lambda: node.status("crash").container_statuses[0].ready, timeout=300)
 
 
+READY_OVER_HTTP = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: app
+    image: nginx:1.25
+    readinessProbe: {httpGet: {path: /healthz, port: 80}, periodSeconds: 1}
+"""
+
+
+def test_the_health_checker_answers_the_probes_as_scripted(tmp_path: Path) -> None:
+    node = FakeNode(tmp_path)
+    node.health_checker.set_probe("app", "http", False)
+    node.apply(READY_OVER_HTTP)
+    node.run_until(lambda: node.status("web").phase == "Running")
+    node.advance(5)
+    assert not node.status("web").container_statuses[0].ready
+    node.health_checker.set_probe("app", "http", True)
+    node.run_until(lambda: node.status("web").container_statuses[0].ready, timeout=5)
+    assert {kind for _, kind, _ in node.health_checker.checks} == {"http"}
+
+
 def test_the_node_reads_a_fixed_host_dns_unless_told_otherwise(tmp_path: Path) -> None:
     node = FakeNode(tmp_path / "a")
     assert node.kubelet.config.resolv_conf == str(tmp_path / "a" / "host-resolv.conf")

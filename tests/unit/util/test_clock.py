@@ -26,7 +26,7 @@ from kubecore.runtime import (
 )
 from kubecore.testing import ManualClock
 from kubecore_fake import FakeRuntime
-from tests._kubelet_support import ctr, make_pod
+from tests.builders import ctr, make_pod
 
 IMAGE = "busybox:1.36"
 

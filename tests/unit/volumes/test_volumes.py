@@ -15,39 +15,24 @@ import pytest
 
 from kubecore import ValidationError
 from kubecore._agent.admission.security import UNBOUND_CLAIM
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.values import MountPropagation
 from kubecore._housekeeping.local_storage import local_storage_eviction
 from kubecore._model.v1 import Pod
-from kubecore._util.clock import ManualClock
 from kubecore._volumes.atomic_writer import DATA_DIR, FileProjection, write_atomically
 from kubecore._volumes.pod_dirs import empty_dir_mode
 from kubecore._volumes.sources import DictObjects, check_host_path
 from kubecore.manifest import load_pods_from_string
-from kubecore_fake import Behaviour, FakeHealthChecker, FakeRuntime
-from tests._kubelet_support import Node
+from kubecore_fake import Behaviour
+from tests.agent.support import Node, make_node
 
 BUSYBOX = "busybox:1.36"
 
 
 def node_with(tmp: Path, objects: DictObjects | None = None, **config: Any) -> Node:
-    clock = ManualClock()
-    runtime = FakeRuntime(clock=clock)
-    checker = FakeHealthChecker(runtime)
-    tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "resolv.conf").write_text("nameserver 192.0.2.53\n")
-    config.setdefault("root_dir", str(tmp / "root"))
-    config.setdefault("resolv_conf", str(tmp / "resolv.conf"))
-    kubelet = Kubelet(
-        runtime,
-        runtime,
-        config=KubeletConfig(**config),
-        health_checker=checker,
-        clock=clock,
-    )
+    node = make_node(tmp, **config)
     if objects is not None:
-        kubelet._rooms.volumes.objects = objects
-    return Node(runtime, clock, kubelet, checker, tmp)
+        node.kubelet._rooms.volumes.objects = objects
+    return node
 
 
 def pod_of(text: str) -> Pod:
