@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 from kubecore._config.objects import ObjectStore
 from kubecore._contract.values import Event
 from kubecore._model.v1 import Pod
+from kubecore._observability.logs import LogReader
 
 
 class _Clock(Protocol):
@@ -19,7 +19,7 @@ class _Config(Protocol):
     def node_name(self) -> str: ...
 
 
-class ApiKubelet(Protocol):
+class ApiKubelet(LogReader, Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
     def recent_events(self, *, namespace: str | None = None) -> list[Event]: ...
@@ -39,18 +39,3 @@ class ApiKubelet(Protocol):
     def pods(self) -> list[Pod]: ...
 
     def update(self, update: Any) -> None: ...
-
-    def container_logs(
-        self,
-        namespace: str,
-        pod_name: str,
-        container: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        timestamps: bool = False,
-        previous: bool = False,
-        since_seconds: int | None = None,
-        since_time: float | None = None,
-        limit_bytes: int | None = None,
-    ) -> Iterator[bytes]: ...

@@ -4,31 +4,13 @@ sends (``container``, ``tailLines``, ``follow``, ``previous``, ``sinceSeconds``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from kubecore._api.errors import bad_request
 from kubecore._api.request import TEXT_TYPE, Exchange, Request
 from kubecore._contract.errors import KubecoreError
 from kubecore._http.rules import error_for
-from kubecore._observability.logs import LogOptions, parse_log_options
-
-
-class LogReader(Protocol):
-    def container_logs(
-        self,
-        namespace: str,
-        pod_name: str,
-        container: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        timestamps: bool = False,
-        previous: bool = False,
-        since_seconds: int | None = None,
-        since_time: float | None = None,
-        limit_bytes: int | None = None,
-    ) -> Iterator[bytes]: ...
+from kubecore._observability.logs import LogOptions, LogReader, parse_log_options
 
 
 def serve_log(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 import attrs
@@ -11,6 +10,7 @@ import attrs
 from kubecore._contract.values import ExecResult
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
 from kubecore._model.v1 import Pod
+from kubecore._observability.logs import LogReader
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -23,27 +23,12 @@ class _Metrics(Protocol):
     def render_resource(self) -> bytes: ...
 
 
-class ServedKubelet(Protocol):
+class ServedKubelet(LogReader, Protocol):
     """What the server needs from the agent (``kubecore.Kubelet`` has all of it)."""
 
     def pods(self) -> list[Pod]: ...
 
     def get_pod(self, namespace: str, name: str) -> Pod | None: ...
-
-    def container_logs(
-        self,
-        namespace: str,
-        pod: str,
-        container: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        timestamps: bool = False,
-        previous: bool = False,
-        since_seconds: int | None = None,
-        since_time: float | None = None,
-        limit_bytes: int | None = None,
-    ) -> Iterator[bytes]: ...
 
     def exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, timeout: float = ...

@@ -10,7 +10,7 @@ when there is none (``previous`` with no terminated instance, a container waitin
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -154,3 +154,22 @@ def limited(stream: Iterator[bytes], limit: int | None) -> Iterator[bytes]:
         close = getattr(stream, "close", None)
         if callable(close):
             close()
+
+
+class LogReader(Protocol):
+    """What answers a container log query (``kubecore.Kubelet.container_logs``)."""
+
+    def container_logs(
+        self,
+        namespace: str,
+        pod_name: str,
+        container: str,
+        *,
+        tail: int | None = None,
+        follow: bool = False,
+        timestamps: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: float | None = None,
+        limit_bytes: int | None = None,
+    ) -> Iterator[bytes]: ...

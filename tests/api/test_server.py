@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from kubecore._http.server import KubeletServer, ServerConfig, serve
-from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
+from kubecore._model.v1 import Pod
 from kubecore._observability.logs import MAX_TAIL_LINES
 from tests.api.support import END, TOKEN, StubKubelet, assert_status, get
 
@@ -482,44 +482,6 @@ def test_internal_errors_are_500_without_traceback(start_server: ServerFactory) 
 
 
 # --- against a real Kubelet on the fake runtime, in virtual time ----------------------------------
-
-
-def live(tmp_path: Path) -> Iterator[tuple[Any, Any, KubeletServer]]:
-    from kubecore._agent.kubelet import Kubelet, KubeletConfig
-    from kubecore._config.static import StaticSource
-    from kubecore._plugins.registry import load_runtime
-    from kubecore._util.clock import ManualClock
-
-    clock = ManualClock()
-    bundle = load_runtime("fake", clock=clock)
-    kubelet = Kubelet.from_bundle(
-        bundle,
-        clock=clock,
-        config=KubeletConfig(node_name="test-node", root_dir=str(tmp_path / "root")),
-        sources=("api",),
-    )
-    talker = Pod(
-        ObjectMeta(name="talker"),
-        PodSpec(
-            containers=(
-                Container(
-                    name="main",
-                    image="busybox:1.35",
-                    command=("sh", "-c", "echo hello; echo world; sleep 3600"),
-                ),
-            )
-        ),
-    )
-    StaticSource([talker], sink=kubelet.update)
-    assert kubelet.sync_until_converged(max_syncs=20)
-    server = KubeletServer(
-        kubelet, ServerConfig(port=0, enable_exec=True, exec_token=TOKEN, request_timeout=5.0)
-    ).start()
-    try:
-        yield kubelet, bundle.runtime, server
-    finally:
-        server.stop()
-        kubelet.stop()
 
 
 def test_live_pods_and_status(live: tuple[Any, Any, KubeletServer]) -> None:
