@@ -24,7 +24,8 @@ from kubecore.runtime import (
 
 def normalize_image(ref: str) -> str:
     """The name an image is stored under, as Docker lists it: ``busybox`` and
-    ``docker.io/library/busybox:latest`` -> ``busybox:latest`` (``kubecore.images``)."""
+    ``docker.io/library/busybox:latest`` -> ``busybox:latest``
+    (``kubecore.runtime.parse_image_ref``)."""
     return parse_image_ref(ref).familiar()
 
 

@@ -46,7 +46,7 @@ def make_pod(name: str, *containers: Container, namespace: str = "default") -> P
 
 def test_import_kubecore_does_not_import_the_etcd_client() -> None:
     code = (
-        "import sys, kubecore, kubecore.sources, kubecore.manifest, kubecore.server\n"
+        "import sys, kubecore, kubecore.runtime, kubecore.manifest, kubecore.server\n"
         # The CLI can wire the etcd commands in without the client installed.
         "import kubecore_etcd, kubecore._cli.etcd\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('aetcd', 'grpc'))\n"
