@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import platform
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from kubecore._agent.admission.node_fit import machine_arch
 from kubecore._api.errors import not_found
 from kubecore._api.request import Exchange, Request, send_json
 from kubecore._api.tables import NODE_COLUMNS, node_cells, table, wants_table
+from kubecore._api.watch import serve_polled
 from kubecore._contract.values import RuntimeVersion
 from kubecore._kuberuntime.env import host_capacity
 from kubecore._util.timefmt import rfc3339
@@ -161,6 +162,19 @@ class NodeReads:
                 "items": [node],
             },
         )
+
+    def watch_nodes(self, exchange: Exchange, request: Request, now: Callable[[], float]) -> None:
+        """``?watch=true``: the one node, ADDED, then MODIFIED when it changes (polled)."""
+        if not wants_table(request.accept):
+            serve_polled(exchange, request, self.document, lambda node: node)
+            return
+        include = request.param("includeObject", "Metadata")
+
+        def render(node: dict[str, Any]) -> dict[str, Any]:
+            version = node["metadata"]["resourceVersion"]
+            return table(NODE_COLUMNS, [(node_cells(node, now()), node)], version, include)
+
+        serve_polled(exchange, request, self.document, render)
 
     def get_node(self, exchange: Exchange, request: Request, name: str, now: float) -> None:
         if name != self._kubelet.config.node_name:

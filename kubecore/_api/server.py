@@ -20,7 +20,7 @@ import attrs
 
 from kubecore._api.auth import Gate, is_loopback, read_token_file
 from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
-from kubecore._api.errors import ApiError, bad_request, not_allowed
+from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.nodes import NodeReads
@@ -165,7 +165,8 @@ class KubeApi:
 
     def _nodes(self, exchange: Exchange, request: Request, name: tuple[str, ...]) -> None:
         if request.flag("watch"):
-            raise bad_request("watching nodes is not supported; list them instead")
+            self.nodes.watch_nodes(exchange, request, self.kubelet.clock.now)
+            return
         now = self.kubelet.clock.now()
         if name:
             self.nodes.get_node(exchange, request, name[0], now)

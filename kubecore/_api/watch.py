@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from kubecore._config.base import PodKey
 
 WATCH_TICK = 0.2
+POLL_TICK = 1.0
+"""How often a polled watch (``serve_polled``) looks again."""
 """Seconds between two looks at the pods while a watch waits for a change."""
 MAX_WATCH_SECONDS = 1800.0
 HISTORY = 1000
@@ -173,6 +175,33 @@ def serve_watch(
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
         lines = _watch_lines(exchange, match, start, timeout, pods, render)
         exchange._stream(b"", lines, JSON_TYPE)
+
+
+def serve_polled(
+    exchange: Exchange, request: Request, look: Callable[[], dict[str, Any]], render: Render
+) -> None:
+    """Stream a watch of one object read by polling ``look`` (a kind without a change log, as
+    the agent's Node): ADDED, then MODIFIED each time what it shows changes, until
+    ``timeoutSeconds``, the client goes away or the server stops."""
+    timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
+    with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
+        exchange._stream(b"", _polled_lines(exchange, look, timeout, render), JSON_TYPE)
+
+
+def _polled_lines(
+    exchange: Exchange, look: Callable[[], dict[str, Any]], timeout: float, render: Render
+) -> Iterator[bytes]:
+    deadline = time.monotonic() + timeout
+    seen = look()
+    yield _line("ADDED", render(seen))
+    while time.monotonic() < deadline and not _client_gone(exchange.connection):
+        time.sleep(POLL_TICK)
+        now = look()
+        if _without_version(now) != _without_version(seen):
+            seen = now
+            yield _line("MODIFIED", render(now))
+        else:
+            yield b""  # lets the stream see a stopping server
 
 
 def _watch_lines(

@@ -15,6 +15,7 @@ from tests.api.kubectl_support import (
     Node,
     make_certs,
     needs_kubectl,
+    read_until,
     running_node,
 )
 
@@ -96,6 +97,27 @@ def test_describe_node_names_it(kubectl: Kubectl) -> None:
     assert described.returncode == 0, described.stderr
     assert "Name:" in described.stdout and "node-1" in described.stdout
     assert "Ready" in described.stdout
+
+
+def test_get_nodes_watch_shows_the_node(kubectl: Kubectl) -> None:
+    watcher = kubectl.popen("get", "nodes", "-w")
+    try:
+        lines: list[str] = []
+        assert watcher.stdout is not None
+        read_until(watcher.stdout, lambda line: line.split()[:2] == ["node-1", "Ready"], lines)
+        assert lines[0].split()[:2] == ["NAME", "STATUS"]
+    finally:
+        watcher.kill()
+        watcher.communicate()
+
+
+def test_a_watch_streams_the_node_until_its_timeout(node: Node) -> None:
+    answer = requests.get(
+        node.http.url + "/api/v1/nodes?watch=true&timeoutSeconds=1", stream=True, timeout=10
+    )
+    events = [json.loads(line) for line in answer.iter_lines() if line]
+    assert events[0]["type"] == "ADDED"
+    assert events[0]["object"]["metadata"]["name"] == "node-1"
 
 
 def test_another_node_is_not_found(kubectl: Kubectl) -> None:
