@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from kubecore._agent.admission.node_fit import machine_arch
 from kubecore._api.errors import not_found
 from kubecore._api.request import Exchange, Request, send_json
+from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import NODE_COLUMNS, node_cells, table, wants_table
 from kubecore._api.watch import serve_polled
 from kubecore._contract.values import RuntimeVersion
@@ -20,6 +21,8 @@ from kubecore._util.timefmt import rfc3339
 from kubecore._version import __version__
 
 OS_RELEASE = "/etc/os-release"
+NODE_FIELDS = ("metadata.name", "spec.unschedulable")
+"""What a node's ``fieldSelector`` can select by."""
 
 
 class NodeConfig(Protocol):
@@ -144,14 +147,27 @@ class NodeReads:
         node["metadata"]["resourceVersion"] = self._version()
         return node
 
+    def selected(self, request: Request) -> Callable[[], dict[str, Any] | None]:
+        """What a list or watch with this request's selectors shows: the node, or None when
+        its ``labelSelector`` or ``fieldSelector`` leaves it out."""
+        labels = label_selector(request.param("labelSelector"))
+        fields = field_selector(request.param("fieldSelector"), NODE_FIELDS)
+
+        def look() -> dict[str, Any] | None:
+            node = self.document()
+            values = {"metadata.name": node["metadata"]["name"], "spec.unschedulable": "false"}
+            return node if labels(node["metadata"]["labels"]) and fields(values) else None
+
+        return look
+
     def list_nodes(self, exchange: Exchange, request: Request, now: float) -> None:
-        node = self.document()
-        version = node["metadata"]["resourceVersion"]
+        node = self.selected(request)()
+        items = [node] if node is not None else []
+        version = self._version()
         if wants_table(request.accept):
             include = request.param("includeObject", "Metadata")
-            send_json(
-                exchange, table(NODE_COLUMNS, [(node_cells(node, now), node)], version, include)
-            )
+            rows = [(node_cells(n, now), n) for n in items]
+            send_json(exchange, table(NODE_COLUMNS, rows, version, include))
             return
         send_json(
             exchange,
@@ -159,14 +175,16 @@ class NodeReads:
                 "kind": "NodeList",
                 "apiVersion": "v1",
                 "metadata": {"resourceVersion": version},
-                "items": [node],
+                "items": items,
             },
         )
 
     def watch_nodes(self, exchange: Exchange, request: Request, now: Callable[[], float]) -> None:
-        """``?watch=true``: the one node, ADDED, then MODIFIED when it changes (polled)."""
+        """``?watch=true``: the one node (if selected), ADDED, then MODIFIED when it changes
+        (polled)."""
+        look = self.selected(request)
         if not wants_table(request.accept):
-            serve_polled(exchange, request, self.document, lambda node: node)
+            serve_polled(exchange, request, look, lambda node: node)
             return
         include = request.param("includeObject", "Metadata")
 
@@ -174,7 +192,7 @@ class NodeReads:
             version = node["metadata"]["resourceVersion"]
             return table(NODE_COLUMNS, [(node_cells(node, now()), node)], version, include)
 
-        serve_polled(exchange, request, self.document, render)
+        serve_polled(exchange, request, look, render)
 
     def get_node(self, exchange: Exchange, request: Request, name: str, now: float) -> None:
         if name != self._kubelet.config.node_name:

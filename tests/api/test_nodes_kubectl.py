@@ -120,6 +120,16 @@ def test_a_watch_streams_the_node_until_its_timeout(node: Node) -> None:
     assert events[0]["object"]["metadata"]["name"] == "node-1"
 
 
+def test_selectors_choose_the_node_or_none(node: Node, kubectl: Kubectl) -> None:
+    assert rows(kubectl.out("get", "nodes", "-l", "kubernetes.io/os=linux"))[1][0] == "node-1"
+    missing = kubectl.run("get", "nodes", "-l", "team=none")
+    assert missing.stdout == "" and "No resources found" in missing.stderr
+    url = node.http.url + "/api/v1/nodes?fieldSelector=metadata.name%3Dother"
+    assert requests.get(url, timeout=10).json()["items"] == []
+    watched = requests.get(url + "&watch=true&timeoutSeconds=1", stream=True, timeout=10)
+    assert [line for line in watched.iter_lines() if line] == []
+
+
 def test_another_node_is_not_found(kubectl: Kubectl) -> None:
     result = kubectl.run("get", "nodes", "other", check=False)
     assert result.returncode != 0
