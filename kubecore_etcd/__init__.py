@@ -19,6 +19,7 @@ Importing this package does not import the etcd client (``aetcd``): it is loaded
 ``EtcdClient`` is made.
 """
 
+from kubecore.server import node_document
 from kubecore_etcd._client import (
     MAX_TXN_OPS,
     EtcdClient,
@@ -43,7 +44,6 @@ from kubecore_etcd._keys import (
     status_prefix,
 )
 from kubecore_etcd._metrics import EtcdCollector
-from kubecore_etcd._node import node_document
 from kubecore_etcd._sink import DEFAULT_LEASE_REFRESH, DEFAULT_LEASE_TTL, EtcdStatusSink, SinkStats
 from kubecore_etcd._source import ETCD_SOURCE, EtcdObjectSource, EtcdSource, bind_pods
 

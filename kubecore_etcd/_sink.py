@@ -12,12 +12,11 @@ import attrs
 
 from kubecore import Kubelet, Pod
 from kubecore.runtime import SystemClock
-from kubecore.server import TokenBucket
+from kubecore.server import TokenBucket, node_document
 from kubecore.v1 import PodStatus
 from kubecore_etcd._client import MAX_TXN_OPS, EtcdClient, EtcdUnavailable
 from kubecore_etcd._encoding import document_digest, document_head, encode_json, with_status
 from kubecore_etcd._keys import DEFAULT_PREFIX, node_key, status_key, status_prefix
-from kubecore_etcd._node import node_document
 
 logger = logging.getLogger(__name__)
 

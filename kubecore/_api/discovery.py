@@ -82,5 +82,6 @@ API_RESOURCES: dict[str, Any] = {
         ),
         _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
+        _resource("nodes", "Node", ["get", "list", "watch"], namespaced=False, short=["no"]),
     ],
 }

@@ -23,6 +23,7 @@ from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_ve
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
+from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
 from kubecore._api.pods import PodResource
@@ -79,6 +80,7 @@ class KubeApi:
             for resource in resources
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
+        self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
     def store(self) -> ApiStore | None:
@@ -146,6 +148,8 @@ class KubeApi:
             self.reads.list_events(exchange, request, None)
         elif rest == ("namespaces",):
             self.reads.list_namespaces(exchange, request)
+        elif rest[0] == "nodes" and len(rest) <= 2:
+            self._nodes(exchange, request, rest[1:])
         elif len(rest) == 1 and rest[0] in self.registries:
             self.registries[rest[0]].handle(exchange, request, None, ())
         elif rest[0] == "namespaces" and len(rest) == 2:
@@ -158,6 +162,16 @@ class KubeApi:
                 "NotFound",
                 f"the server could not find /api/v1/{'/'.join(rest)}",
             )
+
+    def _nodes(self, exchange: Exchange, request: Request, name: tuple[str, ...]) -> None:
+        if request.flag("watch"):
+            self.nodes.watch_nodes(exchange, request, self.kubelet.clock.now)
+            return
+        now = self.kubelet.clock.now()
+        if name:
+            self.nodes.get_node(exchange, request, name[0], now)
+        else:
+            self.nodes.list_nodes(exchange, request, now)
 
     def _namespaced(
         self, exchange: Exchange, request: Request, namespace: str, rest: tuple[str, ...]

@@ -63,6 +63,42 @@ SECRET_COLUMNS = (
     column("Data", "How many keys the object holds", of="integer"),
     column("Age", "Time since the object was created"),
 )
+NODE_COLUMNS = (
+    column("Name", "Name of the node.", fmt="name"),
+    column("Status", "Ready or NotReady."),
+    column("Roles", "The node-role.kubernetes.io labels."),
+    column("Age", "Time since the agent's API started."),
+    column("Version", "The kubelet's version."),
+    column("Internal-IP", "The node's InternalIP address.", priority=1),
+    column("External-IP", "The node's ExternalIP address.", priority=1),
+    column("OS-Image", "The host's operating system.", priority=1),
+    column("Kernel-Version", "The host's kernel.", priority=1),
+    column("Container-Runtime", "The runtime's name and version.", priority=1),
+)
+ROLE_PREFIX = "node-role.kubernetes.io/"
+
+
+def node_cells(node: dict[str, Any], now: float) -> list[Any]:
+    """A Node's row, as kubectl's printer makes it."""
+    status = node.get("status") or {}
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    state = "Ready" if ready and ready[0].get("status") == "True" else "NotReady"
+    labels = node["metadata"].get("labels") or {}
+    roles = sorted(k.removeprefix(ROLE_PREFIX) for k in labels if k.startswith(ROLE_PREFIX))
+    addresses = {a["type"]: a["address"] for a in status.get("addresses") or []}
+    info = status.get("nodeInfo") or {}
+    return [
+        node["metadata"]["name"],
+        state,
+        ",".join(r for r in roles if r) or "<none>",
+        time_age(node["metadata"].get("creationTimestamp") or "", now),
+        info.get("kubeletVersion", ""),
+        addresses.get("InternalIP", "<none>"),
+        addresses.get("ExternalIP", "<none>"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
 
 
 def pod_cells(pod: dict[str, Any], now: float, node_name: str) -> list[Any]:

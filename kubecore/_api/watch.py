@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from kubecore._config.base import PodKey
 
 WATCH_TICK = 0.2
+POLL_TICK = 1.0
+"""How often a polled watch (``serve_polled``) looks again."""
 """Seconds between two looks at the pods while a watch waits for a change."""
 MAX_WATCH_SECONDS = 1800.0
 HISTORY = 1000
@@ -173,6 +175,44 @@ def serve_watch(
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
         lines = _watch_lines(exchange, match, start, timeout, pods, render)
         exchange._stream(b"", lines, JSON_TYPE)
+
+
+Look = Callable[[], dict[str, Any] | None]
+"""One object as a polled watch reads it now (None: not there, or not selected)."""
+
+
+def serve_polled(exchange: Exchange, request: Request, look: Look, render: Render) -> None:
+    """Stream a watch of one object read by polling ``look`` (a kind without a change log, as
+    the agent's Node): ADDED, then MODIFIED each time what it shows changes (DELETED when
+    ``look`` stops showing it), until ``timeoutSeconds``, the client goes away or the server
+    stops."""
+    timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
+    with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
+        exchange._stream(b"", _polled_lines(exchange, look, timeout, render), JSON_TYPE)
+
+
+def _polled_lines(
+    exchange: Exchange, look: Look, timeout: float, render: Render
+) -> Iterator[bytes]:
+    deadline = time.monotonic() + timeout
+    seen: dict[str, Any] | None = None
+    first = True
+    while first or (time.monotonic() < deadline and not _client_gone(exchange.connection)):
+        if not first:
+            time.sleep(POLL_TICK)
+        first = False
+        now = look()
+        if now is None and seen is not None:
+            yield _line("DELETED", render(seen))
+        elif now is not None and seen is None:
+            yield _line("ADDED", render(now))
+        elif (
+            now is not None and seen is not None and _without_version(now) != _without_version(seen)
+        ):
+            yield _line("MODIFIED", render(now))
+        else:
+            yield b""  # lets the stream see a stopping server
+        seen = now
 
 
 def _watch_lines(

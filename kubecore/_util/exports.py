@@ -338,6 +338,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "parse_node_labels",
             ),
             "kubecore._kuberuntime.env": ("host_capacity",),
+            "kubecore._api.nodes": ("node_document",),
             "kubecore._util.ratelimit": ("TokenBucket",),
         }
     ),
