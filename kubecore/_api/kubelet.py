@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from kubecore._api.nodes import NodeKubelet
 from kubecore._config.objects import ObjectStore
-from kubecore._contract.values import Event, RuntimeVersion
+from kubecore._contract.values import Event
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogReader
 
@@ -14,19 +15,7 @@ class _Clock(Protocol):
     def now(self) -> float: ...
 
 
-class _Config(Protocol):
-    @property
-    def node_name(self) -> str: ...
-    @property
-    def root_dir(self) -> str: ...
-    @property
-    def max_pods(self) -> int: ...
-    @property
-    def host_ip(self) -> str: ...
-    def labels(self) -> dict[str, str]: ...
-
-
-class ApiKubelet(LogReader, Protocol):
+class ApiKubelet(LogReader, NodeKubelet, Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
     def recent_events(self, *, namespace: str | None = None) -> list[Event]: ...
@@ -35,18 +24,11 @@ class ApiKubelet(LogReader, Protocol):
     def clock(self) -> _Clock: ...
 
     @property
-    def config(self) -> _Config: ...
-
-    @property
     def objects(self) -> ObjectStore: ...
 
     @property
     def root_dir(self) -> str: ...
 
     def pods(self) -> list[Pod]: ...
-
-    def runtime_version(self) -> RuntimeVersion: ...
-
-    def healthz(self) -> tuple[bool, str]: ...
 
     def update(self, update: Any) -> None: ...

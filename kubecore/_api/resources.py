@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import Any, Generic, NoReturn, TypeVar
 
-from kubecore._api.errors import ApiError
+from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.patch import merge_patch
 from kubecore._api.request import Exchange, Request, has_body, read_body
 from kubecore._api.watch import Render
@@ -71,8 +71,9 @@ class Resource(abc.ABC, Generic[View, Item]):
         match: Callable[[View], bool],
         render: Render,
     ) -> None:
-        """Stream the changes of the objects ``match`` selects (only if ``watchable``)."""
-        raise NotImplementedError(self.name)
+        """Stream the changes of the objects ``match`` selects. The registry asks only a kind that
+        is ``watchable`` (which overrides this); any other answers as the registry does."""
+        raise not_allowed(f"{request.method} with watch is not supported on {self.name}")
 
     def subresource(
         self, exchange: Exchange, request: Request, namespace: str, rest: tuple[str, ...]
