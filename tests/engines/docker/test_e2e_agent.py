@@ -304,9 +304,15 @@ def test_a_failing_post_start_hook_kills_the_container(
         what="a FailedPostStartHook event",
     )
     assert "exited with 3" in failed[0].message and "hook-broke" in failed[0].message
-    assert any(
-        e.reason == "Killing" and "postStart" in e.message
-        for e in kubelet.recent_events(namespace=namespace, name="hook")
+    # The kill comes after the hook's event, in the same sync: wait for it, do not race it.
+    wait_for(
+        lambda: [
+            e
+            for e in kubelet.recent_events(namespace=namespace, name="hook", reason="Killing")
+            if "postStart" in e.message
+        ],
+        timeout=10,
+        what="the Killing event of the postStart failure",
     )
     # The container the hook failed in was stopped by the agent, and is not running.
     attempts = wait_for(
