@@ -4,8 +4,9 @@
   ``PodSandboxManager``, ``ContainerManager``, ``ContainerStatsManager``, ``RuntimeEventSource``),
   the image service ``Puller`` and the ``HealthChecker``; ``RuntimeBase`` and ``PullerWrapper`` to
   build on;
-* the optional capabilities, found by type: ``ResourceUpdater``, ``NodeClaims``
-  (``capabilities(runtime)`` lists the ones a runtime has);
+* the optional capabilities, found by type: ``ResourceUpdater``, ``NodeClaims``,
+  ``StreamingRuntime`` and ``PortForwarder`` (exec, attach and port-forward streams, with
+  ``StreamSession``); ``capabilities(runtime)`` lists the ones a runtime has;
 * the values the core hands over and gets back (``SandboxConfig``, ``ContainerConfig``,
   ``RuntimeSnapshot``, ...);
 * the labels and annotations state lives in (``MANAGED_LABEL``, ``container_labels``, ...);
@@ -217,6 +218,21 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._contract.protocols import (
         Subscription as Subscription,
+    )
+    from kubecore._contract.streaming import (
+        OutputStream as OutputStream,
+    )
+    from kubecore._contract.streaming import (
+        PortForwarder as PortForwarder,
+    )
+    from kubecore._contract.streaming import (
+        StreamingRuntime as StreamingRuntime,
+    )
+    from kubecore._contract.streaming import (
+        StreamSession as StreamSession,
+    )
+    from kubecore._contract.streaming import (
+        TerminalSize as TerminalSize,
     )
     from kubecore._contract.values import (
         Capability as Capability,

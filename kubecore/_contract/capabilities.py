@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from kubecore._contract.streaming import PortForwarder, StreamingRuntime
 from kubecore._contract.values import ContainerResources
 
 
@@ -91,7 +92,12 @@ class NodeClaims(Protocol):
         ...
 
 
-OPTIONAL_CAPABILITIES: tuple[type, ...] = (ResourceUpdater, NodeClaims)
+OPTIONAL_CAPABILITIES: tuple[type, ...] = (
+    ResourceUpdater,
+    NodeClaims,
+    StreamingRuntime,
+    PortForwarder,
+)
 """The protocols a runtime may implement beyond ``ContainerRuntime`` (the module docstring)."""
 
 

@@ -5,6 +5,7 @@ runtime they wrap."""
 from __future__ import annotations
 
 import functools
+import socket
 from collections.abc import Callable, Iterator
 from typing import TypeVar, cast
 
@@ -18,6 +19,12 @@ from kubecore._contract.capabilities import (
     capabilities,
 )
 from kubecore._contract.protocols import ContainerRuntime, Puller, Subscription
+from kubecore._contract.streaming import (
+    PortForwarder,
+    StreamingRuntime,
+    StreamSession,
+    TerminalSize,
+)
 from kubecore._contract.values import (
     ContainerConfig,
     ContainerResources,
@@ -208,9 +215,43 @@ class _TimedNodeClaims(InstrumentedRuntime):
         self._call("release_node", lambda: claims.release_node(node_name, holder))
 
 
+class _TimedStreams(InstrumentedRuntime):
+    """``StreamingRuntime``, for a wrapped runtime that is one: the start of a session is
+    timed, not the session."""
+
+    def exec_stream(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> StreamSession:
+        streams = cast(StreamingRuntime, self.inner)
+        return self._call(
+            "exec_stream",
+            lambda: streams.exec_stream(container_id, command, stdin=stdin, tty=tty, size=size),
+        )
+
+    def attach(self, container_id: str, *, stdin: bool, tty: bool) -> StreamSession:
+        streams = cast(StreamingRuntime, self.inner)
+        return self._call("attach", lambda: streams.attach(container_id, stdin=stdin, tty=tty))
+
+
+class _TimedPortForwards(InstrumentedRuntime):
+    """``PortForwarder``, for a wrapped runtime that is one (the connection is timed)."""
+
+    def port_forward(self, sandbox_id: str, port: int, timeout: float) -> socket.socket:
+        forwarder = cast(PortForwarder, self.inner)
+        return self._call("port_forward", lambda: forwarder.port_forward(sandbox_id, port, timeout))
+
+
 _CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
     ResourceUpdater: _TimedResourceUpdates,
     NodeClaims: _TimedNodeClaims,
+    StreamingRuntime: _TimedStreams,
+    PortForwarder: _TimedPortForwards,
 }
 """The wrapper part of each optional capability (``OPTIONAL_CAPABILITIES``)."""
 

@@ -194,6 +194,13 @@ SURFACE: dict[str, dict[str, str]] = {
                 "ResourceUpdater",
                 "capabilities",
             ),
+            "kubecore._contract.streaming": (
+                "OutputStream",
+                "PortForwarder",
+                "StreamSession",
+                "StreamingRuntime",
+                "TerminalSize",
+            ),
             "kubecore._contract.bases": ("PullerWrapper", "RuntimeBase"),
             "kubecore._contract.values": (
                 "Capability",
