@@ -1,0 +1,168 @@
+"""A server-side WebSocket (RFC 6455) on a blocking socket, framed by ``wsproto``.
+
+``accept`` answers an HTTP request that asks to upgrade (its head already read by the HTTP
+server) with ``101 Switching Protocols`` and one of the subprotocols it offered, or raises
+``HTTPError`` (400) saying what is missing. The ``WebSocket`` it returns is read by one thread
+(``receive``) while others ``send``: framing state is behind a lock, socket reads are not.
+Pings are answered and close frames returned as the protocol says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Sequence
+from email.message import Message
+from http import HTTPStatus
+
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Event,
+    Ping,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from kubecore._http.rules import HTTPError
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The largest message a client may send (kubectl sends at most 32 KiB at a time)."""
+_READ_BYTES = 65536
+
+
+def wants_websocket(headers: Message) -> bool:
+    """Whether a request asks to be upgraded to a WebSocket."""
+    upgrade = (headers.get("Upgrade") or "").lower()
+    return "websocket" in [word.strip() for word in upgrade.split(",")]
+
+
+def offered_protocols(headers: Message) -> list[str]:
+    """The subprotocols a request offers (``Sec-WebSocket-Protocol``), in its order."""
+    offered: list[str] = []
+    for value in headers.get_all("Sec-WebSocket-Protocol") or []:
+        offered.extend(word.strip() for word in value.split(",") if word.strip())
+    return offered
+
+
+def choose_protocol(offered: Sequence[str], served: Sequence[str]) -> str | None:
+    """The first of ``served`` (the server's preference) that the client offered."""
+    return next((protocol for protocol in served if protocol in offered), None)
+
+
+class WebSocketClosed(Exception):
+    """The connection is closed (by either side, or it broke)."""
+
+
+class WebSocket:
+    """One accepted WebSocket; ``subprotocol`` is the one agreed."""
+
+    def __init__(self, sock: socket.socket, connection: WSConnection, subprotocol: str) -> None:
+        self.sock = sock
+        self.subprotocol = subprotocol
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._ready: list[bytes | None] = []
+
+    def receive(self) -> bytes | None:
+        """The next whole message (text is returned encoded), or None once the peer closed or
+        the connection broke. Only one thread may call it."""
+        while not self._ready:
+            try:
+                data = self.sock.recv(_READ_BYTES)
+            except OSError:
+                data = b""
+            with self._lock:
+                try:
+                    self._connection.receive_data(data or None)
+                    self._take(list(self._connection.events()))
+                except RemoteProtocolError as error:
+                    self._reply_locked(error.event_hint)
+                    self._ready.append(None)
+            if not data and not self._ready:
+                self._ready.append(None)
+        return self._ready.pop(0)
+
+    def send(self, data: bytes) -> None:
+        """Send one binary message; raises ``WebSocketClosed`` once the connection is closed."""
+        with self._lock:
+            if self._connection.state is not ConnectionState.OPEN:
+                raise WebSocketClosed("the WebSocket is closed")
+            try:
+                self._sendall(self._connection.send(BytesMessage(data=data)))
+            except (OSError, LocalProtocolError) as error:
+                raise WebSocketClosed(str(error)) from error
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        """Send a close frame (once; a closed or broken connection is left as it is)."""
+        with self._lock:
+            if self._connection.state is ConnectionState.OPEN:
+                with contextlib.suppress(OSError, LocalProtocolError):
+                    self._sendall(self._connection.send(CloseConnection(code, reason)))
+
+    def _take(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, (BytesMessage, TextMessage)):
+                data = event.data if isinstance(event, BytesMessage) else event.data.encode()
+                self._size += len(data)
+                if self._size > MAX_MESSAGE_BYTES:
+                    self._reply_locked(CloseConnection(1009, "message too big"))
+                    self._ready.append(None)
+                    return
+                self._parts.append(bytes(data))
+                if event.message_finished:
+                    self._ready.append(b"".join(self._parts))
+                    self._parts, self._size = [], 0
+            elif isinstance(event, Ping):
+                self._reply_locked(event.response())
+            elif isinstance(event, CloseConnection):
+                self._reply_locked(event.response())
+                self._ready.append(None)
+
+    def _reply_locked(self, event: Event | None) -> None:
+        if event is None:
+            return
+        with contextlib.suppress(OSError, LocalProtocolError):
+            self._sendall(self._connection.send(event))
+
+    def _sendall(self, data: bytes) -> None:
+        if data:
+            self.sock.sendall(data)
+
+
+def accept(
+    sock: socket.socket, method: str, target: str, headers: Message, served: Sequence[str]
+) -> WebSocket:
+    """Upgrade the request (its head: ``method``, ``target``, ``headers``) to a WebSocket with
+    the first of ``served`` the client offers. Raises ``HTTPError`` (400) when it is not a
+    WebSocket handshake or offers none of them; nothing has been sent then."""
+    if method != "GET" or not wants_websocket(headers):
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "expected a WebSocket upgrade (GET, Upgrade)")
+    offered = offered_protocols(headers)
+    subprotocol = choose_protocol(offered, served)
+    if subprotocol is None:
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST,
+            f"none of the offered WebSocket subprotocols {offered} is served; "
+            f"this endpoint speaks {list(served)}",
+        )
+    connection = WSConnection(ConnectionType.SERVER)
+    head = [f"{method} {target} HTTP/1.1"]
+    head.extend(f"{name}: {value}" for name, value in headers.items())
+    connection.receive_data(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    request = next((e for e in connection.events() if isinstance(e, Request)), None)
+    if request is None:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "not a valid WebSocket handshake")
+    try:
+        answer = connection.send(AcceptConnection(subprotocol=subprotocol))
+    except LocalProtocolError as error:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"WebSocket handshake: {error}") from None
+    sock.sendall(answer)
+    return WebSocket(sock, connection, subprotocol)
