@@ -3,7 +3,8 @@ decoding tables (``kubecore._manifest.shapes``: every field the node accepts, it
 shape) and the model's docstrings (a class's docstring describes its schema; an attribute's
 docstring, or ``schema_docs.FIELD_DOCS``, its field). Schemas are named as upstream's
 (``io.k8s.api.core.v1.PodSpec``) and refer to each other as upstream's do (``allOf`` around a
-``$ref``, so that the field keeps its own description), which is what ``kubectl explain`` walks."""
+``$ref``, so that the field keeps its own description), which is what ``kubectl explain`` walks.
+A kind discovery lists without a model (the Node, Events) gets an outline: what every object has."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import itertools
 import re
 from typing import Any
 
+from kubecore._api.discovery import API_RESOURCES
 from kubecore._api.schema_docs import (
     API_SERVER_SCHEMAS,
     CLASS_DOCS,
@@ -179,19 +181,51 @@ def _object_schema(model: type[Any]) -> dict[str, Any]:
     return schema
 
 
+def outline_schema(kind: str) -> dict[str, Any]:
+    """The schema of a kind the node serves without a model of its own (its Node, its
+    Events): what every object has, and a description that says the rest is not described."""
+    top = {
+        name: {"type": "string", "description": TOP_FIELDS[name]} for name in ("apiVersion", "kind")
+    }
+    return {
+        "description": f"A {kind}, as the node's API serves it. Only the fields every object "
+        "has are described here; kubectl get -o yaml shows the rest.",
+        "type": "object",
+        "properties": {
+            **top,
+            "metadata": {
+                "allOf": [ref(META + "ObjectMeta")],
+                "description": TOP_FIELDS["metadata"],
+            },
+        },
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def _served_kinds() -> list[str]:
+    return [r["kind"] for r in API_RESOURCES["resources"] if "/" not in r["name"]]
+
+
 @functools.cache
 def component_schemas() -> dict[str, dict[str, Any]]:
-    """Every schema the v1 document holds, by upstream name; top-level kinds carry their
+    """Every schema the v1 document holds, by upstream name; top-level kinds (those with a
+    model, and an outline of every other kind discovery lists) carry their
     ``x-kubernetes-group-version-kind``."""
     schemas: dict[str, dict[str, Any]] = {**_BASE_SCHEMAS, **API_SERVER_SCHEMAS}
     for model in model_shapes():
         schemas[schema_name(model)] = _object_schema(model)
-    for kind, model in top_level_models().items():
-        gvk = [{"group": "", "kind": kind, "version": "v1"}]
-        schemas[schema_name(model)]["x-kubernetes-group-version-kind"] = gvk
+    for kind in _served_kinds():
+        schemas.setdefault(CORE + kind, outline_schema(kind))
+    for kind, name in kind_schema_names().items():
+        schemas[name]["x-kubernetes-group-version-kind"] = [
+            {"group": "", "kind": kind, "version": "v1"}
+        ]
     return dict(sorted(schemas.items()))
 
 
 def kind_schema_names() -> dict[str, str]:
-    """Kind -> the name of its schema (``Pod`` -> ``io.k8s.api.core.v1.Pod``)."""
-    return {kind: schema_name(model) for kind, model in top_level_models().items()}
+    """Kind -> the name of its schema (``Pod`` -> ``io.k8s.api.core.v1.Pod``), for every kind
+    discovery lists and every kind with a model."""
+    names = {kind: CORE + kind for kind in _served_kinds()}
+    names.update({kind: schema_name(model) for kind, model in top_level_models().items()})
+    return names

@@ -119,7 +119,9 @@ def certificate_names(
 ) -> tuple[str, ...]:
     """The loopback names, the host's name, the bound address and the server URL's host, and
     ``extra``; each once, in that order."""
-    candidates = [*LOOPBACK_NAMES, host.lower()]
+    candidates = [*LOOPBACK_NAMES]
+    if is_host_name(host.lower()):
+        candidates.append(host.lower())
     if address not in _ANY:
         candidates.append(address)
     candidates.append(urllib.parse.urlsplit(server).hostname or "")
@@ -142,15 +144,18 @@ def plan_of(args: argparse.Namespace, host: str) -> Plan:
     return Plan(Path(args.directory).absolute(), args.address, args.port, server, names, args.name)
 
 
+def is_host_name(name: str) -> bool:
+    """A DNS name of letters, digits and hyphens (what a certificate may name)."""
+    labels = name.split(".")
+    return bool(name) and len(name) <= 253 and all(_is_label(label) for label in labels)
+
+
 def _check_name(name: str) -> None:
     try:
         ipaddress.ip_address(name)
-        return
     except ValueError:
-        pass
-    labels = name.split(".")
-    if not name or len(name) > 253 or not all(_is_label(label) for label in labels):
-        raise UsageError(f"{name!r} is neither an IP address nor a host name")
+        if not is_host_name(name):
+            raise UsageError(f"{name!r} is neither an IP address nor a host name") from None
 
 
 def _is_label(label: str) -> bool:
@@ -308,10 +313,15 @@ def ensure_kubeconfig(plan: Plan, ca_cert: bytes, token: str, say: list[str]) ->
     if _read(path) == text:
         _tighten(path, say)
         say.append(f"kubeconfig {path}: unchanged")
-    else:
-        verb = "written" if not path.exists() else "rewritten"
+    elif path.exists():
+        # edited by hand, or for another address: kept beside the new one, never lost
+        previous = path.with_name(KUBECONFIG + ".previous")
+        write_secret(previous, path.read_bytes())
         write_secret(path, text)
-        say.append(f"kubeconfig {path}: {verb}")
+        say.append(f"kubeconfig {path}: rewritten (the one before is {previous})")
+    else:
+        write_secret(path, text)
+        say.append(f"kubeconfig {path}: written")
     return path
 
 

@@ -69,6 +69,7 @@ CASES = {
     "configmap.data": ["KIND:       ConfigMap", "FIELD: data <map[string]string>"],
     "secret": ["KIND:       Secret", "stringData\t<map[string]string>"],
     "pod.metadata": ["labels\t<map[string]string>", "resourceVersion\t<string>"],
+    "nodes": ["KIND:       Node", "metadata\t<ObjectMeta>", "Only the fields every object"],
 }
 
 

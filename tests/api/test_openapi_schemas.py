@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubecore._api import openapi
+from kubecore._api.discovery import API_RESOURCES
 from kubecore._api.schemas import REF, component_schemas
 from kubecore._manifest import (
     load_manifest_lenient,
@@ -81,6 +82,20 @@ def test_every_ref_resolves_and_kinds_carry_their_group_version_kind() -> None:
         assert gvk == [{"group": "", "kind": kind, "version": "v1"}]
     assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in schemas
     assert "io.k8s.apimachinery.pkg.api.resource.Quantity" in schemas
+
+
+def test_every_kind_discovery_lists_has_a_schema_with_its_group_version_kind() -> None:
+    schemas = component_schemas()
+    gvks = {
+        gvk["kind"]
+        for schema in schemas.values()
+        for gvk in schema.get("x-kubernetes-group-version-kind", ())
+    }
+    listed = {r["kind"] for r in API_RESOURCES["resources"] if "/" not in r["name"]}
+    assert listed <= gvks
+    node = schemas["io.k8s.api.core.v1.Node"]
+    assert node["x-kubernetes-preserve-unknown-fields"] is True
+    assert set(node["properties"]) == {"apiVersion", "kind", "metadata"}
 
 
 def test_fields_have_upstream_names_types_and_required() -> None:

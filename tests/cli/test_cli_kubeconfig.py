@@ -11,6 +11,7 @@ import pytest
 import yaml
 from cryptography import x509
 
+from kubecore._cli.kubeconfig import certificate_names
 from tests.cli.support import run_cli
 
 FILES = ("ca.crt", "ca.key", "server.crt", "server.key", "token", "kubeconfig")
@@ -77,6 +78,10 @@ def test_a_new_name_reissues_the_serving_certificate_under_the_same_ca(tmp_path:
     assert {"10.9.8.7", "node.example", "127.0.0.1"} <= set(_sans(tmp_path / "server.crt"))
     server = yaml.safe_load((tmp_path / "kubeconfig").read_text())["clusters"][0]["cluster"]
     assert server["server"] == "https://10.9.8.7:10250"
+    previous = yaml.safe_load((tmp_path / "kubeconfig.previous").read_text())
+    assert previous["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:10250"
+    assert _mode(tmp_path / "kubeconfig.previous") == 0o600
+    assert "the one before is" in out
 
 
 def test_a_broken_ca_is_never_replaced(tmp_path: Path) -> None:
@@ -128,6 +133,12 @@ def test_bad_flags_name_the_problem(tmp_path: Path, flags: list[str], message: s
     code, _, err = run_cli("kubeconfig", str(tmp_path / "d"), *flags)
     assert code == 2 and message in err
     assert not (tmp_path / "d").exists()
+
+
+def test_a_host_name_that_is_no_dns_name_is_left_out() -> None:
+    names = certificate_names("127.0.0.1", "https://127.0.0.1:1", [], "my_host")
+    assert names == ("127.0.0.1", "::1", "localhost")
+    assert "node-1" in certificate_names("0.0.0.0", "https://127.0.0.1:1", [], "Node-1")
 
 
 def test_an_ipv6_address_is_bracketed_in_the_url(tmp_path: Path) -> None:
