@@ -159,6 +159,7 @@ def _v2_body() -> bytes:
     return _json(openapi_v2())
 
 
+@functools.cache
 def v3_url() -> str:
     """Where the index points kubectl: the document's hash in the query, as the API server
     does, so that a client's cache of one document never stands for another."""

@@ -140,6 +140,7 @@ def plan_of(args: argparse.Namespace, host: str) -> Plan:
     parts = urllib.parse.urlsplit(server)
     if parts.scheme != "https" or not parts.hostname:
         raise UsageError(f"--server: an https:// URL with a host, not {server!r}")
+    _check_name(parts.hostname)
     names = certificate_names(args.address, server, args.san, host)
     return Plan(Path(args.directory).absolute(), args.address, args.port, server, names, args.name)
 
@@ -160,7 +161,12 @@ def _check_name(name: str) -> None:
 
 def _is_label(label: str) -> bool:
     stripped = label.replace("-", "")
-    return 0 < len(label) <= 63 and stripped.isalnum() and stripped.isascii() and label[0] != "-"
+    return (
+        0 < len(label) <= 63
+        and stripped.isalnum()
+        and stripped.isascii()
+        and "-" not in (label[0], label[-1])
+    )
 
 
 # --- files -------------------------------------------------------------------------------

@@ -126,6 +126,8 @@ def test_a_directory_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
     [
         (["--san", "bad name"], "'bad name' is neither an IP address nor a host name"),
         (["--server", "http://127.0.0.1:1"], "--server: an https:// URL"),
+        (["--server", "https://bad_host:1"], "'bad_host' is neither"),
+        (["--san", "trailing-.example"], "'trailing-.example' is neither"),
         (["--port", "0"], "a port is 1 to 65535"),
     ],
 )
