@@ -73,7 +73,7 @@ API_RESOURCES: dict[str, Any] = {
         ),
         _resource("pods/log", "Pod", ["get"]),
         _resource("pods/status", "Pod", ["get"]),
-        _resource("events", "Event", ["get", "list"], short=["ev"]),
+        _resource("events", "Event", ["get", "list", "watch"], short=["ev"]),
         _resource(
             "configmaps",
             "ConfigMap",
