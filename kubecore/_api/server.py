@@ -23,6 +23,8 @@ from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_ve
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
+from kubecore._api.metrics_api import GROUP as METRICS_GROUP_NAME
+from kubecore._api.metrics_api import MetricsApi
 from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
@@ -81,6 +83,7 @@ class KubeApi:
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
+        self.metrics = MetricsApi(kubelet)
 
     @property
     def store(self) -> ApiStore | None:
@@ -133,6 +136,8 @@ class KubeApi:
             send_json(exchange, API_GROUPS)
         elif s == ("api", "v1"):
             send_json(exchange, API_RESOURCES)
+        elif s[:2] == ("apis", METRICS_GROUP_NAME):
+            self.metrics.handle(exchange, request, s[2:])
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)

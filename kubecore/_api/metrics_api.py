@@ -1,0 +1,250 @@
+"""The resource metrics API (``metrics.k8s.io/v1beta1``, as metrics-server serves it) for
+``kubectl top``: ``PodMetrics`` (``/apis/metrics.k8s.io/v1beta1/[namespaces/{ns}/]pods[/name]``)
+and ``NodeMetrics`` (``.../nodes[/name]``), from the agent's Summary API figures (the numbers
+of ``/stats/summary`` and ``/metrics/resource``).
+
+CPU usage is a rate, as metrics-server computes it: the growth of the cumulative
+``usageCoreNanoSeconds`` between two reads of this API at least ``MIN_WINDOW`` apart (the
+``window``); before there are two, the average since the container (or the node) started. It is
+written as a quantity in nanocores (``12345n``, ``5m``), memory (the working set) in bytes in
+the binary suffixes (``4Mi``, ``35480Ki``), both in the canonical form the API server writes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from http import HTTPStatus
+from typing import Any
+
+import attrs
+
+from kubecore._api.discovery import METRICS_GROUP, METRICS_RESOURCES
+from kubecore._api.errors import ApiError, not_found
+from kubecore._api.kubelet import ApiKubelet
+from kubecore._api.request import Exchange, Request, send_json
+from kubecore._api.selectors import field_selector, label_selector
+from kubecore._util.timefmt import parse_time, rfc3339
+
+GROUP = "metrics.k8s.io"
+VERSION = "v1beta1"
+GROUP_VERSION = f"{GROUP}/{VERSION}"
+MIN_WINDOW = 1.0
+"""Seconds two reads must be apart to make a CPU rate of them."""
+POD_FIELDS = ("metadata.name", "metadata.namespace")
+NODE_FIELDS = ("metadata.name",)
+
+
+def cpu_quantity(nanocores: int) -> str:
+    """Nanocores as a canonical decimal quantity: ``2``, ``250m``, ``12u``, ``12345n``."""
+    value = max(0, int(nanocores))
+    for suffix, scale in (("", 10**9), ("m", 10**6), ("u", 10**3)):
+        if value % scale == 0:
+            return f"{value // scale}{suffix}"
+    return f"{value}n"
+
+
+def memory_quantity(size: int) -> str:
+    """Bytes as a canonical binary quantity: ``4Mi``, ``35480Ki``, ``1000`` (not a multiple of
+    1024)."""
+    value = max(0, int(size))
+    if value == 0:
+        return "0"
+    suffix = ""
+    for unit in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
+        if value % 1024:
+            break
+        value //= 1024
+        suffix = unit
+    return f"{value}{suffix}"
+
+
+def _seconds(seconds: float) -> str:
+    """A window as a Go duration (``10.5s``)."""
+    return f"{round(seconds, 3):g}s"
+
+
+@attrs.frozen
+class Usage:
+    """A CPU rate and the window it was measured over."""
+
+    nanocores: int
+    window: float
+
+
+@attrs.frozen
+class _Sample:
+    at: float
+    nanos: int
+    usage: Usage | None = None
+    """The rate measured when this sample was kept (None: the first one)."""
+
+
+class CpuRates:
+    """CPU rates from cumulative counters read at successive times (thread-safe)."""
+
+    def __init__(self, min_window: float = MIN_WINDOW) -> None:
+        self._min_window = min_window
+        self._samples: dict[str, _Sample] = {}
+        self._lock = threading.Lock()
+
+    def usage(self, key: str, now: float, nanos: int, started: float | None) -> Usage:
+        """The rate of ``key``'s counter (``nanos`` at ``now``) since the previous read kept
+        (at least ``min_window`` before); before there is one, since ``started`` (when the
+        counter was 0)."""
+        with self._lock:
+            last = self._samples.get(key)
+            if last is None or nanos < last.nanos:  # new, or its counter started again
+                self._samples[key] = _Sample(now, nanos)
+            elif now - last.at >= self._min_window:
+                usage = Usage(int((nanos - last.nanos) / (now - last.at)), now - last.at)
+                self._samples[key] = _Sample(now, nanos, usage)
+                return usage
+            elif last.usage is not None:
+                return last.usage
+        since = max(self._min_window, now - started) if started is not None else self._min_window
+        return Usage(int(nanos / since), since)
+
+    def retain(self, keys: Iterable[str]) -> None:
+        """Forget every counter but ``keys`` (the node's and its current containers')."""
+        keep = set(keys)
+        with self._lock:
+            self._samples = {k: v for k, v in self._samples.items() if k in keep}
+
+
+def _started(document: dict[str, Any]) -> float | None:
+    return parse_time(str(document.get("startTime") or ""))
+
+
+class MetricsApi:
+    """``/apis/metrics.k8s.io/...``: the group, its resource list, PodMetrics and NodeMetrics."""
+
+    def __init__(self, kubelet: ApiKubelet) -> None:
+        self._kubelet = kubelet
+        self._rates = CpuRates()
+
+    def handle(self, exchange: Exchange, request: Request, rest: tuple[str, ...]) -> None:
+        """``rest``: the path after ``/apis/metrics.k8s.io``."""
+        if rest == ():
+            send_json(exchange, METRICS_GROUP)
+            return
+        if rest == (VERSION,):
+            send_json(exchange, METRICS_RESOURCES)
+            return
+        path = rest[1:] if rest[:1] == (VERSION,) else None
+        if path and path[0] == "nodes" and len(path) <= 2:
+            self._nodes(exchange, request, path[1:])
+        elif path and path[0] == "pods" and len(path) == 1:
+            self._pods(exchange, request, None, ())
+        elif path and path[0] == "namespaces" and len(path) in (3, 4) and path[2] == "pods":
+            self._pods(exchange, request, path[1], path[3:])
+        else:
+            raise ApiError(
+                HTTPStatus.NOT_FOUND,
+                "NotFound",
+                f"the server could not find /apis/{GROUP}/{'/'.join(rest)}",
+            )
+
+    # --- reading the figures
+
+    def _read(self) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+        """The node's and the pods' metrics documents, now."""
+        summary = self._kubelet.resource_summary()
+        now = self._kubelet.clock.now()
+        labels = {pod.uid: dict(pod.metadata.labels) for pod in self._kubelet.pods()}
+        keys = ["node"]
+        pods: list[dict[str, Any]] = []
+        for pod in summary.get("pods", []):
+            ref = pod["podRef"]
+            containers = []
+            windows = []
+            for c in pod.get("containers", []):
+                key = f"{ref['uid']}/{c['name']}"
+                keys.append(key)
+                nanos = int((c.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
+                usage = self._rates.usage(key, now, nanos, _started(c))
+                windows.append(usage.window)
+                memory = int((c.get("memory") or {}).get("workingSetBytes") or 0)
+                containers.append(
+                    {
+                        "name": c["name"],
+                        "usage": {
+                            "cpu": cpu_quantity(usage.nanocores),
+                            "memory": memory_quantity(memory),
+                        },
+                    }
+                )
+            if containers:  # metrics-server leaves out a pod it has no figures of
+                meta = {"name": ref["name"], "namespace": ref["namespace"]}
+                pods.append(
+                    _metrics("PodMetrics", meta, labels.get(ref["uid"], {}), now, max(windows))
+                    | {"containers": containers}
+                )
+        self._rates.retain(keys)
+        return self._node(summary.get("node") or {}, now), pods, now
+
+    def _node(self, node: dict[str, Any], now: float) -> dict[str, Any]:
+        nanos = int((node.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
+        usage = self._rates.usage("node", now, nanos, _started(node))
+        memory = int((node.get("memory") or {}).get("workingSetBytes") or 0)
+        config = self._kubelet.config
+        meta = {"name": config.node_name}
+        return _metrics("NodeMetrics", meta, config.labels(), now, usage.window) | {
+            "usage": {"cpu": cpu_quantity(usage.nanocores), "memory": memory_quantity(memory)}
+        }
+
+    # --- the resources
+
+    def _nodes(self, exchange: Exchange, request: Request, name: tuple[str, ...]) -> None:
+        node, _, _ = self._read()
+        if name:
+            if name[0] != node["metadata"]["name"]:
+                raise not_found(f"nodes.{GROUP}", name[0])
+            send_json(exchange, node)
+            return
+        fields = field_selector(request.param("fieldSelector"), NODE_FIELDS)
+        labels = label_selector(request.param("labelSelector"))
+        shown = [node] if fields({"metadata.name": node["metadata"]["name"]}) else []
+        shown = [n for n in shown if labels(n["metadata"].get("labels") or {})]
+        send_json(exchange, _metrics_list("NodeMetricsList", shown))
+
+    def _pods(
+        self, exchange: Exchange, request: Request, namespace: str | None, name: tuple[str, ...]
+    ) -> None:
+        _, pods, _ = self._read()
+        if namespace is not None:
+            pods = [p for p in pods if p["metadata"]["namespace"] == namespace]
+        if name:
+            for pod in pods:
+                if pod["metadata"]["name"] == name[0]:
+                    send_json(exchange, pod)
+                    return
+            raise not_found(f"pods.{GROUP}", name[0])
+        fields = field_selector(request.param("fieldSelector"), POD_FIELDS)
+        labels = label_selector(request.param("labelSelector"))
+        shown = [
+            p
+            for p in pods
+            if fields({f"metadata.{k}": v for k, v in p["metadata"].items() if k != "labels"})
+            and labels(p["metadata"].get("labels") or {})
+        ]
+        send_json(exchange, _metrics_list("PodMetricsList", shown))
+
+
+def _metrics(
+    kind: str, meta: dict[str, str], labels: dict[str, str], now: float, window: float
+) -> dict[str, Any]:
+    stamp = rfc3339(now)
+    metadata: dict[str, Any] = {**meta, "creationTimestamp": stamp}
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "kind": kind,
+        "apiVersion": GROUP_VERSION,
+        "metadata": metadata,
+        "timestamp": stamp,
+        "window": _seconds(window),
+    }
+
+
+def _metrics_list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": kind, "apiVersion": GROUP_VERSION, "metadata": {}, "items": items}
