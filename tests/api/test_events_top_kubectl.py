@@ -141,6 +141,9 @@ def test_a_failing_readiness_probe_is_one_line_in_describe(node: Node, kubectl: 
     # kubectl 1.37 names the container the event is about first
     shown = r"\(x\d+ over \d+s\)\s+kubelet\s+(spec.containers\{main\}: )?Readiness probe failed"
     assert re.search(shown, lines[0]), lines
+    listed = kubectl.out("events", "--for", "pod/probed").splitlines()
+    (line,) = [line for line in listed if "Unhealthy" in line]
+    assert re.search(r"\(x\d+ over \d+s\)\s+Warning\s+Unhealthy\s+Pod/probed", line), line
 
 
 def test_get_events_by_field_and_sorted(node: Node, kubectl: Versioned) -> None:
