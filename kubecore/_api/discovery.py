@@ -102,8 +102,18 @@ METRICS_RESOURCES: dict[str, Any] = {
     "apiVersion": "v1",
     "groupVersion": "metrics.k8s.io/v1beta1",
     "resources": [
-        {**_resource("nodes", "NodeMetrics", ["get", "list"], namespaced=False), "categories": []},
-        {**_resource("pods", "PodMetrics", ["get", "list"]), "categories": []},
+        # singular as the generic API server names them (the kind, lower case), so that
+        # ``kubectl get podmetrics`` finds them and "pod" stays the core pods'
+        {
+            **_resource("nodes", "NodeMetrics", ["get", "list"], namespaced=False),
+            "singularName": "nodemetrics",
+            "categories": [],
+        },
+        {
+            **_resource("pods", "PodMetrics", ["get", "list"]),
+            "singularName": "podmetrics",
+            "categories": [],  # not in ``kubectl get all``
+        },
     ],
 }
 """``/apis/metrics.k8s.io/v1beta1``: NodeMetrics and PodMetrics."""

@@ -233,6 +233,7 @@ def test_discovery_finds_the_metrics_group(node: Node) -> None:
     assert resources["groupVersion"] == "metrics.k8s.io/v1beta1"
     kinds = {r["name"]: (r["kind"], r["namespaced"]) for r in resources["resources"]}
     assert kinds == {"pods": ("PodMetrics", True), "nodes": ("NodeMetrics", False)}
+    assert all(r["categories"] == [] for r in resources["resources"])  # not in "get all"
 
 
 def test_pod_and_node_metrics_documents(node: Node) -> None:
@@ -281,6 +282,9 @@ def test_kubectl_top_pod(node: Node, kubectl: Versioned) -> None:
     assert containers[1].split()[:2] == ["talker", "main"]
     labelled = kubectl.out("top", "pod", "-l", "app=probed").strip().splitlines()
     assert [line.split()[0] for line in labelled[1:]] == ["probed"]
+    read = json.loads(kubectl.out("get", "podmetrics", "talker", "-o", "json"))
+    assert read["kind"] == "PodMetrics" and read["containers"][0]["name"] == "main"
+    assert json.loads(kubectl.out("get", "nodemetrics", "-o", "json"))["items"]
 
 
 def test_kubectl_top_node(node: Node, kubectl: Versioned) -> None:
