@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from kubecore._api.discovery import METRICS_GROUP, METRICS_RESOURCES
-from kubecore._api.errors import ApiError, not_found
+from kubecore._api.errors import ApiError, not_allowed, not_found
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.request import Exchange, Request, send_json
 from kubecore._api.selectors import field_selector, label_selector
@@ -131,6 +131,8 @@ class MetricsApi:
             send_json(exchange, METRICS_RESOURCES)
             return
         path = rest[1:] if rest[:1] == (VERSION,) else None
+        if path and request.flag("watch"):
+            raise not_allowed(f"watch is not supported on {GROUP} (list again instead)")
         if path and path[0] == "nodes" and len(path) <= 2:
             self._nodes(exchange, request, path[1:])
         elif path and path[0] == "pods" and len(path) == 1:
@@ -146,7 +148,7 @@ class MetricsApi:
 
     # --- reading the figures
 
-    def _read(self) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+    def _read(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The node's and the pods' metrics documents, now."""
         summary = self._kubelet.resource_summary()
         now = self._kubelet.clock.now()
@@ -180,7 +182,7 @@ class MetricsApi:
                     | {"containers": containers}
                 )
         self._rates.retain(keys)
-        return self._node(summary.get("node") or {}, now), pods, now
+        return self._node(summary.get("node") or {}, now), pods
 
     def _node(self, node: dict[str, Any], now: float) -> dict[str, Any]:
         nanos = int((node.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
@@ -195,7 +197,7 @@ class MetricsApi:
     # --- the resources
 
     def _nodes(self, exchange: Exchange, request: Request, name: tuple[str, ...]) -> None:
-        node, _, _ = self._read()
+        node, _ = self._read()
         if name:
             if name[0] != node["metadata"]["name"]:
                 raise not_found(f"nodes.{GROUP}", name[0])
@@ -210,7 +212,7 @@ class MetricsApi:
     def _pods(
         self, exchange: Exchange, request: Request, namespace: str | None, name: tuple[str, ...]
     ) -> None:
-        _, pods, _ = self._read()
+        _, pods = self._read()
         if namespace is not None:
             pods = [p for p in pods if p["metadata"]["namespace"] == namespace]
         if name:

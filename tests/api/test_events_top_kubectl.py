@@ -266,6 +266,7 @@ def test_pod_and_node_metrics_documents(node: Node) -> None:
     assert get(node, METRICS + "/nodes/node-1").json()["metadata"]["name"] == "node-1"
     assert get(node, METRICS + "/nodes/other").status_code == 404
     assert get(node, METRICS + "/namespaces/default/services").status_code == 404
+    assert get(node, METRICS + "/pods", watch="true").status_code == 405
 
 
 def test_kubectl_top_pod(node: Node, kubectl: Versioned) -> None:
