@@ -6,6 +6,7 @@ environment, so an older and a current kubectl both run): a failing readiness pr
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -164,24 +165,59 @@ def test_get_events_by_field_and_sorted(node: Node, kubectl: Versioned) -> None:
     assert refused.returncode != 0 and "spec.nope" in refused.stderr
 
 
-def test_get_events_watch_shows_each_repeat(node: Node, kubectl: Versioned) -> None:
-    """``-w`` lists, then prints the aggregated event again each time it counts one more."""
-    unhealthy(node, 1)
-    watch = kubectl.popen(
-        "get", "events", "-w", "--field-selector", "involvedObject.name=probed,reason=Unhealthy"
-    )
+def _follow(process: subprocess.Popen[str]) -> list[str]:
+    """The lines ``process`` prints, filled in as it prints them (by a thread of its own)."""
     lines: list[str] = []
-    reader = threading.Thread(
-        target=lambda: lines.extend(iter(watch.stdout.readline, "")),  # type: ignore[union-attr]
-        daemon=True,
-    )
-    reader.start()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _all_mention(outputs: list[list[str]], name: str, times: int) -> bool:
+    """Whether each output has ``times`` lines naming ``name``."""
+    return all(sum(name in line for line in lines) >= times for lines in outputs)
+
+
+def test_get_events_watch_shows_each_repeat(node: Node, kubectl: Versioned) -> None:
+    """``-w`` lists, then prints the aggregated event again each time it counts one more, in
+    the table form and as objects. The events are recorded here, of an object of this test's
+    own, so neither a probe's timing nor the spam filter's burst decides what is seen."""
+    name = f"watched-{Path(kubectl.binary).parent.parent.name.strip('.')}"
+    ref = pod_reference("default", name, f"uid-{name}")
+
+    def poke() -> None:
+        now = node.kubelet.clock.now()
+        node.kubelet.event_log.record(Event(ref, EventType.WARNING, "Poked", "poked", now))
+
+    poke()
+    selector = f"involvedObject.name={name}"
+    rows = kubectl.popen("get", "events", "-w", "--field-selector", selector)
+    columns = "-o=custom-columns=NAME:.involvedObject.name,COUNT:.count,SERIES:.series.count"
+    objects = kubectl.popen("get", "events", "-w", "--field-selector", selector, columns)
+    table_lines, object_lines = _follow(rows), _follow(objects)
     try:
-        wait_for(lambda: len([x for x in lines if "Unhealthy" in x]) >= 3, timeout=30)
+        for count in (1, 2, 3):
+            if count > 1:
+                poke()
+            shown = [table_lines, object_lines]
+            wait_for(
+                functools.partial(_all_mention, shown, name, count),
+                timeout=30,
+                what=f"both watches to show count {count}",
+            )
     finally:
-        watch.kill()
-        watch.communicate(timeout=10)
-    assert all("pod/probed" in line for line in lines if "Unhealthy" in line)
+        for process in (rows, objects):
+            process.kill()
+            process.communicate(timeout=10)
+    shown = [line.split() for line in table_lines if name in line]
+    assert [row[1:4] for row in shown] == [["Warning", "Poked", f"pod/{name}"]] * 3
+    counted = [line.split() for line in object_lines if name in line]
+    assert counted == [[name, "1", "<none>"], [name, "2", "2"], [name, "3", "3"]]
 
 
 def test_a_watch_sees_versions_grow_as_an_event_repeats(node: Node) -> None:
