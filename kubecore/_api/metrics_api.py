@@ -4,15 +4,18 @@ and ``NodeMetrics`` (``.../nodes[/name]``), from the agent's Summary API figures
 of ``/stats/summary`` and ``/metrics/resource``).
 
 CPU usage is a rate, as metrics-server computes it: the growth of the cumulative
-``usageCoreNanoSeconds`` between two reads of this API at least ``MIN_WINDOW`` apart (the
-``window``); before there are two, the average since the container (or the node) started. It is
+``usageCoreNanoSeconds`` between two reads at least ``MIN_WINDOW`` apart (the ``window``). A
+counter read for the first time (a new container, the first request) is read again
+``FIRST_WINDOW`` later, so that its rate is measured too; only where the clock did not move
+meanwhile (a virtual clock) is it the average since the container (or the node) started. It is
 written as a quantity in nanocores (``12345n``, ``5m``), memory (the working set) in bytes in
 the binary suffixes (``4Mi``, ``35480Ki``), both in the canonical form the API server writes."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import Any
 
@@ -28,8 +31,10 @@ from kubecore._util.timefmt import parse_time, rfc3339
 GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"
 GROUP_VERSION = f"{GROUP}/{VERSION}"
-MIN_WINDOW = 1.0
+MIN_WINDOW = 0.5
 """Seconds two reads must be apart to make a CPU rate of them."""
+FIRST_WINDOW = 0.5
+"""Seconds between the two reads of a new counter's first measure."""
 POD_FIELDS = ("metadata.name", "metadata.namespace")
 NODE_FIELDS = ("metadata.name",)
 
@@ -104,6 +109,11 @@ class CpuRates:
         since = max(self._min_window, now - started) if started is not None else self._min_window
         return Usage(int(nanos / since), since)
 
+    def knows(self, keys: Iterable[str]) -> bool:
+        """Whether every counter of ``keys`` has been read before."""
+        with self._lock:
+            return all(key in self._samples for key in keys)
+
     def retain(self, keys: Iterable[str]) -> None:
         """Forget every counter but ``keys`` (the node's and its current containers')."""
         keep = set(keys)
@@ -115,12 +125,33 @@ def _started(document: dict[str, Any]) -> float | None:
     return parse_time(str(document.get("startTime") or ""))
 
 
+def _counters(summary: dict[str, Any]) -> dict[str, tuple[int, float | None]]:
+    """Each CPU counter of a resource summary (the node's, each container's as
+    ``<pod uid>/<name>``): its cumulative nanoseconds and when it started."""
+    node = summary.get("node") or {}
+    counters = {"node": (_cpu_nanos(node), _started(node))}
+    for pod in summary.get("pods", []):
+        for c in pod.get("containers", []):
+            counters[f"{pod['podRef']['uid']}/{c['name']}"] = (_cpu_nanos(c), _started(c))
+    return counters
+
+
+def _cpu_nanos(document: dict[str, Any]) -> int:
+    return int((document.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
+
+
+def _usage(cpu: Usage, memory: dict[str, Any] | None) -> dict[str, str]:
+    working_set = int((memory or {}).get("workingSetBytes") or 0)
+    return {"cpu": cpu_quantity(cpu.nanocores), "memory": memory_quantity(working_set)}
+
+
 class MetricsApi:
     """``/apis/metrics.k8s.io/...``: the group, its resource list, PodMetrics and NodeMetrics."""
 
-    def __init__(self, kubelet: ApiKubelet) -> None:
+    def __init__(self, kubelet: ApiKubelet, sleep: Callable[[float], None] = time.sleep) -> None:
         self._kubelet = kubelet
         self._rates = CpuRates()
+        self._sleep = sleep
 
     def handle(self, exchange: Exchange, request: Request, rest: tuple[str, ...]) -> None:
         """``rest``: the path after ``/apis/metrics.k8s.io``."""
@@ -148,56 +179,52 @@ class MetricsApi:
 
     # --- reading the figures
 
-    def _read(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The node's and the pods' metrics documents, now."""
+    def read(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The node's and the pods' metrics documents, now. When a counter is new (a container
+        just started, or the first read since the agent started), the figures are read again
+        ``FIRST_WINDOW`` later, so that its rate is measured over a window of its own, not
+        guessed (metrics-server, for the same reason, needs two scrapes)."""
         summary = self._kubelet.resource_summary()
         now = self._kubelet.clock.now()
+        counters = _counters(summary)
+        if not self._rates.knows(counters):
+            for key, (nanos, started) in counters.items():
+                self._rates.usage(key, now, nanos, started)
+            self._sleep(FIRST_WINDOW)
+            summary = self._kubelet.resource_summary()
+            now = self._kubelet.clock.now()
+            counters = _counters(summary)
+        usage = {key: self._rates.usage(key, now, *counter) for key, counter in counters.items()}
+        self._rates.retain(usage)
         labels = {pod.uid: dict(pod.metadata.labels) for pod in self._kubelet.pods()}
-        keys = ["node"]
         pods: list[dict[str, Any]] = []
         for pod in summary.get("pods", []):
             ref = pod["podRef"]
-            containers = []
-            windows = []
-            for c in pod.get("containers", []):
-                key = f"{ref['uid']}/{c['name']}"
-                keys.append(key)
-                nanos = int((c.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
-                usage = self._rates.usage(key, now, nanos, _started(c))
-                windows.append(usage.window)
-                memory = int((c.get("memory") or {}).get("workingSetBytes") or 0)
-                containers.append(
-                    {
-                        "name": c["name"],
-                        "usage": {
-                            "cpu": cpu_quantity(usage.nanocores),
-                            "memory": memory_quantity(memory),
-                        },
-                    }
-                )
-            if containers:  # metrics-server leaves out a pod it has no figures of
-                meta = {"name": ref["name"], "namespace": ref["namespace"]}
-                pods.append(
-                    _metrics("PodMetrics", meta, labels.get(ref["uid"], {}), now, max(windows))
-                    | {"containers": containers}
-                )
-        self._rates.retain(keys)
-        return self._node(summary.get("node") or {}, now), pods
+            measured = [(c, usage[f"{ref['uid']}/{c['name']}"]) for c in pod.get("containers", [])]
+            if not measured:  # metrics-server leaves out a pod it has no figures of
+                continue
+            meta = {"name": ref["name"], "namespace": ref["namespace"]}
+            window = max(u.window for _, u in measured)
+            containers = [
+                {"name": c["name"], "usage": _usage(u, c.get("memory"))} for c, u in measured
+            ]
+            pods.append(
+                _metrics("PodMetrics", meta, labels.get(ref["uid"], {}), now, window)
+                | {"containers": containers}
+            )
+        return self._node(summary.get("node") or {}, usage["node"], now), pods
 
-    def _node(self, node: dict[str, Any], now: float) -> dict[str, Any]:
-        nanos = int((node.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
-        usage = self._rates.usage("node", now, nanos, _started(node))
-        memory = int((node.get("memory") or {}).get("workingSetBytes") or 0)
+    def _node(self, node: dict[str, Any], usage: Usage, now: float) -> dict[str, Any]:
         config = self._kubelet.config
         meta = {"name": config.node_name}
         return _metrics("NodeMetrics", meta, config.labels(), now, usage.window) | {
-            "usage": {"cpu": cpu_quantity(usage.nanocores), "memory": memory_quantity(memory)}
+            "usage": _usage(usage, node.get("memory"))
         }
 
     # --- the resources
 
     def _nodes(self, exchange: Exchange, request: Request, name: tuple[str, ...]) -> None:
-        node, _ = self._read()
+        node, _ = self.read()
         if name:
             if name[0] != node["metadata"]["name"]:
                 raise not_found(f"nodes.{GROUP}", name[0])
@@ -212,7 +239,7 @@ class MetricsApi:
     def _pods(
         self, exchange: Exchange, request: Request, namespace: str | None, name: tuple[str, ...]
     ) -> None:
-        _, pods = self._read()
+        _, pods = self.read()
         if namespace is not None:
             pods = [p for p in pods if p["metadata"]["namespace"] == namespace]
         if name:

@@ -1,15 +1,25 @@
-"""The resource metrics API's pure parts: quantities in the canonical form the API server writes
-(read back exactly by the quantity parser) and CPU rates over a window."""
+"""The resource metrics API's parts: quantities in the canonical form the API server writes
+(read back exactly by the quantity parser), CPU rates over a window, and the documents made of
+a resource summary."""
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any, cast
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore._api.metrics_api import CpuRates, cpu_quantity, memory_quantity
+from kubecore._api.metrics_api import (
+    FIRST_WINDOW,
+    CpuRates,
+    MetricsApi,
+    cpu_quantity,
+    memory_quantity,
+)
 from kubecore._model.quantity import parse_quantity
+from kubecore._model.v1 import ObjectMeta, Pod, PodSpec
+from kubecore._util.timefmt import rfc3339
 
 
 def test_cpu_quantities_take_the_largest_exact_suffix() -> None:
@@ -67,3 +77,83 @@ def test_forgotten_counters_start_over() -> None:
     rates.retain(["node"])
     fresh = rates.usage("c", 103.0, 4_000_000_000, started=99.0)
     assert fresh.window == 4.0  # no sample kept: since the start again
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def now(self) -> float:
+        return self.at
+
+
+class _Config:
+    node_name = "node-1"
+
+    def labels(self) -> dict[str, str]:
+        return {"kubernetes.io/hostname": "node-1"}
+
+
+class _Kubelet:
+    """The agent as the metrics API reads it: a container using a quarter of a core since it
+    started 100 s ago, and a node using one and a half."""
+
+    def __init__(self) -> None:
+        self.clock = _Clock()
+        self.config = _Config()
+        self.reads = 0
+
+    def resource_summary(self) -> dict[str, Any]:
+        self.reads += 1
+        at = self.clock.at
+        container = {
+            "name": "app",
+            "startTime": rfc3339(900.0),
+            "cpu": {"usageCoreNanoSeconds": int((at - 900.0) * 250_000_000)},
+            "memory": {"workingSetBytes": 35480 * 1024},
+        }
+        return {
+            "node": {
+                "startTime": rfc3339(0.0),
+                "cpu": {"usageCoreNanoSeconds": int(at * 1_500_000_000)},
+                "memory": {"workingSetBytes": 2 << 30},
+            },
+            "pods": [
+                {"podRef": {"name": "web", "namespace": "default", "uid": "u1"},
+                 "containers": [container]},
+                {"podRef": {"name": "idle", "namespace": "default", "uid": "u2"},
+                 "containers": []},
+            ],
+        }  # fmt: skip
+
+    def pods(self) -> list[Pod]:
+        meta = ObjectMeta(name="web", uid="u1", labels={"app": "web"})
+        return [Pod(meta, PodSpec(containers=()))]
+
+
+def test_a_first_read_measures_its_rates_over_a_window_of_its_own() -> None:
+    kubelet = _Kubelet()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        kubelet.clock.at += seconds
+
+    api = MetricsApi(cast(Any, kubelet), sleep=sleep)
+    node, pods = api.read()
+    assert slept == [FIRST_WINDOW] and kubelet.reads == 2
+    (web,) = pods  # a pod without containers has no figures: left out
+    assert web["metadata"] == {
+        "name": "web",
+        "namespace": "default",
+        "creationTimestamp": rfc3339(1000.5),
+        "labels": {"app": "web"},
+    }
+    assert web["window"] == "0.5s" and web["timestamp"] == rfc3339(1000.5)
+    assert web["containers"] == [{"name": "app", "usage": {"cpu": "250m", "memory": "35480Ki"}}]
+    assert node["usage"] == {"cpu": "1500m", "memory": "2Gi"}
+    assert node["metadata"]["labels"] == {"kubernetes.io/hostname": "node-1"}
+    kubelet.clock.at += 10
+    _, (again,) = api.read()
+    assert slept == [FIRST_WINDOW] and kubelet.reads == 3  # known counters: one read
+    assert again["window"] == "10s" and again["containers"][0]["usage"]["cpu"] == "250m"
