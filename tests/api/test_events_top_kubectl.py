@@ -162,6 +162,9 @@ def test_get_events_by_field_and_sorted(node: Node, kubectl: Versioned) -> None:
     ordered = json.loads(kubectl.out("get", "events", "--sort-by=.lastTimestamp", "-o", "json"))
     stamps = [e["lastTimestamp"] for e in ordered["items"]]
     assert stamps == sorted(stamps) and len(stamps) >= 5
+    sorted_rows = kubectl.out("get", "events", "--sort-by=.lastTimestamp").strip().splitlines()
+    assert sorted_rows[0].split()[:3] == ["LAST", "SEEN", "TYPE"]
+    assert len(sorted_rows) == len(stamps) + 1
     refused = kubectl.run("get", "events", "--field-selector", "spec.nope=x", check=False)
     assert refused.returncode != 0 and "spec.nope" in refused.stderr
 
