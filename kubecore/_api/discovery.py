@@ -11,18 +11,7 @@ API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 """The first path segments the Kubernetes API answers."""
 KUBERNETES_VERSION = (1, 32)
 """The API version this subset follows (kubectl warns past one minor version of skew)."""
-METRICS_GROUP: dict[str, Any] = {
-    "kind": "APIGroup",
-    "apiVersion": "v1",
-    "name": "metrics.k8s.io",
-    "versions": [{"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}],
-    "preferredVersion": {"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"},
-}
-"""The resource metrics group (``kubectl top``), as metrics-server registers it."""
 API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
-API_GROUPS["groups"].append(
-    {k: v for k, v in METRICS_GROUP.items() if k not in ("kind", "apiVersion")}
-)
 
 
 def version() -> dict[str, Any]:
@@ -117,3 +106,15 @@ METRICS_RESOURCES: dict[str, Any] = {
     ],
 }
 """``/apis/metrics.k8s.io/v1beta1``: NodeMetrics and PodMetrics."""
+
+METRICS_GROUP: dict[str, Any] = {
+    "kind": "APIGroup",
+    "apiVersion": "v1",
+    "name": "metrics.k8s.io",
+    "versions": [{"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}],
+    "preferredVersion": {"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"},
+}
+"""The resource metrics group (``kubectl top``), as metrics-server registers it."""
+API_GROUPS["groups"].append(
+    {k: v for k, v in METRICS_GROUP.items() if k not in ("kind", "apiVersion")}
+)

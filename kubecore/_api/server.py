@@ -18,13 +18,12 @@ from typing import Any
 
 import attrs
 
+from kubecore._api import metrics_api
 from kubecore._api.auth import Gate, is_loopback, read_token_file
 from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
-from kubecore._api.metrics_api import GROUP as METRICS_GROUP_NAME
-from kubecore._api.metrics_api import MetricsApi
 from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
@@ -70,6 +69,7 @@ class KubeApi:
         self.kubelet = kubelet
         self.source = source
         self.pods = PodResource(kubelet, source)
+        self.metrics = metrics_api.MetricsApi(kubelet)
         objects = [
             ObjectResource(kind, kubelet.objects, source, kubelet.clock.now)
             for kind in OBJECT_RESOURCES.values()
@@ -83,7 +83,6 @@ class KubeApi:
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
-        self.metrics = MetricsApi(kubelet)
 
     @property
     def store(self) -> ApiStore | None:
@@ -136,11 +135,11 @@ class KubeApi:
             send_json(exchange, API_GROUPS)
         elif s == ("api", "v1"):
             send_json(exchange, API_RESOURCES)
-        elif s[:2] == ("apis", METRICS_GROUP_NAME):
-            self.metrics.handle(exchange, request, s[2:])
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)
+        elif s[:2] == ("apis", metrics_api.GROUP):
+            self.metrics.handle(exchange, request, s[2:])
         elif s[:2] == ("api", "v1") and len(s) >= 3:
             self._core(exchange, request, s[2:])
         else:
