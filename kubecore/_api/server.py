@@ -67,9 +67,9 @@ class KubeApi:
         store: ApiStore | None = None,
     ) -> None:
         self.kubelet = kubelet
+        self.metrics = metrics_api.MetricsApi(kubelet)
         self.source = source
         self.pods = PodResource(kubelet, source)
-        self.metrics = metrics_api.MetricsApi(kubelet)
         objects = [
             ObjectResource(kind, kubelet.objects, source, kubelet.clock.now)
             for kind in OBJECT_RESOURCES.values()
