@@ -184,15 +184,13 @@ class MetricsApi:
         just started, or the first read since the agent started), the figures are read again
         ``FIRST_WINDOW`` later, so that its rate is measured over a window of its own, not
         guessed (metrics-server, for the same reason, needs two scrapes)."""
-        summary = self._kubelet.resource_summary()
-        now = self._kubelet.clock.now()
+        now, summary = self._summary()
         counters = _counters(summary)
         if not self._rates.knows(counters):
             for key, (nanos, started) in counters.items():
                 self._rates.usage(key, now, nanos, started)
             self._sleep(FIRST_WINDOW)
-            summary = self._kubelet.resource_summary()
-            now = self._kubelet.clock.now()
+            now, summary = self._summary()
             counters = _counters(summary)
         usage = {key: self._rates.usage(key, now, *counter) for key, counter in counters.items()}
         self._rates.retain(usage)
@@ -213,6 +211,12 @@ class MetricsApi:
                 | {"containers": containers}
             )
         return self._node(summary.get("node") or {}, usage["node"], now), pods
+
+    def _summary(self) -> tuple[float, dict[str, Any]]:
+        """The resource summary, with the time just before it was read: the runtime's
+        counters are the first thing it reads, so that is when they were read."""
+        now = self._kubelet.clock.now()
+        return now, self._kubelet.resource_summary()
 
     def _node(self, node: dict[str, Any], usage: Usage, now: float) -> dict[str, Any]:
         config = self._kubelet.config
