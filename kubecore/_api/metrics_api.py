@@ -3,9 +3,11 @@
 and ``NodeMetrics`` (``.../nodes[/name]``), from the agent's Summary API figures (the numbers
 of ``/stats/summary`` and ``/metrics/resource``).
 
-CPU usage is a rate, as metrics-server computes it: the growth of the cumulative
-``usageCoreNanoSeconds`` between two reads at least ``MIN_WINDOW`` apart (the ``window``). A
-counter read for the first time (a new container, the first request) is read again
+CPU usage is a rate over a ``window``, as metrics-server reports it: the summary's own
+``usageNanoCores`` (the growth of the cumulative counter between its last two reads, timed by
+the runtime's clock), over the time since this API last read that counter; where the summary
+has no rate, the counter's growth between two reads of this API at least ``MIN_WINDOW`` apart.
+A counter read for the first time (a new container, the first request) is read again
 ``FIRST_WINDOW`` later, so that its rate is measured too; only where the clock did not move
 meanwhile (a virtual clock) is it the average since the container (or the node) started. It is
 written as a quantity in nanocores (``12345n``, ``5m``), memory (the working set) in bytes in
@@ -125,19 +127,31 @@ def _started(document: dict[str, Any]) -> float | None:
     return parse_time(str(document.get("startTime") or ""))
 
 
-def _counters(summary: dict[str, Any]) -> dict[str, tuple[int, float | None]]:
-    """Each CPU counter of a resource summary (the node's, each container's as
-    ``<pod uid>/<name>``): its cumulative nanoseconds and when it started."""
-    node = summary.get("node") or {}
-    counters = {"node": (_cpu_nanos(node), _started(node))}
+@attrs.frozen
+class _Counter:
+    nanos: int
+    """Cumulative CPU nanoseconds (``usageCoreNanoSeconds``)."""
+    started: float | None
+    rate: int | None
+    """The summary's own rate (``usageNanoCores``), timed by the runtime's clock."""
+
+
+def _counters(summary: dict[str, Any]) -> dict[str, _Counter]:
+    """Each CPU counter of a resource summary: the node's, each container's as
+    ``<pod uid>/<name>``."""
+    documents = [("node", summary.get("node") or {})]
     for pod in summary.get("pods", []):
-        for c in pod.get("containers", []):
-            counters[f"{pod['podRef']['uid']}/{c['name']}"] = (_cpu_nanos(c), _started(c))
+        documents += [(f"{pod['podRef']['uid']}/{c['name']}", c) for c in pod.get("containers", [])]
+    counters = {}
+    for key, document in documents:
+        cpu = document.get("cpu") or {}
+        rate = cpu.get("usageNanoCores")
+        counters[key] = _Counter(
+            int(cpu.get("usageCoreNanoSeconds") or 0),
+            _started(document),
+            None if rate is None else int(rate),
+        )
     return counters
-
-
-def _cpu_nanos(document: dict[str, Any]) -> int:
-    return int((document.get("cpu") or {}).get("usageCoreNanoSeconds") or 0)
 
 
 def _usage(cpu: Usage, memory: dict[str, Any] | None) -> dict[str, str]:
@@ -187,12 +201,12 @@ class MetricsApi:
         now, summary = self._summary()
         counters = _counters(summary)
         if not self._rates.knows(counters):
-            for key, (nanos, started) in counters.items():
-                self._rates.usage(key, now, nanos, started)
+            for key, counter in counters.items():
+                self._rates.usage(key, now, counter.nanos, counter.started)
             self._sleep(FIRST_WINDOW)
             now, summary = self._summary()
             counters = _counters(summary)
-        usage = {key: self._rates.usage(key, now, *counter) for key, counter in counters.items()}
+        usage = {key: self._usage(key, now, counter) for key, counter in counters.items()}
         self._rates.retain(usage)
         labels = {pod.uid: dict(pod.metadata.labels) for pod in self._kubelet.pods()}
         pods: list[dict[str, Any]] = []
@@ -211,6 +225,14 @@ class MetricsApi:
                 | {"containers": containers}
             )
         return self._node(summary.get("node") or {}, usage["node"], now), pods
+
+    def _usage(self, key: str, now: float, counter: _Counter) -> Usage:
+        """The counter's rate since this API last read it; the summary's own rate when it
+        has one (timed by the runtime, not by when the runtime answered)."""
+        measured = self._rates.usage(key, now, counter.nanos, counter.started)
+        if counter.rate is None:
+            return measured
+        return Usage(counter.rate, measured.window)
 
     def _summary(self) -> tuple[float, dict[str, Any]]:
         """The resource summary, with the time just before it was read: the runtime's

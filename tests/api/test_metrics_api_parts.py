@@ -157,3 +157,20 @@ def test_a_first_read_measures_its_rates_over_a_window_of_its_own() -> None:
     _, (again,) = api.read()
     assert slept == [FIRST_WINDOW] and kubelet.reads == 3  # known counters: one read
     assert again["window"] == "10s" and again["containers"][0]["usage"]["cpu"] == "250m"
+
+
+def test_the_summary_s_own_rate_is_taken_when_it_has_one() -> None:
+    """The runtime times its counters itself (Docker's ``read``): that rate is the one shown,
+    over the window since this API last read the counter."""
+    kubelet = _Kubelet()
+    plain = kubelet.resource_summary
+
+    def rated() -> dict[str, Any]:
+        summary = plain()
+        summary["pods"][0]["containers"][0]["cpu"]["usageNanoCores"] = 199_000_000
+        return summary
+
+    kubelet.resource_summary = rated  # type: ignore[method-assign]
+    api = MetricsApi(cast(Any, kubelet), sleep=lambda s: setattr(kubelet.clock, "at", 1000.5))
+    _, (web,) = api.read()
+    assert web["containers"][0]["usage"]["cpu"] == "199m" and web["window"] == "0.5s"
