@@ -23,7 +23,13 @@ from kubecore._api.tables import (
     table,
     wants_table,
 )
-from kubecore._api.watch import MAX_WATCH_SECONDS, WATCH_TICK, _client_gone, _line
+from kubecore._api.watch import (
+    MAX_WATCH_SECONDS,
+    WATCH_TICK,
+    _client_gone,
+    _line,
+    initial_events_end,
+)
 from kubecore._contract.values import Event
 from kubecore._observability.event_log import EventChange, EventLog, HistoryExpired
 from kubecore._observability.events import aggregated_v1_event, v1_event
@@ -125,6 +131,9 @@ class EventsAndNamespaces:
         )
         raw = request.param("resourceVersion")
         start = int(raw) if raw.isdigit() and raw != "0" else None
+        initial_end = request.flag("sendInitialEvents")
+        if initial_end:
+            start = None
         node = self._pods.node_name
         include = request.param("includeObject", "Metadata")
         as_table = wants_table(request.accept)
@@ -143,7 +152,7 @@ class EventsAndNamespaces:
                 return change.type, render(event)
             return None
 
-        lines = _event_lines(exchange, self._log, start, timeout, shown, namespace)
+        lines = _event_lines(exchange, self._log, start, timeout, shown, namespace, initial_end)
         with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
             exchange._stream(b"", lines, JSON_TYPE)
 
@@ -174,6 +183,7 @@ def _event_lines(
     timeout: float,
     shown: Shown,
     namespace: str | None,
+    initial_end: bool,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
     if start is None:
@@ -182,6 +192,8 @@ def _event_lines(
             first = shown(EventChange(entry.version, "ADDED", entry))
             if first is not None:
                 yield _line("ADDED", first[1])
+        if initial_end:
+            yield initial_events_end("Event", version)
     else:
         version = start
     while time.monotonic() < deadline and not _client_gone(exchange.connection):

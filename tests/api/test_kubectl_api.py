@@ -333,6 +333,11 @@ def test_a_watch_list_gets_the_state_then_the_bookmark_that_ends_it(client: Clie
     node_events = [json.loads(line) for line in nodes.iter_lines() if line]
     assert [e["type"] for e in node_events[:2]] == ["ADDED", "BOOKMARK"]
     assert node_events[1]["object"]["kind"] == "Node"
+    events = client.get(
+        "/api/v1/events?watch=true&timeoutSeconds=1&sendInitialEvents=true", stream=True
+    )
+    kinds = [json.loads(line)["type"] for line in events.iter_lines() if line]
+    assert "BOOKMARK" in kinds and set(kinds[: kinds.index("BOOKMARK")]) <= {"ADDED"}
 
 
 def test_a_watch_from_a_forgotten_version_is_told_it_expired(node: Node, client: Client) -> None:
