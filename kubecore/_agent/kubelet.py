@@ -29,7 +29,7 @@ from kubecore._agent.wiring import build_rooms
 from kubecore._config.objects import ObjectStore
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
-from kubecore._contract.values import Event, ExecResult, RuntimeVersion
+from kubecore._contract.values import Event, ExecResult, Image, ImageFsUsage, RuntimeVersion
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
@@ -307,6 +307,14 @@ class Kubelet:
         """(healthy, reason): the runtime answers, and the loop (when started) keeps passing.
         (Pod sources are not part of it: see ``health_checks``.)"""
         return self._reads.healthz()
+
+    def images(self) -> list[Image]:
+        """The images in the runtime's store (the Node's ``status.images``)."""
+        return self._rooms.puller.list_images()
+
+    def image_fs_usage(self) -> ImageFsUsage | None:
+        """The disk use of the runtime's image store; None when it cannot tell."""
+        return self._rooms.puller.image_fs_usage()
 
     # --- closing ----------------------------------------------------------------------------
 

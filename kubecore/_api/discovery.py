@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubecore._api.leases import LEASE_GROUP
 from kubecore._version import __version__
 
 API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 """The first path segments the Kubernetes API answers."""
 KUBERNETES_VERSION = (1, 32)
 """The API version this subset follows (kubectl warns past one minor version of skew)."""
-API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [LEASE_GROUP]}
 
 
 def version() -> dict[str, Any]:
@@ -82,6 +83,12 @@ API_RESOURCES: dict[str, Any] = {
         ),
         _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
-        _resource("nodes", "Node", ["get", "list", "watch"], namespaced=False, short=["no"]),
+        _resource(
+            "nodes",
+            "Node",
+            ["get", "list", "patch", "update", "watch"],
+            namespaced=False,
+            short=["no"],
+        ),
     ],
 }
