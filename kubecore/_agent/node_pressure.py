@@ -68,6 +68,8 @@ class Threshold:
     signal: str
     quantity: Decimal | None = None
     percent: Decimal | None = None
+    written: str = attrs.field(default="", eq=False)
+    """The value as it was written (``100Mi``, ``10%``)."""
 
     def limit(self, capacity: int) -> Decimal:
         if self.percent is not None:
@@ -75,6 +77,8 @@ class Threshold:
         return self.quantity or Decimal(0)
 
     def __str__(self) -> str:
+        if self.written:
+            return f"{self.signal}<{self.written}"
         if self.percent is not None:
             return f"{self.signal}<{self.percent.normalize():f}%"
         return f"{self.signal}<{self.quantity}"
@@ -100,14 +104,14 @@ def parse_threshold(text: str) -> Threshold:
             ) from None
         if not percent.is_finite() or not 0 <= percent <= 100:
             raise ValueError(f"eviction threshold {text!r}: a percentage is from 0% to 100%")
-        return Threshold(signal, percent=percent)
+        return Threshold(signal, percent=percent, written=value)
     try:
         quantity = parse_quantity(value)
     except ValueError as error:
         raise ValueError(f"eviction threshold {text!r}: {error}") from None
     if quantity < 0:
         raise ValueError(f"eviction threshold {text!r}: a quantity cannot be negative")
-    return Threshold(signal, quantity=quantity)
+    return Threshold(signal, quantity=quantity, written=value)
 
 
 def eviction_thresholds(entries: Iterable[str]) -> dict[str, Threshold]:

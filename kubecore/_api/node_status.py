@@ -126,8 +126,11 @@ class NodeConditions:
         out: dict[str, Reading] = {}
         for condition in (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE):
             last = self._last_crossed.get(condition)
-            held = last is not None and now - last[0] < self.transition_period
-            out[condition] = pressure_reading(condition, held, last[1] if held and last else [])
+            if last is None or (condition not in over and now - last[0] >= self.transition_period):
+                self._last_crossed.pop(condition, None)  # relieved for good
+                out[condition] = pressure_reading(condition, False, [])
+            else:
+                out[condition] = pressure_reading(condition, True, last[1])
         out[READY] = ready_reading(healthy, problem)
         return out
 

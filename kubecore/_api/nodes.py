@@ -274,7 +274,7 @@ def _metadata_problems(current: dict[str, Any], wanted: dict[str, Any]) -> list[
     problems = []
     meta, now = wanted.get("metadata") or {}, current["metadata"]
     if not isinstance(meta, dict):
-        return ["metadata: expected a mapping"]
+        return ["metadata"]
     for key in sorted(set(meta) | set(now)):
         if key in SERVER_OWNED_METADATA:
             continue
@@ -291,7 +291,7 @@ def node_change(current: dict[str, Any], wanted: object, *, check_status: bool) 
     naming every other field it changes (``status`` only with ``check_status``: a PUT carries
     the status it read, which the node reports and ignores)."""
     if not isinstance(wanted, dict):
-        raise _invalid(current, ["the body must be a Node object"])
+        raise _invalid(current, ["<body>"])
     problems = []
     for key in ("apiVersion", "kind"):
         if key in wanted and wanted[key] != current[key]:
@@ -299,10 +299,10 @@ def node_change(current: dict[str, Any], wanted: object, *, check_status: bool) 
     problems += _metadata_problems(current, wanted)
     spec = wanted.get("spec") or {}
     if not isinstance(spec, dict):
-        raise _invalid(current, ["spec: expected a mapping"])
+        raise _invalid(current, ["spec"])
     unschedulable = spec.get("unschedulable") or False
     if not isinstance(unschedulable, bool):
-        problems.append("spec.unschedulable (must be true or false)")
+        problems.append("spec.unschedulable")
     taints = spec.get("taints") or []
     allowed = (current["spec"].get("taints") or [], unschedulable_taints(bool(unschedulable)))
     if not any(_same_taints(taints, a) for a in allowed):
@@ -333,14 +333,22 @@ def _same_taints(given: object, shown: list[dict[str, Any]]) -> bool:
 
 
 def _invalid(current: dict[str, Any], problems: list[str]) -> ApiError:
+    """A 422 whose causes kubectl prints (``The Node "n" is invalid: spec.taints: Forbidden:
+    ...``)."""
     name = current["metadata"]["name"]
+    why = (
+        "only spec.unschedulable can be changed on this node's API (kubectl cordon /"
+        " uncordon); the rest is what the node reports of itself"
+    )
+    causes = [
+        {"reason": "FieldValueForbidden", "message": f"Forbidden: {why}", "field": field}
+        for field in problems
+    ]
     return ApiError(
         HTTPStatus.UNPROCESSABLE_ENTITY,
         "Invalid",
-        f'Node "{name}" is invalid: {", ".join(problems)}: only spec.unschedulable can be'
-        " changed on this node's API (kubectl cordon / uncordon); the rest is what the node"
-        " reports of itself",
-        details={"name": name, "kind": "nodes"},
+        f'Node "{name}" is invalid: {", ".join(problems)}: {why}',
+        details={"name": name, "kind": "Node", "causes": causes},
     )
 
 
