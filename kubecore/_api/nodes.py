@@ -25,6 +25,7 @@ import attrs
 
 from kubecore._agent.admission.cordon import (
     NO_SCHEDULE,
+    NODE_UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
     NodeRecord,
     NodeRecordFile,
@@ -45,6 +46,7 @@ from kubecore._api.tables import NODE_COLUMNS, node_cells, table, wants_table
 from kubecore._api.watch import serve_polled
 from kubecore._contract.values import Image, ImageFsUsage, RuntimeVersion
 from kubecore._kuberuntime.env import host_capacity
+from kubecore._model.v1 import Pod
 from kubecore._util.timefmt import rfc3339
 from kubecore._version import __version__
 
@@ -108,6 +110,8 @@ class ServedKubelet(Protocol):
     def images(self) -> list[Image]: ...
 
     def image_fs_usage(self) -> ImageFsUsage | None: ...
+
+    def pods(self) -> list[Pod]: ...
 
 
 def os_image(path: str = OS_RELEASE) -> str:
@@ -519,15 +523,21 @@ class NodeResource:
         record = self.record
         if change.unschedulable == record.unschedulable or request.dry_run():
             return
+        present = set(self._api_pods())
+        refused = {uid for uid in record.refused if uid in present}
         if change.unschedulable:
             record = attrs.evolve(
                 record,
                 unschedulable=True,
                 cordoned_at=rfc3339(now),
-                kept=tuple(sorted(self._api_pods())),
+                kept=tuple(sorted(present - refused)),
+                refused=tuple(sorted(refused)),
             )
         else:
-            record = attrs.evolve(record, unschedulable=False, cordoned_at="", kept=())
+            refused |= {uid for uid in self._refused_now() if uid in present}
+            record = attrs.evolve(
+                record, unschedulable=False, cordoned_at="", kept=(), refused=tuple(sorted(refused))
+            )
         try:
             self.file.save(record)
         except OSError as error:
@@ -538,3 +548,11 @@ class NodeResource:
             self.name,
             "cordoned: new pods are refused" if record.unschedulable else "uncordoned",
         )
+
+    def _refused_now(self) -> list[str]:
+        """The uids of the pods the agent shows refused by the cordon."""
+        return [
+            pod.uid
+            for pod in self._kubelet.pods()
+            if pod.status is not None and pod.status.reason == NODE_UNSCHEDULABLE
+        ]

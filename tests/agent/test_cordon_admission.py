@@ -13,9 +13,11 @@ import pytest
 
 from kubecore._agent.admission.cordon import (
     NODE_UNSCHEDULABLE,
+    SCHEDULABLE,
+    CordonView,
     NodeRecord,
     NodeRecordFile,
-    refused_by_cordon,
+    cordon_refusal,
     tolerates_unschedulable,
 )
 from kubecore._agent.admission.security import Admission
@@ -44,8 +46,8 @@ def test_a_schedulable_node_admits_everything() -> None:
 
 
 def test_a_cordoned_node_refuses_new_api_pods_only() -> None:
-    kept = frozenset({"old-uid"})
-    admission = Admission(node_name="n", cordon=lambda: kept)
+    view = CordonView(True, kept=frozenset({"old-uid"}))
+    admission = Admission(node_name="n", cordon=lambda: view)
     pods = [pod("old"), pod("new"), pod("static", "file"), pod("embedded", "api")]
     admitted, rejected = admission.admit(pods)
     assert [p.metadata.name for p in admitted] == ["old", "static", "embedded"]
@@ -55,17 +57,26 @@ def test_a_cordoned_node_refuses_new_api_pods_only() -> None:
 
 
 def test_pods_admitted_before_the_cordon_stay_and_the_rejection_is_final() -> None:
-    state: list[frozenset[str] | None] = [None]
+    state = [SCHEDULABLE]
     admission = Admission(node_name="n", cordon=lambda: state[0])
     admission.admit([pod("a")])
-    state[0] = frozenset()
+    state[0] = CordonView(True)
     admitted, rejected = admission.admit([pod("a"), pod("b")])
     assert [p.metadata.name for p in admitted] == ["a"]
     assert [p.metadata.name for p, _ in rejected] == ["b"]
-    state[0] = None  # uncordoned: b stays refused, as every rejection does; c comes in
+    state[0] = SCHEDULABLE  # uncordoned: b stays refused, as every rejection does; c comes in
     admitted, rejected = admission.admit([pod("a"), pod("b"), pod("c")])
     assert [p.metadata.name for p in admitted] == ["a", "c"] and rejected == []
     assert admission.rejection("b-uid") is not None
+
+
+def test_a_pod_refused_while_cordoned_stays_refused_after_the_uncordon() -> None:
+    view = CordonView(False, refused=frozenset({"b-uid"}))  # as a restarted agent reads it
+    admitted, rejected = Admission(node_name="n", cordon=lambda: view).admit([pod("a"), pod("b")])
+    assert [p.metadata.name for p in admitted] == ["a"]
+    ((refused, why),) = rejected
+    assert refused.metadata.name == "b" and why.reason == NODE_UNSCHEDULABLE
+    assert "was cordoned when the pod was created" in why.message
 
 
 @pytest.mark.parametrize(
@@ -81,20 +92,23 @@ def test_pods_admitted_before_the_cordon_stay_and_the_rejection_is_final() -> No
 )
 def test_a_pod_tolerating_the_taint_comes_in(toleration: Toleration, tolerates: bool) -> None:
     assert tolerates_unschedulable([toleration]) is tolerates
-    assert refused_by_cordon(pod("t", tolerations=(toleration,)), frozenset()) is not tolerates
+    refusal = cordon_refusal(pod("t", tolerations=(toleration,)), CordonView(True), "n")
+    assert (refusal is None) is tolerates
 
 
 def test_the_record_is_written_and_read_back(tmp_path: Path) -> None:
     file = NodeRecordFile(str(tmp_path))
-    assert file.load() is None and file.cordon() is None
-    record = NodeRecord("u-1", "2026-01-01T00:00:00Z", True, "2026-01-02T00:00:00Z", ("a", "b"))
+    assert file.load() is None and file.cordon() == SCHEDULABLE
+    record = NodeRecord(
+        "u-1", "2026-01-01T00:00:00Z", True, "2026-01-02T00:00:00Z", ("a", "b"), ("c",)
+    )
     file.save(record)
     assert file.path == str(tmp_path / "api" / "node.json")
     assert (tmp_path / "api" / "node.json").stat().st_mode & 0o777 == 0o600
     assert NodeRecordFile(str(tmp_path)).load() == record
-    assert file.cordon() == frozenset({"a", "b"})
+    assert file.cordon() == CordonView(True, frozenset({"a", "b"}), frozenset({"c"}))
     file.save(attrs.evolve(record, unschedulable=False, kept=()))
-    assert file.cordon() is None
+    assert file.cordon() == CordonView(False, refused=frozenset({"c"}))
 
 
 @pytest.mark.parametrize(
@@ -111,6 +125,10 @@ def test_the_record_is_written_and_read_back(tmp_path: Path) -> None:
             json.dumps({"uid": "u", "creationTimestamp": "t", "kept": [1]}).encode(),
             "kept must be a list of pod uids",
         ),
+        (
+            json.dumps({"uid": "u", "creationTimestamp": "t", "refused": "x"}).encode(),
+            "refused must be a list of pod uids",
+        ),
         (b"\xff\xfe", "codec"),
     ],
 )
@@ -124,5 +142,5 @@ def test_a_broken_record_is_named_and_taken_as_schedulable(
         file.load()
     assert file.path in str(raised.value)
     with caplog.at_level(logging.ERROR):
-        assert file.cordon() is None
+        assert file.cordon() == SCHEDULABLE
     assert "cannot be read" in caplog.text

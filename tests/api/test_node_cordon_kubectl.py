@@ -195,10 +195,14 @@ def test_cordon_survives_a_restart_and_keeps_the_pods_it_kept(tmp_path: Path, ce
         kubectl.out("uncordon", "node-1")
     with running_node(tmp_path) as third:
         kubectl = third.writer(certs)
-        assert (
-            "unschedulable"
-            not in json.loads(kubectl.out("get", "node", "node-1", "-o", "json"))["spec"]
-        )
+        spec = json.loads(kubectl.out("get", "node", "node-1", "-o", "json"))["spec"]
+        assert "unschedulable" not in spec
+        wait_for(lambda: phase(third, "late")[0] == "Failed", what="late to stay refused")
+        assert phase(third, "late")[1] == "NodeUnschedulable"
+        assert "a rejection is final" in kubectl.out("describe", "pod", "late")
+        kubectl.out("run", "fresh", "--image=busybox:1.35", "--", "sleep", "3600")
+        wait_for(lambda: phase(third, "fresh")[0] == "Running", what="fresh to run")
+        assert phase(third, "kept")[0] == "Running"
 
 
 @attrs.define

@@ -48,6 +48,9 @@ class NodeRecord:
     """When it was cordoned (RFC 3339): the taint's ``timeAdded``."""
     kept: tuple[str, ...] = ()
     """The uids of the API's pods when it was cordoned: they stay admitted."""
+    refused: tuple[str, ...] = ()
+    """The uids of the API's pods refused while it was cordoned: refused for good (after an
+    uncordon and a restart too), as every rejection is."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,7 +59,20 @@ class NodeRecord:
             "unschedulable": self.unschedulable,
             "cordonedAt": self.cordoned_at,
             "kept": list(self.kept),
+            "refused": list(self.refused),
         }
+
+
+@attrs.frozen
+class CordonView:
+    """What admission reads of the record."""
+
+    cordoned: bool
+    kept: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()
+
+
+SCHEDULABLE = CordonView(False)
 
 
 def record_from_json(document: object) -> NodeRecord:
@@ -65,14 +81,16 @@ def record_from_json(document: object) -> NodeRecord:
         raise ValueError("does not hold a JSON object")
     uid, created = document.get("uid"), document.get("creationTimestamp")
     unschedulable = document.get("unschedulable", False)
-    cordoned_at, kept = document.get("cordonedAt", ""), document.get("kept", [])
+    cordoned_at = document.get("cordonedAt", "")
+    kept, refused = document.get("kept", []), document.get("refused", [])
     if not isinstance(uid, str) or not uid or not isinstance(created, str) or not created:
         raise ValueError("needs a uid and a creationTimestamp (strings)")
     if not isinstance(unschedulable, bool) or not isinstance(cordoned_at, str):
         raise ValueError("unschedulable must be true or false and cordonedAt a string")
-    if not isinstance(kept, list) or not all(isinstance(k, str) for k in kept):
-        raise ValueError("kept must be a list of pod uids")
-    return NodeRecord(uid, created, unschedulable, cordoned_at, tuple(kept))
+    for name, uids in (("kept", kept), ("refused", refused)):
+        if not isinstance(uids, list) or not all(isinstance(u, str) for u in uids):
+            raise ValueError(f"{name} must be a list of pod uids")
+    return NodeRecord(uid, created, unschedulable, cordoned_at, tuple(kept), tuple(refused))
 
 
 class NodeRecordFile:
@@ -106,9 +124,9 @@ class NodeRecordFile:
         data = json.dumps(record.to_json(), indent=1, sort_keys=True).encode() + b"\n"
         replace_file(self.path, data)
 
-    def cordon(self) -> frozenset[str] | None:
-        """For admission: None while the node is schedulable, else the uids of the API's pods
-        kept. Read again only when the file changed. A record that cannot be read is logged and
+    def cordon(self) -> CordonView:
+        """For admission: whether the node is cordoned, the API pods it keeps and those it
+        refused. Read again only when the file changed. A record that cannot be read is logged and
         taken as schedulable: refusing pods on a guess would stop, after a restart, the very
         pods that ran before."""
         with self._lock:
@@ -120,9 +138,9 @@ class NodeRecordFile:
             if seen is None or seen != self._seen:
                 self._read(seen)
             record = self._cached
-        if record is None or not record.unschedulable:
-            return None
-        return frozenset(record.kept)
+        if record is None:
+            return SCHEDULABLE
+        return CordonView(record.unschedulable, frozenset(record.kept), frozenset(record.refused))
 
     def _read(self, seen: tuple[int, int, int] | None) -> None:
         try:
@@ -149,21 +167,21 @@ def tolerates_unschedulable(tolerations: Iterable[Toleration]) -> bool:
     return False
 
 
-def cordon_message(node_name: str) -> str:
-    """Why a new pod was refused on the cordoned node, and how to let pods in again."""
+def cordon_refusal(pod: Pod, view: CordonView, node_name: str) -> str | None:
+    """Why the cordon keeps a new pod out (None: it does not): a pod created over the API since
+    the node was cordoned that does not tolerate the unschedulable taint, or one refused so
+    before."""
+    source = pod.metadata.annotations.get(SOURCE_ANNOTATION, "")
+    if source != SourceName.KUBE_APISERVER.value:
+        return None
+    if pod.uid in view.refused:
+        return (
+            f"Pod was rejected: node {node_name} was cordoned when the pod was created, and a"
+            " rejection is final: create it again to have it run"
+        )
+    if not view.cordoned or pod.uid in view.kept or tolerates_unschedulable(pod.spec.tolerations):
+        return None
     return (
         f"Pod was rejected: node {node_name} is cordoned (spec.unschedulable is true) and"
         f" admits no new pods; `kubectl uncordon {node_name}` lets them in again"
     )
-
-
-def refused_by_cordon(pod: Pod, kept: frozenset[str] | None) -> bool:
-    """A new pod the cordon keeps out (``kept``: None while the node is schedulable): one
-    created over the API since the node was cordoned that does not tolerate the unschedulable
-    taint."""
-    if kept is None:
-        return False
-    source = pod.metadata.annotations.get(SOURCE_ANNOTATION, "")
-    if source != SourceName.KUBE_APISERVER.value or pod.uid in kept:
-        return False
-    return not tolerates_unschedulable(pod.spec.tolerations)

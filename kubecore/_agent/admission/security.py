@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from kubecore._agent.admission.cordon import NODE_UNSCHEDULABLE, cordon_message, refused_by_cordon
+from kubecore._agent.admission.cordon import (
+    NODE_UNSCHEDULABLE,
+    SCHEDULABLE,
+    CordonView,
+    cordon_refusal,
+)
 from kubecore._agent.admission.node_fit import (
     NODE_AFFINITY,
     NODE_AFFINITY_MESSAGE,
@@ -175,7 +180,7 @@ class Admission:
         labels: Mapping[str, str] | None = None,
         host_security: HostSecurity | None = None,
         allowed_unsafe_sysctls: tuple[str, ...] = (),
-        cordon: Callable[[], frozenset[str] | None] = lambda: None,
+        cordon: Callable[[], CordonView] = lambda: SCHEDULABLE,
     ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
@@ -186,8 +191,8 @@ class Admission:
         self.host_security = host_security or HostSecurity()
         self.allowed_unsafe_sysctls = allowed_unsafe_sysctls
         self.cordon = cordon
-        """None while the node is schedulable, else the API pods' uids it keeps (read once a
-        pass that has new pods: ``kubecore._agent.admission.cordon``)."""
+        """Whether the node is cordoned, the API pods it keeps and refused (read once a pass
+        that has new pods: ``kubecore._agent.admission.cordon``)."""
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -228,11 +233,12 @@ class Admission:
                 new.append(pod)
 
         rejected: list[tuple[Pod, Rejection]] = []
-        kept = self.cordon() if new else None
+        view = self.cordon() if new else SCHEDULABLE
         for pod in new:
+            cordoned = cordon_refusal(pod, view, self.node_name)
             rejection = (
-                Rejection(NODE_UNSCHEDULABLE, cordon_message(self.node_name))
-                if refused_by_cordon(pod, kept)
+                Rejection(NODE_UNSCHEDULABLE, cordoned)
+                if cordoned
                 else self._check(pod, used, len(admitted))
             )
             if rejection is not None:
