@@ -103,8 +103,8 @@ def test_the_record_is_written_and_read_back(tmp_path: Path) -> None:
         "u-1", "2026-01-01T00:00:00Z", True, "2026-01-02T00:00:00Z", ("a", "b"), ("c",)
     )
     file.save(record)
-    assert file.path == str(tmp_path / "api" / "node.json")
-    assert (tmp_path / "api" / "node.json").stat().st_mode & 0o777 == 0o600
+    assert file.path == str(tmp_path / "node.json")
+    assert (tmp_path / "node.json").stat().st_mode & 0o777 == 0o600
     assert NodeRecordFile(str(tmp_path)).load() == record
     assert file.cordon() == CordonView(True, frozenset({"a", "b"}), frozenset({"c"}))
     file.save(attrs.evolve(record, unschedulable=False, kept=()))
@@ -136,7 +136,6 @@ def test_a_broken_record_is_named_and_taken_as_schedulable(
     tmp_path: Path, content: bytes, why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     file = NodeRecordFile(str(tmp_path))
-    (tmp_path / "api").mkdir()
     Path(file.path).write_bytes(content)
     with pytest.raises(ValueError, match=why) as raised:
         file.load()

@@ -5,10 +5,10 @@ scheduler's ``NodeUnschedulable`` filter does (a pod that tolerates the
 existed when the node was cordoned stay, and pods from manifest files or a URL (static pods) are
 admitted as ever, as a kubelet runs them whatever its node's spec says.
 
-The cordon is kept in the node's record, ``<root-dir>/api/node.json`` (written as the API store
-writes its files: whole, flushed, renamed in), with the node's uid and creation time, so that it
-survives a restart of the agent. ``NodeRecordFile`` reads and writes it; admission reads it again
-only when the file changed."""
+The cordon is kept in the node's record, ``<root-dir>/node.json`` (mode 0600, written as the
+API store writes its files: whole, flushed, renamed in), with the node's uid and creation time,
+so that it survives a restart of the agent. ``NodeRecordFile`` reads and writes it; admission
+reads it again only when the file changed."""
 
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ from typing import Any
 
 import attrs
 
-from kubecore._api.store import STORE_DIR, replace_file
+from kubecore._api.store import replace_file
 from kubecore._config.updates import SOURCE_ANNOTATION, SourceName
 from kubecore._model.v1 import Pod, Toleration
 
 logger = logging.getLogger(__name__)
 
 NODE_RECORD = "node.json"
-"""The node's record in the API store's directory."""
+"""The node's record in the root directory."""
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 """The taint a cordoned node carries (effect NoSchedule), as the node controller sets it."""
 NO_SCHEDULE = "NoSchedule"
@@ -94,10 +94,10 @@ def record_from_json(document: object) -> NodeRecord:
 
 
 class NodeRecordFile:
-    """The node's record at ``<root_dir>/api/node.json``."""
+    """The node's record at ``<root_dir>/node.json``."""
 
     def __init__(self, root_dir: str) -> None:
-        self.path = os.path.join(os.path.abspath(root_dir), STORE_DIR, NODE_RECORD)
+        self.path = os.path.join(os.path.abspath(root_dir), NODE_RECORD)
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._cached: NodeRecord | None = None
@@ -120,7 +120,9 @@ class NodeRecordFile:
 
     def save(self, record: NodeRecord) -> None:
         """Write ``record`` atomically and durably (``OSError`` when it cannot be)."""
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        os.makedirs(
+            os.path.dirname(self.path), exist_ok=True
+        )  # the root dir, as the agent makes it
         data = json.dumps(record.to_json(), indent=1, sort_keys=True).encode() + b"\n"
         replace_file(self.path, data)
 
