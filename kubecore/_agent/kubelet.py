@@ -308,6 +308,10 @@ class Kubelet:
         (Pod sources are not part of it: see ``health_checks``.)"""
         return self._reads.healthz()
 
+    def record_event(self, event: Event) -> None:
+        """Record ``event`` as the agent's own (one about the node: ``NodeReady``, ...)."""
+        self._rooms.recorder.record(event)
+
     def images(self) -> list[Image]:
         """The images in the runtime's store (the Node's ``status.images``)."""
         return self._rooms.puller.list_images()

@@ -61,6 +61,18 @@ _WORDS: Mapping[str, tuple[tuple[str, str], tuple[str, str]]] = {
 }
 """Each pressure condition's (reason, message) when False, then when True (the kubelet's)."""
 CONDITION_ORDER = (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE, READY)
+NODE_EVENTS: Mapping[tuple[str, str], str] = {
+    (MEMORY_PRESSURE, "False"): "NodeHasSufficientMemory",
+    (MEMORY_PRESSURE, "True"): "NodeHasInsufficientMemory",
+    (DISK_PRESSURE, "False"): "NodeHasNoDiskPressure",
+    (DISK_PRESSURE, "True"): "NodeHasDiskPressure",
+    (PID_PRESSURE, "False"): "NodeHasSufficientPID",
+    (PID_PRESSURE, "True"): "NodeHasInsufficientPID",
+    (READY, "True"): "NodeReady",
+    (READY, "False"): "NodeNotReady",
+}
+"""The event the kubelet records when a condition takes a status (``Node n status is now:
+NodeReady``)."""
 
 
 @attrs.frozen
@@ -106,12 +118,15 @@ class NodeConditions:
         *,
         report_frequency: float = NODE_STATUS_REPORT_FREQUENCY,
         transition_period: float = EVICTION_PRESSURE_TRANSITION_PERIOD,
+        on_status: Callable[[str, float], None] = lambda reason, now: None,
     ) -> None:
         self.host = host
         self.thresholds = dict(thresholds)
         self._health = health
         self.report_frequency = report_frequency
         self.transition_period = transition_period
+        self._on_status = on_status
+        """Called with the event reason (``NODE_EVENTS``) of each status a condition takes."""
         self._lock = threading.Lock()
         self._kept: dict[str, _Kept] = {}
         self._heartbeat = 0.0
@@ -147,6 +162,7 @@ class NodeConditions:
                 kept = self._kept.get(condition)
                 if kept is None or kept.reading.status != reading.status:
                     self._kept[condition] = _Kept(reading, now)
+                    self._on_status(NODE_EVENTS[condition, reading.status], now)
                 else:
                     kept.reading = reading
             return [self._condition(c) for c in CONDITION_ORDER]

@@ -44,7 +44,14 @@ from kubecore._api.request import Exchange, Request, content_type, read_body, se
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import NODE_COLUMNS, node_cells, table, wants_table
 from kubecore._api.watch import serve_polled
-from kubecore._contract.values import Image, ImageFsUsage, RuntimeVersion
+from kubecore._contract.values import (
+    Event,
+    EventType,
+    Image,
+    ImageFsUsage,
+    ObjectReference,
+    RuntimeVersion,
+)
 from kubecore._kuberuntime.env import host_capacity
 from kubecore._model.v1 import Pod
 from kubecore._util.timefmt import rfc3339
@@ -112,6 +119,8 @@ class ServedKubelet(Protocol):
     def image_fs_usage(self) -> ImageFsUsage | None: ...
 
     def pods(self) -> list[Pod]: ...
+
+    def record_event(self, event: Event) -> None: ...
 
 
 def os_image(path: str = OS_RELEASE) -> str:
@@ -304,7 +313,9 @@ def node_change(current: dict[str, Any], wanted: object, *, check_status: bool) 
     spec = wanted.get("spec") or {}
     if not isinstance(spec, dict):
         raise _invalid(current, ["spec"])
-    unschedulable = spec.get("unschedulable") or False
+    unschedulable = spec.get("unschedulable")
+    if unschedulable is None:
+        unschedulable = False
     if not isinstance(unschedulable, bool):
         problems.append("spec.unschedulable")
     taints = spec.get("taints") or []
@@ -383,6 +394,7 @@ class NodeResource:
             host or host_reader(config.root_dir, _image_fs(kubelet)),
             eviction_thresholds(config.eviction_hard),
             kubelet.healthz,
+            on_status=self.record_event,
         )
         self.heartbeat = Heartbeat(now, lambda: kubelet.running)
         self._lock = threading.Lock()
@@ -412,6 +424,15 @@ class NodeResource:
     @property
     def name(self) -> str:
         return self._kubelet.config.node_name
+
+    def record_event(self, reason: str, now: float) -> None:
+        """An event about the node, as the kubelet records it: ``Node n status is now: R``."""
+        ref = ObjectReference(kind="Node", namespace="", name=self.name, uid=self.name)
+        message = f"Node {self.name} status is now: {reason}"
+        try:
+            self._kubelet.record_event(Event(ref, EventType.NORMAL, reason, message, now))
+        except Exception:  # an event must never fail what made it
+            logger.exception("recording the node's event %s failed", reason)
 
     @property
     def created(self) -> str:
@@ -543,6 +564,7 @@ class NodeResource:
         except OSError as error:
             raise not_stored("Node", self.name, error) from None
         self.record = record
+        self.record_event("NodeNotSchedulable" if record.unschedulable else "NodeSchedulable", now)
         logger.info(
             "node %s %s over the API",
             self.name,

@@ -137,9 +137,14 @@ class _Host:
         return self.figures
 
 
-def _conditions(host: _Host, health: list[tuple[bool, str]] | None = None) -> NodeConditions:
+def _conditions(
+    host: _Host, health: list[tuple[bool, str]] | None = None, events: list[str] | None = None
+) -> NodeConditions:
     said = health or [(True, "ok")]
-    return NodeConditions(host, eviction_thresholds(()), lambda: said[0])
+    seen = [] if events is None else events
+    return NodeConditions(
+        host, eviction_thresholds(()), lambda: said[0], on_status=lambda r, now: seen.append(r)
+    )
 
 
 def _by_type(conditions: list[dict[str, object]]) -> dict[object, dict[str, object]]:
@@ -160,7 +165,8 @@ def test_conditions_in_the_kubelets_order_with_its_words() -> None:
 
 def test_transition_moves_only_when_a_status_flips_and_pressure_is_held() -> None:
     host = _Host()
-    conditions = _conditions(host)
+    events: list[str] = []
+    conditions = _conditions(host, events=events)
     conditions.conditions(1000.0)
     assert _by_type(conditions.conditions(1010.0))["Ready"]["lastHeartbeatTime"] == rfc3339(1000)
     host.figures = attrs.evolve(CALM, memory_available=10 << 20)
@@ -176,6 +182,14 @@ def test_transition_moves_only_when_a_status_flips_and_pressure_is_held() -> Non
     assert held["status"] == "True" and held["lastTransitionTime"] == rfc3339(1020)
     over = _by_type(conditions.conditions(1020.0 + 300))["MemoryPressure"]
     assert over["status"] == "False" and over["lastTransitionTime"] == rfc3339(1320)
+    assert events == [
+        "NodeHasSufficientMemory",
+        "NodeHasNoDiskPressure",
+        "NodeHasSufficientPID",
+        "NodeReady",
+        "NodeHasInsufficientMemory",
+        "NodeHasSufficientMemory",
+    ]
 
 
 def test_the_heartbeat_is_reported_every_five_minutes_when_nothing_changes() -> None:

@@ -6,6 +6,7 @@ current one."""
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import time
 from collections.abc import Iterator
@@ -92,6 +93,7 @@ def test_cordon_keeps_new_api_pods_out_until_uncordon(
         described = run(binary, kubectl, "describe", "node", "node-1").stdout
         assert "node.kubernetes.io/unschedulable:NoSchedule" in described
         assert "Unschedulable:      true" in described
+        assert "Node node-1 status is now: NodeNotSchedulable" in described
 
         run(binary, kubectl, "run", during, "--image=busybox:1.35", "--", "sleep", "3600")
         wait_for(lambda: phase(node, during)[0] == "Failed", what=f"{during} to be refused")
@@ -238,6 +240,7 @@ def test_describe_node_shows_the_pressure_conditions(
         (line,) = [row for row in described.splitlines() if "MemoryPressure" in row]
         assert line.split()[:2] == ["MemoryPressure", "True"]
         assert "KubeletHasInsufficientMemory" in line and "memory.available<100Mi" in line
+        assert "Node node-1 status is now: NodeHasInsufficientMemory" in described
         (ready,) = [row for row in described.splitlines() if row.strip().startswith("Ready ")]
         assert "True" in ready
     finally:
@@ -303,3 +306,16 @@ def test_leases_are_read_only_and_discovered(node: Node, kubectl: Kubectl, certs
     assert "coordination.k8s.io" in [g["name"] for g in groups]
     resources = kubectl.out("api-resources", "--api-group=coordination.k8s.io")
     assert "leases" in resources and "Lease" in resources
+
+
+def test_a_cordon_the_record_cannot_keep_changes_nothing(
+    node: Node, kubectl: Kubectl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(record: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(node.api.nodes.file, "save", full)
+    refused = kubectl.run("cordon", "node-1", check=False)
+    assert refused.returncode != 0 and "No space left on device" in refused.stderr
+    assert kubectl.out("get", "nodes", "--no-headers").split()[1] == "Ready"
+    assert node.api.nodes.file.cordon().cordoned is False
