@@ -12,7 +12,8 @@ API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 """The first path segments the Kubernetes API answers."""
 KUBERNETES_VERSION = (1, 32)
 """The API version this subset follows (kubectl warns past one minor version of skew)."""
-API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [LEASE_GROUP]}
+API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+API_GROUPS["groups"].append(LEASE_GROUP)
 
 
 def version() -> dict[str, Any]:

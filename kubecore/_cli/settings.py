@@ -141,8 +141,8 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
     ),
     "eviction_hard": FieldHelp(
         "hard eviction thresholds making the node's pressure conditions, each replacing the"
-        " default of its signal (memory.available<100Mi, nodefs.available<10%,"
-        " nodefs.inodesFree<5%, imagefs.available<15%; comma separated; repeatable)",
+        " default of its signal (memory.available<100Mi, nodefs.available<10%%,"
+        " nodefs.inodesFree<5%%, imagefs.available<15%%; comma separated; repeatable)",
         "SIGNAL<QUANTITY,...",
     ),
 }
