@@ -7,7 +7,9 @@ Over the API the Node is read-only but for ``spec.unschedulable`` (``kubectl cor
 the same): it is kept in the node's record (``kubecore._agent.admission.cordon``) with the node's
 uid and creation time, before the answer, so it survives a restart, and admission honours it. A
 cordoned node shows the ``node.kubernetes.io/unschedulable:NoSchedule`` taint, as the node
-controller sets it. Any other change is refused with 422 naming the field."""
+controller sets it. Any other change is refused with 422 naming the field
+(``kubecore._api.node_writes``). The conditions and the Lease's heartbeat are
+``kubecore._api.node_status``'s."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from http import HTTPStatus
 from typing import Any, Protocol
 
 import attrs
@@ -37,8 +38,9 @@ from kubecore._agent.node_pressure import (
     eviction_thresholds,
     host_reader,
 )
-from kubecore._api.errors import ApiError, not_found, not_stored
+from kubecore._api.errors import not_found, not_stored
 from kubecore._api.node_status import Heartbeat, NodeConditions
+from kubecore._api.node_writes import NodeChange, node_change
 from kubecore._api.patch import merge_for, strategic_merge_patch
 from kubecore._api.request import Exchange, Request, content_type, read_body, send_json
 from kubecore._api.selectors import field_selector, label_selector
@@ -67,10 +69,6 @@ NODE_FIELDS = ("metadata.name", "spec.unschedulable")
 """What a node's ``fieldSelector`` can select by."""
 MAX_IMAGES = 50
 """Images the Node lists at most, the largest first (the kubelet's ``nodeStatusMaxImages``)."""
-SERVER_OWNED_METADATA = frozenset(
-    {"resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink"}
-)
-"""Metadata a written Node may carry as it likes: the server keeps its own."""
 
 
 class NodeConfig(Protocol):
@@ -101,7 +99,7 @@ class _ServedConfig(NodeConfig, Protocol):
     def eviction_hard(self) -> tuple[str, ...]: ...
 
 
-class ServedKubelet(Protocol):
+class NodeApiKubelet(Protocol):
     """What the API's Node reads beside the document (``kubecore.Kubelet`` has all of it)."""
 
     @property
@@ -260,7 +258,7 @@ def _node_info(kubelet: NodeKubelet) -> dict[str, str]:
     }
 
 
-def _image_fs(kubelet: ServedKubelet) -> Callable[[], Filesystem | None]:
+def _image_fs(kubelet: NodeApiKubelet) -> Callable[[], Filesystem | None]:
     """The runtime's image filesystem as the pressure signals read it (None: it cannot tell,
     and the images are taken to be on the node's filesystem)."""
 
@@ -276,97 +274,6 @@ def _image_fs(kubelet: ServedKubelet) -> Callable[[], Filesystem | None]:
     return read
 
 
-@attrs.frozen
-class NodeChange:
-    """What a write asks of the Node: ``spec.unschedulable`` (all that may change)."""
-
-    unschedulable: bool
-
-
-def _metadata_problems(current: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
-    problems = []
-    meta, now = wanted.get("metadata") or {}, current["metadata"]
-    if not isinstance(meta, dict):
-        return ["metadata"]
-    for key in sorted(set(meta) | set(now)):
-        if key in SERVER_OWNED_METADATA:
-            continue
-        if key in ("labels", "annotations"):
-            if (meta.get(key) or {}) != (now.get(key) or {}):
-                problems.append(f"metadata.{key}")
-        elif key in meta and meta[key] != now.get(key):
-            problems.append(f"metadata.{key}")
-    return problems
-
-
-def node_change(current: dict[str, Any], wanted: object, *, check_status: bool) -> NodeChange:
-    """The change from the Node as served (``current``) to the one written (``wanted``); a 422
-    naming every other field it changes (``status`` only with ``check_status``: a PUT carries
-    the status it read, which the node reports and ignores)."""
-    if not isinstance(wanted, dict):
-        raise _invalid(current, ["<body>"])
-    problems = []
-    for key in ("apiVersion", "kind"):
-        if key in wanted and wanted[key] != current[key]:
-            problems.append(key)
-    problems += _metadata_problems(current, wanted)
-    spec = wanted.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise _invalid(current, ["spec"])
-    unschedulable = spec.get("unschedulable")
-    if unschedulable is None:
-        unschedulable = False
-    if not isinstance(unschedulable, bool):
-        problems.append("spec.unschedulable")
-    taints = spec.get("taints") or []
-    allowed = (current["spec"].get("taints") or [], unschedulable_taints(bool(unschedulable)))
-    if not any(_same_taints(taints, a) for a in allowed):
-        problems.append("spec.taints")
-    for key in sorted(set(spec) - {"unschedulable", "taints"}):
-        if spec[key] != current["spec"].get(key):
-            problems.append(f"spec.{key}")
-    if check_status and "status" in wanted and wanted["status"] != current["status"]:
-        problems.append("status")
-    if problems:
-        raise _invalid(current, problems)
-    return NodeChange(bool(unschedulable))
-
-
-def unschedulable_taints(unschedulable: bool) -> list[dict[str, Any]]:
-    return [{"key": UNSCHEDULABLE_TAINT, "effect": NO_SCHEDULE}] if unschedulable else []
-
-
-def _same_taints(given: object, shown: list[dict[str, Any]]) -> bool:
-    """The same taints, whatever their ``timeAdded`` (which the node sets)."""
-    if not isinstance(given, list) or not all(isinstance(t, dict) for t in given):
-        return False
-
-    def keys(taints: list[Any]) -> list[tuple[Any, Any, Any]]:
-        return sorted((t.get("key"), t.get("value", ""), t.get("effect")) for t in taints)
-
-    return keys(given) == keys(shown)
-
-
-def _invalid(current: dict[str, Any], problems: list[str]) -> ApiError:
-    """A 422 whose causes kubectl prints (``The Node "n" is invalid: spec.taints: Forbidden:
-    ...``)."""
-    name = current["metadata"]["name"]
-    why = (
-        "only spec.unschedulable can be changed on this node's API (kubectl cordon /"
-        " uncordon); the rest is what the node reports of itself"
-    )
-    causes = [
-        {"reason": "FieldValueForbidden", "message": f"Forbidden: {why}", "field": field}
-        for field in problems
-    ]
-    return ApiError(
-        HTTPStatus.UNPROCESSABLE_ENTITY,
-        "Invalid",
-        f'Node "{name}" is invalid: {", ".join(problems)}: {why}',
-        details={"name": name, "kind": "Node", "causes": causes},
-    )
-
-
 class NodeResource:
     """``nodes``: the one node, the agent's own (list, get, watch; patch and replace of
     ``spec.unschedulable``). ``now`` is when the API started: the node's creation time on a
@@ -376,7 +283,7 @@ class NodeResource:
 
     def __init__(
         self,
-        kubelet: ServedKubelet,
+        kubelet: NodeApiKubelet,
         now: float,
         version: Callable[[], str],
         api_pods: Callable[[], Iterable[str]],

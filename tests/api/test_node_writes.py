@@ -1,4 +1,4 @@
-"""What a write to the Node may change (``kubecore._api.nodes.node_change``): only
+"""What a write to the Node may change (``kubecore._api.node_writes.node_change``): only
 ``spec.unschedulable``; anything else, whatever the body, is a 422 naming the field, never
 another failure."""
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from kubecore._agent.admission.cordon import NodeRecord
 from kubecore._api.errors import ApiError
-from kubecore._api.nodes import node_change, unschedulable_spec
+from kubecore._api.node_writes import node_change
+from kubecore._api.nodes import unschedulable_spec
 from kubecore._api.patch import merge_patch, strategic_merge_patch
 
 RECORD = NodeRecord("u-1", "2026-01-01T00:00:00Z")
