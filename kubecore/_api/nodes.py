@@ -20,6 +20,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from http import HTTPStatus
 from typing import Any, Protocol
 
 import attrs
@@ -38,7 +39,7 @@ from kubecore._agent.node_pressure import (
     eviction_thresholds,
     host_reader,
 )
-from kubecore._api.errors import not_found, not_stored
+from kubecore._api.errors import ApiError, not_found
 from kubecore._api.node_status import Heartbeat, NodeConditions
 from kubecore._api.node_writes import NodeChange, node_change
 from kubecore._api.patch import merge_for, strategic_merge_patch
@@ -469,7 +470,13 @@ class NodeResource:
         try:
             self.file.save(record)
         except OSError as error:
-            raise not_stored("Node", self.name, error) from None
+            raise ApiError(
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+                "InternalError",
+                f'Node "{self.name}" was not changed: its record {self.file.path} cannot be'
+                f" written: {error.strerror or error}",
+                details={"name": self.name, "kind": "Node"},
+            ) from None
         self.record = record
         self.record_event("NodeNotSchedulable" if record.unschedulable else "NodeSchedulable", now)
         logger.info(
