@@ -29,7 +29,7 @@ from kubecore._agent.wiring import build_rooms
 from kubecore._config.objects import ObjectStore
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
-from kubecore._contract.values import Event, ExecResult, Image, ImageFsUsage, RuntimeVersion
+from kubecore._contract.values import Event, ExecResult, RuntimeVersion
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
@@ -37,6 +37,7 @@ from kubecore._status.compute import pod_settled
 from kubecore._util.clock import Clock
 
 if TYPE_CHECKING:
+    from kubecore._contract.values import Image, ImageFsUsage
     from kubecore._plugins.registry import RuntimeBundle
 
 __all__ = ["Kubelet", "KubeletConfig", "SyncReport"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from kubecore._api.nodes import NodeApiKubelet
+from kubecore._api.nodes import NodeKubelet
 from kubecore._config.objects import ObjectStore
 from kubecore._contract.values import Event
 from kubecore._model.v1 import Pod
@@ -15,7 +15,7 @@ class _Clock(Protocol):
     def now(self) -> float: ...
 
 
-class ApiKubelet(LogReader, NodeApiKubelet, Protocol):
+class ApiKubelet(LogReader, NodeKubelet, Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
     def recent_events(self, *, namespace: str | None = None) -> list[Event]: ...

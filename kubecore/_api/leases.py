@@ -10,11 +10,11 @@ import datetime
 import uuid
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
 
+from kubecore._agent.admission.cordon import NodeRecord
 from kubecore._api.errors import ApiError, not_found
-from kubecore._api.node_status import LEASE_DURATION_SECONDS
-from kubecore._api.nodes import NodeResource
+from kubecore._api.node_status import LEASE_DURATION_SECONDS, Heartbeat
 from kubecore._api.request import Exchange, Request, send_json
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import column, table, wants_table
@@ -54,13 +54,26 @@ LEASE_COLUMNS = (
 )
 
 
+class LeaseHolder(Protocol):
+    """The node the Lease is of (``kubecore._api.nodes.NodeReads``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def record(self) -> NodeRecord: ...
+
+    @property
+    def heartbeat(self) -> Heartbeat: ...
+
+
 def micro_time(ts: float) -> str:
     """A v1 ``MicroTime``: ``2026-12-01T14:34:25.123456Z``."""
     moment = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def lease_document(node: NodeResource, now: float) -> dict[str, Any]:
+def lease_document(node: LeaseHolder, now: float) -> dict[str, Any]:
     """The node's Lease as of ``now``."""
     record = node.record
     renewed = node.heartbeat.renew_time(now)
@@ -91,24 +104,35 @@ def _cells(lease: dict[str, Any], now: float) -> list[Any]:
 
 
 class Leases:
-    """``/apis/coordination.k8s.io``: discovery and the one node Lease."""
+    """``/apis/coordination.k8s.io``: discovery and the one node Lease; ``now()`` is the time
+    each request reads it at (the agent's clock)."""
 
-    def __init__(self, node: NodeResource, now: Callable[[], float]) -> None:
+    def __init__(self, node: LeaseHolder) -> None:
         self._node = node
-        self._now = now
 
-    def handle(self, exchange: Exchange, request: Request, rest: tuple[str, ...]) -> None:
+    @staticmethod
+    def serves(segments: tuple[str, ...]) -> bool:
+        """The path is under ``/apis/coordination.k8s.io``."""
+        return segments[:2] == ("apis", GROUP)
+
+    def handle(
+        self,
+        exchange: Exchange,
+        request: Request,
+        rest: tuple[str, ...],
+        now: Callable[[], float],
+    ) -> None:
         """``rest``: the path after ``/apis/coordination.k8s.io``."""
         if rest == ():
             send_json(exchange, {"kind": "APIGroup", "apiVersion": "v1", **LEASE_GROUP})
         elif rest == (VERSION,):
             send_json(exchange, LEASE_RESOURCES)
         elif rest == (VERSION, "leases"):
-            self._list(exchange, request, None)
+            self._list(exchange, request, None, now)
         elif len(rest) == 4 and rest[:2] == (VERSION, "namespaces") and rest[3] == "leases":
-            self._list(exchange, request, rest[2])
+            self._list(exchange, request, rest[2], now)
         elif len(rest) == 5 and rest[:2] == (VERSION, "namespaces") and rest[3] == "leases":
-            self._get(exchange, request, rest[2], rest[4])
+            self._get(exchange, request, rest[2], rest[4], now())
         else:
             raise ApiError(
                 HTTPStatus.NOT_FOUND,
@@ -116,32 +140,40 @@ class Leases:
                 f"the server could not find /apis/{GROUP}/{'/'.join(rest)}",
             )
 
-    def _look(self, request: Request, namespace: str | None) -> Callable[[], dict[str, Any] | None]:
+    def _look(
+        self, request: Request, namespace: str | None, now: Callable[[], float]
+    ) -> Callable[[], dict[str, Any] | None]:
         labels = label_selector(request.param("labelSelector"))
         fields = field_selector(request.param("fieldSelector"), LEASE_FIELDS)
 
         def look() -> dict[str, Any] | None:
             if namespace not in (None, NODE_LEASE_NAMESPACE):
                 return None
-            lease = lease_document(self._node, self._now())
+            lease = lease_document(self._node, now())
             values = {"metadata.name": self._node.name, "metadata.namespace": NODE_LEASE_NAMESPACE}
             return lease if labels({}) and fields(values) else None
 
         return look
 
-    def _list(self, exchange: Exchange, request: Request, namespace: str | None) -> None:
-        look = self._look(request, namespace)
+    def _list(
+        self,
+        exchange: Exchange,
+        request: Request,
+        namespace: str | None,
+        now: Callable[[], float],
+    ) -> None:
+        look = self._look(request, namespace, now)
         include = request.param("includeObject", "Metadata")
         if request.flag("watch"):
             if wants_table(request.accept):
-                serve_polled(exchange, request, look, lambda lease: self._table([lease], include))
+                serve_polled(exchange, request, look, lambda lease: _table([lease], include, now()))
             else:
                 serve_polled(exchange, request, look, lambda lease: lease)
             return
         found = look()
         items = [found] if found is not None else []
         if wants_table(request.accept):
-            send_json(exchange, self._table(items, include))
+            send_json(exchange, _table(items, include, now()))
             return
         version = items[0]["metadata"]["resourceVersion"] if items else "0"
         send_json(
@@ -154,16 +186,19 @@ class Leases:
             },
         )
 
-    def _table(self, items: list[dict[str, Any]], include: str) -> dict[str, Any]:
-        now = self._now()
-        version = items[0]["metadata"]["resourceVersion"] if items else "0"
-        return table(LEASE_COLUMNS, [(_cells(i, now), i) for i in items], version, include)
-
-    def _get(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
+    def _get(
+        self, exchange: Exchange, request: Request, namespace: str, name: str, now: float
+    ) -> None:
         if namespace != NODE_LEASE_NAMESPACE or name != self._node.name:
             raise not_found(f"leases.{GROUP}", name)
-        lease = lease_document(self._node, self._now())
+        lease = lease_document(self._node, now)
         if wants_table(request.accept):
-            send_json(exchange, self._table([lease], request.param("includeObject", "Metadata")))
+            include = request.param("includeObject", "Metadata")
+            send_json(exchange, _table([lease], include, now))
             return
         send_json(exchange, lease)
+
+
+def _table(items: list[dict[str, Any]], include: str, now: float) -> dict[str, Any]:
+    version = items[0]["metadata"]["resourceVersion"] if items else "0"
+    return table(LEASE_COLUMNS, [(_cells(i, now), i) for i in items], version, include)

@@ -40,6 +40,7 @@ from kubecore._agent.node_pressure import (
     host_reader,
 )
 from kubecore._api.errors import ApiError, not_found
+from kubecore._api.leases import Leases
 from kubecore._api.node_status import Heartbeat, NodeConditions
 from kubecore._api.node_writes import NodeChange, node_change
 from kubecore._api.patch import merge_for, strategic_merge_patch
@@ -47,6 +48,7 @@ from kubecore._api.request import Exchange, Request, content_type, read_body, se
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import NODE_COLUMNS, node_cells, table, wants_table
 from kubecore._api.watch import serve_polled
+from kubecore._config.updates import SOURCE_ANNOTATION, SourceName
 from kubecore._contract.values import (
     Event,
     EventType,
@@ -84,8 +86,8 @@ class NodeConfig(Protocol):
     def labels(self) -> dict[str, str]: ...
 
 
-class NodeKubelet(Protocol):
-    """What the Node is made of (``kubecore.Kubelet`` has all of it)."""
+class NodeFacts(Protocol):
+    """What the Node document is made of (``kubecore.Kubelet`` has all of it)."""
 
     @property
     def config(self) -> NodeConfig: ...
@@ -100,8 +102,9 @@ class _ServedConfig(NodeConfig, Protocol):
     def eviction_hard(self) -> tuple[str, ...]: ...
 
 
-class NodeApiKubelet(Protocol):
-    """What the API's Node reads beside the document (``kubecore.Kubelet`` has all of it)."""
+class NodeKubelet(Protocol):
+    """What the API's Node reads and records beside the document (``kubecore.Kubelet`` has
+    all of it)."""
 
     @property
     def config(self) -> _ServedConfig: ...
@@ -145,7 +148,7 @@ def _first_line(path: str) -> str:
         return ""
 
 
-def _capacity(kubelet: NodeKubelet) -> dict[str, str]:
+def _capacity(kubelet: NodeFacts) -> dict[str, str]:
     host: Mapping[str, Any] = host_capacity(kubelet.config.root_dir)
     capacity = {"cpu": str(host["cpu"]), "pods": str(kubelet.config.max_pods)}
     memory = int(host.get("memory", 0))
@@ -157,7 +160,7 @@ def _capacity(kubelet: NodeKubelet) -> dict[str, str]:
     return capacity
 
 
-def _runtime(kubelet: NodeKubelet) -> str:
+def _runtime(kubelet: NodeFacts) -> str:
     try:
         version = kubelet.runtime_version()
     except Exception:  # a runtime that is down: the Ready condition says so
@@ -187,7 +190,7 @@ def unschedulable_spec(record: NodeRecord | None) -> dict[str, Any]:
 
 
 def node_document(
-    kubelet: NodeKubelet,
+    kubelet: NodeFacts,
     node: str | None = None,
     *,
     ready: bool | None = None,
@@ -245,7 +248,7 @@ def node_document(
     }
 
 
-def _node_info(kubelet: NodeKubelet) -> dict[str, str]:
+def _node_info(kubelet: NodeFacts) -> dict[str, str]:
     return {
         "machineID": _first_line(MACHINE_ID),
         "systemUUID": _first_line(PRODUCT_UUID),
@@ -259,7 +262,7 @@ def _node_info(kubelet: NodeKubelet) -> dict[str, str]:
     }
 
 
-def _image_fs(kubelet: NodeApiKubelet) -> Callable[[], Filesystem | None]:
+def _image_fs(kubelet: NodeKubelet) -> Callable[[], Filesystem | None]:
     """The runtime's image filesystem as the pressure signals read it (None: it cannot tell,
     and the images are taken to be on the node's filesystem)."""
 
@@ -275,26 +278,24 @@ def _image_fs(kubelet: NodeApiKubelet) -> Callable[[], Filesystem | None]:
     return read
 
 
-class NodeResource:
-    """``nodes``: the one node, the agent's own (list, get, watch; patch and replace of
-    ``spec.unschedulable``). ``now`` is when the API started: the node's creation time on a
-    root directory that never served one. ``api_pods()`` are the uids of the pods written over
-    the API (kept when the node is cordoned). ``host`` reads the host's pressure signals
-    (``kubecore._agent.node_pressure.host_reader`` of the root directory by default)."""
+class NodeReads:
+    """``nodes``: the one node, the agent's own (list, get, watch, and the one write: patch or
+    replace of ``spec.unschedulable``), and its Lease (``leases``). ``now`` is when the API
+    started: the node's creation time on a root directory that never served one. ``host``
+    reads the host's pressure signals (``kubecore._agent.node_pressure.host_reader`` of the
+    root directory by default)."""
 
     def __init__(
         self,
-        kubelet: NodeApiKubelet,
+        kubelet: NodeKubelet,
         now: float,
         version: Callable[[], str],
-        api_pods: Callable[[], Iterable[str]],
         *,
         host: HostReader | None = None,
     ) -> None:
         self._kubelet = kubelet
         self._version = version
         """The resourceVersion of what is shown (the pods')."""
-        self._api_pods = api_pods
         config = kubelet.config
         self.file = NodeRecordFile(config.root_dir)
         self.record = self._first_record(now)
@@ -305,6 +306,7 @@ class NodeResource:
             on_status=self.record_event,
         )
         self.heartbeat = Heartbeat(now, lambda: kubelet.running)
+        self.leases = Leases(self)
         self._lock = threading.Lock()
         """Held by each write, from its checks to its answer."""
 
@@ -452,7 +454,8 @@ class NodeResource:
         record = self.record
         if change.unschedulable == record.unschedulable or request.dry_run():
             return
-        present = set(self._api_pods())
+        pods = self._api_pods()
+        present = {pod.uid for pod in pods}
         refused = {uid for uid in record.refused if uid in present}
         if change.unschedulable:
             record = attrs.evolve(
@@ -463,7 +466,11 @@ class NodeResource:
                 refused=tuple(sorted(refused)),
             )
         else:
-            refused |= {uid for uid in self._refused_now() if uid in present}
+            refused |= {
+                pod.uid
+                for pod in pods
+                if pod.status is not None and pod.status.reason == NODE_UNSCHEDULABLE
+            }
             record = attrs.evolve(
                 record, unschedulable=False, cordoned_at="", kept=(), refused=tuple(sorted(refused))
             )
@@ -485,10 +492,12 @@ class NodeResource:
             "cordoned: new pods are refused" if record.unschedulable else "uncordoned",
         )
 
-    def _refused_now(self) -> list[str]:
-        """The uids of the pods the agent shows refused by the cordon."""
+    def _api_pods(self) -> list[Pod]:
+        """The pods written over the API, as the agent has them now (reading them admits the
+        ones not admitted yet: a pod created before the cordon is kept)."""
+        api = SourceName.KUBE_APISERVER.value
         return [
-            pod.uid
+            pod
             for pod in self._kubelet.pods()
-            if pod.status is not None and pod.status.reason == NODE_UNSCHEDULABLE
+            if pod.metadata.annotations.get(SOURCE_ANNOTATION) == api
         ]

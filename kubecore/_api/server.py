@@ -23,9 +23,7 @@ from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_ve
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
-from kubecore._api.leases import GROUP as LEASE_GROUP
-from kubecore._api.leases import Leases
-from kubecore._api.nodes import NodeResource
+from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
 from kubecore._api.pods import PodResource
@@ -84,12 +82,7 @@ class KubeApi:
             for resource in resources
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
-        self.nodes = NodeResource(kubelet, kubelet.clock.now(), self.pods.version, self._api_pods)
-        self.leases = Leases(self.nodes, kubelet.clock.now)
-
-    def _api_pods(self) -> list[str]:
-        """The uids of the pods written over the API."""
-        return [pod.uid for pod in self.source.pods]
+        self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
     def store(self) -> ApiStore | None:
@@ -129,16 +122,12 @@ class KubeApi:
         return self._gate.authenticated(header, method)
 
     def _route(self, exchange: Exchange, request: Request) -> None:
+        if request.method in NODE_WRITES and request.segments[:3] == ("api", "v1", "nodes"):
+            self._node_write(exchange, request)
+            return
         s = request.segments
-        node_write = (
-            len(s) == 4 and s[:3] == ("api", "v1", "nodes") and request.method in NODE_WRITES
-        )
-        if (
-            request.method not in READS
-            and not node_write
-            and not (
-                len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
-            )
+        if request.method not in READS and not (
+            len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
         ):
             raise not_allowed(f"{request.method} is not supported on /{'/'.join(s)}")
         if s in (("version",), ("version", "")):
@@ -149,11 +138,11 @@ class KubeApi:
             send_json(exchange, API_GROUPS)
         elif s == ("api", "v1"):
             send_json(exchange, API_RESOURCES)
-        elif s[:2] == ("apis", LEASE_GROUP):
-            self.leases.handle(exchange, request, s[2:])
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)
+        elif self.nodes.leases.serves(s):
+            self.nodes.leases.handle(exchange, request, s[2:], self.kubelet.clock.now)
         elif s[:2] == ("api", "v1") and len(s) >= 3:
             self._core(exchange, request, s[2:])
         else:
@@ -186,12 +175,17 @@ class KubeApi:
             self.nodes.watch_nodes(exchange, request, self.kubelet.clock.now)
             return
         now = self.kubelet.clock.now()
-        if name and request.method in NODE_WRITES:
-            self.nodes.write_node(exchange, request, name[0], now)
-        elif name:
+        if name:
             self.nodes.get_node(exchange, request, name[0], now)
         else:
             self.nodes.list_nodes(exchange, request, now)
+
+    def _node_write(self, exchange: Exchange, request: Request) -> None:
+        """PATCH or PUT of ``/api/v1/nodes/{name}``: its ``spec.unschedulable`` only."""
+        name = request.segments[3:]
+        if len(name) != 1:
+            raise not_allowed(f"{request.method} is not supported on /{'/'.join(request.segments)}")
+        self.nodes.write_node(exchange, request, name[0], self.kubelet.clock.now())
 
     def _namespaced(
         self, exchange: Exchange, request: Request, namespace: str, rest: tuple[str, ...]
