@@ -138,11 +138,11 @@ class KubeApi:
             send_json(exchange, API_GROUPS)
         elif s == ("api", "v1"):
             send_json(exchange, API_RESOURCES)
+        elif self.nodes.leases.serves(s):
+            self.nodes.leases.handle(exchange, request, s[2:], self.kubelet.clock.now)
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)
-        elif self.nodes.leases.serves(s):
-            self.nodes.leases.handle(exchange, request, s[2:], self.kubelet.clock.now)
         elif s[:2] == ("api", "v1") and len(s) >= 3:
             self._core(exchange, request, s[2:])
         else:
