@@ -38,6 +38,7 @@ from kubecore._status.compute import pod_settled
 from kubecore._util.clock import Clock
 
 if TYPE_CHECKING:
+    from kubecore._contract.values import Image, ImageFsUsage
     from kubecore._plugins.registry import RuntimeBundle
 
 __all__ = ["Kubelet", "KubeletConfig", "SyncReport"]
@@ -321,6 +322,18 @@ class Kubelet:
         """(healthy, reason): the runtime answers, and the loop (when started) keeps passing.
         (Pod sources are not part of it: see ``health_checks``.)"""
         return self._reads.healthz()
+
+    def record_event(self, event: Event) -> None:
+        """Record ``event`` as the agent's own (one about the node: ``NodeReady``, ...)."""
+        self._rooms.recorder.record(event)
+
+    def images(self) -> list[Image]:
+        """The images in the runtime's store (the Node's ``status.images``)."""
+        return self._rooms.puller.list_images()
+
+    def image_fs_usage(self) -> ImageFsUsage | None:
+        """The disk use of the runtime's image store; None when it cannot tell."""
+        return self._rooms.puller.image_fs_usage()
 
     # --- closing ----------------------------------------------------------------------------
 

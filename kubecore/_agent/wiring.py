@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from kubecore._agent.admission.cordon import NodeRecordFile
 from kubecore._agent.admission.security import Admission
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.desired import DesiredPods
@@ -324,6 +325,7 @@ def _admission(cfg: KubeletConfig) -> Admission:
         labels=cfg.labels(),
         host_security=detect_host_security(),
         allowed_unsafe_sysctls=cfg.allowed_unsafe_sysctls,
+        cordon=NodeRecordFile(cfg.root_dir).cordon,
     )
 
 

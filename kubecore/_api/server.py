@@ -39,6 +39,8 @@ from kubecore._contract.errors import BadParameter
 from kubecore._http.rules import HTTPError, error_for
 
 API_SOURCE_NAME: str = SourceName.KUBE_APISERVER.value
+NODE_WRITES = ("PATCH", "PUT")
+"""How the Node is written (its ``spec.unschedulable`` only: ``kubectl cordon``)."""
 
 
 @attrs.frozen
@@ -122,6 +124,9 @@ class KubeApi:
         return self._gate.authenticated(header, method)
 
     def _route(self, exchange: Exchange, request: Request) -> None:
+        if request.method in NODE_WRITES and request.segments[:3] == ("api", "v1", "nodes"):
+            self._node_write(exchange, request)
+            return
         s = request.segments
         if request.method not in READS and not (
             len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
@@ -135,6 +140,8 @@ class KubeApi:
             send_json(exchange, API_GROUPS)
         elif s == ("api", "v1"):
             send_json(exchange, API_RESOURCES)
+        elif self.nodes.leases.serves(s):
+            self.nodes.leases.handle(exchange, request, s[2:], self.kubelet.clock.now)
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)
@@ -176,6 +183,13 @@ class KubeApi:
             self.nodes.get_node(exchange, request, name[0], now)
         else:
             self.nodes.list_nodes(exchange, request, now)
+
+    def _node_write(self, exchange: Exchange, request: Request) -> None:
+        """PATCH or PUT of ``/api/v1/nodes/{name}``: its ``spec.unschedulable`` only."""
+        name = request.segments[3:]
+        if len(name) != 1:
+            raise not_allowed(f"{request.method} is not supported on /{'/'.join(request.segments)}")
+        self.nodes.write_node(exchange, request, name[0], self.kubelet.clock.now())
 
     def _namespaced(
         self, exchange: Exchange, request: Request, namespace: str, rest: tuple[str, ...]
