@@ -213,16 +213,24 @@ def serve_polled(exchange: Exchange, request: Request, look: Look, render: Rende
     """Stream a watch of one object read by polling ``look`` (a kind without a change log, as
     the agent's Node): ADDED, then MODIFIED each time what it shows changes (DELETED when
     ``look`` stops showing it), until ``timeoutSeconds``, the client goes away or the server
-    stops."""
+    stops. From the ``resourceVersion`` a list handed out, the object as it stands at that
+    version is not sent again (``kubectl get -w`` lists first)."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     initial_end = request.flag("sendInitialEvents")
+    raw_version = request.param("resourceVersion")
+    listed = raw_version if raw_version not in ("", "0") and not initial_end else None
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        lines = _polled_lines(exchange, look, timeout, render, initial_end)
+        lines = _polled_lines(exchange, look, timeout, render, initial_end, listed)
         exchange._stream(b"", lines, JSON_TYPE)
 
 
 def _polled_lines(
-    exchange: Exchange, look: Look, timeout: float, render: Render, initial_end: bool
+    exchange: Exchange,
+    look: Look,
+    timeout: float,
+    render: Render,
+    initial_end: bool,
+    listed: str | None,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
     seen: dict[str, Any] | None = None
@@ -231,6 +239,10 @@ def _polled_lines(
         if not first:
             time.sleep(POLL_TICK)
         now = look()
+        if first and now is not None and listed is not None:
+            # The client listed it at ``listed``: as it stands then, it has it already.
+            same = str(now.get("metadata", {}).get("resourceVersion")) == listed
+            seen = now if same else {"metadata": {}}
         if now is None and seen is not None:
             yield _line("DELETED", render(seen))
         elif now is not None and seen is None:
