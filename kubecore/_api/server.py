@@ -20,6 +20,8 @@ import attrs
 
 from kubecore._api.auth import Gate, is_loopback, read_token_file
 from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
+from kubecore._api.ephemeral import SUBRESOURCE as EPHEMERAL
+from kubecore._api.ephemeral import EphemeralContainers
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
@@ -80,6 +82,7 @@ class KubeApi:
             for resource in resources
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
+        self.ephemeral = EphemeralContainers(self.pods, self.storage)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
@@ -181,6 +184,8 @@ class KubeApi:
             self.reads.list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self.reads.get_event(exchange, namespace, rest[1])
+        elif kind == "pods" and rest[2:] == (EPHEMERAL,):
+            self.ephemeral.handle(exchange, request, namespace, rest[1])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
         else:
