@@ -134,3 +134,23 @@ def test_it_is_stopped_with_the_pod(node: Node) -> None:
     node.kubelet.set_pods([])
     node.converge()
     assert node.running("web") == []
+
+
+def test_its_one_run_survives_container_gc_and_an_agent_restart(tmp_path: Path) -> None:
+    node = make_node(tmp_path, container_gc_interval=5, gc_max_dead_per_container=0, gc_min_age=0)
+    pod = running_pod(node)
+    node.kubelet.set_pods([with_ephemeral(pod, debugger())])
+    node.converge()
+    (dbg,) = node.running("web", "debugger")
+    node.runtime.exit(dbg.id, 0)
+    for _ in range(12):  # past two GC passes
+        node.kubelet.sync()
+        node.clock.advance(1)
+    assert [c.id for c in node.all("web", "debugger")] == [dbg.id]
+    apps = {c.name: c.id for c in node.running("web")}
+    node.restart_kubelet(container_gc_interval=5, gc_max_dead_per_container=0, gc_min_age=0)
+    node.kubelet.set_pods([with_ephemeral(pod, debugger())])
+    node.converge()
+    assert [c.id for c in node.all("web", "debugger")] == [dbg.id]
+    assert {c.name: c.id for c in node.running("web")} == apps
+    assert ephemeral_status(node).state.terminated is not None
