@@ -65,7 +65,7 @@ class EphemeralContainers:
                 pods.refuse_foreign(namespace, name)  # a static pod has none (403), or 404
             current = public(pods.find(namespace, name))
             wanted = make(copy.deepcopy(current))
-            item = self._decode(owned, self._containers_of(wanted))
+            item = self._decode(owned, self._containers_of(wanted, name))
             problems = unchanged_problems(item, owned)
             if problems:
                 raise error_for(ValidationError(problems), kind="Pod", name=name)
@@ -77,7 +77,7 @@ class EphemeralContainers:
         send_json(exchange, answer, HTTPStatus.OK)
 
     @staticmethod
-    def _containers_of(wanted: object) -> list[Any]:
+    def _containers_of(wanted: object, name: str) -> list[Any]:
         """``spec.ephemeralContainers`` of the pod a client wrote (everything else is dropped)."""
         if not isinstance(wanted, dict):
             raise bad_request("the body must be a JSON object (a v1 Pod)")
@@ -90,7 +90,7 @@ class EphemeralContainers:
         if containers is None:
             return []
         if not isinstance(containers, list):
-            raise invalid_field(str(wanted.get("metadata", {}).get("name", "")), "must be a list")
+            raise invalid_field(name, "must be a list")
         return containers
 
     @staticmethod

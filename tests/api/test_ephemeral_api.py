@@ -213,3 +213,21 @@ def test_a_static_pod_and_a_missing_pod(api: Api) -> None:
     assert missing.status_code == 404 and missing.json()["reason"] == "NotFound"
     wrong = api.send("POST", SUB, add(debugger()))
     assert wrong.status_code == 405
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"spec": []},
+        {"spec": {"ephemeralContainers": {"name": "x"}}},
+        {"kind": "Service", "spec": {}},
+        {"metadata": [], "spec": {"ephemeralContainers": "x"}},
+        {"spec": {"ephemeralContainers": [1, None, "x"]}},
+    ],
+)
+def test_a_malformed_body_is_a_status_and_changes_nothing(api: Api, body: object) -> None:
+    answer = api.send("PUT", SUB, body)
+    assert answer.status_code in (400, 422), answer.text
+    assert answer.json()["kind"] == "Status"
+    assert api.send("GET", PODS + "/web").json()["spec"].get("ephemeralContainers") is None
