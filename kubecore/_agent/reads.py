@@ -9,10 +9,16 @@ from typing import Any
 
 from kubecore._agent.desired import PodReport
 from kubecore._agent.wiring import Rooms
-from kubecore._contract.errors import ContainerNotFound, ContainerRuntimeError, NotFound
+from kubecore._contract.errors import (
+    ContainerNotFound,
+    ContainerRuntimeError,
+    NotFound,
+    StreamingUnsupported,
+)
 from kubecore._contract.labels import POD_UID_LABEL, owned_by
 from kubecore._contract.observed import container_age
 from kubecore._contract.observed import container_name as container_name_of
+from kubecore._contract.streaming import StreamingRuntime, StreamSession, TerminalSize
 from kubecore._contract.values import Event, ExecResult, RuntimeContainer, RuntimeState
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogOptions, limited, log_container_id
@@ -94,7 +100,10 @@ class Reads:
         pod = self.get_pod(namespace, pod_name)
         if pod is None:
             raise NotFound(f"pod {namespace}/{pod_name} is not on this node")
-        if container not in {c.name for c in pod.spec.containers + pod.spec.init_containers}:
+        spec = pod.spec
+        if container not in {
+            c.name for c in (*spec.containers, *spec.init_containers, *spec.ephemeral_containers)
+        }:
             raise ContainerNotFound(
                 f"pod {namespace}/{pod_name} has no container named {container!r}"
             )
@@ -114,6 +123,38 @@ class Reads:
     ) -> ExecResult:
         found = self.find_container(namespace, pod_name, container, running=True)
         return self._rooms.runtime.exec_sync(found.id, list(command), timeout)
+
+    def exec_stream(
+        self,
+        target: tuple[str, str, str],
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None,
+    ) -> StreamSession:
+        runtime = self._streams()
+        found = self.find_container(*target, running=True)
+        return runtime.exec_stream(found.id, list(command), stdin=stdin, tty=tty, size=size)
+
+    def attach(self, target: tuple[str, str, str], *, stdin: bool, tty: bool) -> StreamSession:
+        runtime = self._streams()
+        found = self.find_container(*target, running=True)
+        return runtime.attach(found.id, stdin=stdin, tty=tty)
+
+    def _streams(self) -> StreamingRuntime:
+        runtime = self._rooms.runtime
+        if not isinstance(runtime, StreamingRuntime):
+            try:
+                name = f"the {runtime.version().runtime_name!r} runtime"
+            except ContainerRuntimeError:
+                name = "this node's runtime"
+            raise StreamingUnsupported(
+                f"{name} cannot stream: exec and "
+                "attach need a runtime with the StreamingRuntime capability (use "
+                "/run/{namespace}/{pod}/{container} for a command's output)"
+            )
+        return runtime
 
     def stats_summary(self) -> dict[str, Any]:
         return self._rooms.stats.summary(self.pods(), self._rooms.clock.now())

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import attrs
 
+from kubecore._api.ephemeral_rules import keep_ephemeral_containers, refuse_ephemeral_change
 from kubecore._api.errors import bad_request, forbidden, not_allowed, not_found
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.patch import strategic_merge_patch
@@ -162,11 +163,14 @@ class PodResource(Resource[dict[str, Any], Pod]):
     def decode(self, data: dict[str, Any], owned: Pod | None) -> Pod:
         if owned is not None:
             data["metadata"]["uid"] = owned.metadata.uid
+        keep_ephemeral_containers(data, owned)
         try:
-            return pod_from_dict(data)
+            pod = pod_from_dict(data)
         except ValidationError as error:
             name = (data.get("metadata") or {}).get("name", "")
             raise error_for(error, kind="Pod", name=name) from None
+        refuse_ephemeral_change(pod, owned)
+        return pod
 
     def owned(self, namespace: str, name: str) -> Pod | None:
         for pod in self.source.pods:

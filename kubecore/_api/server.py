@@ -21,12 +21,15 @@ import attrs
 from kubecore._api import metrics_api
 from kubecore._api.auth import Gate, is_loopback, read_token_file
 from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
+from kubecore._api.ephemeral import SUBRESOURCE as EPHEMERAL
+from kubecore._api.ephemeral import EphemeralContainers
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
+from kubecore._api.pod_streams import REMOTE_COMMANDS, serve_pod_stream
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
 from kubecore._api.request import JSON_TYPE, READS, Exchange, Request, send_json
@@ -84,6 +87,7 @@ class KubeApi:
             for resource in resources
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
+        self.ephemeral = EphemeralContainers(self.pods, self.storage)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
@@ -199,6 +203,10 @@ class KubeApi:
             self.reads.list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self.reads.get_event(exchange, namespace, rest[1])
+        elif kind == "pods" and rest[2:] == (EPHEMERAL,):
+            self.ephemeral.handle(exchange, request, namespace, rest[1])
+        elif kind == "pods" and len(rest) == 3 and rest[2] in REMOTE_COMMANDS:
+            self._remote_command(exchange, request, namespace, rest[1], rest[2])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
         else:
@@ -207,6 +215,27 @@ class KubeApi:
                 "NotFound",
                 f"the server could not find the requested resource ({kind} are not served)",
             )
+
+    def _remote_command(
+        self, exchange: Exchange, request: Request, namespace: str, name: str, what: str
+    ) -> None:
+        """``pods/<name>/exec`` and ``/attach`` (GET or POST): they run commands in the pod, so
+        they need the token as writes do, on loopback too."""
+        if request.method not in ("GET", "POST"):
+            raise not_allowed(f"{request.method} is not supported on pods/{what}")
+        self._gate.require_token(
+            exchange.headers.get("Authorization") or "",
+            f"Unauthorized: pods/{what} needs a bearer token, as writes do"
+            + ("" if self._gate.has_token else "; start the agent with --api-token-file")
+            + (
+                ""
+                if isinstance(exchange.connection, ssl.SSLSocket)
+                else "; kubectl sends its token only over HTTPS: serve TLS (--tls-cert-file, "
+                "--tls-private-key-file) and use a kubeconfig with the CA and the token"
+            ),
+        )
+        pod = self.pods.find(namespace, name)
+        serve_pod_stream(exchange, request, self.kubelet, pod, what)
 
 
 def attach_api(

@@ -102,6 +102,8 @@ class PodLog:
             created = self._created[uid] = started or rfc3339(self._now())
         meta.setdefault("creationTimestamp", created)
         body["spec"].setdefault("nodeName", node_name)
+        # The API server's default (kubectl debug reads the pod's securityContext as set).
+        body["spec"].setdefault("securityContext", {})
         status = body.get("status") or {}
         if status.get("podIP"):
             status["podIPs"] = [{"ip": status["podIP"]}]

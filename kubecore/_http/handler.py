@@ -25,6 +25,7 @@ from kubecore._http.serving import Refused, RequestReader, body_length
 
 if TYPE_CHECKING:
     from kubecore._api.server import KubeApi
+    from kubecore._streaming.remotecommand import Live
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ class Site(Protocol):
     """The endpoints by the path's first segment, each with the method it answers."""
 
     def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
+
+    def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:

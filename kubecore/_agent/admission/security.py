@@ -54,7 +54,8 @@ class Rejection:
 
 def privileged_rejection(pod: Pod) -> Rejection | None:
     """A node that does not allow privileged containers refuses a pod that asks for one."""
-    for container in (*pod.spec.init_containers, *pod.spec.containers):
+    spec = pod.spec
+    for container in (*spec.init_containers, *spec.containers, *spec.ephemeral_containers):
         if container.privileged:
             return Rejection(
                 PRIVILEGED_NOT_ALLOWED,

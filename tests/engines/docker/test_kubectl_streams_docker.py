@@ -1,0 +1,265 @@
+"""The real ``kubectl`` streaming into pods on the Docker engine: ``exec`` (piped and with a
+terminal), ``cp`` both ways (a file and a directory) and ``port-forward``.
+
+One agent and one pod serve the whole module (an agent on Docker takes seconds to start);
+kubectl sends its token only over HTTPS, so the agent serves TLS."""
+
+from __future__ import annotations
+
+import fcntl
+import filecmp
+import json
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from kubecore._agent.kubelet import Kubelet, KubeletConfig
+from kubecore._api.server import ApiServerConfig, attach_api
+from kubecore._contract.labels import POD_NAMESPACE_LABEL
+from kubecore._http.server import KubeletServer, ServerConfig
+from kubecore._util.clock import SystemClock
+from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
+from tests.api.kubectl_support import (
+    KUBECTL,
+    KUBECTL_TIMEOUT,
+    TOKEN,
+    Kubectl,
+    kubectl_for,
+    make_certs,
+    needs_kubectl,
+    wait_for,
+)
+from tests.engines.docker.conftest import TestEngine, remove_labelled
+from tests.engines.docker.stream_support import HTTPD
+
+pytestmark = [pytest.mark.docker, needs_kubectl]
+
+POD = "streams"
+POD_SCRIPT = (
+    f"{HTTPD.format(address='8080')} & trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"
+)
+
+
+@attrs.frozen
+class Site:
+    kubectl: Kubectl
+    namespace: str
+    runtime: DockerRuntime
+
+    def run(
+        self, *args: str, input: bytes | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[bytes]:
+        """``kubectl -n NAMESPACE ARGS`` with bytes in and out."""
+        assert KUBECTL is not None
+        done = subprocess.run(
+            [KUBECTL, "-n", self.namespace, *args],
+            env=self.kubectl.env(),
+            input=input,
+            capture_output=True,
+            timeout=KUBECTL_TIMEOUT,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr!r}")
+        return done
+
+
+@pytest.fixture(scope="module")
+def site(engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    tmp = tmp_path_factory.mktemp("kubectl-streams")
+    namespace = f"kstreams-{uuid.uuid4().hex[:10]}"
+    certs = make_certs(tmp / "certs")
+    options = DockerOptions(base_url=engine.base_url, timeout=30, sandbox_image=engine.pause_image)
+    runtime = DockerRuntime(DockerConnection(options))
+    kubelet = Kubelet(
+        runtime,
+        DockerPuller(DockerConnection(options)),
+        config=KubeletConfig(
+            node_name="kubectl-streams-node",
+            root_dir=str(tmp / "root"),
+            relist_interval=0.3,
+            housekeeping_interval=0.5,
+        ),
+        clock=SystemClock(),
+    )
+    token_file = tmp / "token"
+    token_file.write_text(TOKEN)
+    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
+    kubelet.start()
+    config = ServerConfig(
+        port=0, tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key)
+    )
+    server = KubeletServer(kubelet, config, api=api).start()
+    try:
+        found = Site(
+            kubectl_for(tmp / "kubectl", server.url, token=TOKEN, ca=certs.ca), namespace, runtime
+        )
+        manifest = tmp / "pod.json"
+        manifest.write_text(json.dumps(pod_manifest(engine.image, namespace)))
+        found.run("apply", "-f", str(manifest))
+        wait_for(lambda: pod_ready(kubelet, namespace), 60, what=f"pod {POD} to be ready")
+        yield found
+    finally:
+        server.stop()
+        kubelet.stop(timeout=10)
+        runtime.close()
+        remove_labelled(raw, f"{POD_NAMESPACE_LABEL}={namespace}")
+
+
+def pod_ready(kubelet: Kubelet, namespace: str) -> bool:
+    pod = kubelet.get_pod(namespace, POD)
+    conditions = pod.status.conditions if pod is not None and pod.status is not None else []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def pod_manifest(image: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": POD, "namespace": namespace},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": image,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", POD_SCRIPT],
+                    "ports": [{"containerPort": 8080}],
+                }
+            ],
+        },
+    }
+
+
+# -- exec -------------------------------------------------------------------------------------
+
+
+def test_exec_output_and_exit_codes(site: Site) -> None:
+    done = site.run("exec", POD, "--", "sh", "-c", "echo out; echo err >&2")
+    assert (done.stdout, done.stderr) == (b"out\n", b"err\n")
+    failed = site.run("exec", POD, "--", "sh", "-c", "exit 3", check=False)
+    assert failed.returncode == 3
+    assert b"command terminated with exit code 3" in failed.stderr
+    missing = site.run("exec", POD, "--", "no-such-command", check=False)
+    assert missing.returncode == 127
+    assert b"no-such-command" in missing.stderr + missing.stdout
+
+
+def test_exec_pipes_stdin_to_its_end(site: Site) -> None:
+    data = os.urandom(2 * 1024 * 1024) + b"\x10\x11 the end\n"
+    done = site.run("exec", "-i", POD, "--", "cat", input=data)
+    assert done.stdout == data
+    shell = site.run("exec", "-i", POD, "--", "sh", input=b"echo from-sh\nexit 4\n", check=False)
+    assert (shell.returncode, shell.stdout) == (4, b"from-sh\n")
+
+
+def read_until(fd: int, wanted: bytes, seen: bytearray, timeout: float = 30.0) -> None:
+    """Read the pty until ``wanted`` has appeared (in all read so far), bounded in time."""
+    deadline = time.monotonic() + timeout
+    while wanted not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{wanted!r} did not appear; the terminal showed {bytes(seen)!r}")
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the other side closed
+                chunk = b""
+            if not chunk:
+                raise AssertionError(f"the terminal closed before {wanted!r}: {bytes(seen)!r}")
+            seen += chunk
+
+
+def test_exec_with_a_terminal(site: Site) -> None:
+    assert KUBECTL is not None
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    process = subprocess.Popen(
+        [KUBECTL, "exec", "-it", POD, "-n", site.namespace, "--", "sh"],
+        env={**site.kubectl.env(), "TERM": "xterm"},
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+    )
+    os.close(secondary)
+    seen = bytearray()
+    try:
+        read_until(primary, b"# ", seen)
+        os.write(primary, b"stty size\r")
+        read_until(primary, b"\r\n30 100\r\n", seen)  # kubectl sent the terminal's size
+        fcntl.ioctl(primary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        process.send_signal(signal.SIGWINCH)  # what the terminal sends its foreground process
+        os.write(primary, b"stty size\r")
+        read_until(primary, b"\r\n40 120\r\n", seen)  # and follows its resize
+        os.write(primary, b"echo typed-\x10\x11-on\r")  # Docker's detach keys are only keys
+        read_until(primary, b"-on\r\n", seen)
+        os.write(primary, b"exit 7\r")
+        assert process.wait(KUBECTL_TIMEOUT) == 7
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        os.close(primary)
+
+
+# -- cp ---------------------------------------------------------------------------------------
+
+
+def test_cp_a_file_in_and_out(site: Site, tmp_path: Path) -> None:
+    source = tmp_path / "data.bin"
+    source.write_bytes(os.urandom(1024 * 1024 + 3))
+    site.run("cp", str(source), f"{POD}:/tmp/data.bin")
+    inside = site.run("exec", POD, "--", "md5sum", "/tmp/data.bin").stdout.split()[0]
+    assert inside.decode() == _md5(source)
+    back = tmp_path / "back.bin"
+    site.run("cp", f"{POD}:/tmp/data.bin", str(back))
+    assert back.read_bytes() == source.read_bytes()
+
+
+def test_cp_a_directory_in_and_out(site: Site, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "sub" / "deeper").mkdir(parents=True)
+    (tree / "a.txt").write_text("alpha\n")
+    (tree / "sub" / "b.bin").write_bytes(os.urandom(300_000))
+    (tree / "sub" / "deeper" / "c.txt").write_text("gamma " * 1000)
+    (tree / "empty").mkdir()
+    site.run("cp", str(tree), f"{POD}:/tmp/tree")
+    listing = site.run("exec", POD, "--", "find", "/tmp/tree").stdout.decode().split()
+    assert "/tmp/tree/sub/deeper/c.txt" in listing and "/tmp/tree/empty" in listing
+    back = tmp_path / "back"
+    site.run("cp", f"{POD}:/tmp/tree", str(back))
+    comparison = filecmp.dircmp(tree, back)
+    assert _same_tree(comparison), (comparison.left_list, comparison.right_list)
+
+
+def _same_tree(comparison: filecmp.dircmp[str]) -> bool:
+    _, mismatch, errors = filecmp.cmpfiles(
+        comparison.left, comparison.right, comparison.common_files, shallow=False
+    )
+    return (
+        not comparison.left_only
+        and not comparison.right_only
+        and not mismatch
+        and not errors
+        and all(_same_tree(sub) for sub in comparison.subdirs.values())
+    )
+
+
+def _md5(path: Path) -> str:
+    import hashlib
+
+    return hashlib.md5(path.read_bytes()).hexdigest()
