@@ -4,6 +4,7 @@ time), and a scripted ``StreamSession`` to serve."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import socket
 import ssl
 import threading
@@ -103,10 +104,8 @@ class Client:
         self.sock.sendall(self.conn.send(Ping(b"hb")))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.sock.sendall(self.conn.send(CloseConnection(1000)))
-        except Exception:
-            pass
 
     def receive(self) -> bytes | str | None:
         """The next message; None once the server closed (or the connection ended)."""
@@ -140,10 +139,8 @@ class Client:
                 self._messages.append(joined)
         elif isinstance(event, CloseConnection):
             self.close_code = event.code
-            try:
+            with contextlib.suppress(Exception):
                 self.sock.sendall(self.conn.send(event.response()))
-            except Exception:
-                pass
             self._messages.append(None)
         elif isinstance(event, Ping):
             self.sock.sendall(self.conn.send(event.response()))
