@@ -5,8 +5,8 @@ An exec'd command runs in a thread of its own, as a small interactive reading of
 reads commands from stdin line by line until ``exit`` or end of input (a tty shows busybox's
 ``/ # `` prompt); ``cat`` with no file echoes stdin until end of input; ``sh -c SCRIPT`` and
 plain commands run their statements (``echo``, ``printf``, ``cat``, ``ls``, ``sleep`` on the
-runtime's clock, ``exit N``, ``stty size``, ``true``/``false``, the probes' commands of
-``kubecore_fake._exec``). A program the reading does not know is not found: 127, with the
+runtime's clock, ``exit N``, ``stty size``, ``true``/``false``, ``tar cf -``/``tar xf -`` as
+``kubectl cp`` runs them, the probes' commands of ``kubecore_fake._exec``). A program the reading does not know is not found: 127, with the
 shell's message. Files written with ``>`` stay in the container (``write_file``).
 
 With a tty the session behaves as a terminal in its default mode: input is echoed, a carriage
@@ -18,8 +18,11 @@ until the container stops (the main process of the fake reads no stdin).
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import os.path
 import re
+import tarfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
@@ -242,6 +245,10 @@ class _Program:
             code = ended.code
         except _Ended:  # closed, or the container stopped: killed with it
             code = 137
+        except Exception as error:  # a bug of the fake's reading must still end the process
+            code = 2
+            with contextlib.suppress(_Ended):
+                self.err(f"sh: the fake runtime failed: {error!r}\n".encode())
         self.session.finish(code)
 
     def main(self) -> int:
@@ -254,7 +261,7 @@ class _Program:
         if name in SHELLS:
             script = shell_script(self.argv)
             return self.script(script) if script is not None else self.interactive()
-        if name not in _KNOWN and not self.builtin(name):
+        if name not in _KNOWN and name != "tar" and not self.builtin(name):
             self.err(f'exec: "{self.argv[0]}": executable file not found in $PATH\n'.encode())
             return 127
         return self.statement(Statement(self.argv))
@@ -309,6 +316,11 @@ class _Program:
             return 0
         if self.builtin(name):
             return self.builtin_command(st, name, args)
+        if name == "tar":
+            return self.tar(args)
+        if name in ("test", "[") and args[:1] == ["-d"] and len(args) > 1:
+            directory = args[1].rstrip("/") + "/"
+            return 0 if any(f.startswith(directory) for f in self.box.files()) else 1
         if name in _KNOWN:
             return self.known(words)
         self.err(f"sh: {name}: not found\n".encode())
@@ -336,17 +348,89 @@ class _Program:
             before = self.box.files().get(st.redirect, "") if st.append else ""
             self.box.write_file(st.redirect, before + text)
         else:
-            self.out(text.encode())
+            self.out(text.encode("utf-8", "surrogateescape"))
         return 0
+
+    def tar(self, args: list[str]) -> int:
+        """``tar cf - [-C DIR] PATH...`` and ``tar xf - [-C DIR]`` (what ``kubectl cp`` runs) on
+        the container's files, through stdin and stdout."""
+        flags, rest = (args[0].lstrip("-"), args[1:]) if args else ("", [])
+        directory = "/"
+        paths: list[str] = []
+        words = iter(rest)
+        for word in words:
+            if word == "-C":
+                directory = next(words, "/")
+            elif word != "-" and not word.startswith("-"):
+                paths.append(word)
+        if "f" not in flags or ("c" in flags) == ("x" in flags):
+            self.err(b"tar: the fake runs only 'tar cf - PATH...' and 'tar xf -'\n")
+            return 2
+        if "x" in flags:
+            data = bytearray()
+            while (chunk := self.session.read_some()) is not None:
+                data += chunk
+            try:
+                files = unpack_tar(bytes(data), directory)
+            except tarfile.TarError as error:
+                self.err(f"tar: {error}\n".encode())
+                return 2
+            for path, content in files.items():
+                self.box.write_file(path, content)
+            return 0
+        packed, missing = pack_tar(self.box.files(), directory, paths)
+        for path in missing:
+            self.err(f"tar: {path}: No such file or directory\n".encode())
+        self.out(packed)
+        return 2 if missing else 0
 
     def known(self, words: list[str]) -> int:
         box = self.box
         outcome = read_exec(words, box.env, box.files(), box.listening(), box.processes())
         if outcome.duration > 0:
             box.clock.sleep(outcome.duration)
-        self.out(outcome.stdout.encode())
-        self.err(outcome.stderr.encode())
+        self.out(outcome.stdout.encode("utf-8", "surrogateescape"))
+        self.err(outcome.stderr.encode("utf-8", "surrogateescape"))
         return outcome.exit_code
+
+
+def _absolute(directory: str, path: str) -> str:
+    return os.path.normpath(os.path.join("/", directory, path))
+
+
+def pack_tar(files: Mapping[str, str], directory: str, paths: list[str]) -> tuple[bytes, list[str]]:
+    """A tar of the files at or under each path (relative to ``directory``), named as given;
+    and the paths that name nothing."""
+    buffer = io.BytesIO()
+    missing: list[str] = []
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path in paths:
+            base = _absolute(directory, path)
+            found = sorted(f for f in files if f == base or f.startswith(base.rstrip("/") + "/"))
+            if not found:
+                missing.append(path)
+            for name in found:
+                data = files[name].encode("utf-8", "surrogateescape")
+                # Without the leading "/", as tar stores names (and kubectl cp expects).
+                member = tarfile.TarInfo((path.rstrip("/") + name[len(base) :]).lstrip("/"))
+                member.size, member.mode = len(data), 0o644
+                archive.addfile(member, io.BytesIO(data))
+    return buffer.getvalue(), missing
+
+
+def unpack_tar(data: bytes, directory: str) -> dict[str, str]:
+    """The regular files of a tar, by absolute path under ``directory`` (never outside it)."""
+    files: dict[str, str] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+        for member in archive:
+            target = _absolute(directory, member.name)
+            root = _absolute(directory, ".")
+            if not member.isfile() or not (target + "/").startswith(root.rstrip("/") + "/"):
+                continue
+            extracted = archive.extractfile(member)
+            if extracted is not None:
+                files[target] = extracted.read().decode("utf-8", "surrogateescape")
+    return files
 
 
 def _listing(files: Mapping[str, str], paths: list[str]) -> str:

@@ -169,3 +169,14 @@ def test_exec_needs_the_token(node: Node, certs: Certs, kubectl_binary: str) -> 
     refused = wrong.run("exec", "talker", "--", "echo", "hi", check=False)
     assert refused.returncode != 0 and "hi" not in refused.stdout
     assert "the bearer token is not valid" in refused.stderr, refused.stderr
+
+
+def test_cp_copies_into_the_container_and_back(kubectl: Kubectl, tmp_path: Path) -> None:
+    source = tmp_path / "local.txt"
+    source.write_bytes(b"copied by kubectl cp\n\xff\x00 and bytes that are not UTF-8\n")
+    kubectl.run("cp", str(source), "talker:/tmp/copied.txt")
+    shown = kubectl.run("exec", "talker", "--", "ls", "/tmp")
+    assert shown.stdout.split() == ["copied.txt"]
+    back = tmp_path / "back.txt"
+    kubectl.run("cp", "talker:/tmp/copied.txt", str(back))
+    assert back.read_bytes() == source.read_bytes()
