@@ -5,9 +5,10 @@ An exec'd command runs in a thread of its own, as a small interactive reading of
 reads commands from stdin line by line until ``exit`` or end of input (a tty shows busybox's
 ``/ # `` prompt); ``cat`` with no file echoes stdin until end of input; ``sh -c SCRIPT`` and
 plain commands run their statements (``echo``, ``printf``, ``cat``, ``ls``, ``sleep`` on the
-runtime's clock, ``exit N``, ``stty size``, ``true``/``false``, ``tar cf -``/``tar xf -`` as
-``kubectl cp`` runs them, the probes' commands of ``kubecore_fake._exec``). A program the reading does not know is not found: 127, with the
-shell's message. Files written with ``>`` stay in the container (``write_file``).
+runtime's clock, ``exit N``, ``stty size``, ``true``/``false``, ``tar cf -``/``tar xf -`` and
+``test -d`` as ``kubectl cp`` runs them, the probes' commands of ``kubecore_fake._exec``). A
+program the reading does not know is not found: 127, with the shell's message. Files written
+with ``>`` (and by ``tar xf``) stay in the container.
 
 With a tty the session behaves as a terminal in its default mode: input is echoed, a carriage
 return is a newline, ^D on an empty line ends input, ^C drops the line, output lines end in
