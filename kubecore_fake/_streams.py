@@ -13,7 +13,9 @@ with ``>`` (and by ``tar xf``) stay in the container.
 With a tty the session behaves as a terminal in its default mode: input is echoed, a carriage
 return is a newline, ^D on an empty line ends input, ^C drops the line, output lines end in
 CRLF, and everything arrives as stdout. An attach follows the container's log from now on
-until the container stops (the main process of the fake reads no stdin).
+until the container stops; one with stdin to a container made with ``stdin: true`` whose command
+is a shell reading stdin (``kubectl run -it``, ``kubectl debug -it``) drives that shell: what it
+prints also goes to the log, and its ``exit`` ends the container.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kubecore.runtime import (
     TerminalSize,
 )
 from kubecore_fake._engine import Engine
+from kubecore_fake._events import Events
 from kubecore_fake._exec import Execs, read_exec
 from kubecore_fake._records import ContainerRecord
 from kubecore_fake._shell import (
@@ -82,8 +85,10 @@ class FakeSession:
         size: TerminalSize | None = None,
         running: Callable[[], bool] = lambda: True,
         on_close: Callable[[], None] = lambda: None,
+        log: Callable[[bytes], None] | None = None,
     ) -> None:
         self.tty = tty
+        self._log = log
         self.size = size or TerminalSize(80, 24)
         self._running = running
         self._on_close = on_close
@@ -180,6 +185,8 @@ class FakeSession:
     def emit(self, stream: OutputStream, data: bytes) -> None:
         if not data:
             return
+        if self._log is not None:
+            self._log(data)
         with self._cond:
             if self._closed:
                 raise _Ended()
@@ -395,6 +402,11 @@ class _Program:
         return outcome.exit_code
 
 
+def _reads_stdin(argv: tuple[str, ...]) -> bool:
+    """Whether a container's command is a shell reading its commands from stdin."""
+    return bool(argv) and os.path.basename(argv[0]) in SHELLS and shell_script(argv) is None
+
+
 def _absolute(directory: str, path: str) -> str:
     return os.path.normpath(os.path.join("/", directory, path))
 
@@ -452,6 +464,8 @@ class Streams:
     def __init__(self, engine: Engine, execs: Execs) -> None:
         self._engine = engine
         self._execs = execs
+        self._shells: set[str] = set()
+        """Containers whose main shell an attach is driving now."""
 
     def exec_stream(
         self,
@@ -462,18 +476,24 @@ class Streams:
         tty: bool,
         size: TerminalSize | None,
     ) -> FakeSession:
+        with self._engine.lock:
+            rec = self._engine.running(container_id)
+        session = FakeSession(tty=tty, stdin=stdin, size=size, running=self._running(rec))
+        program = _Program(session, argv, self._box(rec))
+        threading.Thread(target=program.run, name=f"fake-exec-{container_id}", daemon=True).start()
+        return session
+
+    def _box(self, rec: ContainerRecord) -> _Container:
         engine = self._engine
         with engine.lock:
-            rec = engine.running(container_id)
             view = engine.view(rec)
             env = dict(rec.config.env)
-        session = FakeSession(tty=tty, stdin=stdin, size=size, running=self._running(rec))
 
         def write_file(path: str, content: str) -> None:
             with engine.lock:
                 rec.files[path] = content
 
-        box = _Container(
+        return _Container(
             env=env,
             hostname=rec.pod[0],
             files=lambda: self._locked(lambda: dict(rec.files)),
@@ -483,15 +503,18 @@ class Streams:
             scripted=lambda argv: self._execs.scripted(view, argv),
             clock=engine.clock,
         )
-        program = _Program(session, argv, box)
-        threading.Thread(target=program.run, name=f"fake-exec-{container_id}", daemon=True).start()
-        return session
 
     def attach(self, container_id: str, *, stdin: bool, tty: bool) -> FakeSession:
         engine = self._engine
         with engine.lock:
             rec = engine.running(container_id)
             seen = len(rec.logs)
+            argv = (*rec.config.command, *rec.config.args)
+            shell = stdin and rec.config.stdin and _reads_stdin(argv) and rec.id not in self._shells
+            if shell:
+                self._shells.add(rec.id)
+        if shell:
+            return self._attach_shell(rec, argv, tty)
 
         def wake() -> None:
             with engine.cond:
@@ -504,6 +527,37 @@ class Streams:
         follower.daemon = True
         follower.start()
         return session
+
+    def _attach_shell(self, rec: ContainerRecord, argv: tuple[str, ...], tty: bool) -> FakeSession:
+        """The container's main process is a shell reading stdin (``stdin: true``, as ``kubectl
+        run -it`` and ``kubectl debug -it`` make): this attach is its stdin; what it prints
+        also goes to the log, and when it exits, the container exits with its code."""
+        engine = self._engine
+
+        def log(data: bytes) -> None:
+            with engine.lock:
+                engine.log(rec, data.decode("utf-8", "replace"))
+
+        session = FakeSession(tty=tty, stdin=True, running=self._running(rec), log=log)
+        program = _Program(session, argv, self._box(rec))
+
+        def run() -> None:
+            program.run()
+            with engine.lock:
+                self._shells.discard(rec.id)
+            if not session.closed:  # it exited (a detach leaves it waiting for the next one)
+                self._exit(rec, session.wait(0))
+
+        threading.Thread(target=run, name=f"fake-attach-{rec.id}", daemon=True).start()
+        return session
+
+    def _exit(self, rec: ContainerRecord, code: int | None) -> None:
+        engine = self._engine
+        events: Events = []
+        with engine.lock:
+            if self._running(rec)():
+                engine.exit(rec, 0 if code is None else code, "", "", events)
+        engine.hub.emit(events)
 
     def _follow(self, rec: ContainerRecord, seen: int, session: FakeSession) -> None:
         """The container's log lines from ``seen`` on, to the session, until it stops."""
