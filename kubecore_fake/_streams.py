@@ -538,13 +538,18 @@ class Streams:
             with engine.lock:
                 engine.log(rec, data.decode("utf-8", "replace"))
 
-        session = FakeSession(tty=tty, stdin=True, running=self._running(rec), log=log)
+        def detach() -> None:
+            with engine.lock:
+                self._shells.discard(rec.id)
+
+        session = FakeSession(
+            tty=tty, stdin=True, running=self._running(rec), log=log, on_close=detach
+        )
         program = _Program(session, argv, self._box(rec))
 
         def run() -> None:
             program.run()
-            with engine.lock:
-                self._shells.discard(rec.id)
+            detach()
             if not session.closed:  # it exited (a detach leaves it waiting for the next one)
                 self._exit(rec, session.wait(0))
 
