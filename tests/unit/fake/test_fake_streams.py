@@ -76,7 +76,8 @@ def test_tar_round_trips_bytes_and_never_writes_outside_its_directory() -> None:
     files = {"/data/a.bin": b"\xff\x00\x01".decode("utf-8", "surrogateescape"), "/data/b": "b"}
     packed, missing = pack_tar(files, "/", ["/data", "/absent"])
     assert missing == ["/absent"]
-    assert tarfile.open(fileobj=io.BytesIO(packed)).getnames() == ["data/a.bin", "data/b"]
+    with tarfile.open(fileobj=io.BytesIO(packed)) as archive:
+        assert archive.getnames() == ["data/a.bin", "data/b"]
     assert unpack_tar(packed, "/restore") == {
         "/restore/data/a.bin": files["/data/a.bin"],
         "/restore/data/b": "b",
