@@ -303,7 +303,7 @@ class Pump:
                 channel = self._channel(stream)
                 if channel is not None and data:
                     self._send(channel, data)
-            if not self._client_gone.is_set():
+            if not self._client_gone.is_set() and self.ws.open:
                 self._finish()
         except WebSocketClosed:
             pass
