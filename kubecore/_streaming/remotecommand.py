@@ -254,7 +254,11 @@ def serve_remote_command(
         if live.ended:  # the server stopped meanwhile
             ws.abort()
         grace = 0.0 if ready_at_once(headers.get("User-Agent") or "") else READY_GRACE
-        Pump(ws, dialect(name), session, options, what, grace).run()
+        try:
+            Pump(ws, dialect(name), session, options, what, grace).run()
+        except Exception:  # upgraded: no HTTP answer can follow any more
+            logger.exception("the %s session ended with an error", what)
+            ws.abort()
 
 
 def ready_at_once(user_agent: str) -> bool:

@@ -171,6 +171,8 @@ def test_sessions_are_bounded_and_stop_ends_them(node: Node, kubelet_server: Kub
         return client
 
     shells = [open_shell(), open_shell()]
+    # The sessions hold workers, never the selector: other requests are still answered.
+    assert requests.get(kubelet_server.url + "/healthz", timeout=TIMEOUT).status_code == 200
     with pytest.raises(Rejected) as refused:
         open_shell()
     assert refused.value.status == 429
