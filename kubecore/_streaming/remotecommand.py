@@ -53,9 +53,7 @@ from kubecore._streaming.channels import (
 from kubecore._streaming.websocket import (
     WebSocket,
     WebSocketClosed,
-    accept,
-    choose_protocol,
-    offered_protocols,
+    handshake,
     wants_websocket,
 )
 
@@ -231,20 +229,15 @@ def serve_remote_command(
     headers = exchange.headers
     if not wants_websocket(headers):
         raise HTTPError(HTTPStatus.BAD_REQUEST, NO_SPDY.format(what=what))
-    name = choose_protocol(offered_protocols(headers), PROTOCOL_NAMES)
-    if name is None:
-        offered = offered_protocols(headers)
-        raise HTTPError(
-            HTTPStatus.BAD_REQUEST,
-            f"none of the offered WebSocket subprotocols {offered} is served for {what}; "
-            f"this node speaks {list(PROTOCOL_NAMES)}",
-        )
+    # Checked before the session opens: a refused upgrade starts no command.
+    upgrade = handshake(exchange.command, exchange.path, headers, PROTOCOL_NAMES)
+    name = upgrade.subprotocol
     live = Live()
     with slots.stream_slot(live):
         session = open_session()
         live.session = session
         try:
-            ws = accept(exchange.connection, exchange.command, exchange.path, headers, [name])
+            ws = upgrade.complete(exchange.connection)
         except BaseException:
             session.close()
             raise
