@@ -174,7 +174,11 @@ def test_the_runtime_contract_is_made_of_small_protocols() -> None:
     fake = importlib.import_module("kubecore_fake").FakeRuntime()
     try:
         assert all(isinstance(fake, part) for part in (*parts, runtime.ContainerRuntime))
-        assert runtime.capabilities(fake) == (runtime.ResourceUpdater, runtime.NodeClaims)
+        assert runtime.capabilities(fake)[:3] == (
+            runtime.ResourceUpdater,
+            runtime.NodeClaims,
+            runtime.StreamingRuntime,
+        )
     finally:
         fake.close()
     assert runtime.capabilities(object()) == ()

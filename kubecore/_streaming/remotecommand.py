@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import shlex
 import socket
 import threading
@@ -52,9 +53,7 @@ from kubecore._streaming.channels import (
 from kubecore._streaming.websocket import (
     WebSocket,
     WebSocketClosed,
-    accept,
-    choose_protocol,
-    offered_protocols,
+    handshake,
     wants_websocket,
 )
 
@@ -64,6 +63,12 @@ EXIT_WAIT = 10.0
 """Seconds to wait for an exec'd process's exit code once its output has ended."""
 CLOSE_WAIT = 5.0
 """Seconds the client has to answer the closing handshake before the connection is cut."""
+IDLE_TIMEOUT = 15 * 60.0
+"""Seconds without a byte from the client (kubectl pings every 5 s) after which it counts as
+gone and its session ends (the kubelet's streaming idle timeout, shorter)."""
+READY_GRACE = 0.1
+"""Seconds the first output waits for a client that may not be ready for it (below)."""
+_CLIENT_GO = re.compile(r"/v1\.(\d+)\.\d+")
 NO_SPDY = (
     "this node serves {what} over WebSocket only (subprotocols v5.channel.k8s.io, "
     "v4.channel.k8s.io); SPDY is not served: use kubectl 1.30 or later (WebSocket is its "
@@ -224,28 +229,39 @@ def serve_remote_command(
     headers = exchange.headers
     if not wants_websocket(headers):
         raise HTTPError(HTTPStatus.BAD_REQUEST, NO_SPDY.format(what=what))
-    name = choose_protocol(offered_protocols(headers), PROTOCOL_NAMES)
-    if name is None:
-        offered = offered_protocols(headers)
-        raise HTTPError(
-            HTTPStatus.BAD_REQUEST,
-            f"none of the offered WebSocket subprotocols {offered} is served for {what}; "
-            f"this node speaks {list(PROTOCOL_NAMES)}",
-        )
+    # Checked before the session opens: a refused upgrade starts no command.
+    upgrade = handshake(exchange.command, exchange.path, headers, PROTOCOL_NAMES)
+    name = upgrade.subprotocol
     live = Live()
     with slots.stream_slot(live):
         session = open_session()
         live.session = session
         try:
-            ws = accept(exchange.connection, exchange.command, exchange.path, headers, [name])
+            ws = upgrade.complete(exchange.connection)
         except BaseException:
             session.close()
             raise
         exchange.close_connection = True
+        ws.idle_timeout = IDLE_TIMEOUT
         live.socket = ws
         if live.ended:  # the server stopped meanwhile
             ws.abort()
-        Pump(ws, dialect(name), session, options, what).run()
+        grace = 0.0 if ready_at_once(headers.get("User-Agent") or "") else READY_GRACE
+        try:
+            Pump(ws, dialect(name), session, options, what, grace).run()
+        except Exception:  # upgraded: no HTTP answer can follow any more
+            logger.exception("the %s session ended with an error", what)
+            ws.abort()
+
+
+def ready_at_once(user_agent: str) -> bool:
+    """Whether a client takes output as soon as the connection is up. client-go before 1.33
+    reads the connection before it has made its streams, and drops what arrives first
+    ("Unknown stream id 1, discarding message"); for it (and for a client that does not say
+    what it is) the first output waits until the client has sent something, or
+    ``READY_GRACE``."""
+    match = _CLIENT_GO.search(user_agent)
+    return match is not None and int(match.group(1)) >= 33
 
 
 # --- the session --------------------------------------------------------------------------------
@@ -261,25 +277,30 @@ class Pump:
         session: StreamSession,
         options: StreamOptions,
         what: str,
+        grace: float = 0.0,
     ) -> None:
         self.ws = ws
         self.dialect = dialect
         self.session = session
         self.options = options
         self.what = what
+        self.grace = grace
         self._client_gone = threading.Event()
+        self._client_spoke = threading.Event()
 
     def run(self) -> None:
         """Serve the session until the process ends or the client goes; then close both."""
         reader = threading.Thread(target=self._read, name="kubecore-stream-in", daemon=True)
         try:
-            self._send(self._first_channel(), b"")
             reader.start()
+            if self.grace:
+                self._client_spoke.wait(self.grace)
+            self._send(self._first_channel(), b"")
             for stream, data in self.session.output():
                 channel = self._channel(stream)
                 if channel is not None and data:
                     self._send(channel, data)
-            if not self._client_gone.is_set():
+            if not self._client_gone.is_set() and self.ws.open:
                 self._finish()
         except WebSocketClosed:
             pass
@@ -334,6 +355,7 @@ class Pump:
                 message = self.ws.receive()
                 if message is None:
                     return
+                self._client_spoke.set()
                 try:
                     frame = decode(self.dialect, message)
                     if frame is not None:

@@ -17,6 +17,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Sequence
 from email.message import Message
 from http import HTTPStatus
@@ -89,15 +90,24 @@ class WebSocket:
         self._size = 0
         self._ready: list[bytes | None] = []
         self._aborted = threading.Event()
+        self.idle_timeout: float | None = None
+        """With a value: ``receive`` gives up (None, the connection aborted) after this many
+        seconds without a byte from the peer."""
 
     def receive(self) -> bytes | None:
         """The next whole message (text is returned encoded), or None once the peer closed,
         the connection broke or was aborted. Only one thread may call it."""
+        heard = time.monotonic()
         while not self._ready:
             with self._lock:
                 data = self._recv_locked() if self._readable() else None
                 if data is None:
+                    idle = self.idle_timeout
+                    if idle is not None and time.monotonic() - heard > idle:
+                        self._abort_locked()  # a peer gone without a word (pings count)
+                        self._ready.append(None)
                     continue
+                heard = time.monotonic()
                 try:
                     self._connection.receive_data(data or None)
                     self._take(list(self._connection.events()))
@@ -218,17 +228,25 @@ class WebSocket:
             self.sock.sendall(data)
 
 
-def accept(
-    sock: socket.socket,
-    method: str,
-    target: str,
-    headers: Message,
-    served: Sequence[str],
-    write_timeout: float = WRITE_TIMEOUT,
-) -> WebSocket:
-    """Upgrade the request (its head: ``method``, ``target``, ``headers``) to a WebSocket with
-    the first of ``served`` the client offers. Raises ``HTTPError`` (400) when it is not a
-    WebSocket handshake or offers none of them; nothing has been sent then."""
+class Handshake:
+    """A checked upgrade request, not answered yet (``handshake``): ``complete`` sends the
+    ``101`` and gives the ``WebSocket``."""
+
+    def __init__(self, connection: WSConnection, subprotocol: str, answer: bytes) -> None:
+        self.subprotocol = subprotocol
+        self._connection = connection
+        self._answer = answer
+
+    def complete(self, sock: socket.socket, write_timeout: float = WRITE_TIMEOUT) -> WebSocket:
+        sock.settimeout(write_timeout)
+        sock.sendall(self._answer)
+        return WebSocket(sock, self._connection, self.subprotocol, write_timeout)
+
+
+def handshake(method: str, target: str, headers: Message, served: Sequence[str]) -> Handshake:
+    """Check an upgrade request (its head: ``method``, ``target``, ``headers``) and agree on
+    the first of ``served`` the client offers; nothing is sent. Raises ``HTTPError`` (400) when
+    it is not a valid WebSocket handshake or offers none of them."""
     if method != "GET" or not wants_websocket(headers):
         raise HTTPError(HTTPStatus.BAD_REQUEST, "expected a WebSocket upgrade (GET, Upgrade)")
     offered = offered_protocols(headers)
@@ -242,14 +260,27 @@ def accept(
     connection = WSConnection(ConnectionType.SERVER)
     head = [f"{method} {target} HTTP/1.1"]
     head.extend(f"{name}: {value}" for name, value in headers.items())
-    connection.receive_data(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    request = next((e for e in connection.events() if isinstance(e, Request)), None)
-    if request is None:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "not a valid WebSocket handshake")
     try:
+        connection.receive_data(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        request = next((e for e in connection.events() if isinstance(e, Request)), None)
+        if request is None:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "not a valid WebSocket handshake")
         answer = connection.send(AcceptConnection(subprotocol=subprotocol))
-    except LocalProtocolError as error:
+    except (LocalProtocolError, RemoteProtocolError, UnicodeEncodeError) as error:
         raise HTTPError(HTTPStatus.BAD_REQUEST, f"WebSocket handshake: {error}") from None
-    sock.settimeout(write_timeout)
-    sock.sendall(answer)
-    return WebSocket(sock, connection, subprotocol, write_timeout)
+    return Handshake(connection, subprotocol, answer)
+
+
+def accept(
+    sock: socket.socket,
+    method: str,
+    target: str,
+    headers: Message,
+    served: Sequence[str],
+    write_timeout: float = WRITE_TIMEOUT,
+) -> WebSocket:
+    """Upgrade the request (its head: ``method``, ``target``, ``headers``) to a WebSocket with
+    the first of ``served`` the client offers (``handshake``, then ``complete``). Raises
+    ``HTTPError`` (400) when it is not a WebSocket handshake or offers none of them; nothing has
+    been sent then."""
+    return handshake(method, target, headers, served).complete(sock, write_timeout)
