@@ -217,11 +217,5 @@ class Registry(Generic[View, Item]):
         dry_run = request.dry_run()
         with self._storage.lock:
             self._storage.check_writable()
-            owned = resource.owned(namespace, name)
-            if owned is None:
-                resource.refuse_foreign(namespace, name)
-            last = resource.last_seen(owned)
-            if not dry_run:
-                self._storage.forget(owned)
-                resource.remove(owned, options)
-        send_json(exchange, last)
+            answer = resource.delete(self._storage, namespace, name, options, dry_run)
+        send_json(exchange, answer)

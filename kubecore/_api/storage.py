@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from http import HTTPStatus
 from typing import Protocol
 
+from kubecore._api.deletion import Deletion
 from kubecore._api.errors import ApiError, not_stored
 from kubecore._api.store import ApiStore, StoredState, StoreProblem, unreadable
 from kubecore._config.static import StaticSource
@@ -38,8 +39,9 @@ class Storage:
         self.problems: tuple[StoreProblem, ...] = ()
         """The stored files that cannot be read back: while any is left, the source is not
         ready and writes are refused."""
-        self.lock = threading.Lock()
-        """Held by each write, from its checks to its answer."""
+        self.lock = threading.RLock()
+        """Held by each write, from its checks to its answer (and by the end of a pod's
+        deletion, which a write's own look at the pods may bring about)."""
         self._source = source
         self._update = update
         self._adopters = adopters
@@ -89,14 +91,16 @@ class Storage:
             + "): fix or remove the file; the pods of the API are kept running meanwhile",
         )
 
-    def save(self, item: Pod | KubeObject) -> None:
-        """Put ``item`` in the store (before the change is applied); 500 when it cannot be."""
+    def save(self, item: Pod | KubeObject | Deletion) -> None:
+        """Put ``item`` in the store (before the change is applied; a ``Deletion``: the pod
+        with its deletion fields); 500 when it cannot be."""
         if self.store is None:
             return
         try:
             self.store.put(item)
         except (OSError, ValueError) as error:
-            raise not_stored(item.kind, item.metadata.name, error) from None
+            named = item.pod if isinstance(item, Deletion) else item
+            raise not_stored(named.kind, named.metadata.name, error) from None
 
     def forget(self, item: Pod | KubeObject) -> None:
         """Remove ``item`` from the store (before it is removed from the source)."""

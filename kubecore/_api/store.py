@@ -5,7 +5,9 @@ Layout, under ``<root-dir>/api`` (directories mode 0700, files mode 0600 — a S
 in its file, base64 as the API serves them)::
 
     pods/<namespace>_<name>.json         the v1 Pod as the API holds it (uid, creationTimestamp,
-                                         labels, annotations, spec; no status)
+                                         labels, annotations, spec; no status), and while it
+                                         is being deleted its deletionTimestamp and
+                                         deletionGracePeriodSeconds (``Deletion``)
     configmaps/<namespace>_<name>.json   the v1 ConfigMap
     secrets/<namespace>_<name>.json      the v1 Secret
 
@@ -34,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from kubecore._api.deletion import Deletion, split_deletion
 from kubecore._config.updates import Operation, PodUpdate, SourceName
 from kubecore._contract.errors import ValidationError
 from kubecore._manifest import pod_from_dict, pod_to_dict
@@ -68,11 +71,14 @@ class StoreProblem:
 
 @attrs.frozen
 class StoredState:
-    """What the store holds: the API's pods and objects, and the files it could not read."""
+    """What the store holds: the API's pods and objects, the pods being deleted, and the files
+    it could not read."""
 
     pods: tuple[Pod, ...] = ()
     objects: tuple[KubeObject, ...] = ()
     problems: tuple[StoreProblem, ...] = ()
+    deleting: tuple[Deletion, ...] = ()
+    """Pods deleted gracefully whose containers may not have stopped yet (not desired)."""
 
 
 def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
@@ -144,7 +150,7 @@ def document_of(item: Pod | KubeObject) -> dict[str, Any]:
     return object_to_dict(item)
 
 
-def _decode(kind: str, document: object) -> Pod | KubeObject:
+def _decode(kind: str, document: object) -> Pod | KubeObject | Deletion:
     """The stored document as the API held it; ``ValueError`` saying why it is not one."""
     if not isinstance(document, dict):
         raise ValueError("does not hold a JSON object")
@@ -153,6 +159,10 @@ def _decode(kind: str, document: object) -> Pod | KubeObject:
         raise ValueError(f"holds kind {found!r}, not {kind!r}")
     try:
         if kind == "Pod":
+            deleting = split_deletion(document)
+            if deleting is not None:
+                body, timestamp, grace = deleting
+                return Deletion(pod_from_dict(body), timestamp, grace)
             return pod_from_dict(document)
         obj, problems = decode_object(document, "")  # never quotes a Secret's values
     except ValidationError as error:
@@ -176,11 +186,18 @@ class ApiStore:
     def path_of(self, kind: str, namespace: str, name: str) -> str:
         return os.path.join(self.directory, DIRECTORIES[kind], file_name(namespace, name))
 
-    def put(self, item: Pod | KubeObject) -> None:
-        """Write ``item`` (a new one, or the new version of one)."""
+    def put(self, item: Pod | KubeObject | Deletion) -> None:
+        """Write ``item`` (a new one, or the new version of one; a ``Deletion``: the pod with
+        its deletion fields)."""
+        if isinstance(item, Deletion):
+            document = document_of(item.pod)
+            document["metadata"].update(item.fields())
+            item = item.pod
+        else:
+            document = document_of(item)
         meta = item.metadata
         path = self.path_of(item.kind, meta.namespace, meta.name)
-        data = json.dumps(document_of(item), indent=1, sort_keys=True).encode() + b"\n"
+        data = json.dumps(document, indent=1, sort_keys=True).encode() + b"\n"
         try:
             _make_private_dir(self.directory)
             _make_private_dir(os.path.dirname(path))
@@ -202,18 +219,21 @@ class ApiStore:
         pods: list[Pod] = []
         objects: list[KubeObject] = []
         problems: list[StoreProblem] = []
+        deleting: list[Deletion] = []
         for kind, directory in DIRECTORIES.items():
             for item in _read_kind(kind, os.path.join(self.directory, directory)):
                 if isinstance(item, StoreProblem):
                     problems.append(item)
                 elif isinstance(item, Pod):
                     pods.append(item)
+                elif isinstance(item, Deletion):
+                    deleting.append(item)
                 else:
                     objects.append(item)
-        return StoredState(tuple(pods), tuple(objects), tuple(problems))
+        return StoredState(tuple(pods), tuple(objects), tuple(problems), tuple(deleting))
 
 
-def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | StoreProblem]:
+def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | Deletion | StoreProblem]:
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
@@ -242,7 +262,7 @@ def _remove_if_stale(path: str) -> None:
             os.unlink(path)
 
 
-def _read_file(kind: str, path: str, entry: str) -> Pod | KubeObject | StoreProblem:
+def _read_file(kind: str, path: str, entry: str) -> Pod | KubeObject | Deletion | StoreProblem:
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -264,7 +284,7 @@ def _read_file(kind: str, path: str, entry: str) -> Pod | KubeObject | StoreProb
         item = _decode(kind, document)
     except ValueError as error:
         return StoreProblem(path, str(error))
-    meta = item.metadata
+    meta = item.pod.metadata if isinstance(item, Deletion) else item.metadata
     try:
         expected = file_name(meta.namespace, meta.name)
     except ValueError as error:

@@ -227,10 +227,14 @@ def test_deletes_over_the_api_leave_the_store(agent: Agent) -> None:
     assert agent.send("DELETE", SECRETS + "/db").status_code == 200
     assert agent.send("DELETE", PODS + "/web?dryRun=All").status_code == 200
     root = store_dir(agent.node)
+    # A pod is deleted gracefully: it is kept, marked, until its containers are stopped.
+    assert "deletionTimestamp" in (root / "pods/default_db.json").read_text()
+    agent.node.converge()
+    assert "db" not in [p["metadata"]["name"] for p in agent.get(PODS)["items"]]
     assert not (root / "pods/default_db.json").exists()
     assert not (root / "secrets/default_db.json").exists()
     assert (root / "pods/default_web.json").exists()
-    agent.node.converge()
+    assert "deletionTimestamp" not in (root / "pods/default_web.json").read_text()
 
     agent = restart(agent)
     agent.node.converge()

@@ -216,7 +216,11 @@ def test_create_replace_patch_and_delete_over_http(node: Node, client: Client) -
 
     deleted = client.send("DELETE", PODS + "/web")
     assert deleted.status_code == 200 and deleted.json()["metadata"]["name"] == "web"
+    assert deleted.json()["metadata"]["deletionGracePeriodSeconds"] == 2
     assert node.kubelet.get_pod("default", "web") is None
+    again = client.send("DELETE", PODS + "/web")  # terminating: the pod is answered again
+    assert again.status_code == 200 and "deletionTimestamp" in again.json()["metadata"]
+    wait_for(lambda: client.send("GET", PODS + "/web").status_code == 404, what="web to be gone")
     missing = client.send("DELETE", PODS + "/web")
     assert missing.status_code == 404
     assert missing.json()["reason"] == "NotFound"
