@@ -79,6 +79,8 @@ class StoredState:
     problems: tuple[StoreProblem, ...] = ()
     deleting: tuple[Deletion, ...] = ()
     """Pods deleted gracefully whose containers may not have stopped yet (not desired)."""
+    managed: dict[tuple[str, str, str], Any] = attrs.field(factory=dict)
+    """Each object's ``metadata.managedFields`` as stored, by (kind, namespace, name)."""
 
 
 def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
@@ -186,15 +188,17 @@ class ApiStore:
     def path_of(self, kind: str, namespace: str, name: str) -> str:
         return os.path.join(self.directory, DIRECTORIES[kind], file_name(namespace, name))
 
-    def put(self, item: Pod | KubeObject | Deletion) -> None:
+    def put(self, item: Pod | KubeObject | Deletion, managed: list[Any] | None = None) -> None:
         """Write ``item`` (a new one, or the new version of one; a ``Deletion``: the pod with
-        its deletion fields)."""
+        its deletion fields), with its ``managedFields`` entries when given."""
         if isinstance(item, Deletion):
             document = document_of(item.pod)
             document["metadata"].update(item.fields())
             item = item.pod
         else:
             document = document_of(item)
+        if managed:
+            document["metadata"]["managedFields"] = managed
         meta = item.metadata
         path = self.path_of(item.kind, meta.namespace, meta.name)
         data = json.dumps(document, indent=1, sort_keys=True).encode() + b"\n"
@@ -220,8 +224,12 @@ class ApiStore:
         objects: list[KubeObject] = []
         problems: list[StoreProblem] = []
         deleting: list[Deletion] = []
+        managed: dict[tuple[str, str, str], Any] = {}
         for kind, directory in DIRECTORIES.items():
-            for item in _read_kind(kind, os.path.join(self.directory, directory)):
+            for item, fields in _read_kind(kind, os.path.join(self.directory, directory)):
+                if fields and not isinstance(item, StoreProblem):
+                    meta = item.pod.metadata if isinstance(item, Deletion) else item.metadata
+                    managed[kind, meta.namespace, meta.name] = fields
                 if isinstance(item, StoreProblem):
                     problems.append(item)
                 elif isinstance(item, Pod):
@@ -230,16 +238,20 @@ class ApiStore:
                     deleting.append(item)
                 else:
                     objects.append(item)
-        return StoredState(tuple(pods), tuple(objects), tuple(problems), tuple(deleting))
+        return StoredState(tuple(pods), tuple(objects), tuple(problems), tuple(deleting), managed)
 
 
-def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | Deletion | StoreProblem]:
+_Read = tuple[Pod | KubeObject | Deletion | StoreProblem, Any]
+"""A file read back, and the ``managedFields`` it holds (None when it holds none)."""
+
+
+def _read_kind(kind: str, directory: str) -> Iterator[_Read]:
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return
     except OSError as error:
-        yield StoreProblem(directory, _why(error))
+        yield StoreProblem(directory, _why(error)), None
         return
     for entry in names:
         path = os.path.join(directory, entry)
@@ -247,7 +259,7 @@ def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | Deletio
             _remove_if_stale(path)
             continue
         if not entry.endswith(_SUFFIX):
-            yield StoreProblem(path, f"not a file of the store (no {_SUFFIX} suffix)")
+            yield StoreProblem(path, f"not a file of the store (no {_SUFFIX} suffix)"), None
             continue
         yield _read_file(kind, path, entry)
 
@@ -262,38 +274,39 @@ def _remove_if_stale(path: str) -> None:
             os.unlink(path)
 
 
-def _read_file(kind: str, path: str, entry: str) -> Pod | KubeObject | Deletion | StoreProblem:
+def _read_file(kind: str, path: str, entry: str) -> _Read:
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as error:
-        return StoreProblem(path, _why(error))
+        return StoreProblem(path, _why(error)), None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        return StoreProblem(path, f"not UTF-8 text (at byte {error.start})")
+        return StoreProblem(path, f"not UTF-8 text (at byte {error.start})"), None
     if not text.strip():
-        return StoreProblem(path, "empty file")
+        return StoreProblem(path, "empty file"), None
     try:
         document = json.loads(text)
     except ValueError as error:
         # The message names a position, never the text (a Secret's file holds its values).
         where = getattr(error, "msg", "invalid"), getattr(error, "pos", "?")
-        return StoreProblem(path, f"not valid JSON: {where[0]} (char {where[1]})")
+        return StoreProblem(path, f"not valid JSON: {where[0]} (char {where[1]})"), None
     try:
         item = _decode(kind, document)
     except ValueError as error:
-        return StoreProblem(path, str(error))
+        return StoreProblem(path, str(error)), None
     meta = item.pod.metadata if isinstance(item, Deletion) else item.metadata
     try:
         expected = file_name(meta.namespace, meta.name)
     except ValueError as error:
-        return StoreProblem(path, str(error))
+        return StoreProblem(path, str(error)), None
     if expected != entry:
         return StoreProblem(
             path, f"holds {meta.namespace}/{meta.name}, whose file would be {expected}"
-        )
-    return item
+        ), None
+    fields = (document.get("metadata") or {}).get("managedFields")
+    return item, fields if isinstance(fields, list) else None
 
 
 def _failed(error: OSError, what: str) -> OSError:

@@ -209,10 +209,17 @@ def test_create_replace_patch_and_delete_over_http(node: Node, client: Client) -
     json_patch = client.send(
         "PATCH",
         PODS + "/web",
-        data="[]",
+        data='[{"op": "test", "path": "/metadata/labels/patched", "value": "no"}]',
         headers={**AUTH, "Content-Type": "application/json-patch+json"},
     )
-    assert json_patch.status_code == 415 and json_patch.json()["kind"] == "Status"
+    assert json_patch.status_code == 422 and json_patch.json()["reason"] == "Invalid"
+    unknown = client.send(
+        "PATCH",
+        PODS + "/web",
+        data="{}",
+        headers={**AUTH, "Content-Type": "application/x-unknown-patch"},
+    )
+    assert unknown.status_code == 415 and unknown.json()["kind"] == "Status"
 
     deleted = client.send("DELETE", PODS + "/web")
     assert deleted.status_code == 200 and deleted.json()["metadata"]["name"] == "web"
