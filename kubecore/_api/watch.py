@@ -185,9 +185,29 @@ def serve_watch(
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     raw_version = request.param("resourceVersion")
     start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
+    # A watch list (client-go's informers since 1.32): the state now as ADDED events, then a
+    # bookmark marking their end, then the changes.
+    initial = request.flag("sendInitialEvents")
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        lines = _watch_lines(exchange, match, start, timeout, pods, render)
+        lines = _watch_lines(
+            exchange, match, None if initial else start, timeout, pods, render, initial
+        )
         exchange._stream(b"", lines, JSON_TYPE)
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the bookmark that ends a watch list's initial events."""
+
+
+def _bookmark(version: int) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {
+            "resourceVersion": str(version),
+            "annotations": {INITIAL_EVENTS_END: "true"},
+        },
+    }
 
 
 Look = Callable[[], dict[str, Any] | None]
@@ -235,6 +255,7 @@ def _watch_lines(
     timeout: float,
     pods: Watched,
     render: Render,
+    bookmark: bool = False,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
     initial, version = pods.look()
@@ -243,6 +264,8 @@ def _watch_lines(
         for pod in initial:
             if _key(pod) in shown:
                 yield _line("ADDED", render(pod))
+        if bookmark:
+            yield _line("BOOKMARK", _bookmark(version))
     else:
         version = start
     while time.monotonic() < deadline and not _client_gone(exchange.connection):
