@@ -441,3 +441,20 @@ def test_server_side_apply_creates_and_never_takes_a_static_pod(node: Node, clie
     assert refused.status_code == 403 and refused.json()["reason"] == "Forbidden"
     misnamed = client.send("PATCH", PODS + "/other?fieldManager=me", data=WEB_POD, headers=apply)
     assert misnamed.status_code == 400
+
+
+def test_a_watch_list_ends_its_initial_events_with_a_bookmark(client: Client) -> None:
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "1",
+    }
+    answer = client.get(PODS, params=params, stream=True)
+    lines = [json.loads(line) for line in answer.iter_lines() if line]
+    assert [e["type"] for e in lines[:2]] == ["ADDED", "BOOKMARK"]
+    assert lines[0]["object"]["metadata"]["name"] == "talker"
+    meta = lines[1]["object"]["metadata"]
+    assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(meta["resourceVersion"]) >= int(lines[0]["object"]["metadata"]["resourceVersion"])

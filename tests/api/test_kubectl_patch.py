@@ -148,3 +148,21 @@ def test_json_patch(node: Node, certs: Certs) -> None:
     )  # fmt: skip
     assert missing.returncode == 1 and "/metadata/nope is missing" in missing.stderr, missing.stderr
     assert pod(kubectl)["metadata"]["labels"]["team"] == "a"  # nothing changed
+
+
+def test_server_side_apply_of_a_config_map_merges_its_data_by_key(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    manifest = node.tmp / "settings.json"
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}
+    manifest.write_text(json.dumps({**config, "data": {"level": "debug", "mode": "x"}}))
+    kubectl.out("apply", "--server-side", "-f", str(manifest))
+    kubectl.out("patch", "configmap", "settings", "--type=merge", "-p", '{"data":{"extra":"1"}}')
+    manifest.write_text(json.dumps({**config, "data": {"level": "info"}}))
+    kubectl.out("apply", "--server-side", "-f", str(manifest))
+    got = json.loads(
+        kubectl.out("get", "configmap", "settings", "-o", "json", "--show-managed-fields")
+    )
+    assert got["data"] == {"level": "info", "extra": "1"}  # mode was the applier's: removed
+    owners = {e["manager"]: e["fieldsV1"] for e in got["metadata"]["managedFields"]}
+    assert owners["kubectl-patch"] == {"f:data": {"f:extra": {}}}
+    assert owners["kubectl"] == {"f:data": {"f:level": {}}}
