@@ -137,6 +137,13 @@ def test_a_deleted_pod_terminates_within_its_grace_then_goes(node: Node, certs: 
         line.split()[:3] == ["stubborn", "1/1", "Terminating"] for line in listed.splitlines()
     )
 
+    # Near the end of the grace period the container still runs: only the KILL stops it.
+    wait_for(
+        lambda: time.monotonic() - started >= GRACE - 2, what="the grace period to near its end"
+    )
+    assert node.running("stubborn") is not None and deleting.poll() is None
+    assert status_of(kubectl, "stubborn") == "Terminating"
+
     out, err = deleting.communicate(timeout=60)
     took = time.monotonic() - started
     assert deleting.returncode == 0, err
