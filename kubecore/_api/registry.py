@@ -13,7 +13,14 @@ from typing import Any, Generic
 
 from kubecore._api.auth import Gate
 from kubecore._api.errors import already_exists, bad_request, not_allowed
-from kubecore._api.managed_fields import UPDATE, Entries, applied, created, updated
+from kubecore._api.managed_fields import (
+    UPDATE,
+    Entries,
+    applied,
+    created,
+    entries_from,
+    updated,
+)
 from kubecore._api.patch import APPLY_PATCH, merge_for
 from kubecore._api.request import READS, Exchange, Request, content_type, read_body, send_json
 from kubecore._api.resources import Item, Resource, View
@@ -208,10 +215,32 @@ class Registry(Generic[View, Item]):
             self._write(exchange, request, namespace, name, apply, upsert=True)
             return
         merge = merge_for(kind, self.resource.merge_strategic)
-        make = self._updated(
-            exchange, request, lambda current: clean(merge(current, patch), namespace)
-        )
-        self._write(exchange, request, namespace, name, make)
+        manager = self._manager(exchange, request)
+
+        def patched(current: dict[str, Any], entries: Entries) -> tuple[dict[str, Any], Entries]:
+            # The patch applies to the object as served: a JSON patch may test its
+            # resourceVersion, and set its managedFields.
+            served = self._as_served(current, entries, namespace, name)
+            result = merge(served, patch)
+            data = clean(result, namespace)
+            given = (result.get("metadata") or {}).get("managedFields", [])
+            if given != served["metadata"].get("managedFields", []):
+                # The client rewrote who owns what (kubectl moving client-side apply's fields to
+                # server-side apply's): taken as given, as the API server does.
+                return data, entries_from(given)
+            return data, updated(entries, manager, current, data, self._now())
+
+        self._write(exchange, request, namespace, name, patched)
+
+    def _as_served(
+        self, current: dict[str, Any], entries: Entries, namespace: str, name: str
+    ) -> dict[str, Any]:
+        shown = self.resource.shown(self.resource.find(namespace, name))
+        meta = {**current.get("metadata", {})}
+        meta["resourceVersion"] = shown["metadata"].get("resourceVersion", "")
+        if entries:
+            meta["managedFields"] = [entry.to_dict() for entry in entries]
+        return {**current, "metadata": meta}
 
     def _write(
         self,

@@ -166,3 +166,27 @@ def test_server_side_apply_of_a_config_map_merges_its_data_by_key(node: Node, ce
     owners = {e["manager"]: e["fieldsV1"] for e in got["metadata"]["managedFields"]}
     assert owners["kubectl-patch"] == {"f:data": {"f:extra": {}}}
     assert owners["kubectl"] == {"f:data": {"f:level": {}}}
+
+
+def test_a_client_side_applied_pod_moves_to_server_side_apply(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    manifest = node.tmp / "web.json"
+    manifest.write_text(applied_pod({"app": "web"}))
+    kubectl.out("apply", "-f", str(manifest))
+    kubectl.out("label", "pod", "web", "team=a")
+    assert set(managers(kubectl)) == {
+        ("kubectl-client-side-apply", "Update"),
+        ("kubectl-label", "Update"),
+    }
+    # kubectl moves client-side apply's fields to its server-side apply with a JSON patch
+    # (guarded by a test of the resourceVersion) before it applies.
+    moved = kubectl.run("apply", "--server-side", "-f", str(manifest))
+    assert moved.stdout == "pod/web serverside-applied\n" and "Warning" not in moved.stderr
+    owned = managers(kubectl)
+    # As on a cluster, the last-applied annotation goes to its own manager.
+    assert set(owned) == {
+        ("kubectl", "Apply"),
+        ("kubectl-label", "Update"),
+        ("kubectl-last-applied", "Apply"),
+    }
+    assert pod(kubectl)["metadata"]["labels"] == {"app": "web", "team": "a"}
