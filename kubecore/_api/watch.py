@@ -110,6 +110,8 @@ class PodLog:
             created = self._created[uid] = started or rfc3339(self._now())
         meta.setdefault("creationTimestamp", created)
         body["spec"].setdefault("nodeName", node_name)
+        # The API server's default (kubectl debug reads the pod's securityContext as set).
+        body["spec"].setdefault("securityContext", {})
         status = body.get("status") or {}
         if status.get("podIP"):
             status["podIPs"] = [{"ip": status["podIP"]}]
@@ -185,29 +187,15 @@ def serve_watch(
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     raw_version = request.param("resourceVersion")
     start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
-    # A watch list (client-go's informers since 1.32): the state now as ADDED events, then a
-    # bookmark marking their end, then the changes.
+    # A watch list (client-go's WatchListClient, kubectl 1.37): the current pods first, then a
+    # bookmark that says they were all sent.
     initial = request.flag("sendInitialEvents")
+    if initial:
+        start = None
+    bookmark = initial and request.flag("allowWatchBookmarks")
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        lines = _watch_lines(
-            exchange, match, None if initial else start, timeout, pods, render, initial
-        )
+        lines = _watch_lines(exchange, match, start, timeout, pods, render, bookmark=bookmark)
         exchange._stream(b"", lines, JSON_TYPE)
-
-
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-"""The annotation of the bookmark that ends a watch list's initial events."""
-
-
-def _bookmark(version: int) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "apiVersion": "v1",
-        "metadata": {
-            "resourceVersion": str(version),
-            "annotations": {INITIAL_EVENTS_END: "true"},
-        },
-    }
 
 
 Look = Callable[[], dict[str, Any] | None]
@@ -255,6 +243,7 @@ def _watch_lines(
     timeout: float,
     pods: Watched,
     render: Render,
+    *,
     bookmark: bool = False,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
@@ -265,7 +254,7 @@ def _watch_lines(
             if _key(pod) in shown:
                 yield _line("ADDED", render(pod))
         if bookmark:
-            yield _line("BOOKMARK", _bookmark(version))
+            yield _line("BOOKMARK", _initial_events_end(version))
     else:
         version = start
     while time.monotonic() < deadline and not _client_gone(exchange.connection):
@@ -284,6 +273,18 @@ def _watch_lines(
             yield b""  # lets the stream see a stopping server
             pods.log.wait_past(version, WATCH_TICK)
             pods.current_pods()
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the bookmark that ends a watch list's initial events."""
+
+
+def _initial_events_end(version: int) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": str(version), "annotations": {INITIAL_EVENTS_END: "true"}},
+    }
 
 
 def _line(kind: str, obj: dict[str, Any]) -> bytes:
