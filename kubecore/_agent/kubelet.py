@@ -25,12 +25,11 @@ from kubecore._agent.reads import Reads
 from kubecore._agent.signals import Signals
 from kubecore._agent.sync_loop import SyncLoop
 from kubecore._agent.sync_pass import SyncPass, SyncReport
-from kubecore._agent.termination import PodLifecycle
 from kubecore._agent.wiring import build_rooms
 from kubecore._config.objects import ObjectStore
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
-from kubecore._contract.values import Event, ExecResult, RuntimeState, RuntimeVersion
+from kubecore._contract.values import Event, ExecResult, RuntimeVersion
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
@@ -181,11 +180,8 @@ class Kubelet:
         rooms.refresh_desired()
         if uid in rooms.desired.states:
             return False
-        termination = rooms.terminations.get(uid)
-        if termination is not None:
-            return termination.lifecycle is not PodLifecycle.TERMINATED
-        entry = self._pass.grouped.get(uid)
-        return entry is not None and any(c.state is RuntimeState.RUNNING for c in entry.containers)
+        ongoing = rooms.terminations.ongoing(uid)
+        return ongoing if ongoing is not None else self._pass.runs_containers_of(uid)
 
     def _ask_grace(self, uid: str, grace_period: float) -> None:
         if not grace_period >= 0:
