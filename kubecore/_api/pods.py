@@ -10,12 +10,11 @@ static pod's mirror pod."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from http import HTTPStatus
 from typing import Any, NoReturn
 
 import attrs
 
-from kubecore._api.errors import ApiError, bad_request, forbidden, not_allowed, not_found
+from kubecore._api.errors import bad_request, forbidden, not_allowed, not_found
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.patch import strategic_merge_patch
 from kubecore._api.pod_logs import serve_log
@@ -33,7 +32,7 @@ from kubecore._api.resources import Resource
 from kubecore._api.selectors import POD_FIELDS, pod_fields
 from kubecore._api.storage import Storage
 from kubecore._api.tables import POD_COLUMNS, pod_cells
-from kubecore._api.terminating import PodDeletions
+from kubecore._api.terminating import PodDeletions, being_deleted
 from kubecore._api.watch import PodLog, Render, public, serve_watch
 from kubecore._config.base import prepare_pods
 from kubecore._config.static import StaticSource
@@ -192,13 +191,7 @@ class PodResource(Resource[dict[str, Any], Pod]):
         being deleted; a pod not on the node is not found."""
         pod = self.find(namespace, name)
         if self.deletions.get(namespace, name) is not None:
-            raise ApiError(
-                HTTPStatus.CONFLICT,
-                "Conflict",
-                f'pods "{name}" is being deleted (Terminating): it cannot be changed; create '
-                "it again once it is gone",
-                details={"name": name, "kind": "pods"},
-            )
+            raise being_deleted(name)
         source = pod["metadata"].get("annotations", {}).get(SOURCE_ANNOTATION, "?")
         raise forbidden(
             "pods",

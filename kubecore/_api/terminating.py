@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Any, Protocol
 
 import attrs
@@ -155,3 +156,14 @@ class PodDeletions:
 
     def _drop(self, key: PodKey) -> None:
         self._pods = {k: t for k, t in self._pods.items() if k != key}
+
+
+def being_deleted(name: str) -> ApiError:
+    """The 409 for a write to a pod being deleted."""
+    return ApiError(
+        HTTPStatus.CONFLICT,
+        "Conflict",
+        f'pods "{name}" is being deleted (Terminating): it cannot be changed; create it again'
+        " once it is gone",
+        details={"name": name, "kind": "pods"},
+    )
