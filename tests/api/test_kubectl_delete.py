@@ -183,7 +183,7 @@ def test_grace_period_now_and_force(node: Node, certs: Certs) -> None:
     assert 'pod "third" force deleted' in forced.stdout
     assert status_of(kubectl, "third") == ""  # out of the API at once
     wait_for(lambda: node.running("third") is None, what="third to be killed")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # the kill, with the 2 s floor
     assert [round(s) for s in stops_of(node, third.id)][:1] == [2]
 
 
