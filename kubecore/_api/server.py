@@ -74,12 +74,12 @@ class KubeApi:
         self.kubelet = kubelet
         self.metrics = metrics_api.MetricsApi(kubelet)
         self.source = source
-        self.pods = PodResource(kubelet, source)
         objects = [
             ObjectResource(kind, kubelet.objects, source, kubelet.clock.now)
             for kind in OBJECT_RESOURCES.values()
         ]
         self.storage = Storage(store, source, kubelet.update, objects)
+        self.pods = PodResource(kubelet, source, self.storage)
         self._gate = Gate(token, anonymous_reads=anonymous_reads)
         resources: list[Resource[Any, Any]] = [self.pods, *objects]
         self.registries: dict[str, Registry[Any, Any]] = {
@@ -98,6 +98,7 @@ class KubeApi:
     def restore(self, state: StoredState) -> None:
         """Take ``state`` (what the store holds) as the source's whole state."""
         self.storage.restore(state)
+        self.pods.deletions.resume(state.deleting, self.kubelet.clock.now())
 
     # --- entry
 

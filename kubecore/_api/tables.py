@@ -114,7 +114,7 @@ def pod_cells(pod: dict[str, Any], now: float, node_name: str) -> list[Any]:
     return [
         pod["metadata"]["name"],
         f"{ready}/{len(spec.get('containers') or [])}",
-        pod.get("_statusText", ""),
+        "Terminating" if pod["metadata"].get("deletionTimestamp") else pod.get("_statusText", ""),
         str(restarts),
         age,
         status.get("podIP") or "<none>",

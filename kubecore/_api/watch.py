@@ -62,14 +62,22 @@ class PodLog:
         self._created: dict[str, str] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history)
 
-    def refresh(self, pods: Iterable[Pod], node_name: str) -> list[dict[str, Any]]:
-        """Take the agent's current pods; answer them as API objects (in the agent's order)."""
+    def refresh(
+        self,
+        pods: Iterable[Pod],
+        node_name: str,
+        marks: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Take the agent's current pods; answer them as API objects (in the agent's order),
+        with the metadata ``marks`` gives a pod's uid (a deletion's fields)."""
         with self._cond:
             seen: dict[PodKey, dict[str, Any]] = {}
             changed = False
             for pod in pods:
                 key = (pod.metadata.namespace, pod.metadata.name)
                 fresh = self._object(pod, node_name)
+                if marks and pod.uid in marks:
+                    fresh["metadata"].update(marks[pod.uid])
                 old = self._objects.get(key)
                 if old is not None and _without_version(old) == fresh:
                     seen[key] = old
@@ -112,10 +120,15 @@ class PodLog:
         body["_statusText"] = pod_status_text(pod)
         return body
 
-    def listed(self, pods: Iterable[Pod], node_name: str) -> tuple[list[dict[str, Any]], int]:
+    def listed(
+        self,
+        pods: Iterable[Pod],
+        node_name: str,
+        marks: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
         """``refresh``, with the resourceVersion of exactly that list."""
         with self._cond:
-            return self.refresh(pods, node_name), self.version
+            return self.refresh(pods, node_name, marks), self.version
 
     def events_after(self, version: int) -> list[WatchEvent]:
         with self._cond:
