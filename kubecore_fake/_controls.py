@@ -26,6 +26,8 @@ OPERATIONS = frozenset(
         "container_status",
         "snapshot",
         "exec_sync",
+        "exec_stream",
+        "attach",
         "logs",
         "watch_events",
         "container_stats",

@@ -27,6 +27,8 @@ Semantics worth knowing:
 * Node leases (``claim_node``) live in the runtime object, timed by its clock: every agent
   handed the same ``FakeRuntime`` shares them, as agents on one engine do; ``node_lease(name)``
   shows one.
+* ``exec_stream`` and ``attach`` (``StreamingRuntime``) run a command interactively, or follow
+  a running container's output, in threads of their own (``kubecore_fake._streams``).
 * Once ``close()`` is called every runtime call raises ``RuntimeUnavailable``.
 """
 
@@ -57,6 +59,7 @@ from kubecore.runtime import (
     RuntimeVersion,
     SandboxConfig,
     SystemClock,
+    TerminalSize,
 )
 from kubecore_fake._behaviour import Behaviour
 from kubecore_fake._containers import Containers
@@ -68,6 +71,7 @@ from kubecore_fake._images import ImageService, sized
 from kubecore_fake._leases import NodeLeases
 from kubecore_fake._logs import read_logs
 from kubecore_fake._sandboxes import Sandboxes
+from kubecore_fake._streams import FakeSession, Streams
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -112,6 +116,7 @@ class FakeRuntime:
         self._sandboxes = Sandboxes(self._engine)
         self._containers = Containers(self._engine)
         self._execs = Execs(self._engine)
+        self._streams = Streams(self._engine, self._execs)
         self._leases = NodeLeases(self._clock, self._lock)
         self._controls = Controls(self._lock, max_calls)
         self._events_enabled = events
@@ -339,6 +344,26 @@ class FakeRuntime:
         argv = tuple(command)
         self._enter("exec_sync", container_id, argv, timeout, target=container_id)
         return self._execs.run(container_id, argv, timeout)
+
+    def exec_stream(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> FakeSession:
+        """Run ``command`` interactively (``kubecore_fake._streams``): the ``on_exec`` rules,
+        else the fake's shell reading stdin."""
+        argv = tuple(command)
+        self._enter("exec_stream", container_id, argv, stdin, tty, target=container_id)
+        return self._streams.exec_stream(container_id, argv, stdin=stdin, tty=tty, size=size)
+
+    def attach(self, container_id: str, *, stdin: bool, tty: bool) -> FakeSession:
+        """Follow the running container's output from now on, until it stops."""
+        self._enter("attach", container_id, stdin, tty, target=container_id)
+        return self._streams.attach(container_id, stdin=stdin, tty=tty)
 
     def logs(
         self,

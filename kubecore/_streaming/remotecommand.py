@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import shlex
 import socket
 import threading
@@ -64,6 +65,9 @@ EXIT_WAIT = 10.0
 """Seconds to wait for an exec'd process's exit code once its output has ended."""
 CLOSE_WAIT = 5.0
 """Seconds the client has to answer the closing handshake before the connection is cut."""
+READY_GRACE = 0.1
+"""Seconds the first output waits for a client that may not be ready for it (below)."""
+_CLIENT_GO = re.compile(r"/v1\.(\d+)\.\d+")
 NO_SPDY = (
     "this node serves {what} over WebSocket only (subprotocols v5.channel.k8s.io, "
     "v4.channel.k8s.io); SPDY is not served: use kubectl 1.30 or later (WebSocket is its "
@@ -245,7 +249,18 @@ def serve_remote_command(
         live.socket = ws
         if live.ended:  # the server stopped meanwhile
             ws.abort()
-        Pump(ws, dialect(name), session, options, what).run()
+        grace = 0.0 if ready_at_once(headers.get("User-Agent") or "") else READY_GRACE
+        Pump(ws, dialect(name), session, options, what, grace).run()
+
+
+def ready_at_once(user_agent: str) -> bool:
+    """Whether a client takes output as soon as the connection is up. client-go before 1.33
+    reads the connection before it has made its streams, and drops what arrives first
+    ("Unknown stream id 1, discarding message"); for it (and for a client that does not say
+    what it is) the first output waits until the client has sent something, or
+    ``READY_GRACE``."""
+    match = _CLIENT_GO.search(user_agent)
+    return match is not None and int(match.group(1)) >= 33
 
 
 # --- the session --------------------------------------------------------------------------------
@@ -261,20 +276,25 @@ class Pump:
         session: StreamSession,
         options: StreamOptions,
         what: str,
+        grace: float = 0.0,
     ) -> None:
         self.ws = ws
         self.dialect = dialect
         self.session = session
         self.options = options
         self.what = what
+        self.grace = grace
         self._client_gone = threading.Event()
+        self._client_spoke = threading.Event()
 
     def run(self) -> None:
         """Serve the session until the process ends or the client goes; then close both."""
         reader = threading.Thread(target=self._read, name="kubecore-stream-in", daemon=True)
         try:
-            self._send(self._first_channel(), b"")
             reader.start()
+            if self.grace:
+                self._client_spoke.wait(self.grace)
+            self._send(self._first_channel(), b"")
             for stream, data in self.session.output():
                 channel = self._channel(stream)
                 if channel is not None and data:
@@ -334,6 +354,7 @@ class Pump:
                 message = self.ws.receive()
                 if message is None:
                     return
+                self._client_spoke.set()
                 try:
                     frame = decode(self.dialect, message)
                     if frame is not None:
