@@ -26,6 +26,7 @@ from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
+from kubecore._api.pod_portforward import serve_pod_port_forward
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
 from kubecore._api.request import JSON_TYPE, READS, Exchange, Request, send_json
@@ -181,6 +182,13 @@ class KubeApi:
             self.reads.list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self.reads.get_event(exchange, namespace, rest[1])
+        elif kind == "pods" and len(rest) == 3 and rest[2] == "portforward":
+            # A session reaches into the pod: the token, whatever the method and address.
+            self._gate.require_token(
+                exchange.headers.get("Authorization") or "",
+                "Unauthorized: pods/portforward needs a bearer token",
+            )
+            serve_pod_port_forward(exchange, self.kubelet, namespace, rest[1])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
         else:

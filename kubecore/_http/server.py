@@ -16,6 +16,9 @@ Endpoints (all GET unless said):
 * ``/run/{namespace}/{pod}/{container}`` (POST, off unless ``enable_exec``): runs a command
   (``?cmd=...``, repeated for argv, or a JSON body ``{"command": [...]}``) and answers
   ``{"exitCode", "stdout", "stderr"}``. Needs ``Authorization: Bearer <token>``.
+* ``/portForward/{namespace}/{pod}`` (GET: WebSocket, POST: SPDY upgrade; off unless
+  ``enable_exec``, with its token): ``kubectl port-forward``'s session
+  (``kubecore._http.port_forward``).
 * ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
 * ``/metrics`` (the kubelet's ``kubelet_*`` metrics and kubecore's own), ``/metrics/probes``
   (``prober_*``), ``/metrics/resource`` (node, pod and container CPU and memory): Prometheus text.
@@ -46,6 +49,7 @@ from kubecore._http.health import healthz
 from kubecore._http.metrics import metrics, stats
 from kubecore._http.node_logs import node_logs
 from kubecore._http.pods import container_logs, pods
+from kubecore._http.port_forward import port_forward
 from kubecore._http.rules import Credentials, HTTPError, check_bearer
 from kubecore._http.run import run
 from kubecore._http.serving import (
@@ -69,11 +73,13 @@ ROUTES: Mapping[str, tuple[str, Route]] = {
     "pods": ("GET", pods),
     "containerLogs": ("GET", container_logs),
     "run": ("POST", run),
+    "portForward": ("GET|POST", port_forward),
     "logs": ("GET", node_logs),
     "metrics": ("GET", metrics),
     "stats": ("GET", stats),
 }
-"""The kubelet's endpoints by the path's first segment, each with the method it answers."""
+"""The kubelet's endpoints by the path's first segment, each with the method it answers (or
+the methods, separated by ``|``)."""
 
 
 class _Server:
