@@ -85,7 +85,7 @@ class SpdyStream:
         self.local_closed = False
         self.reset_status: int | None = None
         self.send_window = connection.initial_send_window
-        self.recv_window = INITIAL_WINDOW
+        self.recv_window = connection.receive_window
         self.unacknowledged = 0
         self.replied = threading.Event()
 
@@ -147,8 +147,10 @@ class SpdyConnection:
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         max_header_block: int = DEFAULT_MAX_HEADER_BLOCK,
+        receive_window: int = INITIAL_WINDOW,
     ) -> None:
         self._transport = transport
+        self.receive_window = receive_window
         self._client = client
         self._accept = accept
         self.flow_control = flow_control
@@ -174,8 +176,12 @@ class SpdyConnection:
     # --- the reader
 
     def serve(self) -> None:
-        """Read and act on frames until the peer goes or the bytes are not SPDY/3.1."""
+        """Read and act on frames until the peer goes or the bytes are not SPDY/3.1. A
+        ``receive_window`` other than the default is announced first (SETTINGS)."""
         try:
+            if self.flow_control and self.receive_window != INITIAL_WINDOW:
+                window = ((Setting.INITIAL_WINDOW_SIZE, self.receive_window, 0),)
+                self.send_frame(SettingsFrame(window))
             while not self.closed.is_set():
                 try:
                     data = self._transport.recv()
@@ -339,7 +345,7 @@ class SpdyConnection:
         """WINDOW_UPDATE frames once half a window has been consumed (the lock is held)."""
         updates: list[Frame] = []
         stream.unacknowledged += size
-        if stream.unacknowledged >= INITIAL_WINDOW // 2 and not stream.remote_closed:
+        if stream.unacknowledged >= max(1, self.receive_window // 2) and not stream.remote_closed:
             updates.append(WindowUpdate(stream.id, stream.unacknowledged))
             stream.recv_window += stream.unacknowledged
             stream.unacknowledged = 0
