@@ -26,6 +26,7 @@ from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
+from kubecore._api.pod_portforward import serve_pod_port_forward
 from kubecore._api.pod_streams import REMOTE_COMMANDS, serve_pod_stream
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
@@ -184,6 +185,13 @@ class KubeApi:
             self.reads.get_event(exchange, namespace, rest[1])
         elif kind == "pods" and len(rest) == 3 and rest[2] in REMOTE_COMMANDS:
             self._remote_command(exchange, request, namespace, rest[1], rest[2])
+        elif kind == "pods" and len(rest) == 3 and rest[2] == "portforward":
+            # A session reaches into the pod: the token, whatever the method and address.
+            self._gate.require_token(
+                exchange.headers.get("Authorization") or "",
+                "Unauthorized: pods/portforward needs a bearer token",
+            )
+            serve_pod_port_forward(exchange, self.kubelet, namespace, rest[1])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
         else:
