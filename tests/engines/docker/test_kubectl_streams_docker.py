@@ -1,11 +1,13 @@
 """The real ``kubectl`` streaming into pods on the Docker engine: ``exec`` (piped and with a
-terminal), ``cp`` both ways (a file and a directory) and ``port-forward``.
+terminal), ``cp`` both ways (a file and a directory) and ``port-forward`` (an HTTP GET to busybox
+``httpd`` in the pod, two ports, 20 connections at once).
 
 One agent and one pod serve the whole module (an agent on Docker takes seconds to start);
 kubectl sends its token only over HTTPS, so the agent serves TLS."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import filecmp
 import json
@@ -13,12 +15,14 @@ import os
 import pty
 import select
 import signal
+import socket
 import struct
 import subprocess
 import termios
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +46,16 @@ from tests.api.kubectl_support import (
     wait_for,
 )
 from tests.engines.docker.conftest import TestEngine, remove_labelled
-from tests.engines.docker.stream_support import HTTPD
+from tests.engines.docker.stream_support import HTTPD, http_get
 
 pytestmark = [pytest.mark.docker, needs_kubectl]
 
 POD = "streams"
 POD_SCRIPT = (
-    f"{HTTPD.format(address='8080')} & trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"
+    f"({HTTPD.format(address='8080')}) & ({HTTPD.format(address='127.0.0.1:8081')}) & "
+    "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"
 )
+"""httpd on every address at 8080, and on the pod's loopback only at 8081."""
 
 
 @attrs.frozen
@@ -263,3 +269,72 @@ def _md5(path: Path) -> str:
     import hashlib
 
     return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+# -- port-forward ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def port_forward(site: Site, *ports: int) -> Iterator[list[int]]:
+    """``kubectl port-forward pod/POD :PORT...`` running: the local ports, in order."""
+    assert KUBECTL is not None
+    args = [f":{port}" for port in ports]
+    process = subprocess.Popen(
+        [KUBECTL, "-n", site.namespace, "port-forward", f"pod/{POD}", *args],
+        env=site.kubectl.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        local: list[int] = []
+        # "Forwarding from 127.0.0.1:LOCAL -> PORT" (and "from [::1]:LOCAL") for each port in
+        # turn, printed once it listens there.
+        for _ in range(2 * len(ports)):
+            line = process.stdout.readline()
+            if "Forwarding from" not in line:
+                _, stderr = process.communicate(timeout=10)
+                raise AssertionError(f"kubectl port-forward did not start: {line!r} {stderr!r}")
+            if "127.0.0.1:" in line:
+                local.append(int(line.split("127.0.0.1:", 1)[1].split()[0]))
+            if len(local) == len(ports):
+                break
+        yield local
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def get(port: int) -> bytes:
+    return http_get(socket.create_connection(("127.0.0.1", port), timeout=10))
+
+
+def test_port_forward_to_httpd_in_the_pod(site: Site) -> None:
+    with port_forward(site, 8080) as (local,):
+        answer = get(local)
+        assert answer.startswith(b"HTTP/1.") and answer.endswith(b"hello-from-pod\n")
+        assert get(local).endswith(b"hello-from-pod\n")  # a second connection
+
+
+def test_port_forward_two_ports_one_on_the_pods_loopback_only(site: Site) -> None:
+    with port_forward(site, 8080, 8081) as (everywhere, loopback):
+        assert get(everywhere).endswith(b"hello-from-pod\n")
+        assert get(loopback).endswith(b"hello-from-pod\n")
+
+
+def test_port_forward_twenty_concurrent_connections(site: Site) -> None:
+    with port_forward(site, 8080) as (local,):
+        socks = [socket.create_connection(("127.0.0.1", local), timeout=10) for _ in range(20)]
+        with ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(http_get, socks))
+    assert all(a.endswith(b"hello-from-pod\n") for a in answers), answers
+
+
+def test_port_forward_to_a_port_nothing_listens_on(site: Site) -> None:
+    with (
+        port_forward(site, 9) as (local,),
+        socket.create_connection(("127.0.0.1", local), timeout=10) as sock,
+    ):
+        sock.settimeout(20)
+        assert sock.recv(100) == b""  # kubectl closes the connection it could not forward
