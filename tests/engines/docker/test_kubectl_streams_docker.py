@@ -62,7 +62,7 @@ POD_SCRIPT = (
 class Site:
     kubectl: Kubectl
     namespace: str
-    runtime: DockerRuntime
+    kubelet: Kubelet
 
     def run(
         self, *args: str, input: bytes | None = None, check: bool = True
@@ -109,7 +109,7 @@ def site(engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory)
     server = KubeletServer(kubelet, config, api=api).start()
     try:
         found = Site(
-            kubectl_for(tmp / "kubectl", server.url, token=TOKEN, ca=certs.ca), namespace, runtime
+            kubectl_for(tmp / "kubectl", server.url, token=TOKEN, ca=certs.ca), namespace, kubelet
         )
         manifest = tmp / "pod.json"
         manifest.write_text(json.dumps(pod_manifest(engine.image, namespace)))
@@ -123,8 +123,8 @@ def site(engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory)
         remove_labelled(raw, f"{POD_NAMESPACE_LABEL}={namespace}")
 
 
-def pod_ready(kubelet: Kubelet, namespace: str) -> bool:
-    pod = kubelet.get_pod(namespace, POD)
+def pod_ready(kubelet: Kubelet, namespace: str, name: str = POD) -> bool:
+    pod = kubelet.get_pod(namespace, name)
     conditions = pod.status.conditions if pod is not None and pod.status is not None else []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
@@ -338,3 +338,41 @@ def test_port_forward_to_a_port_nothing_listens_on(site: Site) -> None:
     ):
         sock.settimeout(20)
         assert sock.recv(100) == b""  # kubectl closes the connection it could not forward
+
+
+# -- attach -----------------------------------------------------------------------------------
+
+
+def test_attach_to_a_container_with_stdin_open(
+    site: Site, engine: TestEngine, tmp_path: Path
+) -> None:
+    script = 'echo before; while read line; do echo "got $line"; [ "$line" = bye ] && exit 3; done'
+    manifest = pod_manifest(engine.image, site.namespace)
+    manifest["metadata"]["name"] = "talker"
+    manifest["spec"]["restartPolicy"] = "Never"
+    manifest["spec"]["containers"][0].update(command=["sh", "-c", script], stdin=True)
+    del manifest["spec"]["containers"][0]["ports"]
+    (tmp_path / "talker.json").write_text(json.dumps(manifest))
+    site.run("apply", "-f", str(tmp_path / "talker.json"))
+    wait_for(lambda: pod_ready(site.kubelet, site.namespace, "talker"), 60, what="talker ready")
+    assert KUBECTL is not None
+    process = subprocess.Popen(
+        [KUBECTL, "-n", site.namespace, "attach", "-i", "talker"],
+        env=site.kubectl.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(b"hello\n")
+        process.stdin.flush()
+        assert process.stdout.readline() == b"got hello\n"  # not "before": output from now on
+        process.stdin.write(b"bye\n")
+        process.stdin.flush()
+        assert process.stdout.readline() == b"got bye\n"
+        process.wait(KUBECTL_TIMEOUT)  # the container exited: the session ends
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
