@@ -30,7 +30,10 @@ spec:
   containers:
   - name: http
     image: busybox:1.35
-    command: [sh, -c, "mkdir -p /tmp/www; echo ok > /tmp/www/index.html; httpd -f -p 8080 -h /tmp/www"]
+    command:
+    - sh
+    - -c
+    - mkdir -p /tmp/www; echo ok > /tmp/www/index.html; httpd -f -p 8080 -h /tmp/www
   - name: echo
     image: busybox:1.35
     command: [nc, -lk, -p, "9000", -e, cat]
@@ -152,3 +155,29 @@ def receive_all(sock: socket.socket, limit: int = 64 * 1024 * 1024) -> bytes:
         parts.append(chunk)
         size += len(chunk)
     return b"".join(parts)
+
+
+def upgrade(
+    address: tuple[str, int], path: str, headers: dict[str, str]
+) -> tuple[socket.socket, bytes]:
+    """POST ``path`` with ``headers`` on a new connection: the socket and the answer's head
+    (and, for an error, its body)."""
+    sock = socket.create_connection(address, timeout=WAIT)
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: node\r\nContent-Length: 0\r\n{head}\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    if not answer.startswith(b"HTTP/1.1 101"):
+        answer += receive_all(sock)
+    return sock, answer
+
+
+SPDY_UPGRADE = {
+    "Connection": "Upgrade",
+    "Upgrade": "SPDY/3.1",
+    "X-Stream-Protocol-Version": "portforward.k8s.io",
+}
