@@ -36,10 +36,10 @@ from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.api.kubectl_support import (
-    KUBECTL,
     KUBECTL_TIMEOUT,
     TOKEN,
     Kubectl,
+    each_kubectl,
     kubectl_for,
     make_certs,
     needs_kubectl,
@@ -48,7 +48,10 @@ from tests.api.kubectl_support import (
 from tests.engines.docker.conftest import TestEngine, remove_labelled
 from tests.engines.docker.stream_support import HTTPD, http_get
 
-pytestmark = [pytest.mark.docker, needs_kubectl]
+pytestmark = [pytest.mark.docker, needs_kubectl, each_kubectl]
+both_tunnels = pytest.mark.parametrize("websockets", [True, False], ids=["websocket", "spdy"])
+"""port-forward tunnelled in a WebSocket (kubectl 1.31 and later) and over the legacy SPDY
+upgrade (``KUBECTL_PORT_FORWARD_WEBSOCKETS=false``)."""
 
 POD = "streams"
 POD_SCRIPT = (
@@ -64,13 +67,17 @@ class Site:
     namespace: str
     kubelet: Kubelet
 
+    @property
+    def binary(self) -> str:
+        assert self.kubectl.binary is not None
+        return self.kubectl.binary
+
     def run(
         self, *args: str, input: bytes | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
         """``kubectl -n NAMESPACE ARGS`` with bytes in and out."""
-        assert KUBECTL is not None
         done = subprocess.run(
-            [KUBECTL, "-n", self.namespace, *args],
+            [self.binary, "-n", self.namespace, *args],
             env=self.kubectl.env(),
             input=input,
             capture_output=True,
@@ -82,7 +89,9 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def agent_site(
+    engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("kubectl-streams")
     namespace = f"kstreams-{uuid.uuid4().hex[:10]}"
     certs = make_certs(tmp / "certs")
@@ -121,6 +130,12 @@ def site(engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory)
         kubelet.stop(timeout=10)
         runtime.close()
         remove_labelled(raw, f"{POD_NAMESPACE_LABEL}={namespace}")
+
+
+@pytest.fixture
+def site(agent_site: Site, kubectl_binary: str) -> Site:
+    """The module's agent and pod, driven by one of the installed kubectls."""
+    return attrs.evolve(agent_site, kubectl=attrs.evolve(agent_site.kubectl, binary=kubectl_binary))
 
 
 def pod_ready(kubelet: Kubelet, namespace: str, name: str = POD) -> bool:
@@ -190,11 +205,10 @@ def read_until(fd: int, wanted: bytes, seen: bytearray, timeout: float = 30.0) -
 
 
 def test_exec_with_a_terminal(site: Site) -> None:
-    assert KUBECTL is not None
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     process = subprocess.Popen(
-        [KUBECTL, "exec", "-it", POD, "-n", site.namespace, "--", "sh"],
+        [site.binary, "exec", "-it", POD, "-n", site.namespace, "--", "sh"],
         env={**site.kubectl.env(), "TERM": "xterm"},
         stdin=secondary,
         stdout=secondary,
@@ -243,11 +257,12 @@ def test_cp_a_directory_in_and_out(site: Site, tmp_path: Path) -> None:
     (tree / "sub" / "b.bin").write_bytes(os.urandom(300_000))
     (tree / "sub" / "deeper" / "c.txt").write_text("gamma " * 1000)
     (tree / "empty").mkdir()
-    site.run("cp", str(tree), f"{POD}:/tmp/tree")
-    listing = site.run("exec", POD, "--", "find", "/tmp/tree").stdout.decode().split()
-    assert "/tmp/tree/sub/deeper/c.txt" in listing and "/tmp/tree/empty" in listing
+    inside = f"/tmp/tree-{uuid.uuid4().hex[:8]}"  # new: cp into an existing one nests
+    site.run("cp", str(tree), f"{POD}:{inside}")
+    listing = site.run("exec", POD, "--", "find", inside).stdout.decode().split()
+    assert f"{inside}/sub/deeper/c.txt" in listing and f"{inside}/empty" in listing
     back = tmp_path / "back"
-    site.run("cp", f"{POD}:/tmp/tree", str(back))
+    site.run("cp", f"{POD}:{inside}", str(back))
     comparison = filecmp.dircmp(tree, back)
     assert _same_tree(comparison), (comparison.left_list, comparison.right_list)
 
@@ -275,13 +290,13 @@ def _md5(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def port_forward(site: Site, *ports: int) -> Iterator[list[int]]:
-    """``kubectl port-forward pod/POD :PORT...`` running: the local ports, in order."""
-    assert KUBECTL is not None
+def port_forward(site: Site, *ports: int, websockets: bool) -> Iterator[list[int]]:
+    """``kubectl port-forward pod/POD :PORT...`` running, tunnelled in a WebSocket or over the
+    legacy SPDY upgrade: the local ports, in order."""
     args = [f":{port}" for port in ports]
     process = subprocess.Popen(
-        [KUBECTL, "-n", site.namespace, "port-forward", f"pod/{POD}", *args],
-        env=site.kubectl.env(),
+        [site.binary, "-n", site.namespace, "port-forward", f"pod/{POD}", *args],
+        env={**site.kubectl.env(), "KUBECTL_PORT_FORWARD_WEBSOCKETS": str(websockets).lower()},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -310,30 +325,34 @@ def get(port: int) -> bytes:
     return http_get(socket.create_connection(("127.0.0.1", port), timeout=10))
 
 
-def test_port_forward_to_httpd_in_the_pod(site: Site) -> None:
-    with port_forward(site, 8080) as (local,):
+@both_tunnels
+def test_port_forward_to_httpd_in_the_pod(site: Site, websockets: bool) -> None:
+    with port_forward(site, 8080, websockets=websockets) as (local,):
         answer = get(local)
         assert answer.startswith(b"HTTP/1.") and answer.endswith(b"hello-from-pod\n")
         assert get(local).endswith(b"hello-from-pod\n")  # a second connection
 
 
-def test_port_forward_two_ports_one_on_the_pods_loopback_only(site: Site) -> None:
-    with port_forward(site, 8080, 8081) as (everywhere, loopback):
+@both_tunnels
+def test_port_forward_two_ports_one_on_the_pods_loopback_only(site: Site, websockets: bool) -> None:
+    with port_forward(site, 8080, 8081, websockets=websockets) as (everywhere, loopback):
         assert get(everywhere).endswith(b"hello-from-pod\n")
         assert get(loopback).endswith(b"hello-from-pod\n")
 
 
-def test_port_forward_twenty_concurrent_connections(site: Site) -> None:
-    with port_forward(site, 8080) as (local,):
+@both_tunnels
+def test_port_forward_twenty_concurrent_connections(site: Site, websockets: bool) -> None:
+    with port_forward(site, 8080, websockets=websockets) as (local,):
         socks = [socket.create_connection(("127.0.0.1", local), timeout=10) for _ in range(20)]
         with ThreadPoolExecutor(20) as pool:
             answers = list(pool.map(http_get, socks))
     assert all(a.endswith(b"hello-from-pod\n") for a in answers), answers
 
 
-def test_port_forward_to_a_port_nothing_listens_on(site: Site) -> None:
+@both_tunnels
+def test_port_forward_to_a_port_nothing_listens_on(site: Site, websockets: bool) -> None:
     with (
-        port_forward(site, 9) as (local,),
+        port_forward(site, 9, websockets=websockets) as (local,),
         socket.create_connection(("127.0.0.1", local), timeout=10) as sock,
     ):
         sock.settimeout(20)
@@ -348,16 +367,16 @@ def test_attach_to_a_container_with_stdin_open(
 ) -> None:
     script = 'echo before; while read line; do echo "got $line"; [ "$line" = bye ] && exit 3; done'
     manifest = pod_manifest(engine.image, site.namespace)
-    manifest["metadata"]["name"] = "talker"
+    talker = f"talker-{uuid.uuid4().hex[:8]}"
+    manifest["metadata"]["name"] = talker
     manifest["spec"]["restartPolicy"] = "Never"
     manifest["spec"]["containers"][0].update(command=["sh", "-c", script], stdin=True)
     del manifest["spec"]["containers"][0]["ports"]
     (tmp_path / "talker.json").write_text(json.dumps(manifest))
     site.run("apply", "-f", str(tmp_path / "talker.json"))
-    wait_for(lambda: pod_ready(site.kubelet, site.namespace, "talker"), 60, what="talker ready")
-    assert KUBECTL is not None
+    wait_for(lambda: pod_ready(site.kubelet, site.namespace, talker), 60, what=f"{talker} ready")
     process = subprocess.Popen(
-        [KUBECTL, "-n", site.namespace, "attach", "-i", "talker"],
+        [site.binary, "-n", site.namespace, "attach", "-i", talker],
         env=site.kubectl.env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
