@@ -141,7 +141,9 @@ def test_a_second_error_stream_for_a_request_is_reset(client: SpdyConnection) ->
     data.write(b"paired")
     data.close()
     assert read_all(data) == b"paired"
-    assert read_all(error) == b"error processing stream for request 5: error stream already assigned"
+    assert read_all(error) == (
+        b"error processing stream for request 5: error stream already assigned"
+    )
 
 
 def test_a_client_without_request_ids_is_paired_by_stream_id() -> None:
