@@ -36,6 +36,10 @@ WEBSOCKET_PROTOCOL = "SPDY/3.1+portforward.k8s.io"
 STREAM_CREATION_TIMEOUT = 30.0
 """How long a request's second stream may take to arrive (the kubelet's default)."""
 CONNECT_TIMEOUT = 10.0
+MAX_STREAMS = 256
+"""Streams open at once on one session: 128 forwarded connections (each holds two threads)."""
+MAX_WAITING_PAIRS = 64
+"""Requests whose second stream has not arrived yet; past it a new request's stream is reset."""
 _COPY_BYTES = 32 * 1024
 _JOIN_TIMEOUT = 10.0
 
@@ -99,7 +103,11 @@ class PortForwardSession:
 
     def serve(self, transport: Transport) -> None:
         connection = SpdyConnection(
-            transport, client=False, accept=self._accept, flow_control=self._flow_control
+            transport,
+            client=False,
+            accept=self._accept,
+            flow_control=self._flow_control,
+            max_streams=MAX_STREAMS,
         )
         self._connection = connection
         try:
@@ -135,25 +143,15 @@ class PortForwardSession:
             logger.info("port-forward stream %d refused: %s", stream.id, rejected)
             stream.reset(RstStatus.CANCEL)
             return
+        pair, problem, complete = self._file(role, stream)
+        if pair is None:
+            logger.info("port-forward stream %d refused: %s", stream.id, problem)
+            stream.reset(RstStatus.REFUSED_STREAM)
+            return
         stream.reply()
-        duplicate = ""
-        with self._lock:
-            pair = self._pairs.get(role.request_id)
-            if pair is None:
-                pair = self._pairs[role.request_id] = _Pair(role.request_id)
-                pair.timer = threading.Timer(STREAM_CREATION_TIMEOUT, self._expire, (pair,))
-                pair.timer.daemon = True
-                pair.timer.start()
-            if getattr(pair, role.kind) is not None:
-                duplicate = f"{role.kind} stream already assigned"
-            else:
-                setattr(pair, role.kind, stream)
-            complete = pair.error is not None and pair.data is not None
-            if complete:
-                del self._pairs[role.request_id]
-        if duplicate:
+        if problem:
             self._print_error(
-                pair, f"error processing stream for request {role.request_id}: {duplicate}"
+                pair, f"error processing stream for request {role.request_id}: {problem}"
             )
             stream.reset(RstStatus.PROTOCOL_ERROR)
             return
@@ -161,6 +159,27 @@ class PortForwardSession:
             if pair.timer is not None:
                 pair.timer.cancel()
             self._start(self._forward, pair, role.port)
+
+    def _file(self, role: StreamRole, stream: SpdyStream) -> tuple[_Pair | None, str, bool]:
+        """Put the stream in its request's pair: (the pair, what is wrong, whether the pair is
+        complete). No pair when too many wait already; a problem for a second stream of a
+        kind."""
+        with self._lock:
+            pair = self._pairs.get(role.request_id)
+            if pair is None:
+                if len(self._pairs) >= MAX_WAITING_PAIRS:
+                    return None, f"more than {MAX_WAITING_PAIRS} requests wait for streams", False
+                pair = self._pairs[role.request_id] = _Pair(role.request_id)
+                pair.timer = threading.Timer(STREAM_CREATION_TIMEOUT, self._expire, (pair,))
+                pair.timer.daemon = True
+                pair.timer.start()
+            if getattr(pair, role.kind) is not None:
+                return pair, f"{role.kind} stream already assigned", False
+            setattr(pair, role.kind, stream)
+            complete = pair.error is not None and pair.data is not None
+            if complete:
+                del self._pairs[role.request_id]
+            return pair, "", complete
 
     def _expire(self, pair: _Pair) -> None:
         with self._lock:

@@ -416,10 +416,6 @@ class SpdyConnection:
         if stream.local_closed and stream.remote_closed:
             self._streams.pop(stream.id, None)
 
-    def open_streams(self) -> int:
-        with self._cond:
-            return len(self._streams)
-
     # --- sending
 
     def ping(self) -> None:

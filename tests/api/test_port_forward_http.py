@@ -159,3 +159,19 @@ def test_the_status_for_a_runtime_or_pod_that_cannot_forward() -> None:
         connector(_NoSandbox(), "default", "web")  # type: ignore[arg-type]
     assert raised.value.code == HTTPStatus.NOT_FOUND
     assert "no running sandbox" in raised.value.message
+
+
+def test_stopping_the_server_ends_its_sessions(node: tuple[Node, KubeletServer]) -> None:
+    found, _ = node
+    config = ServerConfig(port=0, enable_exec=True, exec_token=EXEC_TOKEN)
+    server = KubeletServer(found.kubelet, config).start()
+    headers = {**SPDY_UPGRADE, "Authorization": f"Bearer {EXEC_TOKEN}"}
+    sock, answer = upgrade(_address(server), "/portForward/default/web", headers)
+    assert answer.startswith(b"HTTP/1.1 101 "), answer
+    client = SpdyConnection(SocketTransport(sock), client=True, flow_control=False)
+    reader = threading.Thread(target=client.serve, daemon=True)
+    reader.start()
+    server.stop()
+    assert client.closed.wait(10), "the session outlived its server"
+    reader.join(10)
+    sock.close()

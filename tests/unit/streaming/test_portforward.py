@@ -12,7 +12,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._streaming.portforward import PortForwardSession, StreamRejected, stream_role
+from kubecore._streaming.portforward import (
+    MAX_WAITING_PAIRS,
+    PortForwardSession,
+    StreamRejected,
+    stream_role,
+)
 from kubecore._streaming.portforward_http import SocketTransport
 from kubecore._streaming.spdy import Headers, RstStatus
 from kubecore._streaming.spdy_connection import SpdyConnection, SpdyStream
@@ -141,7 +146,9 @@ def test_a_second_error_stream_for_a_request_is_reset(client: SpdyConnection) ->
     data.write(b"paired")
     data.close()
     assert read_all(data) == b"paired"
-    assert read_all(error) == b"error processing stream for request 5: error stream already assigned"
+    assert read_all(error) == (
+        b"error processing stream for request 5: error stream already assigned"
+    )
 
 
 def test_a_client_without_request_ids_is_paired_by_stream_id() -> None:
@@ -149,3 +156,19 @@ def test_a_client_without_request_ids_is_paired_by_stream_id() -> None:
     assert stream_role(3, (("streamtype", "data"), ("port", "80"))).request_id == "1"
     with pytest.raises(StreamRejected, match="port"):
         stream_role(3, (("streamtype", "data"), ("port", "http")))
+
+
+def test_requests_waiting_for_their_second_stream_are_bounded(client: SpdyConnection) -> None:
+    waiting = [
+        client.open_stream((("streamtype", "error"), ("port", "7"), ("requestid", str(n))))
+        for n in range(MAX_WAITING_PAIRS + 1)
+    ]
+    last = waiting[-1]
+    assert read_all(last) == b""
+    assert last.reset_status == RstStatus.REFUSED_STREAM
+    assert all(stream.reset_status is None for stream in waiting[:-1])
+    # The data stream of a waiting request completes it, and it is served.
+    data = client.open_stream((("streamtype", "data"), ("port", "7"), ("requestid", "0")))
+    data.write(b"served")
+    data.close()
+    assert read_all(data) == b"served"
