@@ -149,6 +149,8 @@ class PortForwardSession:
             stream.reset(RstStatus.REFUSED_STREAM)
             return
         stream.reply()
+        if role.kind == "error":
+            stream.discard_input()  # the client only reads it
         if problem:
             self._print_error(
                 pair, f"error processing stream for request {role.request_id}: {problem}"
@@ -187,9 +189,10 @@ class PortForwardSession:
                 return
             del self._pairs[pair.request_id]
         self._print_error(pair, f"request {pair.request_id}: timed out waiting for streams")
-        for stream in (pair.error, pair.data):
-            if stream is not None:
-                stream.close()
+        if pair.error is not None:
+            pair.error.close()
+        if pair.data is not None:
+            pair.data.reset(RstStatus.CANCEL)  # nobody will read it
 
     def _print_error(self, pair: _Pair, message: str) -> None:
         logger.info("port-forward to %s: %s", self._pod, message)
