@@ -26,6 +26,7 @@ OPERATIONS = frozenset(
         "container_status",
         "snapshot",
         "exec_sync",
+        "port_forward",
         "logs",
         "watch_events",
         "container_stats",
