@@ -26,6 +26,8 @@ OPERATIONS = frozenset(
         "container_status",
         "snapshot",
         "exec_sync",
+        "exec_stream",
+        "attach",
         "port_forward",
         "logs",
         "watch_events",

@@ -91,6 +91,13 @@ class Execs:
         clock.sleep(outcome.duration)
         return ExecResult(outcome.exit_code, outcome.stdout.encode(), outcome.stderr.encode())
 
+    def scripted(self, view: RuntimeContainer, argv: tuple[str, ...]) -> ExecResult | None:
+        """What the newest ``on_exec`` rule matching ``argv`` in the container answers (None:
+        no rule matches)."""
+        with self._engine.lock:
+            rule = self._rule(view, argv)
+        return None if rule is None else _exec_result(rule.handler, ExecRequest(view, argv))
+
     def _rule(self, view: RuntimeContainer, argv: tuple[str, ...]) -> _ExecRule | None:
         names = {view.id, view.name, view.labels.get(CONTAINER_NAME_LABEL, view.name)}
         for rule in reversed(self._rules):

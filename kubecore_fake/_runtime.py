@@ -27,6 +27,8 @@ Semantics worth knowing:
 * Node leases (``claim_node``) live in the runtime object, timed by its clock: every agent
   handed the same ``FakeRuntime`` shares them, as agents on one engine do; ``node_lease(name)``
   shows one.
+* ``exec_stream`` and ``attach`` (``StreamingRuntime``) run a command interactively, or follow
+  a running container's output, in threads of their own (``kubecore_fake._streams``).
 * Once ``close()`` is called every runtime call raises ``RuntimeUnavailable``.
 """
 
@@ -58,6 +60,7 @@ from kubecore.runtime import (
     RuntimeVersion,
     SandboxConfig,
     SystemClock,
+    TerminalSize,
 )
 from kubecore_fake._behaviour import Behaviour
 from kubecore_fake._containers import Containers
@@ -70,6 +73,7 @@ from kubecore_fake._leases import NodeLeases
 from kubecore_fake._logs import read_logs
 from kubecore_fake._ports import PortHandler, Ports
 from kubecore_fake._sandboxes import Sandboxes
+from kubecore_fake._streams import FakeSession, Streams
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -114,6 +118,7 @@ class FakeRuntime:
         self._sandboxes = Sandboxes(self._engine)
         self._containers = Containers(self._engine)
         self._execs = Execs(self._engine)
+        self._streams = Streams(self._engine, self._execs)
         self._ports = Ports(self._engine)
         self._leases = NodeLeases(self._clock, self._lock)
         self._controls = Controls(self._lock, max_calls)
@@ -348,6 +353,26 @@ class FakeRuntime:
         argv = tuple(command)
         self._enter("exec_sync", container_id, argv, timeout, target=container_id)
         return self._execs.run(container_id, argv, timeout)
+
+    def exec_stream(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> FakeSession:
+        """Run ``command`` interactively (``kubecore_fake._streams``): the ``on_exec`` rules,
+        else the fake's shell reading stdin."""
+        argv = tuple(command)
+        self._enter("exec_stream", container_id, argv, stdin, tty, target=container_id)
+        return self._streams.exec_stream(container_id, argv, stdin=stdin, tty=tty, size=size)
+
+    def attach(self, container_id: str, *, stdin: bool, tty: bool) -> FakeSession:
+        """Follow the running container's output from now on, until it stops."""
+        self._enter("attach", container_id, stdin, tty, target=container_id)
+        return self._streams.attach(container_id, stdin=stdin, tty=tty)
 
     def port_forward(self, sandbox_id: str, port: int, timeout: float) -> socket.socket:
         """One end of a socket pair whose other end the port's in-memory server answers."""

@@ -30,6 +30,7 @@ from kubecore._agent.wiring import build_rooms
 from kubecore._config.objects import ObjectStore
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
+from kubecore._contract.streaming import StreamSession, TerminalSize
 from kubecore._contract.values import Event, ExecResult, RuntimeVersion
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
@@ -291,6 +292,31 @@ class Kubelet:
         """Run ``command`` in the pod's running container ``container`` and wait (at most
         ``timeout`` seconds) for its exit code and output."""
         return self._reads.exec(namespace, pod_name, container, command, timeout)
+
+    def exec_stream(
+        self,
+        namespace: str,
+        pod_name: str,
+        container: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> StreamSession:
+        """Start ``command`` interactively in the pod's running container ``container``
+        (``kubectl exec``): the live ``StreamSession``. Raises NotFound / ContainerNotFound
+        (no such pod, or the container is not running), ``StreamingUnsupported`` when the
+        runtime cannot stream."""
+        target = (namespace, pod_name, container)
+        return self._reads.exec_stream(target, command, stdin=stdin, tty=tty, size=size)
+
+    def attach(
+        self, namespace: str, pod_name: str, container: str, *, stdin: bool, tty: bool
+    ) -> StreamSession:
+        """Attach to the main process of the pod's running container ``container``
+        (``kubectl attach``); raises as ``exec_stream``."""
+        return self._reads.attach((namespace, pod_name, container), stdin=stdin, tty=tty)
 
     def port_forwarder(
         self, namespace: str, pod_name: str

@@ -16,11 +16,17 @@ from kubecore._contract.errors import (
     ContainerRuntimeError,
     NotFound,
     SandboxNotFound,
+    StreamingUnsupported,
 )
 from kubecore._contract.labels import POD_UID_LABEL, owned_by
 from kubecore._contract.observed import container_age, newest_sandbox
 from kubecore._contract.observed import container_name as container_name_of
-from kubecore._contract.streaming import PortForwarder
+from kubecore._contract.streaming import (
+    PortForwarder,
+    StreamingRuntime,
+    StreamSession,
+    TerminalSize,
+)
 from kubecore._contract.values import (
     Event,
     ExecResult,
@@ -128,6 +134,38 @@ class Reads:
     ) -> ExecResult:
         found = self.find_container(namespace, pod_name, container, running=True)
         return self._rooms.runtime.exec_sync(found.id, list(command), timeout)
+
+    def exec_stream(
+        self,
+        target: tuple[str, str, str],
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None,
+    ) -> StreamSession:
+        runtime = self._streams()
+        found = self.find_container(*target, running=True)
+        return runtime.exec_stream(found.id, list(command), stdin=stdin, tty=tty, size=size)
+
+    def attach(self, target: tuple[str, str, str], *, stdin: bool, tty: bool) -> StreamSession:
+        runtime = self._streams()
+        found = self.find_container(*target, running=True)
+        return runtime.attach(found.id, stdin=stdin, tty=tty)
+
+    def _streams(self) -> StreamingRuntime:
+        runtime = self._rooms.runtime
+        if not isinstance(runtime, StreamingRuntime):
+            try:
+                name = f"the {runtime.version().runtime_name!r} runtime"
+            except ContainerRuntimeError:
+                name = "this node's runtime"
+            raise StreamingUnsupported(
+                f"{name} cannot stream: exec and "
+                "attach need a runtime with the StreamingRuntime capability (use "
+                "/run/{namespace}/{pod}/{container} for a command's output)"
+            )
+        return runtime
 
     def port_forwarder(
         self, namespace: str, pod_name: str

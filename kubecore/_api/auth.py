@@ -51,6 +51,11 @@ class Gate:
         self._token = token
         self._anonymous_reads = anonymous_reads
 
+    @property
+    def has_token(self) -> bool:
+        """Whether a token is configured at all."""
+        return self._token is not None
+
     def authenticated(self, header: str, method: str) -> bool:
         """Whether a request with this ``Authorization`` header passes ``authenticate``."""
         if method not in WRITE_METHODS and self._anonymous_reads:

@@ -11,13 +11,14 @@ from kubecore._config.objects import ObjectStore
 from kubecore._contract.values import Event
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogReader
+from kubecore._streaming.remotecommand import StreamKubelet
 
 
 class _Clock(Protocol):
     def now(self) -> float: ...
 
 
-class ApiKubelet(LogReader, NodeKubelet, Protocol):
+class ApiKubelet(LogReader, NodeKubelet, StreamKubelet, Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
     def recent_events(self, *, namespace: str | None = None) -> list[Event]: ...

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from email.message import Message
 from http import HTTPStatus
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -18,6 +18,9 @@ from kubecore._api.errors import bad_request
 from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import query_flag, query_int, query_value
 from kubecore._manifest.documents import parse_yaml_document
+
+if TYPE_CHECKING:
+    from kubecore._streaming.remotecommand import Live
 
 READS = ("GET", "HEAD")
 """The methods that read (and take no body)."""
@@ -43,6 +46,8 @@ SERVER_FIELDS = (
 
 class _Slots(Protocol):
     def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
+
+    def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
 
 class Exchange(Protocol):

@@ -27,6 +27,7 @@ from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
 from kubecore._api.pod_portforward import serve_pod_port_forward
+from kubecore._api.pod_streams import REMOTE_COMMANDS, serve_pod_stream
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
 from kubecore._api.request import JSON_TYPE, READS, Exchange, Request, send_json
@@ -182,13 +183,8 @@ class KubeApi:
             self.reads.list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self.reads.get_event(exchange, namespace, rest[1])
-        elif kind == "pods" and len(rest) == 3 and rest[2] == "portforward":
-            # A session reaches into the pod: the token, whatever the method and address.
-            self._gate.require_token(
-                exchange.headers.get("Authorization") or "",
-                "Unauthorized: pods/portforward needs a bearer token",
-            )
-            serve_pod_port_forward(exchange, self.kubelet, namespace, rest[1])
+        elif kind == "pods" and len(rest) == 3 and rest[2] in (*REMOTE_COMMANDS, "portforward"):
+            self._remote_command(exchange, request, namespace, rest[1], rest[2])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
         else:
@@ -197,6 +193,30 @@ class KubeApi:
                 "NotFound",
                 f"the server could not find the requested resource ({kind} are not served)",
             )
+
+    def _remote_command(
+        self, exchange: Exchange, request: Request, namespace: str, name: str, what: str
+    ) -> None:
+        """``pods/<name>/exec``, ``/attach`` and ``/portforward`` (GET or POST): they reach into
+        the pod, so they need the token as writes do, on loopback too."""
+        if request.method not in ("GET", "POST"):
+            raise not_allowed(f"{request.method} is not supported on pods/{what}")
+        self._gate.require_token(
+            exchange.headers.get("Authorization") or "",
+            f"Unauthorized: pods/{what} needs a bearer token, as writes do"
+            + ("" if self._gate.has_token else "; start the agent with --api-token-file")
+            + (
+                ""
+                if isinstance(exchange.connection, ssl.SSLSocket)
+                else "; kubectl sends its token only over HTTPS: serve TLS (--tls-cert-file, "
+                "--tls-private-key-file) and use a kubeconfig with the CA and the token"
+            ),
+        )
+        pod = self.pods.find(namespace, name)
+        if what == "portforward":
+            serve_pod_port_forward(exchange, self.kubelet, namespace, name)
+        else:
+            serve_pod_stream(exchange, request, self.kubelet, pod, what)
 
 
 def attach_api(

@@ -161,6 +161,11 @@ class InvalidConfig(ContainerRuntimeError, ValueError):
     """The engine refused a config (a bad image name, an option it does not support)."""
 
 
+class StreamingUnsupported(ContainerRuntimeError):
+    """The runtime has no ``StreamingRuntime`` capability: it cannot exec or attach
+    interactively (``kubectl exec``, ``attach``, ``cp``)."""
+
+
 class LogRequestError(KubecoreError, ValueError):
     """A log query the node cannot answer as asked: ``previous`` with no terminated instance, a
     container waiting to start, a bad option (HTTP 400, as the kubelet answers it)."""

@@ -76,9 +76,16 @@ class ServerConfig:
     """``follow=true`` log streams open at once, in all (each holds a worker)."""
     max_follow_per_container: int = 2
     """``follow=true`` log streams open at once on one container."""
+    max_stream_sessions: int = attrs.field()
+    """``exec``/``attach`` sessions open at once (each holds a worker); by default a quarter
+    of the workers."""
     tls_cert_file: str | None = None
     """With ``tls_private_key_file``: serve HTTPS with this certificate (chain), PEM."""
     tls_private_key_file: str | None = None
+
+    @max_stream_sessions.default
+    def _quarter_of_the_workers(self) -> int:
+        return max(1, self.workers // 4)
 
     def __attrs_post_init__(self) -> None:
         if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
@@ -87,3 +94,10 @@ class ServerConfig:
             raise ValueError("exec needs a token: set exec_token when enable_exec is true")
         if self.max_follow_streams >= self.workers:
             raise ValueError("max_follow_streams must leave workers free for other requests")
+        if self.max_stream_sessions < 1 or (
+            self.max_follow_streams + self.max_stream_sessions >= self.workers
+        ):
+            raise ValueError(
+                "max_stream_sessions must be at least 1 and, with max_follow_streams, leave "
+                "workers free for other requests"
+            )

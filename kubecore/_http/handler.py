@@ -25,6 +25,7 @@ from kubecore._http.serving import Refused, RequestReader, body_length
 
 if TYPE_CHECKING:
     from kubecore._api.server import KubeApi
+    from kubecore._streaming.remotecommand import Live
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ class Site(Protocol):
     methods, separated by ``|``)."""
 
     def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
+
+    def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:

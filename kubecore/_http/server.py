@@ -16,6 +16,11 @@ Endpoints (all GET unless said):
 * ``/run/{namespace}/{pod}/{container}`` (POST, off unless ``enable_exec``): runs a command
   (``?cmd=...``, repeated for argv, or a JSON body ``{"command": [...]}``) and answers
   ``{"exitCode", "stdout", "stderr"}``. Needs ``Authorization: Bearer <token>``.
+* ``/exec/{namespace}/{pod}/{container}`` and ``/attach/{namespace}/{pod}/{container}``
+  (WebSocket, off unless ``enable_exec``, with the ``/run`` token): ``kubectl exec`` and
+  ``attach`` sessions, ``?command=...`` repeated, ``input``/``stdin``, ``output``/``stdout``,
+  ``error``/``stderr``, ``tty`` (``kubecore._streaming.remotecommand``); at most
+  ``max_stream_sessions`` at once.
 * ``/portForward/{namespace}/{pod}`` (GET: WebSocket, POST: SPDY upgrade; off unless
   ``enable_exec``, with its token): ``kubectl port-forward``'s session
   (``kubecore._http.port_forward``).
@@ -60,9 +65,11 @@ from kubecore._http.serving import (
     RequestHead,
     RequestReader,
 )
+from kubecore._http.streams import attach, exec_session
 
 if TYPE_CHECKING:
     from kubecore._api.server import KubeApi
+    from kubecore._streaming.remotecommand import Live
 
 __all__ = ["KubeletServer", "ServerConfig", "serve"]
 
@@ -73,6 +80,8 @@ ROUTES: Mapping[str, tuple[str, Route]] = {
     "pods": ("GET", pods),
     "containerLogs": ("GET", container_logs),
     "run": ("POST", run),
+    "exec": ("GET", exec_session),
+    "attach": ("GET", attach),
     "portForward": ("GET|POST", port_forward),
     "logs": ("GET", node_logs),
     "metrics": ("GET", metrics),
@@ -97,6 +106,7 @@ class _Server:
         self.stopping = threading.Event()
         self._follows: dict[tuple[str, str, str], int] = {}
         self._follows_lock = threading.Lock()
+        self._streams: list[Live] = []
         limits = Limits(
             workers=config.workers,
             max_connections=config.max_connections,
@@ -131,7 +141,7 @@ class _Server:
         if self.api is not None and first in self.api.heads:
             tls = isinstance(sock, ssl.SSLSocket)
             return self.api.authenticated(authorization, head.method, tls)
-        if first == "run" and self.config.enable_exec:
+        if first in ("run", "exec", "attach") and self.config.enable_exec:
             return check_bearer(authorization, self.config.exec_token) is Credentials.VALID
         return False
 
@@ -163,6 +173,34 @@ class _Server:
                     self._follows[container] = left
                 else:
                     del self._follows[container]
+
+    @contextlib.contextmanager
+    def stream_slot(self, live: Live) -> Iterator[None]:
+        """Hold one of the few exec/attach sessions (each keeps a worker busy), or answer 429
+        (503 once the server is stopping); ``end_streams`` ends ``live`` while it is held."""
+        limit = self.config.max_stream_sessions
+        with self._follows_lock:
+            if self.stopping.is_set():
+                raise HTTPError(HTTPStatus.SERVICE_UNAVAILABLE, "the server is stopping")
+            if len(self._streams) >= limit:
+                raise HTTPError(
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                    f"too many exec and attach sessions (at most {limit} at once)",
+                    {"Retry-After": "5"},
+                )
+            self._streams.append(live)
+        try:
+            yield
+        finally:
+            with self._follows_lock:
+                self._streams.remove(live)
+
+    def end_streams(self) -> None:
+        """End every live exec/attach session (the server is stopping)."""
+        with self._follows_lock:
+            live = list(self._streams)
+        for session in live:
+            session.end()
 
 
 class KubeletServer:
@@ -212,6 +250,7 @@ class KubeletServer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._server.stopping.set()
+        self._server.end_streams()
         if self._thread is not None:
             self._server.bounded.shutdown(timeout)
             self._thread.join(timeout)

