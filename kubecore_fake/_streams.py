@@ -5,21 +5,27 @@ An exec'd command runs in a thread of its own, as a small interactive reading of
 reads commands from stdin line by line until ``exit`` or end of input (a tty shows busybox's
 ``/ # `` prompt); ``cat`` with no file echoes stdin until end of input; ``sh -c SCRIPT`` and
 plain commands run their statements (``echo``, ``printf``, ``cat``, ``ls``, ``sleep`` on the
-runtime's clock, ``exit N``, ``stty size``, ``true``/``false``, the probes' commands of
-``kubecore_fake._exec``). A program the reading does not know is not found: 127, with the
-shell's message. Files written with ``>`` stay in the container (``write_file``).
+runtime's clock, ``exit N``, ``stty size``, ``true``/``false``, ``tar cf -``/``tar xf -`` and
+``test -d`` as ``kubectl cp`` runs them, the probes' commands of ``kubecore_fake._exec``). A
+program the reading does not know is not found: 127, with the shell's message. Files written
+with ``>`` (and by ``tar xf``) stay in the container.
 
 With a tty the session behaves as a terminal in its default mode: input is echoed, a carriage
 return is a newline, ^D on an empty line ends input, ^C drops the line, output lines end in
 CRLF, and everything arrives as stdout. An attach follows the container's log from now on
-until the container stops (the main process of the fake reads no stdin).
+until the container stops; one with stdin to a container made with ``stdin: true`` whose command
+is a shell reading stdin (``kubectl run -it``, ``kubectl debug -it``) drives that shell: what it
+prints also goes to the log, and its ``exit`` ends the container.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import os.path
 import re
+import tarfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
@@ -34,6 +40,7 @@ from kubecore.runtime import (
     TerminalSize,
 )
 from kubecore_fake._engine import Engine
+from kubecore_fake._events import Events
 from kubecore_fake._exec import Execs, read_exec
 from kubecore_fake._records import ContainerRecord
 from kubecore_fake._shell import (
@@ -78,8 +85,10 @@ class FakeSession:
         size: TerminalSize | None = None,
         running: Callable[[], bool] = lambda: True,
         on_close: Callable[[], None] = lambda: None,
+        log: Callable[[bytes], None] | None = None,
     ) -> None:
         self.tty = tty
+        self._log = log
         self.size = size or TerminalSize(80, 24)
         self._running = running
         self._on_close = on_close
@@ -176,6 +185,8 @@ class FakeSession:
     def emit(self, stream: OutputStream, data: bytes) -> None:
         if not data:
             return
+        if self._log is not None:
+            self._log(data)
         with self._cond:
             if self._closed:
                 raise _Ended()
@@ -242,6 +253,10 @@ class _Program:
             code = ended.code
         except _Ended:  # closed, or the container stopped: killed with it
             code = 137
+        except Exception as error:  # a bug of the fake's reading must still end the process
+            code = 2
+            with contextlib.suppress(_Ended):
+                self.err(f"sh: the fake runtime failed: {error!r}\n".encode())
         self.session.finish(code)
 
     def main(self) -> int:
@@ -254,7 +269,7 @@ class _Program:
         if name in SHELLS:
             script = shell_script(self.argv)
             return self.script(script) if script is not None else self.interactive()
-        if name not in _KNOWN and not self.builtin(name):
+        if name not in _KNOWN and name != "tar" and not self.builtin(name):
             self.err(f'exec: "{self.argv[0]}": executable file not found in $PATH\n'.encode())
             return 127
         return self.statement(Statement(self.argv))
@@ -309,6 +324,11 @@ class _Program:
             return 0
         if self.builtin(name):
             return self.builtin_command(st, name, args)
+        if name == "tar":
+            return self.tar(args)
+        if name in ("test", "[") and args[:1] == ["-d"] and len(args) > 1:
+            directory = args[1].rstrip("/") + "/"
+            return 0 if any(f.startswith(directory) for f in self.box.files()) else 1
         if name in _KNOWN:
             return self.known(words)
         self.err(f"sh: {name}: not found\n".encode())
@@ -336,17 +356,94 @@ class _Program:
             before = self.box.files().get(st.redirect, "") if st.append else ""
             self.box.write_file(st.redirect, before + text)
         else:
-            self.out(text.encode())
+            self.out(text.encode("utf-8", "surrogateescape"))
         return 0
+
+    def tar(self, args: list[str]) -> int:
+        """``tar cf - [-C DIR] PATH...`` and ``tar xf - [-C DIR]`` (what ``kubectl cp`` runs) on
+        the container's files, through stdin and stdout."""
+        flags, rest = (args[0].lstrip("-"), args[1:]) if args else ("", [])
+        directory = "/"
+        paths: list[str] = []
+        words = iter(rest)
+        for word in words:
+            if word == "-C":
+                directory = next(words, "/")
+            elif word != "-" and not word.startswith("-"):
+                paths.append(word)
+        if "f" not in flags or ("c" in flags) == ("x" in flags):
+            self.err(b"tar: the fake runs only 'tar cf - PATH...' and 'tar xf -'\n")
+            return 2
+        if "x" in flags:
+            data = bytearray()
+            while (chunk := self.session.read_some()) is not None:
+                data += chunk
+            try:
+                files = unpack_tar(bytes(data), directory)
+            except tarfile.TarError as error:
+                self.err(f"tar: {error}\n".encode())
+                return 2
+            for path, content in files.items():
+                self.box.write_file(path, content)
+            return 0
+        packed, missing = pack_tar(self.box.files(), directory, paths)
+        for path in missing:
+            self.err(f"tar: {path}: No such file or directory\n".encode())
+        self.out(packed)
+        return 2 if missing else 0
 
     def known(self, words: list[str]) -> int:
         box = self.box
         outcome = read_exec(words, box.env, box.files(), box.listening(), box.processes())
         if outcome.duration > 0:
             box.clock.sleep(outcome.duration)
-        self.out(outcome.stdout.encode())
-        self.err(outcome.stderr.encode())
+        self.out(outcome.stdout.encode("utf-8", "surrogateescape"))
+        self.err(outcome.stderr.encode("utf-8", "surrogateescape"))
         return outcome.exit_code
+
+
+def _reads_stdin(argv: tuple[str, ...]) -> bool:
+    """Whether a container's command is a shell reading its commands from stdin."""
+    return bool(argv) and os.path.basename(argv[0]) in SHELLS and shell_script(argv) is None
+
+
+def _absolute(directory: str, path: str) -> str:
+    return os.path.normpath(os.path.join("/", directory, path))
+
+
+def pack_tar(files: Mapping[str, str], directory: str, paths: list[str]) -> tuple[bytes, list[str]]:
+    """A tar of the files at or under each path (relative to ``directory``), named as given;
+    and the paths that name nothing."""
+    buffer = io.BytesIO()
+    missing: list[str] = []
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path in paths:
+            base = _absolute(directory, path)
+            found = sorted(f for f in files if f == base or f.startswith(base.rstrip("/") + "/"))
+            if not found:
+                missing.append(path)
+            for name in found:
+                data = files[name].encode("utf-8", "surrogateescape")
+                # Without the leading "/", as tar stores names (and kubectl cp expects).
+                member = tarfile.TarInfo((path.rstrip("/") + name[len(base) :]).lstrip("/"))
+                member.size, member.mode = len(data), 0o644
+                archive.addfile(member, io.BytesIO(data))
+    return buffer.getvalue(), missing
+
+
+def unpack_tar(data: bytes, directory: str) -> dict[str, str]:
+    """The regular files of a tar, by absolute path under ``directory`` (never outside it)."""
+    files: dict[str, str] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+        for member in archive:
+            target = _absolute(directory, member.name)
+            root = _absolute(directory, ".")
+            if not member.isfile() or not (target + "/").startswith(root.rstrip("/") + "/"):
+                continue
+            extracted = archive.extractfile(member)
+            if extracted is not None:
+                files[target] = extracted.read().decode("utf-8", "surrogateescape")
+    return files
 
 
 def _listing(files: Mapping[str, str], paths: list[str]) -> str:
@@ -367,6 +464,8 @@ class Streams:
     def __init__(self, engine: Engine, execs: Execs) -> None:
         self._engine = engine
         self._execs = execs
+        self._shells: set[str] = set()
+        """Containers whose main shell an attach is driving now."""
 
     def exec_stream(
         self,
@@ -377,18 +476,24 @@ class Streams:
         tty: bool,
         size: TerminalSize | None,
     ) -> FakeSession:
+        with self._engine.lock:
+            rec = self._engine.running(container_id)
+        session = FakeSession(tty=tty, stdin=stdin, size=size, running=self._running(rec))
+        program = _Program(session, argv, self._box(rec))
+        threading.Thread(target=program.run, name=f"fake-exec-{container_id}", daemon=True).start()
+        return session
+
+    def _box(self, rec: ContainerRecord) -> _Container:
         engine = self._engine
         with engine.lock:
-            rec = engine.running(container_id)
             view = engine.view(rec)
             env = dict(rec.config.env)
-        session = FakeSession(tty=tty, stdin=stdin, size=size, running=self._running(rec))
 
         def write_file(path: str, content: str) -> None:
             with engine.lock:
                 rec.files[path] = content
 
-        box = _Container(
+        return _Container(
             env=env,
             hostname=rec.pod[0],
             files=lambda: self._locked(lambda: dict(rec.files)),
@@ -398,15 +503,18 @@ class Streams:
             scripted=lambda argv: self._execs.scripted(view, argv),
             clock=engine.clock,
         )
-        program = _Program(session, argv, box)
-        threading.Thread(target=program.run, name=f"fake-exec-{container_id}", daemon=True).start()
-        return session
 
     def attach(self, container_id: str, *, stdin: bool, tty: bool) -> FakeSession:
         engine = self._engine
         with engine.lock:
             rec = engine.running(container_id)
             seen = len(rec.logs)
+            argv = (*rec.config.command, *rec.config.args)
+            shell = stdin and rec.config.stdin and _reads_stdin(argv) and rec.id not in self._shells
+            if shell:
+                self._shells.add(rec.id)
+        if shell:
+            return self._attach_shell(rec, argv, tty)
 
         def wake() -> None:
             with engine.cond:
@@ -419,6 +527,42 @@ class Streams:
         follower.daemon = True
         follower.start()
         return session
+
+    def _attach_shell(self, rec: ContainerRecord, argv: tuple[str, ...], tty: bool) -> FakeSession:
+        """The container's main process is a shell reading stdin (``stdin: true``, as ``kubectl
+        run -it`` and ``kubectl debug -it`` make): this attach is its stdin; what it prints
+        also goes to the log, and when it exits, the container exits with its code."""
+        engine = self._engine
+
+        def log(data: bytes) -> None:
+            with engine.lock:
+                engine.log(rec, data.decode("utf-8", "replace"))
+
+        def detach() -> None:
+            with engine.lock:
+                self._shells.discard(rec.id)
+
+        session = FakeSession(
+            tty=tty, stdin=True, running=self._running(rec), log=log, on_close=detach
+        )
+        program = _Program(session, argv, self._box(rec))
+
+        def run() -> None:
+            program.run()
+            detach()
+            if not session.closed:  # it exited (a detach leaves it waiting for the next one)
+                self._exit(rec, session.wait(0))
+
+        threading.Thread(target=run, name=f"fake-attach-{rec.id}", daemon=True).start()
+        return session
+
+    def _exit(self, rec: ContainerRecord, code: int | None) -> None:
+        engine = self._engine
+        events: Events = []
+        with engine.lock:
+            if self._running(rec)():
+                engine.exit(rec, 0 if code is None else code, "", "", events)
+        engine.hub.emit(events)
 
     def _follow(self, rec: ContainerRecord, seen: int, session: FakeSession) -> None:
         """The container's log lines from ``seen`` on, to the session, until it stops."""

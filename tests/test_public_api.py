@@ -174,8 +174,11 @@ def test_the_runtime_contract_is_made_of_small_protocols() -> None:
     fake = importlib.import_module("kubecore_fake").FakeRuntime()
     try:
         assert all(isinstance(fake, part) for part in (*parts, runtime.ContainerRuntime))
-        assert runtime.ResourceUpdater in runtime.capabilities(fake)
-        assert runtime.NodeClaims in runtime.capabilities(fake)
+        assert runtime.capabilities(fake)[:3] == (
+            runtime.ResourceUpdater,
+            runtime.NodeClaims,
+            runtime.StreamingRuntime,
+        )
         assert runtime.PortForwarder in runtime.capabilities(fake)
     finally:
         fake.close()

@@ -71,7 +71,10 @@ API_RESOURCES: dict[str, Any] = {
             ["create", "delete", "get", "list", "patch", "update", "watch"],
             short=["po"],
         ),
+        _resource("pods/attach", "PodAttachOptions", ["create", "get"]),
+        _resource("pods/exec", "PodExecOptions", ["create", "get"]),
         _resource("pods/log", "Pod", ["get"]),
+        _resource("pods/portforward", "PodPortForwardOptions", ["create", "get"]),
         _resource("pods/status", "Pod", ["get"]),
         _resource("events", "Event", ["get", "list"], short=["ev"]),
         _resource(

@@ -4,16 +4,12 @@ whatever the method (a session reaches into the pod), and an upgrade (WebSocket 
 
 from __future__ import annotations
 
-from typing import cast
-
 from kubecore._api.errors import bad_request
 from kubecore._api.request import Exchange
 from kubecore._streaming.portforward_http import (
     PortForwarding,
-    StreamSite,
     connector,
     serve_port_forward,
-    session_limit,
     wants_port_forward,
 )
 
@@ -27,11 +23,4 @@ def serve_pod_port_forward(
             "or Upgrade: SPDY/3.1"
         )
     connect = connector(kubelet, namespace, name)
-    site = cast(StreamSite, exchange.server)
-    serve_port_forward(
-        exchange,
-        connect,
-        f"{namespace}/{name}",
-        slots=session_limit(site),
-        stopping=site.stopping,
-    )
+    serve_port_forward(exchange, connect, f"{namespace}/{name}", exchange.server)

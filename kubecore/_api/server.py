@@ -183,15 +183,8 @@ class KubeApi:
             self.reads.list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self.reads.get_event(exchange, namespace, rest[1])
-        elif kind == "pods" and len(rest) == 3 and rest[2] in REMOTE_COMMANDS:
+        elif kind == "pods" and len(rest) == 3 and rest[2] in (*REMOTE_COMMANDS, "portforward"):
             self._remote_command(exchange, request, namespace, rest[1], rest[2])
-        elif kind == "pods" and len(rest) == 3 and rest[2] == "portforward":
-            # A session reaches into the pod: the token, whatever the method and address.
-            self._gate.require_token(
-                exchange.headers.get("Authorization") or "",
-                "Unauthorized: pods/portforward needs a bearer token",
-            )
-            serve_pod_port_forward(exchange, self.kubelet, namespace, rest[1])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
         else:
@@ -204,8 +197,8 @@ class KubeApi:
     def _remote_command(
         self, exchange: Exchange, request: Request, namespace: str, name: str, what: str
     ) -> None:
-        """``pods/<name>/exec`` and ``/attach`` (GET or POST): they run commands in the pod, so
-        they need the token as writes do, on loopback too."""
+        """``pods/<name>/exec``, ``/attach`` and ``/portforward`` (GET or POST): they reach into
+        the pod, so they need the token as writes do, on loopback too."""
         if request.method not in ("GET", "POST"):
             raise not_allowed(f"{request.method} is not supported on pods/{what}")
         self._gate.require_token(
@@ -220,7 +213,10 @@ class KubeApi:
             ),
         )
         pod = self.pods.find(namespace, name)
-        serve_pod_stream(exchange, request, self.kubelet, pod, what)
+        if what == "portforward":
+            serve_pod_port_forward(exchange, self.kubelet, namespace, name)
+        else:
+            serve_pod_stream(exchange, request, self.kubelet, pod, what)
 
 
 def attach_api(

@@ -12,7 +12,6 @@ from kubecore._http.rules import HTTPError, require_bearer
 from kubecore._streaming.portforward_http import (
     connector,
     serve_port_forward,
-    session_limit,
     wants_port_forward,
 )
 
@@ -32,10 +31,4 @@ def port_forward(handler: Handler, rest: list[str], query: dict[str, list[str]])
         )
     namespace, pod = rest
     connect = connector(handler.server.kubelet, namespace, pod)
-    serve_port_forward(
-        handler,
-        connect,
-        f"{namespace}/{pod}",
-        slots=session_limit(handler.server),
-        stopping=handler.server.stopping,
-    )
+    serve_port_forward(handler, connect, f"{namespace}/{pod}", handler.server)

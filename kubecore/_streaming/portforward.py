@@ -100,6 +100,7 @@ class PortForwardSession:
         self._workers: list[threading.Thread] = []
         self._sockets: set[socket.socket] = set()
         self._connection: SpdyConnection | None = None
+        self._stopped = False
 
     def serve(self, transport: Transport) -> None:
         connection = SpdyConnection(
@@ -110,13 +111,17 @@ class PortForwardSession:
             max_streams=MAX_STREAMS,
         )
         self._connection = connection
+        if self._stopped:  # stopped before it began
+            connection.close()
         try:
             connection.serve()
         finally:
             self._end()
 
     def stop(self) -> None:
-        """End the session: its connection, and every forwarded socket."""
+        """End the session (from any thread, before or while it is served): its connection,
+        and every forwarded socket."""
+        self._stopped = True
         if self._connection is not None:
             self._connection.close()
 
@@ -149,6 +154,8 @@ class PortForwardSession:
             stream.reset(RstStatus.REFUSED_STREAM)
             return
         stream.reply()
+        if role.kind == "error":
+            stream.discard_input()  # the client only reads it
         if problem:
             self._print_error(
                 pair, f"error processing stream for request {role.request_id}: {problem}"
@@ -187,9 +194,10 @@ class PortForwardSession:
                 return
             del self._pairs[pair.request_id]
         self._print_error(pair, f"request {pair.request_id}: timed out waiting for streams")
-        for stream in (pair.error, pair.data):
-            if stream is not None:
-                stream.close()
+        if pair.error is not None:
+            pair.error.close()
+        if pair.data is not None:
+            pair.data.reset(RstStatus.CANCEL)  # nobody will read it
 
     def _print_error(self, pair: _Pair, message: str) -> None:
         logger.info("port-forward to %s: %s", self._pod, message)

@@ -11,18 +11,22 @@ Two ways in, both carrying the same SPDY/3.1 connection (``kubecore._streaming.p
   without a protocol version is a 400, one with none this server speaks a 403 that lists them in
   ``X-Accepted-Stream-Protocol-Versions``, as the kubelet answers.
 
-A session keeps a worker of the HTTP server for as long as it lasts, so at most
-``max_sessions`` run at once per server (past it, 429); it ends when the client goes, after
-``IDLE_TIMEOUT`` without a byte from it, or when the server stops.
+A session keeps a worker of the HTTP server for as long as it lasts: it holds one of the
+server's stream slots (``max_stream_sessions``, shared with exec and attach; past it, 429), and
+ends when the client goes, after ``IDLE_TIMEOUT`` without a byte from it, or when the server
+stops.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
+import ssl
 import threading
-import weakref
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from email.message import Message
 from http import HTTPStatus
 from typing import Protocol
@@ -31,7 +35,14 @@ from kubecore._contract.errors import KubecoreError
 from kubecore._http.rules import HTTPError, error_for
 from kubecore._streaming.portforward import PROTOCOL, WEBSOCKET_PROTOCOL, Connect
 from kubecore._streaming.portforward import PortForwardSession as Session
-from kubecore._streaming.websocket import WebSocket, WebSocketClosed, accept, wants_websocket
+from kubecore._streaming.remotecommand import Live
+from kubecore._streaming.websocket import (
+    WRITE_TIMEOUT,
+    WebSocket,
+    WebSocketClosed,
+    accept,
+    wants_websocket,
+)
 
 IDLE_TIMEOUT = 4 * 3600.0
 """Seconds a session may go without a byte from the client (the kubelet's
@@ -39,7 +50,8 @@ IDLE_TIMEOUT = 4 * 3600.0
 PROTOCOL_HEADER = "X-Stream-Protocol-Version"
 ACCEPTED_HEADER = "X-Accepted-Stream-Protocol-Versions"
 _RECV_BYTES = 65536
-_STOP_POLL = 0.5
+_POLL_SECONDS = 1.0
+_READ_SECONDS = 1.0
 
 
 class Exchange(Protocol):
@@ -53,20 +65,57 @@ class Exchange(Protocol):
 
 
 class SocketTransport:
-    """The upgraded connection itself. Closing it shuts it (the HTTP server closes it)."""
+    """The upgraded connection itself. Reads and writes take turns under one lock (a TLS
+    connection must never be read and written by two threads at once): a read waits for data
+    without it, then reads what arrived. ``recv`` gives up (b"") after ``idle_timeout`` seconds
+    without a byte; closing shuts the socket (the HTTP server closes it)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, idle_timeout: float | None = None) -> None:
         self._sock = sock
+        self._idle_timeout = idle_timeout
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
 
     def recv(self) -> bytes:
-        return self._sock.recv(_RECV_BYTES)
+        heard = time.monotonic()
+        while not self._closed.is_set():
+            if not self._readable():
+                idle = self._idle_timeout
+                if idle is not None and time.monotonic() - heard > idle:
+                    return b""
+                continue
+            with self._lock:
+                try:
+                    self._sock.settimeout(_READ_SECONDS)
+                    return self._sock.recv(_RECV_BYTES)
+                except (TimeoutError, ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+                    continue  # a TLS record still partial
+                except OSError:
+                    return b""
+        return b""
+
+    def _readable(self) -> bool:
+        pending = getattr(self._sock, "pending", None)
+        if pending is not None and pending():
+            return True
+        try:
+            poller = select.poll()
+            poller.register(self._sock.fileno(), select.POLLIN | select.POLLPRI)
+            return bool(poller.poll(_POLL_SECONDS * 1000))
+        except (OSError, ValueError):
+            return True  # a closed socket: its recv says so
 
     def send(self, data: bytes) -> None:
-        self._sock.sendall(data)
+        with self._lock:
+            self._sock.settimeout(WRITE_TIMEOUT)
+            self._sock.sendall(data)
 
     def close(self) -> None:
+        self._closed.set()
         with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
+            # The plain socket's shutdown: a TLS socket's own would drop its TLS state under a
+            # thread reading it.
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
 
 
 class WebSocketTransport:
@@ -92,8 +141,7 @@ class WebSocketTransport:
 
     def close(self) -> None:
         self._ws.close()
-        with contextlib.suppress(OSError):
-            self._ws.sock.shutdown(socket.SHUT_RDWR)
+        self._ws.abort()
 
 
 def negotiate(headers: Message) -> str:
@@ -136,102 +184,41 @@ def wants_port_forward(headers: Message) -> bool:
     return wants_websocket(headers) or "spdy" in (headers.get("Upgrade") or "").lower()
 
 
-class SessionSlots:
-    """At most ``limit`` sessions at once."""
+class _Stoppable(Live):
+    """A port-forward session as the server's stop ends it (``stream_slot``)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._held = 0
-        self._lock = threading.Lock()
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self._session = session
 
-    @contextlib.contextmanager
-    def hold(self) -> Iterator[None]:
-        with self._lock:
-            if self._held >= self.limit:
-                raise HTTPError(
-                    HTTPStatus.TOO_MANY_REQUESTS,
-                    f"too many port-forward sessions open (at most {self.limit})",
-                    {"Retry-After": "5"},
-                )
-            self._held += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._held -= 1
+    def end(self) -> None:
+        self.ended = True
+        self._session.stop()
 
 
-_SLOTS: weakref.WeakKeyDictionary[object, SessionSlots] = weakref.WeakKeyDictionary()
-_SLOTS_LOCK = threading.Lock()
+class StreamSlots(Protocol):
+    """The HTTP server's bounded sessions (``kubecore._http.server``: ``stream_slot``)."""
+
+    def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
 
-def slots_for(server: object, limit: int) -> SessionSlots:
-    """The session slots of one HTTP server (made on first use)."""
-    with _SLOTS_LOCK:
-        slots = _SLOTS.get(server)
-        if slots is None:
-            slots = _SLOTS[server] = SessionSlots(limit)
-        return slots
-
-
-def serve_port_forward(
-    exchange: Exchange,
-    connect: Connect,
-    pod: str,
-    *,
-    slots: SessionSlots,
-    stopping: threading.Event,
-) -> None:
-    """Open the session the request asks for and serve it until it ends. Errors before the
-    upgrade are ``HTTPError`` (nothing has been sent then)."""
-    with slots.hold():
+def serve_port_forward(exchange: Exchange, connect: Connect, pod: str, slots: StreamSlots) -> None:
+    """Open the session the request asks for and serve it until it ends (it holds one of the
+    server's stream slots). Errors before the upgrade are ``HTTPError`` (nothing has been sent
+    then)."""
+    session = Session(connect, pod)
+    with slots.stream_slot(_Stoppable(session)):
         sock = exchange.connection
         headers = exchange.headers
         if wants_websocket(headers):
             ws = accept(sock, exchange.command, exchange.path, headers, [WEBSOCKET_PROTOCOL])
+            ws.idle_timeout = IDLE_TIMEOUT
             transport: SocketTransport | WebSocketTransport = WebSocketTransport(ws)
         else:
             sock.sendall(switching_protocols(negotiate(headers)))
-            transport = SocketTransport(sock)
+            transport = SocketTransport(sock, IDLE_TIMEOUT)
         exchange.close_connection = True
-        sock.settimeout(IDLE_TIMEOUT)
-        session = Session(connect, pod)
-        done = threading.Event()
-        watcher = threading.Thread(
-            target=_stop_with, args=(stopping, done, session), name="port-forward-stop", daemon=True
-        )
-        watcher.start()
-        try:
-            session.serve(transport)
-        finally:
-            done.set()
-            watcher.join(_STOP_POLL * 4)
-
-
-def _stop_with(stopping: threading.Event, done: threading.Event, session: Session) -> None:
-    while not done.wait(_STOP_POLL):
-        if stopping.is_set():
-            session.stop()
-            return
-
-
-class StreamSite(Protocol):
-    """What a session needs of the HTTP server it runs in (``kubecore._http.server``)."""
-
-    stopping: threading.Event
-
-    @property
-    def config(self) -> _WorkerCount: ...
-
-
-class _WorkerCount(Protocol):
-    @property
-    def workers(self) -> int: ...
-
-
-def session_limit(site: StreamSite) -> SessionSlots:
-    """The site's session slots: half its workers, so that other requests are still answered."""
-    return slots_for(site, max(1, site.config.workers // 2))
+        session.serve(transport)
 
 
 class PortForwarding(Protocol):

@@ -65,6 +65,9 @@ EXIT_WAIT = 10.0
 """Seconds to wait for an exec'd process's exit code once its output has ended."""
 CLOSE_WAIT = 5.0
 """Seconds the client has to answer the closing handshake before the connection is cut."""
+IDLE_TIMEOUT = 15 * 60.0
+"""Seconds without a byte from the client (kubectl pings every 5 s) after which it counts as
+gone and its session ends (the kubelet's streaming idle timeout, shorter)."""
 READY_GRACE = 0.1
 """Seconds the first output waits for a client that may not be ready for it (below)."""
 _CLIENT_GO = re.compile(r"/v1\.(\d+)\.\d+")
@@ -246,6 +249,7 @@ def serve_remote_command(
             session.close()
             raise
         exchange.close_connection = True
+        ws.idle_timeout = IDLE_TIMEOUT
         live.socket = ws
         if live.ended:  # the server stopped meanwhile
             ws.abort()

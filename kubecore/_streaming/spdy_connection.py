@@ -87,13 +87,14 @@ class SpdyStream:
         self.send_window = connection.initial_send_window
         self.recv_window = connection.receive_window
         self.unacknowledged = 0
+        self.discarding = False
         self.replied = threading.Event()
 
     def reply(self, headers: Headers = (), *, fin: bool = False) -> None:
         """Accept the peer's stream (SYN_REPLY)."""
         self._connection.send_frame(SynReply(self.id, headers, fin))
         if fin:
-            self._connection.local_fin(self)
+            self._connection.half_closed(self, local=True)
 
     def read(self, max_bytes: int = 65536) -> bytes:
         return self._connection.read(self, max_bytes)
@@ -110,6 +111,11 @@ class SpdyStream:
     def reset(self, status: int = RstStatus.CANCEL) -> None:
         """End the stream both ways at once (RST_STREAM)."""
         self._connection.reset(self, status)
+
+    def discard_input(self) -> None:
+        """Drop what the peer sends on this stream from now on (a stream this end never reads
+        must not hold the connection's reader)."""
+        self._connection.discard(self)
 
     def take(self, max_bytes: int) -> bytes:
         """Up to ``max_bytes`` of what is buffered (the caller holds the connection's lock)."""
@@ -210,7 +216,7 @@ class SpdyConnection:
             if stream is not None:
                 stream.replied.set()
                 if frame.fin:
-                    self._remote_fin(stream)
+                    self.half_closed(stream, local=False)
         elif isinstance(frame, RstStream):
             self._on_reset(frame)
         elif isinstance(frame, SettingsFrame):
@@ -262,10 +268,11 @@ class SpdyConnection:
                     while (
                         stream.buffered >= self._buffer_bytes
                         and stream.reset_status is None
+                        and not stream.discarding
                         and not self.closed.is_set()
                     ):
                         self._cond.wait(1.0)
-                if frame.data:
+                if frame.data and stream.reset_status is None and not stream.discarding:
                     stream.put(frame.data)
                 if frame.fin:
                     stream.remote_closed = True
@@ -327,7 +334,9 @@ class SpdyConnection:
     def read(self, stream: SpdyStream, max_bytes: int) -> bytes:
         updates: list[Frame] = []
         with self._cond:
-            while not stream.buffered and not self._read_ended(stream):
+            while not stream.buffered and not (
+                stream.remote_closed or stream.reset_status is not None or self.closed.is_set()
+            ):
                 self._cond.wait()
             data = stream.take(max_bytes)
             self._cond.notify_all()
@@ -337,9 +346,6 @@ class SpdyConnection:
             with contextlib.suppress(SpdyClosed):
                 self.send_frame(frame)
         return data
-
-    def _read_ended(self, stream: SpdyStream) -> bool:
-        return stream.remote_closed or stream.reset_status is not None or self.closed.is_set()
 
     def _acknowledge(self, stream: SpdyStream, size: int) -> list[Frame]:
         """WINDOW_UPDATE frames once half a window has been consumed (the lock is held)."""
@@ -383,17 +389,16 @@ class SpdyConnection:
                 return
         with contextlib.suppress(SpdyClosed):
             self.send_frame(DataFrame(stream.id, b"", fin=True))
-        self.local_fin(stream)
+        self.half_closed(stream, local=True)
 
-    def local_fin(self, stream: SpdyStream) -> None:
+    def half_closed(self, stream: SpdyStream, *, local: bool) -> None:
+        """This end (``local``) or the peer sends no more on the stream; once both have, the
+        connection forgets it."""
         with self._cond:
-            stream.local_closed = True
-            self._forget_if_done(stream)
-            self._cond.notify_all()
-
-    def _remote_fin(self, stream: SpdyStream) -> None:
-        with self._cond:
-            stream.remote_closed = True
+            if local:
+                stream.local_closed = True
+            else:
+                stream.remote_closed = True
             self._forget_if_done(stream)
             self._cond.notify_all()
 
@@ -404,6 +409,12 @@ class SpdyConnection:
         with contextlib.suppress(SpdyClosed):
             self.send_frame(RstStream(stream.id, status))
         self._mark_reset(stream, status)
+
+    def discard(self, stream: SpdyStream) -> None:
+        with self._cond:
+            stream.discarding = True
+            stream.take(stream.buffered)
+            self._cond.notify_all()
 
     def _mark_reset(self, stream: SpdyStream, status: int) -> None:
         with self._cond:

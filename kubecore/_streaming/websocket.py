@@ -17,6 +17,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Sequence
 from email.message import Message
 from http import HTTPStatus
@@ -89,15 +90,24 @@ class WebSocket:
         self._size = 0
         self._ready: list[bytes | None] = []
         self._aborted = threading.Event()
+        self.idle_timeout: float | None = None
+        """With a value: ``receive`` gives up (None, the connection aborted) after this many
+        seconds without a byte from the peer."""
 
     def receive(self) -> bytes | None:
         """The next whole message (text is returned encoded), or None once the peer closed,
         the connection broke or was aborted. Only one thread may call it."""
+        heard = time.monotonic()
         while not self._ready:
             with self._lock:
                 data = self._recv_locked() if self._readable() else None
                 if data is None:
+                    idle = self.idle_timeout
+                    if idle is not None and time.monotonic() - heard > idle:
+                        self._abort_locked()  # a peer gone without a word (pings count)
+                        self._ready.append(None)
                     continue
+                heard = time.monotonic()
                 try:
                     self._connection.receive_data(data or None)
                     self._take(list(self._connection.events()))

@@ -169,3 +169,62 @@ def test_exec_needs_the_token(node: Node, certs: Certs, kubectl_binary: str) -> 
     refused = wrong.run("exec", "talker", "--", "echo", "hi", check=False)
     assert refused.returncode != 0 and "hi" not in refused.stdout
     assert "the bearer token is not valid" in refused.stderr, refused.stderr
+
+
+def test_cp_copies_into_the_container_and_back(kubectl: Kubectl, tmp_path: Path) -> None:
+    source = tmp_path / "local.txt"
+    source.write_bytes(b"copied by kubectl cp\n\xff\x00 and bytes that are not UTF-8\n")
+    kubectl.run("cp", str(source), "talker:/tmp/copied.txt")
+    shown = kubectl.run("exec", "talker", "--", "ls", "/tmp")
+    assert shown.stdout.split() == ["copied.txt"]
+    back = tmp_path / "back.txt"
+    kubectl.run("cp", "talker:/tmp/copied.txt", str(back))
+    assert back.read_bytes() == source.read_bytes()
+
+
+SHELL_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: console}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: main, image: busybox:1.35, command: [sh], stdin: true, tty: true}
+"""
+
+
+def test_attach_with_a_terminal_drives_the_containers_shell(node: Node, kubectl: Kubectl) -> None:
+    kubectl.run("apply", "-f", "-", input=SHELL_POD)
+    wait_for(lambda: node.running("console"), what="the console pod to run")
+    primary, secondary = pty.openpty()
+    assert kubectl.binary is not None
+    process = subprocess.Popen(
+        [kubectl.binary, "attach", "-it", "console"],
+        env={**kubectl.env(), "TERM": "xterm"},
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+    )
+    os.close(secondary)
+    seen = bytearray()
+    try:
+        os.write(primary, b"\r")  # as kubectl says: press enter for a prompt
+        read_until(primary, b"/ # ", seen)
+        os.write(primary, b"echo attached-shell\r")
+        read_until(primary, b"\r\nattached-shell\r\n", seen)
+        os.write(primary, b"exit 3\r")
+        assert process.wait(KUBECTL_TIMEOUT) == 0  # attach ends when the container does
+
+        def terminated() -> int | None:
+            pod = node.kubelet.get_pod("default", "console")
+            statuses = pod.status.container_statuses if pod and pod.status else []
+            done = [s.state.terminated for s in statuses if s.state and s.state.terminated]
+            return done[0].exit_code if done else None
+
+        assert wait_for(lambda: terminated() == 3, what="the container to exit 3")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        os.close(primary)

@@ -172,3 +172,13 @@ def test_requests_waiting_for_their_second_stream_are_bounded(client: SpdyConnec
     data.write(b"served")
     data.close()
     assert read_all(data) == b"served"
+
+
+def test_what_a_client_writes_on_an_error_stream_is_dropped(client: SpdyConnection) -> None:
+    headers: Headers = (("streamtype", "error"), ("port", "7"), ("requestid", "1"))
+    error = client.open_stream(headers)
+    error.write(b"noise" * 200_000)  # nobody reads it: it must not hold the session's reader
+    data = client.open_stream((("streamtype", "data"), *headers[1:]))
+    data.write(b"heard")
+    data.close()
+    assert read_all(data) == b"heard"

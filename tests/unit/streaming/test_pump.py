@@ -222,3 +222,17 @@ def test_only_client_go_1_33_and_later_take_output_at_once() -> None:
     assert not ready_at_once("kubectl/v1.32.4 (linux/amd64) kubernetes/abc")
     assert not ready_at_once("curl/8.0")
     assert not ready_at_once("")
+
+
+def test_a_silent_peer_counts_as_gone_after_the_idle_timeout() -> None:
+    received: list[bytes | None] = []
+
+    def serve(ws: WebSocket) -> None:
+        ws.idle_timeout = 0.3
+        received.append(ws.receive())
+
+    server = Server(serve, ("v5.channel.k8s.io",))
+    client = Client.connect(server.port, "/", ["v5.channel.k8s.io"])
+    assert server.done.wait(TIMEOUT)
+    assert received == [None]
+    assert client.receive() is None
