@@ -7,7 +7,9 @@
 * Port-forward throughput: one HTTP GET of a file from busybox ``httpd`` in the pod through
   ``kubectl port-forward`` (kubectl -> agent -> the pod's network namespace), against the same
   GET straight to the pod's IP over the engine's bridge; alternated, medians, as seconds per
-  transfer (lower is better) with the rate in the note.
+  transfer (lower is better) with the rate in the note. A third figure takes kubectl and the
+  protocol out: the same GET on the socket the Docker runtime's ``port_forward`` answers, in
+  this process (what the agent's port-forward sessions read and write).
 
 Skips, saying why, without an engine, kubectl, the docker CLI or openssl (for the agent's
 certificate: kubectl sends a token only over HTTPS).
@@ -27,12 +29,20 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from benchmarks._common import TEST_IMAGE, Context, Row, Skip, median
 from benchmarks._docker import NAMESPACE, PAUSE_IMAGE, base_url, cleanup, engine_client
+from kubecore import load_runtime
+from kubecore.runtime import (
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
+    ContainerRuntime,
+    PortForwarder,
+    SandboxState,
+)
 
 NAME = "kubectl_streams"
 POD = "streams-bench"
@@ -271,18 +281,16 @@ def exec_rows(ctx: Context, node: StreamingNode, docker_cli: str, rounds: int) -
     ]
 
 
-def alternate(
-    ctx: Context, rounds: int, ours: Callable[[], float], theirs: Callable[[], float]
-) -> tuple[list[float], list[float]]:
-    mine: list[float] = []
-    peer: list[float] = []
-    for _ in range(rounds):
-        if mine and ctx.time_left() < 10:
-            ctx.note(f"out of time after {len(mine)} rounds")
+def alternate(ctx: Context, rounds: int, *measures: Callable[[], float]) -> list[list[float]]:
+    """Each measure once a round, in turn, for ``rounds`` rounds (fewer when out of time)."""
+    times: list[list[float]] = [[] for _ in measures]
+    for done in range(rounds):
+        if done and ctx.time_left() < 10:
+            ctx.note(f"out of time after {done} rounds")
             break
-        mine.append(ours())
-        peer.append(theirs())
-    return mine, peer
+        for measure, seen in zip(measures, times, strict=True):
+            seen.append(measure())
+    return times
 
 
 def fmt_ms(values: list[float]) -> str:
@@ -295,16 +303,23 @@ def fmt_ms(values: list[float]) -> str:
 def port_forward_rows(ctx: Context, node: StreamingNode, size_mib: int, rounds: int) -> list[Row]:
     ip = node.pod_ip()
     size = size_mib * 1024 * 1024
-    with forwarded(node) as local_port:
-        fetch_through = lambda: fetch("127.0.0.1", local_port, size)  # noqa: E731
-        fetch_direct = lambda: fetch(ip, PORT, size)  # noqa: E731
-        fetch_through()  # warm
-        ours, theirs = alternate(ctx, rounds, fetch_through, fetch_direct)
-    rate = size / median(ours) / 1e6
-    direct_rate = size / median(theirs) / 1e6
+    bundle = load_runtime("docker", base_url=base_url(), sandbox_image=PAUSE_IMAGE)
+    runtime = cast(PortForwarder, bundle.runtime)
+    sandbox = pod_sandbox(bundle.runtime)
+    try:
+        with forwarded(node) as local_port:
+            through = lambda: fetch(lambda: connect("127.0.0.1", local_port), size)  # noqa: E731
+            direct = lambda: fetch(lambda: connect(ip, PORT), size)  # noqa: E731
+            own = lambda: fetch(lambda: runtime.port_forward(sandbox, PORT, 10), size)  # noqa: E731
+            through()  # warm
+            ours, theirs, adapter = alternate(ctx, rounds, through, direct, own)
+    finally:
+        bundle.runtime.close()
+    rates = [size / median(times) / 1e6 for times in (ours, theirs, adapter)]
     ctx.note(
-        f"port-forward: {len(ours)} GETs of {size_mib} MiB; through kubectl {rate:.0f} MB/s, "
-        f"direct to the pod IP {direct_rate:.0f} MB/s"
+        f"port-forward: {len(ours)} GETs of {size_mib} MiB; through kubectl {rates[0]:.0f} MB/s, "
+        f"direct to the pod IP {rates[1]:.0f} MB/s, on the runtime's own port_forward socket "
+        f"(in this process, no kubectl, no protocol) {rates[2]:.0f} MB/s"
     )
     return [
         Row(
@@ -314,9 +329,32 @@ def port_forward_rows(ctx: Context, node: StreamingNode, size_mib: int, rounds: 
             "s",
             baseline=median(theirs),
             baseline_label="the same GET straight to the pod IP",
-            note=f"{rate:.0f} vs {direct_rate:.0f} MB/s",
-        )
+            note=f"{rates[0]:.0f} vs {rates[1]:.0f} MB/s",
+        ),
+        Row(
+            NAME,
+            f"GET {size_mib} MiB on the Docker runtime's port_forward socket",
+            median(adapter),
+            "s",
+            baseline=median(theirs),
+            baseline_label="the same GET straight to the pod IP",
+            note=f"{rates[2]:.0f} vs {rates[1]:.0f} MB/s",
+        ),
     ]
+
+
+def pod_sandbox(runtime: ContainerRuntime) -> str:
+    """The id of the benchmark pod's ready sandbox."""
+    for sandbox in runtime.list_sandboxes():
+        labels = sandbox.labels
+        ours = labels.get(POD_NAME_LABEL) == POD and labels.get(POD_NAMESPACE_LABEL) == NAMESPACE
+        if ours and sandbox.state is SandboxState.READY:
+            return sandbox.id
+    raise RuntimeError(f"pod {POD} has no ready sandbox on the engine")
+
+
+def connect(host: str, port: int) -> socket.socket:
+    return socket.create_connection((host, port), timeout=60)
 
 
 class NotServed(Exception):
@@ -353,15 +391,16 @@ def forwarded(node: StreamingNode) -> Iterator[int]:
             process.wait(10)
 
 
-def fetch(host: str, port: int, size: int) -> float:
-    """Seconds to GET the pod's blob from ``host:port``, all ``size`` bytes read."""
+def fetch(connect: Callable[[], socket.socket], size: int) -> float:
+    """Seconds to GET the pod's blob on the socket ``connect`` gives, all ``size`` bytes read."""
     started = time.perf_counter()
-    with socket.create_connection((host, port), timeout=60) as sock:
+    with connect() as sock:
+        sock.settimeout(60)
         sock.sendall(b"GET /blob HTTP/1.0\r\nHost: pod\r\n\r\n")
         received = 0
         while chunk := sock.recv(1024 * 1024):
             received += len(chunk)
     elapsed = time.perf_counter() - started
     if received < size:
-        raise RuntimeError(f"GET from {host}:{port} ended after {received} of {size} bytes")
+        raise RuntimeError(f"a GET ended after {received} of {size} bytes")
     return elapsed
