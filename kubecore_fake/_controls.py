@@ -28,6 +28,7 @@ OPERATIONS = frozenset(
         "exec_sync",
         "exec_stream",
         "attach",
+        "port_forward",
         "logs",
         "watch_events",
         "container_stats",

@@ -34,6 +34,7 @@ Semantics worth knowing:
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -70,6 +71,7 @@ from kubecore_fake._exec import ExecHandler, ExecMatcher, Execs
 from kubecore_fake._images import ImageService, sized
 from kubecore_fake._leases import NodeLeases
 from kubecore_fake._logs import read_logs
+from kubecore_fake._ports import PortHandler, Ports
 from kubecore_fake._sandboxes import Sandboxes
 from kubecore_fake._streams import FakeSession, Streams
 
@@ -117,6 +119,7 @@ class FakeRuntime:
         self._containers = Containers(self._engine)
         self._execs = Execs(self._engine)
         self._streams = Streams(self._engine, self._execs)
+        self._ports = Ports(self._engine)
         self._leases = NodeLeases(self._clock, self._lock)
         self._controls = Controls(self._lock, max_calls)
         self._events_enabled = events
@@ -275,6 +278,12 @@ class FakeRuntime:
         with self._lock:
             return self._engine.listening(sandbox_id, None)
 
+    def serve_port(self, port: int, handler: PortHandler) -> None:
+        """Answer ``port_forward`` connections to ``port`` with ``handler`` (given the server's
+        end of each connection) wherever a running container listens on it; without one, an
+        ``httpd`` serves its files and anything else echoes (``kubecore_fake._ports``)."""
+        self._ports.serve(port, handler)
+
     # == ContainerRuntime =======================================================================
 
     def version(self) -> RuntimeVersion:
@@ -364,6 +373,11 @@ class FakeRuntime:
         """Follow the running container's output from now on, until it stops."""
         self._enter("attach", container_id, stdin, tty, target=container_id)
         return self._streams.attach(container_id, stdin=stdin, tty=tty)
+
+    def port_forward(self, sandbox_id: str, port: int, timeout: float) -> socket.socket:
+        """One end of a socket pair whose other end the port's in-memory server answers."""
+        self._enter("port_forward", sandbox_id, port, timeout, target=sandbox_id)
+        return self._ports.connect(sandbox_id, port)
 
     def logs(
         self,

@@ -179,6 +179,7 @@ def test_the_runtime_contract_is_made_of_small_protocols() -> None:
             runtime.NodeClaims,
             runtime.StreamingRuntime,
         )
+        assert runtime.PortForwarder in runtime.capabilities(fake)
     finally:
         fake.close()
     assert runtime.capabilities(object()) == ()

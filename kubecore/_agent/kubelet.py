@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import socket
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubecore._agent.config import KubeletConfig
@@ -358,6 +359,15 @@ class Kubelet:
         """Attach to the main process of the pod's running container ``container``
         (``kubectl attach``); raises as ``exec_stream``."""
         return self._reads.attach((namespace, pod_name, container), stdin=stdin, tty=tty)
+
+    def port_forwarder(
+        self, namespace: str, pod_name: str
+    ) -> Callable[[int, float], socket.socket]:
+        """What ``kubectl port-forward`` reaches: ``connect(port, timeout)`` answers a connected
+        socket to ``port`` in the pod's network namespace (its ready sandbox, found now). Raises
+        NotFound for a pod not on this node, SandboxNotFound when it has no ready sandbox,
+        NotImplementedError when the runtime is not a ``PortForwarder``."""
+        return self._reads.port_forwarder(namespace, pod_name)
 
     def stats_summary(self) -> dict[str, Any]:
         """The kubelet's ``/stats/summary`` (Summary API): the node and each pod with its

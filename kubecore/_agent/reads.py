@@ -4,6 +4,8 @@ container, the Summary API's stats and the health checks."""
 
 from __future__ import annotations
 
+import functools
+import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,13 +15,25 @@ from kubecore._contract.errors import (
     ContainerNotFound,
     ContainerRuntimeError,
     NotFound,
+    SandboxNotFound,
     StreamingUnsupported,
 )
 from kubecore._contract.labels import POD_UID_LABEL, owned_by
-from kubecore._contract.observed import container_age
+from kubecore._contract.observed import container_age, newest_sandbox
 from kubecore._contract.observed import container_name as container_name_of
-from kubecore._contract.streaming import StreamingRuntime, StreamSession, TerminalSize
-from kubecore._contract.values import Event, ExecResult, RuntimeContainer, RuntimeState
+from kubecore._contract.streaming import (
+    PortForwarder,
+    StreamingRuntime,
+    StreamSession,
+    TerminalSize,
+)
+from kubecore._contract.values import (
+    Event,
+    ExecResult,
+    RuntimeContainer,
+    RuntimeState,
+    SandboxState,
+)
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogOptions, limited, log_container_id
 
@@ -155,6 +169,36 @@ class Reads:
                 "/run/{namespace}/{pod}/{container} for a command's output)"
             )
         return runtime
+
+    def port_forwarder(
+        self, namespace: str, pod_name: str
+    ) -> Callable[[int, float], socket.socket]:
+        """A connector to ports of the pod's ready sandbox: ``connect(port, timeout)``. Raises
+        NotFound for a pod not on this node, SandboxNotFound for a pod without a ready sandbox,
+        NotImplementedError for a runtime that cannot forward ports."""
+        pod = self.get_pod(namespace, pod_name)
+        if pod is None:
+            raise NotFound(f"pod {namespace}/{pod_name} is not on this node")
+        rooms = self._rooms
+        runtime = rooms.runtime
+        if not isinstance(runtime, PortForwarder):
+            name = type(runtime).__name__
+            raise NotImplementedError(
+                f"the container runtime ({name}) cannot forward ports: it does not implement "
+                "kubecore.runtime.PortForwarder"
+            )
+        sandbox = newest_sandbox(
+            s
+            for s in runtime.snapshot().sandboxes
+            if s.labels.get(POD_UID_LABEL) == pod.uid
+            and s.state is SandboxState.READY
+            and owned_by(s.labels, rooms.config.node_name)
+        )
+        if sandbox is None:
+            raise SandboxNotFound(
+                f"pod {namespace}/{pod_name} has no running sandbox to forward ports to"
+            )
+        return functools.partial(runtime.port_forward, sandbox.id)
 
     def stats_summary(self) -> dict[str, Any]:
         return self._rooms.stats.summary(self.pods(), self._rooms.clock.now())

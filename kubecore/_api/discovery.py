@@ -76,6 +76,7 @@ API_RESOURCES: dict[str, Any] = {
         _resource("pods/attach", "PodAttachOptions", ["create", "get"]),
         _resource("pods/exec", "PodExecOptions", ["create", "get"]),
         _resource("pods/log", "Pod", ["get"]),
+        _resource("pods/portforward", "PodPortForwardOptions", ["create", "get"]),
         _resource("pods/status", "Pod", ["get"]),
         _resource("events", "Event", ["get", "list", "watch"], short=["ev"]),
         _resource(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from kubecore._api.nodes import NodeKubelet
@@ -40,3 +42,7 @@ class ApiKubelet(LogReader, NodeKubelet, StreamKubelet, Protocol):
     def pods(self) -> list[Pod]: ...
 
     def update(self, update: Any) -> None: ...
+
+    def port_forwarder(
+        self, namespace: str, pod_name: str
+    ) -> Callable[[int, float], socket.socket]: ...

@@ -29,6 +29,7 @@ from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
+from kubecore._api.pod_portforward import serve_pod_port_forward
 from kubecore._api.pod_streams import REMOTE_COMMANDS, serve_pod_stream
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
@@ -206,7 +207,7 @@ class KubeApi:
             self.reads.get_event(exchange, namespace, rest[1])
         elif kind == "pods" and rest[2:] == (EPHEMERAL,):
             self.ephemeral.handle(exchange, request, namespace, rest[1])
-        elif kind == "pods" and len(rest) == 3 and rest[2] in REMOTE_COMMANDS:
+        elif kind == "pods" and len(rest) == 3 and rest[2] in (*REMOTE_COMMANDS, "portforward"):
             self._remote_command(exchange, request, namespace, rest[1], rest[2])
         elif kind in self.registries:
             self.registries[kind].handle(exchange, request, namespace, rest[1:])
@@ -220,8 +221,8 @@ class KubeApi:
     def _remote_command(
         self, exchange: Exchange, request: Request, namespace: str, name: str, what: str
     ) -> None:
-        """``pods/<name>/exec`` and ``/attach`` (GET or POST): they run commands in the pod, so
-        they need the token as writes do, on loopback too."""
+        """``pods/<name>/exec``, ``/attach`` and ``/portforward`` (GET or POST): they reach into
+        the pod, so they need the token as writes do, on loopback too."""
         if request.method not in ("GET", "POST"):
             raise not_allowed(f"{request.method} is not supported on pods/{what}")
         self._gate.require_token(
@@ -236,7 +237,10 @@ class KubeApi:
             ),
         )
         pod = self.pods.find(namespace, name)
-        serve_pod_stream(exchange, request, self.kubelet, pod, what)
+        if what == "portforward":
+            serve_pod_port_forward(exchange, self.kubelet, namespace, name)
+        else:
+            serve_pod_stream(exchange, request, self.kubelet, pod, what)
 
 
 def attach_api(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
@@ -33,6 +35,10 @@ class ServedKubelet(LogReader, Protocol):
     def exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, timeout: float = ...
     ) -> ExecResult: ...
+
+    def port_forwarder(
+        self, namespace: str, pod_name: str
+    ) -> Callable[[int, float], socket.socket]: ...
 
     def stats_summary(self) -> dict[str, Any]: ...
 

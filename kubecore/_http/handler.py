@@ -44,7 +44,8 @@ class Site(Protocol):
     api: KubeApi | None
     stopping: threading.Event
     routes: Mapping[str, tuple[str, Route]]
-    """The endpoints by the path's first segment, each with the method it answers."""
+    """The endpoints by the path's first segment, each with the method it answers (or the
+    methods, separated by ``|``)."""
 
     def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
 
@@ -173,14 +174,16 @@ class Handler(BaseHTTPRequestHandler):
         if head not in routes:
             raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
         method, route = routes[head]
-        allowed = {method, "HEAD"} if method == "GET" else {method}
+        allowed = set(method.split("|"))
+        if allowed == {"GET"}:
+            allowed.add("HEAD")
         if self.command not in allowed:
             raise HTTPError(
                 HTTPStatus.METHOD_NOT_ALLOWED,
-                f"{self.command} is not allowed on {path}; use {method}",
+                f"{self.command} is not allowed on {path}; use {method.replace('|', ' or ')}",
                 {"Allow": ", ".join(sorted(allowed))},
             )
-        if method == "GET":
+        if self.command == "GET":
             self._refuse_body()  # only the endpoints that are posted to take a body
         route(self, [urllib.parse.unquote(s) for s in segments[1:]], query)
 

@@ -21,6 +21,9 @@ Endpoints (all GET unless said):
   ``attach`` sessions, ``?command=...`` repeated, ``input``/``stdin``, ``output``/``stdout``,
   ``error``/``stderr``, ``tty`` (``kubecore._streaming.remotecommand``); at most
   ``max_stream_sessions`` at once.
+* ``/portForward/{namespace}/{pod}`` (GET: WebSocket, POST: SPDY upgrade; off unless
+  ``enable_exec``, with its token): ``kubectl port-forward``'s session
+  (``kubecore._http.port_forward``).
 * ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
 * ``/metrics`` (the kubelet's ``kubelet_*`` metrics and kubecore's own), ``/metrics/probes``
   (``prober_*``), ``/metrics/resource`` (node, pod and container CPU and memory): Prometheus text.
@@ -51,6 +54,7 @@ from kubecore._http.health import healthz
 from kubecore._http.metrics import metrics, stats
 from kubecore._http.node_logs import node_logs
 from kubecore._http.pods import container_logs, pods
+from kubecore._http.port_forward import port_forward
 from kubecore._http.rules import Credentials, HTTPError, check_bearer
 from kubecore._http.run import run
 from kubecore._http.serving import (
@@ -78,11 +82,13 @@ ROUTES: Mapping[str, tuple[str, Route]] = {
     "run": ("POST", run),
     "exec": ("GET", exec_session),
     "attach": ("GET", attach),
+    "portForward": ("GET|POST", port_forward),
     "logs": ("GET", node_logs),
     "metrics": ("GET", metrics),
     "stats": ("GET", stats),
 }
-"""The kubelet's endpoints by the path's first segment, each with the method it answers."""
+"""The kubelet's endpoints by the path's first segment, each with the method it answers (or
+the methods, separated by ``|``)."""
 
 
 class _Server:

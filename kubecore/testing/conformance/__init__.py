@@ -43,6 +43,10 @@ blocks and streams new lines; ``since`` is honoured; after ``close()`` every cal
 ``ContainerRuntimeError`` promptly (the runtime's objects are then removed through ``reopen``
 if given, else left to the ``bundle`` fixture's teardown).
 
+Port forwarding (``PortForwarder``, optional): a connection to the ``serve_tcp`` server in a
+sandbox answers HTTP, two run at once, a port nothing listens on is a ``ContainerRuntimeError``
+that names it, an unknown sandbox a ``NotFound``.
+
 Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
 event stream, a health checker, node leases: ``NodeClaims``, interactive exec and attach:
 ``StreamingRuntime``) are skipped when it is missing. The streaming checks run the commands of
@@ -72,6 +76,7 @@ from kubecore.testing.conformance._harness import Harness, wait_for
 from kubecore.testing.conformance._images import ImageChecks
 from kubecore.testing.conformance._instances import InstanceChecks
 from kubecore.testing.conformance._logs import LogChecks
+from kubecore.testing.conformance._port_forward import PortForwardChecks
 from kubecore.testing.conformance._sandboxes import SandboxChecks
 from kubecore.testing.conformance._security import SECURITY_CASES, SecurityChecks
 from kubecore.testing.conformance._snapshots import SnapshotChecks
@@ -103,6 +108,7 @@ __all__ = [
 class RuntimeConformance(
     SecurityChecks,
     StreamChecks,
+    PortForwardChecks,
     OptionalCapabilityChecks,
     ImageChecks,
     InstanceChecks,

@@ -4,6 +4,7 @@ its end, exit codes, a terminal and its size, attaching to a container's main pr
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -204,3 +205,18 @@ def test_attach_without_stdin_only_reads(
     out.session.write_stdin(b"ignored\n")  # no stdin open: dropped
     out.session.close()
     out.wait_ended()
+
+
+def test_stdin_written_after_the_process_ended_is_dropped(runtime: DockerRuntime, cid: str) -> None:
+    out = run(runtime, cid, ["head", "-c", "5"], stdin=True)
+    chunk = b"x" * 65536
+    writer = threading.Thread(
+        target=lambda: [out.session.write_stdin(chunk) for _ in range(300)], daemon=True
+    )
+    writer.start()  # 19 MiB for a process that reads 5 bytes
+    out.wait_ended(30)
+    assert out.stdout == b"xxxxx"
+    assert out.session.wait(10) == 0
+    out.session.close()  # a writer blocked on the engine's connection is let go
+    writer.join(30)
+    assert not writer.is_alive()
