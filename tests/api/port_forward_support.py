@@ -9,18 +9,15 @@ import contextlib
 import os
 import queue
 import re
-import shutil
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import attrs
 import pytest
 
-from tests.api.kubectl_support import Kubectl
+from tests.api.kubectl_support import Kubectl, kubectl_binaries
 
 WEB_POD = """
 apiVersion: v1
@@ -43,10 +40,7 @@ WAIT = 30.0
 
 def _kubectls() -> list[tuple[str, str]]:
     found: dict[str, str] = {}
-    candidates = [shutil.which("kubectl"), str(Path(sys.executable).parent / "kubectl")]
-    for path in candidates:
-        if path is None or not os.access(path, os.X_OK):
-            continue
+    for path in kubectl_binaries():
         done = subprocess.run(
             [path, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30
         )

