@@ -19,6 +19,15 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._contract.values import (
         ObjectReference as ObjectReference,
     )
+    from kubecore._observability.event_log import (
+        AggregatedEvent as AggregatedEvent,
+    )
+    from kubecore._observability.event_log import (
+        EventCorrelator as EventCorrelator,
+    )
+    from kubecore._observability.event_log import (
+        EventLog as EventLog,
+    )
     from kubecore._observability.events import (
         EVENT_COMPONENT as EVENT_COMPONENT,
     )
@@ -33,6 +42,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._observability.events import (
         MemoryRecorder as MemoryRecorder,
+    )
+    from kubecore._observability.events import (
+        aggregated_v1_event as aggregated_v1_event,
     )
     from kubecore._observability.events import (
         v1_event as v1_event,

@@ -34,6 +34,7 @@ from kubecore._contract.streaming import StreamSession, TerminalSize
 from kubecore._contract.values import Event, ExecResult, RuntimeVersion
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
+from kubecore._observability.event_log import EventLog
 from kubecore._observability.metrics import Metrics
 from kubecore._status.compute import pod_settled
 from kubecore._util.clock import Clock
@@ -244,8 +245,21 @@ class Kubelet:
         reason: str | None = None,
     ) -> list[Event]:
         """The events kept in memory (the newest ``max_events``), oldest first: the last
-        ``limit``, optionally only those of one namespace, pod (``name``) and/or reason."""
+        ``limit``, optionally only those of one namespace, pod (``name``) and/or reason. Each
+        occurrence is one event here, as recorded (not aggregated: a probe failing five times
+        is five events); ``event_log`` has them aggregated, as the API serves them."""
         return self._reads.recent_events(limit, namespace=namespace, name=name, reason=reason)
+
+    @property
+    def event_log(self) -> EventLog:
+        """The events aggregated as the kubelet's recorder aggregates them (one event with a
+        count for repeats), with resourceVersions for watches: what the API serves."""
+        return self._rooms.event_log
+
+    def resource_summary(self) -> dict[str, Any]:
+        """The Summary API's CPU and memory figures only (``/metrics/resource``, the
+        ``metrics.k8s.io`` API): node, pods and containers, without filesystems."""
+        return self._reads.resource_summary()
 
     def container_logs(
         self,

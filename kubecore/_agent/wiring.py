@@ -36,6 +36,7 @@ from kubecore._kuberuntime.execute import Executor
 from kubecore._kuberuntime.security import detect_host_security
 from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._model.v1 import Pod
+from kubecore._observability.event_log import EventLog
 from kubecore._observability.events import FanoutRecorder, LoggingRecorder, MemoryRecorder
 from kubecore._observability.instrumented import InstrumentedPuller, instrument_runtime
 from kubecore._observability.metrics import Metrics
@@ -62,7 +63,9 @@ class Rooms:
     """The plugin's runtime, instrumented (operation metrics)."""
     puller: InstrumentedPuller
     events: MemoryRecorder
-    """The newest events, kept in memory for the agent's readers."""
+    """The newest events, each occurrence as recorded, kept in memory for the agent's readers."""
+    event_log: EventLog
+    """The newest events aggregated as the kubelet's recorder aggregates them (the API's)."""
     recorder: FanoutRecorder
     """Every event goes to each of its recorders (the memory, the log, the embedder's)."""
     pod_config: PodConfig
@@ -101,6 +104,7 @@ class _Plugged:
     runtime: ContainerRuntime
     puller: InstrumentedPuller
     events: MemoryRecorder
+    event_log: EventLog
     recorder: FanoutRecorder
     health_checker: HealthChecker
 
@@ -146,6 +150,7 @@ def build_rooms(
         runtime=plugged.runtime,
         puller=plugged.puller,
         events=plugged.events,
+        event_log=plugged.event_log,
         recorder=plugged.recorder,
         pod_config=pod_config,
         objects=objects,
@@ -296,13 +301,15 @@ def _plug(
 ) -> _Plugged:
     instrumented = instrument_runtime(runtime, metrics, clock)
     events = MemoryRecorder(cfg.max_events)
-    recorders: list[EventRecorder] = [events, LoggingRecorder()]
+    event_log = EventLog(cfg.max_events)
+    recorders: list[EventRecorder] = [events, event_log, LoggingRecorder()]
     if recorder is not None:
         recorders.append(recorder)
     return _Plugged(
         runtime=instrumented,
         puller=InstrumentedPuller(puller, metrics, clock),
         events=events,
+        event_log=event_log,
         recorder=FanoutRecorder(recorders),
         health_checker=health_checker or DefaultHealthChecker(instrumented),
     )

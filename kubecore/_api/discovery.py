@@ -76,7 +76,7 @@ API_RESOURCES: dict[str, Any] = {
         _resource("pods/log", "Pod", ["get"]),
         _resource("pods/portforward", "PodPortForwardOptions", ["create", "get"]),
         _resource("pods/status", "Pod", ["get"]),
-        _resource("events", "Event", ["get", "list"], short=["ev"]),
+        _resource("events", "Event", ["get", "list", "watch"], short=["ev"]),
         _resource(
             "configmaps",
             "ConfigMap",
@@ -88,3 +88,36 @@ API_RESOURCES: dict[str, Any] = {
         _resource("nodes", "Node", ["get", "list", "watch"], namespaced=False, short=["no"]),
     ],
 }
+
+METRICS_RESOURCES: dict[str, Any] = {
+    "kind": "APIResourceList",
+    "apiVersion": "v1",
+    "groupVersion": "metrics.k8s.io/v1beta1",
+    "resources": [
+        # singular as the generic API server names them (the kind, lower case), so that
+        # ``kubectl get podmetrics`` finds them and "pod" stays the core pods'
+        {
+            **_resource("nodes", "NodeMetrics", ["get", "list"], namespaced=False),
+            "singularName": "nodemetrics",
+            "categories": [],
+        },
+        {
+            **_resource("pods", "PodMetrics", ["get", "list"]),
+            "singularName": "podmetrics",
+            "categories": [],  # not in ``kubectl get all``
+        },
+    ],
+}
+"""``/apis/metrics.k8s.io/v1beta1``: NodeMetrics and PodMetrics."""
+
+METRICS_GROUP: dict[str, Any] = {
+    "kind": "APIGroup",
+    "apiVersion": "v1",
+    "name": "metrics.k8s.io",
+    "versions": [{"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}],
+    "preferredVersion": {"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"},
+}
+"""The resource metrics group (``kubectl top``), as metrics-server registers it."""
+API_GROUPS["groups"].append(
+    {k: v for k, v in METRICS_GROUP.items() if k not in ("kind", "apiVersion")}
+)

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from kubecore._api.nodes import NodeKubelet
 from kubecore._config.objects import ObjectStore
-from kubecore._contract.values import Event
 from kubecore._model.v1 import Pod
+from kubecore._observability.event_log import EventLog
 from kubecore._observability.logs import LogReader
 from kubecore._streaming.remotecommand import StreamKubelet
 
@@ -21,7 +21,10 @@ class _Clock(Protocol):
 class ApiKubelet(LogReader, NodeKubelet, StreamKubelet, Protocol):
     """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
-    def recent_events(self, *, namespace: str | None = None) -> list[Event]: ...
+    @property
+    def event_log(self) -> EventLog: ...
+
+    def resource_summary(self) -> dict[str, Any]: ...
 
     @property
     def clock(self) -> _Clock: ...

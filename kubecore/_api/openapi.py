@@ -1,86 +1,137 @@
-"""The OpenAPI documents the API serves (``/openapi/v2``, ``/openapi/v3``): the schema of a Pod
-as far as kubectl needs it, to validate ``apply`` and to learn that ``fieldValidation`` is
-understood; and the v2 document in protobuf (gnostic's ``openapi.v2.Document``), as kubectl
-before 1.27 reads it."""
+"""The OpenAPI documents the API serves (``/openapi/v2``, ``/openapi/v3``): the schemas of the v1
+objects (``schemas``, generated from the model), which ``kubectl explain`` reads at any depth,
+and the operations discovery lists, from which kubectl learns that ``fieldValidation`` is
+understood (it then leaves validation to the server, which refuses unknown fields); and the v2
+document in protobuf (gnostic's ``openapi.v2.Document``), as kubectl before 1.27 reads it."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from typing import Any
 
+from kubecore._api.discovery import API_RESOURCES
 from kubecore._api.errors import not_found
 from kubecore._api.protobuf import message_field, string_field
 from kubecore._api.request import JSON_TYPE
+from kubecore._api.schemas import REF, SWAGGER_TYPES, component_schemas, kind_schema_names
 
-OPENAPI_V3_URL = "/openapi/v3/api/v1?hash=kubecore1"
-
-_OBJECT = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-_POD_GVK = [{"group": "", "version": "v1", "kind": "Pod"}]
-_FIELD_VALIDATION = {
+_FIELD_VALIDATION: dict[str, Any] = {
     "name": "fieldValidation",
     "in": "query",
     "description": "Strict: unknown fields are refused (kubecore always refuses them).",
     "schema": {"type": "string", "uniqueItems": True},
 }
+_WRITES = frozenset({"post", "put", "patch"})
+_VERBS = {  # discovery verb -> (HTTP method, on the item?, operation, x-kubernetes-action)
+    "create": ("post", False, "create", "post"),
+    "list": ("get", False, "list", "list"),
+    "get": ("get", True, "read", "get"),
+    "update": ("put", True, "replace", "put"),
+    "patch": ("patch", True, "patch", "patch"),
+    "delete": ("delete", True, "delete", "delete"),
+}
 
 
-def _pod_schema() -> dict[str, Any]:
-    return {
-        "description": "A v1 Pod (kubecore checks the spec itself and names every problem).",
-        "type": "object",
-        "required": ["metadata", "spec"],
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {**_OBJECT, "description": "ObjectMeta"},
-            "spec": {**_OBJECT, "description": "PodSpec"},
-            "status": {**_OBJECT, "description": "PodStatus"},
+def _operation(verb: str, kind: str, resource: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    method, _, operation, action = _VERBS[verb]
+    scope = "Namespaced" if resource["namespaced"] else ""
+    schema = {"$ref": REF + kind_schema_names()[kind]}
+    code, phrase = ("201", "Created") if method == "post" else ("200", "OK")
+    body: dict[str, Any] = {
+        "operationId": f"{operation}CoreV1{scope}{kind}",
+        "responses": {
+            code: {"description": phrase, "content": {"application/json": {"schema": schema}}}
         },
-        "x-kubernetes-group-version-kind": _POD_GVK,
-    }
-
-
-def _operation(
-    operation: str, action: str, code: str, phrase: str, parameter: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "operationId": f"{operation}CoreV1NamespacedPod",
-        "parameters": [parameter],
-        "responses": {code: {"description": phrase}},
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": _POD_GVK[0],
+        "x-kubernetes-group-version-kind": {"group": "", "version": "v1", "kind": kind},
+    }
+    # No requestBody on purpose: kubectl then computes apply's strategic merge patch from its
+    # own built-in types (with the merge keys of the pod's lists), not from these schemas.
+    if method in _WRITES:
+        body["parameters"] = [_FIELD_VALIDATION]
+    return method, body
+
+
+def _paths() -> dict[str, Any]:
+    """The operations discovery lists, for every kind with a schema."""
+    kinds = kind_schema_names()
+    paths: dict[str, Any] = {}
+    for resource in API_RESOURCES["resources"]:
+        name, kind = resource["name"], resource["kind"]
+        if "/" in name or kind not in kinds:
+            continue
+        prefix = "/api/v1/namespaces/{namespace}/" if resource["namespaced"] else "/api/v1/"
+        for verb in resource["verbs"]:
+            if verb not in _VERBS:
+                continue
+            method, body = _operation(verb, kind, resource)
+            path = prefix + name + ("/{name}" if _VERBS[verb][1] else "")
+            paths.setdefault(path, {})[method] = body
+    return paths
+
+
+def openapi_v3() -> dict[str, Any]:
+    """The v1 group's OpenAPI v3 document (``/openapi/v3/api/v1``)."""
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "kubecore node API", "version": "v1"},
+        "paths": _paths(),
+        "components": {"schemas": component_schemas()},
     }
 
 
-OPENAPI_V3: dict[str, Any] = {
-    "openapi": "3.0.0",
-    "info": {"title": "kubecore node API", "version": "v1"},
-    "paths": {
-        "/api/v1/namespaces/{namespace}/pods": {
-            "post": _operation("create", "post", "201", "Created", _FIELD_VALIDATION)
-        },
-        "/api/v1/namespaces/{namespace}/pods/{name}": {
-            "put": _operation("replace", "put", "200", "OK", _FIELD_VALIDATION),
-            "patch": _operation("patch", "patch", "200", "OK", _FIELD_VALIDATION),
-        },
-    },
-    "components": {"schemas": {"io.k8s.api.core.v1.Pod": _pod_schema()}},
-}
+def as_swagger(value: Any) -> Any:
+    """A v3 schema in Swagger 2.0's form: refs into ``#/definitions/``, no ``allOf`` wrapper
+    (Swagger keeps a ``$ref``'s siblings)."""
+    if isinstance(value, list):
+        return [as_swagger(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    wrapped = value.get("allOf")
+    if isinstance(wrapped, list) and len(wrapped) == 1 and isinstance(wrapped[0], dict):
+        rest = {k: v for k, v in value.items() if k != "allOf"}
+        return as_swagger({**wrapped[0], **rest})
+    converted = {k: as_swagger(v) for k, v in value.items()}
+    if isinstance(converted.get("$ref"), str):
+        converted["$ref"] = converted["$ref"].replace(REF, "#/definitions/")
+    return converted
 
-_FIELD_VALIDATION_V2 = {"name": "fieldValidation", "in": "query", "type": "string"}
-OPENAPI_V2: dict[str, Any] = {
-    "swagger": "2.0",
-    "info": {"title": "kubecore node API", "version": "v1"},
-    "paths": {
-        "/api/v1/namespaces/{namespace}/pods": {
-            "post": _operation("create", "post", "201", "Created", _FIELD_VALIDATION_V2)
-        },
-        "/api/v1/namespaces/{namespace}/pods/{name}": {
-            "patch": _operation("patch", "patch", "200", "OK", _FIELD_VALIDATION_V2)
-        },
-    },
-    "definitions": {"io.k8s.api.core.v1.Pod": _pod_schema()},
-}
+
+def _swagger_definitions() -> dict[str, Any]:
+    definitions: dict[str, Any] = as_swagger(component_schemas())
+    for name, form in SWAGGER_TYPES.items():
+        kept = {k: v for k, v in definitions[name].items() if k != "oneOf"}
+        definitions[name] = {**kept, **form}
+    return definitions
+
+
+def openapi_v2() -> dict[str, Any]:
+    """The Swagger 2.0 document (``/openapi/v2`` in JSON): the same schemas."""
+    paths: dict[str, Any] = {}
+    for path, operations in _paths().items():
+        paths[path] = {}
+        for method, operation in operations.items():
+            parameters = [
+                {"name": "fieldValidation", "in": "query", "type": "string", "uniqueItems": True}
+            ]
+            responses = {
+                code: {"description": answer["description"]}
+                for code, answer in operation["responses"].items()
+            }
+            paths[path][method] = {
+                **operation,
+                "responses": responses,
+                **({"parameters": parameters} if "parameters" in operation else {}),
+            }
+    return {
+        "swagger": "2.0",
+        "info": {"title": "kubecore node API", "version": "v1"},
+        "paths": paths,
+        "definitions": _swagger_definitions(),
+    }
+
 
 OPENAPI_V2_PROTOBUF_TYPE = "application/octet-stream"
 """What the API server answers a request for the protobuf form with (its media type has an
@@ -98,17 +149,36 @@ def _openapi_v2_protobuf() -> bytes:
 OPENAPI_V2_PROTOBUF = _openapi_v2_protobuf()
 
 
+@functools.cache
+def _v3_body() -> bytes:
+    return _json(openapi_v3())
+
+
+@functools.cache
+def _v2_body() -> bytes:
+    return _json(openapi_v2())
+
+
+@functools.cache
+def v3_url() -> str:
+    """Where the index points kubectl: the document's hash in the query, as the API server
+    does, so that a client's cache of one document never stands for another."""
+    digest = hashlib.sha512(_v3_body()).hexdigest()[:32].upper()
+    return f"/openapi/v3/api/v1?hash={digest}"
+
+
 def openapi_document(rest: tuple[str, ...], accept: str) -> tuple[bytes, str]:
-    """The document at ``/openapi/<rest>`` and its content type; a 404 for another path."""
+    """The document at ``/openapi/<rest>`` and its content type; a 404 for another path. The
+    documents are built once (they describe the code, which does not change while it runs)."""
     if rest == ("v2",):
         if "protobuf" in accept.split(",")[0]:
             # kubectl before 1.27 reads this document, in protobuf only.
             return OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_TYPE
-        return _json(OPENAPI_V2), JSON_TYPE
+        return _v2_body(), JSON_TYPE
     if rest == ("v3",):
-        return _json({"paths": {"api/v1": {"serverRelativeURL": OPENAPI_V3_URL}}}), JSON_TYPE
+        return _json({"paths": {"api/v1": {"serverRelativeURL": v3_url()}}}), JSON_TYPE
     if rest == ("v3", "api", "v1"):
-        return _json(OPENAPI_V3), JSON_TYPE
+        return _v3_body(), JSON_TYPE
     raise not_found("openapi documents", "/".join(rest))
 
 

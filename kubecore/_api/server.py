@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from kubecore._api import metrics_api
 from kubecore._api.auth import Gate, is_loopback, read_token_file
 from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
 from kubecore._api.errors import ApiError, not_allowed
@@ -68,6 +69,7 @@ class KubeApi:
         store: ApiStore | None = None,
     ) -> None:
         self.kubelet = kubelet
+        self.metrics = metrics_api.MetricsApi(kubelet)
         self.source = source
         self.pods = PodResource(kubelet, source)
         objects = [
@@ -138,6 +140,8 @@ class KubeApi:
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)
+        elif s[:2] == ("apis", metrics_api.GROUP):
+            self.metrics.handle(exchange, request, s[2:])
         elif s[:2] == ("api", "v1") and len(s) >= 3:
             self._core(exchange, request, s[2:])
         else:

@@ -125,6 +125,7 @@ def pod_cells(pod: dict[str, Any], now: float, node_name: str) -> list[Any]:
 def event_cells(event: dict[str, Any], now: float) -> list[Any]:
     ref = event["involvedObject"]
     seen = time_age(event["lastTimestamp"], now)
+    first = time_age(event["firstTimestamp"], now)
     source = event["source"]
     return [
         seen,
@@ -134,7 +135,7 @@ def event_cells(event: dict[str, Any], now: float) -> list[Any]:
         ref.get("fieldPath", ""),
         ", ".join(v for v in (source.get("component"), source.get("host")) if v),
         event["message"],
-        seen,
+        first,
         event["count"],
         event["metadata"]["name"],
     ]

@@ -164,16 +164,44 @@ Render = Callable[[dict[str, Any]], dict[str, Any]]
 """What a watch line shows of an object (the object, or its one-row ``Table``)."""
 
 
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the bookmark that ends a watch's initial events (``sendInitialEvents``)."""
+
+
+def initial_events_end(kind: str, version: int) -> bytes:
+    """The BOOKMARK line that tells a client asking for ``sendInitialEvents`` (kubectl 1.35 and
+    later, through client-go's watch-list) that the state it has been sent is whole, as of
+    ``version``: without it such a client waits for it, then gives up."""
+    marker = {
+        "kind": kind,
+        "apiVersion": "v1",
+        "metadata": {
+            "resourceVersion": str(version),
+            "annotations": {INITIAL_EVENTS_END: "true"},
+        },
+    }
+    return _line("BOOKMARK", marker)
+
+
 def serve_watch(
-    exchange: Exchange, request: Request, match: Match, pods: Watched, render: Render
+    exchange: Exchange,
+    request: Request,
+    match: Match,
+    pods: Watched,
+    render: Render,
+    kind: str = "Pod",
 ) -> None:
-    """Stream the watch events of the pods ``match`` selects, until ``timeoutSeconds``, the
-    client goes away or the server stops."""
+    """Stream the watch events of the objects (of ``kind``) that ``match`` selects, until
+    ``timeoutSeconds``, the client goes away or the server stops. With ``sendInitialEvents``
+    the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     raw_version = request.param("resourceVersion")
     start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
+    initial_end = kind if request.flag("sendInitialEvents") else None
+    if initial_end is not None:
+        start = None
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        lines = _watch_lines(exchange, match, start, timeout, pods, render)
+        lines = _watch_lines(exchange, match, start, timeout, pods, render, initial_end)
         exchange._stream(b"", lines, JSON_TYPE)
 
 
@@ -187,12 +215,14 @@ def serve_polled(exchange: Exchange, request: Request, look: Look, render: Rende
     ``look`` stops showing it), until ``timeoutSeconds``, the client goes away or the server
     stops."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
+    initial_end = request.flag("sendInitialEvents")
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        exchange._stream(b"", _polled_lines(exchange, look, timeout, render), JSON_TYPE)
+        lines = _polled_lines(exchange, look, timeout, render, initial_end)
+        exchange._stream(b"", lines, JSON_TYPE)
 
 
 def _polled_lines(
-    exchange: Exchange, look: Look, timeout: float, render: Render
+    exchange: Exchange, look: Look, timeout: float, render: Render, initial_end: bool
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
     seen: dict[str, Any] | None = None
@@ -200,18 +230,21 @@ def _polled_lines(
     while first or (time.monotonic() < deadline and not _client_gone(exchange.connection)):
         if not first:
             time.sleep(POLL_TICK)
-        first = False
         now = look()
         if now is None and seen is not None:
             yield _line("DELETED", render(seen))
         elif now is not None and seen is None:
             yield _line("ADDED", render(now))
+            if first and initial_end:
+                version = int(now.get("metadata", {}).get("resourceVersion") or 0)
+                yield initial_events_end(str(now.get("kind") or ""), version)
         elif (
             now is not None and seen is not None and _without_version(now) != _without_version(seen)
         ):
             yield _line("MODIFIED", render(now))
         else:
             yield b""  # lets the stream see a stopping server
+        first = False
         seen = now
 
 
@@ -222,6 +255,7 @@ def _watch_lines(
     timeout: float,
     pods: Watched,
     render: Render,
+    initial_end: str | None,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
     initial, version = pods.look()
@@ -230,6 +264,8 @@ def _watch_lines(
         for pod in initial:
             if _key(pod) in shown:
                 yield _line("ADDED", render(pod))
+        if initial_end is not None:
+            yield initial_events_end(initial_end, version)
     else:
         version = start
     while time.monotonic() < deadline and not _client_gone(exchange.connection):

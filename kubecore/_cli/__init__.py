@@ -1,4 +1,4 @@
-"""The ``kubecore`` command: ``run``, ``validate``, ``runtimes``, ``version``.
+"""The ``kubecore`` command: ``run``, ``validate``, ``runtimes``, ``version``, ``kubeconfig``.
 
 A thin shell over the public API: ``settings`` (the flags of ``run`` and how flags, environment
 and config file are layered), ``output`` (the pod table, pull progress, the live display),

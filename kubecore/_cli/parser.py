@@ -186,6 +186,10 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)
 
+    from kubecore._cli.kubeconfig import add_kubeconfig_command  # imports no cryptography
+
+    add_kubeconfig_command(commands)
+
     if only in (None, "etcd"):
         from kubecore._cli.etcd import add_etcd_commands  # imports no etcd client
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from kubecore._contract.protocols import EventRecorder
 from kubecore._contract.values import Event, EventType, ObjectReference
+from kubecore._observability.event_log import AggregatedEvent
+from kubecore._util.timefmt import rfc3339, rfc3339_micro
 
 logger = logging.getLogger(__name__)
 
@@ -187,3 +189,22 @@ def v1_event(event: Event, *, node: str, name: str, stamp: str) -> dict[str, Any
         "reportingComponent": EVENT_COMPONENT,
         "reportingInstance": node,
     }
+
+
+def aggregated_v1_event(entry: AggregatedEvent, *, node: str) -> dict[str, Any]:
+    """The v1 ``Event`` document of one aggregated event (``EventLog``): its newest
+    occurrence's ``v1_event`` with the aggregate's ``count``, ``firstTimestamp``,
+    ``lastTimestamp``, ``resourceVersion`` and, for a repeated event, the ``series``
+    (``count``, ``lastObservedTime``) that events.k8s.io readers and ``kubectl describe`` read."""
+    body = v1_event(entry.event, node=node, name=entry.name, stamp=rfc3339(entry.first_timestamp))
+    body["metadata"]["resourceVersion"] = str(entry.version)
+    body["count"] = entry.count
+    body["lastTimestamp"] = rfc3339(entry.last_timestamp)
+    if entry.count > 1:
+        # As client-go's tools/events writes a repeated event: the occurrences so far and when
+        # the newest was seen.
+        body["series"] = {
+            "count": entry.count,
+            "lastObservedTime": rfc3339_micro(entry.last_timestamp),
+        }
+    return body

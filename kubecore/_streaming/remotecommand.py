@@ -53,9 +53,7 @@ from kubecore._streaming.channels import (
 from kubecore._streaming.websocket import (
     WebSocket,
     WebSocketClosed,
-    accept,
-    choose_protocol,
-    offered_protocols,
+    handshake,
     wants_websocket,
 )
 
@@ -231,20 +229,15 @@ def serve_remote_command(
     headers = exchange.headers
     if not wants_websocket(headers):
         raise HTTPError(HTTPStatus.BAD_REQUEST, NO_SPDY.format(what=what))
-    name = choose_protocol(offered_protocols(headers), PROTOCOL_NAMES)
-    if name is None:
-        offered = offered_protocols(headers)
-        raise HTTPError(
-            HTTPStatus.BAD_REQUEST,
-            f"none of the offered WebSocket subprotocols {offered} is served for {what}; "
-            f"this node speaks {list(PROTOCOL_NAMES)}",
-        )
+    # Checked before the session opens: a refused upgrade starts no command.
+    upgrade = handshake(exchange.command, exchange.path, headers, PROTOCOL_NAMES)
+    name = upgrade.subprotocol
     live = Live()
     with slots.stream_slot(live):
         session = open_session()
         live.session = session
         try:
-            ws = accept(exchange.connection, exchange.command, exchange.path, headers, [name])
+            ws = upgrade.complete(exchange.connection)
         except BaseException:
             session.close()
             raise
@@ -254,7 +247,11 @@ def serve_remote_command(
         if live.ended:  # the server stopped meanwhile
             ws.abort()
         grace = 0.0 if ready_at_once(headers.get("User-Agent") or "") else READY_GRACE
-        Pump(ws, dialect(name), session, options, what, grace).run()
+        try:
+            Pump(ws, dialect(name), session, options, what, grace).run()
+        except Exception:  # upgraded: no HTTP answer can follow any more
+            logger.exception("the %s session ended with an error", what)
+            ws.abort()
 
 
 def ready_at_once(user_agent: str) -> bool:
@@ -303,7 +300,7 @@ class Pump:
                 channel = self._channel(stream)
                 if channel is not None and data:
                     self._send(channel, data)
-            if not self._client_gone.is_set():
+            if not self._client_gone.is_set() and self.ws.open:
                 self._finish()
         except WebSocketClosed:
             pass

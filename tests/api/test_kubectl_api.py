@@ -310,6 +310,36 @@ def test_a_watch_from_the_start_lists_first_and_ends_at_its_timeout(client: Clie
     assert added["object"]["rows"][0]["cells"][0] == "talker"
 
 
+def test_a_watch_list_gets_the_state_then_the_bookmark_that_ends_it(client: Client) -> None:
+    """client-go's watch-list (kubectl 1.35 and later waits on it): ``sendInitialEvents`` sends
+    the current objects, whatever the resourceVersion, then a BOOKMARK marked as their end."""
+    url = (
+        PODS + "?watch=true&timeoutSeconds=1&sendInitialEvents=true&allowWatchBookmarks=true"
+        "&resourceVersionMatch=NotOlderThan&resourceVersion=1"
+    )
+    with client.get(url, stream=True) as stream:
+        events = [json.loads(line) for line in stream.iter_lines() if line]
+    assert [e["type"] for e in events[:2]] == ["ADDED", "BOOKMARK"]
+    assert events[0]["object"]["metadata"]["name"] == "talker"
+    bookmark = events[1]["object"]
+    assert bookmark["kind"] == "Pod"
+    assert bookmark["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(bookmark["metadata"]["resourceVersion"]) >= int(
+        events[0]["object"]["metadata"]["resourceVersion"]
+    )
+    nodes = client.get(
+        "/api/v1/nodes?watch=true&timeoutSeconds=1&sendInitialEvents=true", stream=True
+    )
+    node_events = [json.loads(line) for line in nodes.iter_lines() if line]
+    assert [e["type"] for e in node_events[:2]] == ["ADDED", "BOOKMARK"]
+    assert node_events[1]["object"]["kind"] == "Node"
+    events = client.get(
+        "/api/v1/events?watch=true&timeoutSeconds=1&sendInitialEvents=true", stream=True
+    )
+    kinds = [json.loads(line)["type"] for line in events.iter_lines() if line]
+    assert "BOOKMARK" in kinds and set(kinds[: kinds.index("BOOKMARK")]) <= {"ADDED"}
+
+
 def test_a_watch_from_a_forgotten_version_is_told_it_expired(node: Node, client: Client) -> None:
     node.api.pods.log = PodLog(node.kubelet.clock.now, history=1)
     node.api.pods.current_pods()

@@ -80,10 +80,14 @@ def test_exec_pipes_stdin_until_its_end(kubectl: Kubectl) -> None:
     assert (shell.returncode, shell.stdout) == (4, "from-sh\n")
 
 
-def read_until(fd: int, wanted: bytes, seen: bytearray, timeout: float = 20.0) -> None:
-    """Read the pty until ``wanted`` has appeared (in all that was read), bounded in time."""
+def read_until(
+    fd: int, wanted: bytes, seen: bytearray, times: int = 1, timeout: float = 20.0
+) -> None:
+    """Read the pty until ``wanted`` has appeared ``times`` times (in all that was read),
+    bounded in time. (A typed line is echoed at once, and a prompt may come between the echo
+    and the command's output, as on any terminal: look for the output, not what is around.)"""
     deadline = time.monotonic() + timeout
-    while wanted not in seen:
+    while seen.count(wanted) < times:
         left = deadline - time.monotonic()
         if left <= 0:
             raise AssertionError(f"{wanted!r} did not appear; the terminal showed {bytes(seen)!r}")
@@ -115,9 +119,9 @@ def test_exec_with_a_terminal_drives_a_shell(kubectl: Kubectl) -> None:
     try:
         read_until(primary, b"/ # ", seen)
         os.write(primary, b"echo pty-works\r")
-        read_until(primary, b"\r\npty-works\r\n", seen)
+        read_until(primary, b"pty-works\r\n", seen, times=2)  # the echo, then the output
         os.write(primary, b"stty size\r")
-        read_until(primary, b"\r\n30 100\r\n", seen)  # kubectl sent the terminal's size
+        read_until(primary, b"30 100\r\n", seen)  # kubectl sent the terminal's size
         os.write(primary, b"exit 7\r")
         assert process.wait(KUBECTL_TIMEOUT) == 7
     finally:
@@ -212,7 +216,7 @@ def test_attach_with_a_terminal_drives_the_containers_shell(node: Node, kubectl:
         os.write(primary, b"\r")  # as kubectl says: press enter for a prompt
         read_until(primary, b"/ # ", seen)
         os.write(primary, b"echo attached-shell\r")
-        read_until(primary, b"\r\nattached-shell\r\n", seen)
+        read_until(primary, b"attached-shell\r\n", seen, times=2)
         os.write(primary, b"exit 3\r")
         assert process.wait(KUBECTL_TIMEOUT) == 0  # attach ends when the container does
 

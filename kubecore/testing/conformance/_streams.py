@@ -71,8 +71,10 @@ class Output:
         with self._lock:
             return {s for s, _ in self.chunks}
 
-    def wait_for(self, harness: Harness, text: bytes, stream: OutputStream | None = None) -> None:
-        _wait(harness, lambda: text in self.of(stream), f"{text!r} in {self.of()!r}")
+    def wait_for(
+        self, harness: Harness, text: bytes, stream: OutputStream | None = None, times: int = 1
+    ) -> None:
+        _wait(harness, lambda: self.of(stream).count(text) >= times, f"{text!r} in {self.of()!r}")
 
     def wait_end(self, harness: Harness) -> None:
         _wait(harness, self.ended.is_set, "the output to end")
@@ -189,12 +191,12 @@ class StreamChecks(PluginFixtures):
         try:
             assert session.tty
             session.write_stdin(b"echo tty-ok\r")  # a terminal's Enter
-            output.wait_for(harness, b"tty-ok\r\n")
+            output.wait_for(harness, b"tty-ok\r\n", times=2)  # echoed, then printed
             session.resize(TerminalSize(100, 30))
             session.write_stdin(b"stty size\r")
             output.wait_for(harness, b"30 100\r\n")
             session.write_stdin(b"cat /kubecore-conformance-absent\r")
-            output.wait_for(harness, b"kubecore-conformance-absent")
+            output.wait_for(harness, b"No such file or directory")  # stderr, on the terminal
             session.write_stdin(b"exit 5\r")
             output.wait_end(harness)
             assert session.wait(harness.workloads.timeout) == 5

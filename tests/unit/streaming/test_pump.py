@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kubecore._contract.streaming import OutputStream, TerminalSize
 from kubecore._http.rules import HTTPError
@@ -236,3 +238,38 @@ def test_a_silent_peer_counts_as_gone_after_the_idle_timeout() -> None:
     assert server.done.wait(TIMEOUT)
     assert received == [None]
     assert client.receive() is None
+
+
+def _upgraded_pair() -> tuple[WebSocket, socket.socket]:
+    """A server WebSocket on one end of a socket pair, the other end the raw client."""
+    server, client = socket.socketpair()
+    headers = http.client.parse_headers(
+        io.BytesIO(
+            b"Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            b"Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n"
+        )
+    )
+    ws = accept(server, "GET", "/", headers, ["v5.channel.k8s.io"], write_timeout=2.0)
+    client.settimeout(2.0)
+    assert client.recv(4096).startswith(b"HTTP/1.1 101")
+    return ws, client
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300))
+@example(b"\x88\x80\x00\x00\x00\x00")  # a close frame that is not masked right
+@example(b"\x81\x85\x00\x00\x00\x00\xff\xfe\xfd\xfc\xfb")  # text that is not UTF-8
+def test_any_bytes_from_a_client_end_in_messages_or_a_close(data: bytes) -> None:
+    ws, client = _upgraded_pair()
+    try:
+        client.sendall(data)
+        client.shutdown(socket.SHUT_WR)
+        for _ in range(len(data) + 2):
+            if ws.receive() is None:
+                break
+        else:
+            raise AssertionError("receive never reported the end")
+    finally:
+        client.close()
+        ws.sock.close()
