@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[float, float]] = {
     "manifest_watch": (90.0, 20.0),
     "soak": (1000.0, 40.0),
     "etcd_nodes": (400.0, 30.0),
+    "kubectl_streams": (240.0, 45.0),
 }
 
 

@@ -112,6 +112,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         CONTAINER_NAME_LABEL as CONTAINER_NAME_LABEL,
     )
     from kubecore._contract.labels import (
+        EPHEMERAL_CONTAINER_ANNOTATION as EPHEMERAL_CONTAINER_ANNOTATION,
+    )
+    from kubecore._contract.labels import (
         GRACE_PERIOD_ANNOTATION as GRACE_PERIOD_ANNOTATION,
     )
     from kubecore._contract.labels import (
@@ -167,6 +170,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._contract.labels import (
         init_flag as init_flag,
+    )
+    from kubecore._contract.labels import (
+        is_ephemeral as is_ephemeral,
     )
     from kubecore._contract.labels import (
         is_sidecar as is_sidecar,

@@ -98,6 +98,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         EnvVarSource as EnvVarSource,
     )
     from kubecore._model.v1 import (
+        EphemeralContainer as EphemeralContainer,
+    )
+    from kubecore._model.v1 import (
         ExecAction as ExecAction,
     )
     from kubecore._model.v1 import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,8 +33,10 @@ from kubecore.runtime import (
     SandboxConfig,
     SandboxNotFound,
     SandboxUnusable,
+    StreamSession,
     Subscription,
     SystemClock,
+    TerminalSize,
     node_of,
 )
 from kubecore_docker._client import DockerConnection, DockerOptions
@@ -53,9 +56,11 @@ from kubecore_docker._exec import exec_sync
 from kubecore_docker._lease import DockerNodeLeases
 from kubecore_docker._logs import open_logs
 from kubecore_docker._names import CONTAINER_TYPE, DOCKER_TYPE_LABEL, SANDBOX_ID_LABEL, SANDBOX_TYPE
+from kubecore_docker._ports import port_forward
 from kubecore_docker._security import EngineSecurity
 from kubecore_docker._specs import container_create_args, create_from_args, sandbox_create_args
 from kubecore_docker._stats import StatsReader
+from kubecore_docker._streams import attach, exec_stream
 
 log = logging.getLogger(__name__)
 
@@ -401,6 +406,27 @@ class DockerRuntime:
 
     def container_stats(self) -> list[ContainerStats]:
         return self._stats.read(self._api())
+
+    # -- streaming: exec, attach, port-forward (kubecore_docker._streams, ._ports) -------------
+
+    def exec_stream(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> StreamSession:
+        return exec_stream(
+            self._api(), self._clock, container_id, command, stdin=stdin, tty=tty, size=size
+        )
+
+    def attach(self, container_id: str, *, stdin: bool, tty: bool) -> StreamSession:
+        return attach(self._api(), self._clock, container_id, stdin=stdin, tty=tty)
+
+    def port_forward(self, sandbox_id: str, port: int, timeout: float) -> socket.socket:
+        return port_forward(self._api(), sandbox_id, port, timeout)
 
     # -- node leases (NodeClaims) -------------------------------------------------------------
 

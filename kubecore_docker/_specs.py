@@ -140,7 +140,11 @@ def container_create_args(
         "restart_policy": _NO_RESTART,
         "privileged": config.privileged,
     }
-    if namespaces.pid is NamespaceMode.NODE:
+    own = config.namespace_options
+    if own is not None and own.pid is NamespaceMode.TARGET:
+        # An ephemeral container in its target's process namespace (dockershim's way).
+        host["pid_mode"] = f"container:{own.target_id}"
+    elif namespaces.pid is NamespaceMode.NODE:
         host["pid_mode"] = "host"
     elif namespaces.pid is NamespaceMode.POD:
         host["pid_mode"] = joined

@@ -20,6 +20,7 @@ from kubecore.runtime import (
     ContainerStats,
     ImageNotFound,
     InvalidConfig,
+    NamespaceMode,
     RuntimeContainer,
     RuntimeEventType,
     RuntimeState,
@@ -55,6 +56,17 @@ class Containers:
             image = engine.images.find(config.image)
             if image is None:
                 raise ImageNotFound(f"No such image: {config.image}")
+            # Recorded in the config: ``ps`` in the container sees its target's processes.
+            namespaces = config.namespace_options
+            if (
+                namespaces is not None
+                and namespaces.pid is NamespaceMode.TARGET
+                and namespaces.target_id not in engine.containers
+            ):
+                raise InvalidConfig(
+                    f"container {config.name!r}: namespace_options.target_id: no container"
+                    f" {namespaces.target_id!r} to share the pid namespace of"
+                )
             # Names are unique per pod, container and attempt (as dockershim's names are).
             pod = (sandbox_config.name, sandbox_config.namespace, sandbox_config.uid)
             other_id = engine.container_names.get((pod, config.name, config.attempt))

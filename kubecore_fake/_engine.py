@@ -220,7 +220,14 @@ class Engine:
 
     def processes(self, rec: ContainerRecord) -> tuple[str, ...]:
         """The command lines ``ps`` in ``rec`` sees, as its sandbox's PID namespace mode says:
-        its own (CONTAINER), its pod's running containers' (POD) or every one's (NODE)."""
+        its own (CONTAINER), its pod's running containers' (POD) or every one's (NODE); in
+        another container's (its own ``namespace_options.pid`` TARGET), what that one sees."""
+        own = rec.config.namespace_options
+        if own is not None and own.pid is NamespaceMode.TARGET:
+            target = self.containers.get(own.target_id)
+            mine = " ".join((*rec.config.command, *rec.config.args))
+            shared = self.processes(target) if target is not None else ()
+            return (*shared, mine) if rec.state is RuntimeState.RUNNING else shared
         sandbox = self.sandboxes.get(rec.sandbox_id)
         mode = sandbox.config.namespace_options.pid if sandbox else NamespaceMode.CONTAINER
         seen = []

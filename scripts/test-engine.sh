@@ -40,9 +40,13 @@ REGISTRY_IMAGE="kubecore/busybox:1.35"
 # A distinct image (its own id, same layer) that only the pull-use-remove tests touch.
 PULLABLE_IMAGE="kubecore/pullable:1"
 PACKAGES=(docker.io busybox-static docker-registry apache2-utils)
+# tar (with test, mkdir and sh) is what `kubectl cp` runs in a container; stty and tty serve the
+# terminal tests, httpd and nc the port-forward tests.
 APPLETS=(sh ash sleep httpd wget cat echo true false ls mkdir rm test env kill nc dd head tail
          seq printf grep sed touch date id hostname ps sync yes wc tr cut expr uname mount
-         stat chmod ln cp mv pwd timeout usleep)
+         stat chmod ln cp mv pwd timeout usleep tar gzip gunzip find xargs stty tty md5sum
+         sha256sum cmp diff du basename dirname readlink realpath rmdir mkfifo)
+REQUIRED_APPLETS=(sh sleep tar test httpd nc)
 
 log() { echo "test-engine: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -211,7 +215,7 @@ remember() {  # remember ID: an image this script made
 }
 
 build_image() {
-    local rootfs="$STATE/rootfs" tarball="$STATE/rootfs.tar" applet available digest current
+    local rootfs="$STATE/rootfs" tarball="$STATE/rootfs.tar" applet available digest current previous
     [[ -x /bin/busybox ]] || die "/bin/busybox is missing (package busybox-static)"
     rm -rf "$rootfs"
     mkdir -p "$rootfs"/{bin,etc,tmp,proc,sys,dev,root,var/www,www}
@@ -225,7 +229,9 @@ build_image() {
             ln -s busybox "$rootfs/bin/$applet"
         fi
     done
-    [[ -L "$rootfs/bin/sh" && -L "$rootfs/bin/sleep" ]] || die "the test image's rootfs has no /bin/sh or /bin/sleep"
+    for applet in "${REQUIRED_APPLETS[@]}"; do
+        [[ -L "$rootfs/bin/$applet" ]] || die "the test image's rootfs has no /bin/$applet (busybox has no such applet)"
+    done
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$rootfs/etc/passwd"
     printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
     # The sandbox (pause) command: sleeps forever, exits 0 at once on TERM or INT.
@@ -239,9 +245,11 @@ EOF
     # Rebuilt only when the rootfs changed or the image is gone (a stamp: tarball digest, image id).
     digest="$(sha256sum "$tarball" | cut -d' ' -f1)"
     current="$(image_id "$TEST_IMAGE")"
+    previous=""
     if [[ -z "$current" || ! -f "$STATE/image.stamp" || "$(cat "$STATE/image.stamp")" != "$digest $current" ]]; then
         claim "$TEST_IMAGE"
         log "importing $TEST_IMAGE"
+        previous="$current"
         current="$("$DOCKER" import \
             --change 'CMD ["/pause"]' \
             --change 'ENV PATH=/bin' \
@@ -251,6 +259,23 @@ EOF
     fi
     claim "$PAUSE_IMAGE"
     "$DOCKER" tag "$TEST_IMAGE" "$PAUSE_IMAGE"
+    drop_replaced "$previous" "$current"
+}
+
+drop_replaced() {  # drop_replaced OLD-ID NEW-ID: the image a rebuild replaced, once nothing uses it
+    # Only an image this script made, never by force: while a container (of a test running
+    # now) still uses it, the engine refuses and it stays, untagged (harmless).
+    [[ -n "$1" && "$1" != "$2" ]] || return 0
+    grep -qxF "$1" "$STATE/images" 2>/dev/null || return 0
+    [[ "$("$DOCKER" image inspect -f '{{len .RepoTags}}' "$1" 2>/dev/null)" == 0 ]] || {
+        log "kept the replaced test image ${1#sha256:} (absent, or tagged by someone else)"
+        return 0
+    }
+    if "$DOCKER" rmi "$1" >/dev/null 2>&1; then
+        log "removed the replaced test image ${1#sha256:}"
+    else
+        log "kept the replaced test image ${1#sha256:} (a container still uses it)"
+    fi
 }
 
 write_registry_config() {  # write_registry_config PORT [auth]

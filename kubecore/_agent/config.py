@@ -50,6 +50,10 @@ class KubeletConfig:
     node_labels: tuple[str, ...] = ()
     """``key=value`` labels of the node (each entry may hold several, comma separated), beside
     the well-known ``kubernetes.io/hostname``, ``/os`` and ``/arch`` it always has."""
+    eviction_hard: tuple[str, ...] = ()
+    """Hard eviction thresholds (``memory.available<100Mi``, ``nodefs.available<10%``; each
+    entry may hold several, comma separated), each replacing the default for its signal
+    (``kubecore._agent.node_pressure.DEFAULT_EVICTION_HARD``): the Node's pressure conditions."""
 
     def __attrs_post_init__(self) -> None:
         problems = config_problems(attrs.fields(type(self)), self)

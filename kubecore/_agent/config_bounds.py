@@ -100,6 +100,14 @@ def config_problems(fields: tuple[attrs.Attribute[Any], ...], values: Any) -> li
             parse_node_labels(values.node_labels)
         except ValueError as error:
             problems.append(f"node_labels: {error}")
+    eviction_hard = getattr(values, "eviction_hard", None)
+    if isinstance(eviction_hard, tuple) and all(isinstance(e, str) for e in eviction_hard):
+        from kubecore._agent.node_pressure import eviction_thresholds
+
+        try:
+            eviction_thresholds(eviction_hard)
+        except ValueError as error:
+            problems.append(f"eviction_hard: {error}")
     if not problems:
         for low, high in ORDERED_FIELDS:
             if getattr(values, low) > getattr(values, high):

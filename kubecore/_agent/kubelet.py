@@ -40,6 +40,7 @@ from kubecore._status.compute import pod_settled
 from kubecore._util.clock import Clock
 
 if TYPE_CHECKING:
+    from kubecore._contract.values import Image, ImageFsUsage
     from kubecore._plugins.registry import RuntimeBundle
 
 __all__ = ["Kubelet", "KubeletConfig", "SyncReport"]
@@ -159,15 +160,42 @@ class Kubelet:
         only ever shortens: a second delete of a pod already terminating brings its end closer
         (even during a preStop hook) and never pushes it back."""
         if grace_period is not None:
-            if not grace_period >= 0:
-                raise ValueError(f"grace_period must be 0 or more, got {grace_period}")
-            shortened = self._rooms.terminations.request_grace(
-                pod.uid, grace_period, self._rooms.clock.monotonic()
-            )
-            if shortened is not None:
-                self._loop.cut_short(pod.uid)
-                self._signals.wake.set()  # a kill waiting for a retry uses the new deadline now
+            self._ask_grace(pod.uid, grace_period)
         self.update(PodUpdate(Operation.REMOVE, (pod,), source))
+
+    def terminate_pod(self, pod: Pod, grace_period: float) -> None:
+        """Stop ``pod``'s containers within ``grace_period`` seconds once it is no longer
+        desired, with its spec (preStop hooks): the grace its source's delete asked for, handed
+        over before the source drops it, or for a pod its source deleted before a restart of the
+        agent whose containers may still run. As with ``remove_pod``, a grace period only ever
+        shortens, and a longer one than the spec's does not apply."""
+        rooms = self._rooms
+        self._ask_grace(pod.uid, grace_period)
+        rooms.refresh_desired()
+        if pod.uid not in rooms.desired.states:
+            rooms.terminations.leave(pod)
+            self._signals.wake.set()
+
+    def pod_terminating(self, uid: str) -> bool:
+        """Whether the pod ``uid``, no longer desired, may still have containers on the
+        runtime: its termination has not finished (or, for a pod the agent found there after a
+        restart, its last relist shows a running container of it)."""
+        rooms = self._rooms
+        rooms.refresh_desired()
+        if uid in rooms.desired.states:
+            return False
+        ongoing = rooms.terminations.ongoing(uid)
+        return ongoing if ongoing is not None else self._pass.runs_containers_of(uid)
+
+    def _ask_grace(self, uid: str, grace_period: float) -> None:
+        if not grace_period >= 0:
+            raise ValueError(f"grace_period must be 0 or more, got {grace_period}")
+        shortened = self._rooms.terminations.request_grace(
+            uid, grace_period, self._rooms.clock.monotonic()
+        )
+        if shortened is not None:
+            self._loop.cut_short(uid)
+            self._signals.wake.set()  # a kill waiting for a retry uses the new deadline now
 
     def sources_ready(self) -> bool:
         """Every registered source has reported (pods missing from the view may be deleted)."""
@@ -357,6 +385,18 @@ class Kubelet:
         """(healthy, reason): the runtime answers, and the loop (when started) keeps passing.
         (Pod sources are not part of it: see ``health_checks``.)"""
         return self._reads.healthz()
+
+    def record_event(self, event: Event) -> None:
+        """Record ``event`` as the agent's own (one about the node: ``NodeReady``, ...)."""
+        self._rooms.recorder.record(event)
+
+    def images(self) -> list[Image]:
+        """The images in the runtime's store (the Node's ``status.images``)."""
+        return self._rooms.puller.list_images()
+
+    def image_fs_usage(self) -> ImageFsUsage | None:
+        """The disk use of the runtime's image store; None when it cannot tell."""
+        return self._rooms.puller.image_fs_usage()
 
     # --- closing ----------------------------------------------------------------------------
 

@@ -114,7 +114,10 @@ class Reads:
         pod = self.get_pod(namespace, pod_name)
         if pod is None:
             raise NotFound(f"pod {namespace}/{pod_name} is not on this node")
-        if container not in {c.name for c in pod.spec.containers + pod.spec.init_containers}:
+        spec = pod.spec
+        if container not in {
+            c.name for c in (*spec.containers, *spec.init_containers, *spec.ephemeral_containers)
+        }:
             raise ContainerNotFound(
                 f"pod {namespace}/{pod_name} has no container named {container!r}"
             )

@@ -21,7 +21,7 @@ from kubecore._agent.termination import PodLifecycle, Termination, Terminations
 from kubecore._agent.wiring import Rooms, static_label
 from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.values import RuntimeSnapshot
+from kubecore._contract.values import RuntimeSnapshot, RuntimeState
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +128,11 @@ class SyncPass:
             garbage_collected=collected,
             duration=duration,
         )
+
+    def runs_containers_of(self, uid: str) -> bool:
+        """Whether the last relist saw a running container of the pod ``uid``."""
+        entry = self.grouped.get(uid)
+        return entry is not None and any(c.state is RuntimeState.RUNNING for c in entry.containers)
 
     def _relist(self) -> _Relisted | str:
         """The runtime's snapshot, grouped by pod (or why it could not be taken)."""

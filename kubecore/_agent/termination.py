@@ -105,6 +105,11 @@ class Terminations:
     def get(self, uid: str) -> Termination | None:
         return self._pods.get(uid)
 
+    def ongoing(self, uid: str) -> bool | None:
+        """Whether the termination of ``uid`` has not finished (None: there is none)."""
+        termination = self._pods.get(uid)
+        return None if termination is None else termination.lifecycle is not PodLifecycle.TERMINATED
+
     def __contains__(self, uid: object) -> bool:
         return uid in self._pods
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Iterable, Mapping
 
 import attrs
 
+from kubecore._agent.admission.cordon import NodeRecordFile
 from kubecore._agent.admission.security import Admission
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.desired import DesiredPods
@@ -24,6 +26,7 @@ from kubecore._agent.pod_workers.room import PodState, PodSyncer, Work
 from kubecore._agent.signals import Signals
 from kubecore._agent.snapshot import NodeGauges, NodeView
 from kubecore._agent.termination import Terminations
+from kubecore._config.created import CREATION_TIMES_FILE, CreationTimes
 from kubecore._config.objects import ObjectStore
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import is_static
@@ -129,7 +132,8 @@ def build_rooms(
     metrics = metrics or Metrics()
     metrics.set_node_name(cfg.node_name)
     plugged = _plug(runtime, puller, cfg, clock, metrics, health_checker, recorder)
-    pod_config = PodConfig(sources)
+    created = CreationTimes(os.path.join(cfg.root_dir, CREATION_TIMES_FILE), clock.now)
+    pod_config = PodConfig(sources, created=created)
     objects = ObjectStore()
     volumes = VolumeManager(cfg.root_dir, cfg.node_name, objects=objects, pvc_dir=cfg.pvc_dir)
     volumes.acquire()  # RootDirInUse now, not at the first pod
@@ -324,6 +328,7 @@ def _admission(cfg: KubeletConfig) -> Admission:
         labels=cfg.labels(),
         host_security=detect_host_security(),
         allowed_unsafe_sysctls=cfg.allowed_unsafe_sysctls,
+        cordon=NodeRecordFile(cfg.root_dir).cordon,
     )
 
 

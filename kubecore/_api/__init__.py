@@ -12,4 +12,6 @@ watch streams; ``request`` the request and its body, ``errors`` the v1 ``Status`
 ``auth`` the bearer token check, ``tables`` kubectl's ``Table`` columns, ``selectors`` label and
 field selectors, ``patch`` merge and strategic merge patches, ``discovery`` and ``openapi`` the
 documents kubectl reads first, ``protobuf`` the wire format of the OpenAPI v2 document and of
-protobuf bodies, and ``kubelet`` what the API reads from the agent."""
+protobuf bodies, and ``kubelet`` what the API reads from the agent. Beside ``nodes``:
+``node_status`` (the Node's conditions and heartbeat), ``node_writes`` (what ``kubectl cordon``
+may change) and ``leases`` (the node Lease in ``coordination.k8s.io``)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubecore._api.leases import LEASE_GROUP
 from kubecore._version import __version__
 
 API_HEADS = frozenset({"api", "apis", "version", "openapi"})
@@ -12,6 +13,7 @@ API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 KUBERNETES_VERSION = (1, 32)
 """The API version this subset follows (kubectl warns past one minor version of skew)."""
 API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+API_GROUPS["groups"].append(LEASE_GROUP)
 
 
 def version() -> dict[str, Any]:
@@ -85,7 +87,13 @@ API_RESOURCES: dict[str, Any] = {
         ),
         _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
-        _resource("nodes", "Node", ["get", "list", "watch"], namespaced=False, short=["no"]),
+        _resource(
+            "nodes",
+            "Node",
+            ["get", "list", "patch", "update", "watch"],
+            namespaced=False,
+            short=["no"],
+        ),
     ],
 }
 

@@ -32,6 +32,7 @@ from kubecore._api.request import (
 )
 from kubecore._api.resources import Resource
 from kubecore._api.selectors import CONFIG_MAP_FIELDS, SECRET_FIELDS, object_fields
+from kubecore._api.storage import Storage
 from kubecore._api.tables import CONFIG_MAP_COLUMNS, SECRET_COLUMNS, object_cells
 from kubecore._config.objects import ObjectKey, ObjectStore, object_key
 from kubecore._config.static import StaticSource
@@ -212,11 +213,18 @@ class ObjectResource(Resource[KubeObject, KubeObject]):
     def written(self, item: KubeObject, dry_run: bool) -> dict[str, Any]:
         return self.shown(item)
 
-    def last_seen(self, owned: KubeObject) -> dict[str, Any]:
-        return self.shown(owned)
-
-    def remove(self, owned: KubeObject, options: object) -> None:
-        key = object_key(owned)
-        del self._owned[key]
-        self._created.pop(key, None)
-        self.source.remove_objects(owned)
+    def delete(
+        self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool
+    ) -> dict[str, Any]:
+        """Out of the store, then out of the agent; the answer is the object as it was."""
+        owned = self.owned(namespace, name)
+        if owned is None:
+            self.refuse_foreign(namespace, name)
+        last = self.shown(owned)
+        if not dry_run:
+            storage.forget(owned)
+            key = object_key(owned)
+            del self._owned[key]
+            self._created.pop(key, None)
+            self.source.remove_objects(owned)
+        return last

@@ -1,6 +1,7 @@
 """The patches a client sends (``PATCH``): RFC 7386 merge patches, strategic merge patches as
-Kubernetes applies them to a pod (kubectl's ``apply`` sends them), and server-side apply, which
-sends the whole object."""
+Kubernetes applies them to a pod (kubectl's ``apply`` sends them), RFC 6902 JSON patches
+(``kubecore._api.json_patch``), and server-side apply, which sends the whole object
+(``kubecore._api.managed_fields``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from http import HTTPStatus
 from typing import Any
 
 from kubecore._api.errors import ApiError, bad_request
+from kubecore._api.json_patch import JSON_PATCH, json_patch
 
 APPLY_PATCH = "application/apply-patch+yaml"
 """Server-side apply: the body is the whole object as the client wants it."""
@@ -26,11 +28,13 @@ def merge_for(content_type: str, strategic: Merge) -> Merge:
         return merge_patch
     if content_type == STRATEGIC_MERGE_PATCH:
         return strategic
+    if content_type == JSON_PATCH:
+        return json_patch
     raise ApiError(
         HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
         "UnsupportedMediaType",
-        f"the patch type {content_type!r} is not supported; use a merge patch, a "
-        "strategic merge patch or server-side apply",
+        f"the patch type {content_type!r} is not supported; use a JSON patch, a merge patch, "
+        "a strategic merge patch or server-side apply",
     )
 
 

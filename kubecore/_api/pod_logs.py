@@ -20,7 +20,8 @@ def serve_log(
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     container = request.param("container") or _only_container(pod)
     spec = pod.get("spec") or {}
-    names = [c["name"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
+    kinds = ("containers", "initContainers", "ephemeralContainers")
+    names = [c["name"] for kind in kinds for c in spec.get(kind, [])]
     if container not in names:
         raise bad_request(f"container {container} is not valid for pod {name}")
     try:

@@ -1,6 +1,6 @@
 """Pods over the node's Kubernetes API: the ``Resource`` of the generic registry for ``pods``
-(list, get, watch, create, replace, patch, apply, delete with a grace period) and the
-``pods/log`` and ``pods/status`` subresources.
+(list, get, watch, create, replace, patch, apply, graceful delete: ``kubecore._api.deletion``)
+and the ``pods/log`` and ``pods/status`` subresources.
 
 Every pod on the node is read here, whatever its source; pods written over the API belong to
 the API's in-process source (a ``StaticSource`` named ``kube-apiserver``), and a write to a pod of
@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import attrs
 
+from kubecore._api.ephemeral_rules import keep_ephemeral_containers, refuse_ephemeral_change
 from kubecore._api.errors import bad_request, forbidden, not_allowed, not_found
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.patch import strategic_merge_patch
@@ -30,7 +31,9 @@ from kubecore._api.request import (
 )
 from kubecore._api.resources import Resource
 from kubecore._api.selectors import POD_FIELDS, pod_fields
+from kubecore._api.storage import Storage
 from kubecore._api.tables import POD_COLUMNS, pod_cells
+from kubecore._api.terminating import PodDeletions, being_deleted
 from kubecore._api.watch import PodLog, Render, public, serve_watch
 from kubecore._config.base import prepare_pods
 from kubecore._config.static import StaticSource
@@ -84,24 +87,27 @@ class PodResource(Resource[dict[str, Any], Pod]):
     watchable = True
     status_subresource = True
 
-    def __init__(self, kubelet: ApiKubelet, source: StaticSource) -> None:
+    def __init__(self, kubelet: ApiKubelet, source: StaticSource, storage: Storage) -> None:
         self.kubelet = kubelet
         self.source = source
         self.log = PodLog(kubelet.clock.now)
+        self.deletions = PodDeletions(kubelet, source, storage)
 
     @property
     def node_name(self) -> str:
         return self.kubelet.config.node_name
 
     def current_pods(self) -> list[dict[str, Any]]:
-        """The agent's pods as the API shows them, the change log brought up to date."""
-        return self.log.refresh(self.kubelet.pods(), self.node_name)
+        """The agent's pods, and the API's pods still terminating, as the API shows them, the
+        change log brought up to date."""
+        return self.look()[0]
 
     # --- reads
 
     def look(self) -> tuple[list[dict[str, Any]], int]:
         """``current_pods``, with the resourceVersion of exactly that list."""
-        return self.log.listed(self.kubelet.pods(), self.node_name)
+        pods = self.deletions.with_terminating(self.kubelet.pods())
+        return self.log.listed(pods, self.node_name, self.deletions.marks())
 
     def listed(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
         pods, version = self.look()
@@ -162,11 +168,14 @@ class PodResource(Resource[dict[str, Any], Pod]):
     def decode(self, data: dict[str, Any], owned: Pod | None) -> Pod:
         if owned is not None:
             data["metadata"]["uid"] = owned.metadata.uid
+        keep_ephemeral_containers(data, owned)
         try:
-            return pod_from_dict(data)
+            pod = pod_from_dict(data)
         except ValidationError as error:
             name = (data.get("metadata") or {}).get("name", "")
             raise error_for(error, kind="Pod", name=name) from None
+        refuse_ephemeral_change(pod, owned)
+        return pod
 
     def owned(self, namespace: str, name: str) -> Pod | None:
         for pod in self.source.pods:
@@ -182,9 +191,11 @@ class PodResource(Resource[dict[str, Any], Pod]):
         return shown or self.owned(namespace, name) is not None
 
     def refuse_foreign(self, namespace: str, name: str) -> NoReturn:
-        """A pod of another source (a manifest file) is read-only over the API; a pod not on
-        the node is not found."""
+        """A pod of another source (a manifest file) is read-only over the API, as is a pod
+        being deleted; a pod not on the node is not found."""
         pod = self.find(namespace, name)
+        if self.deletions.get(namespace, name) is not None:
+            raise being_deleted(name)
         source = pod["metadata"].get("annotations", {}).get(SOURCE_ANNOTATION, "?")
         raise forbidden(
             "pods",
@@ -234,15 +245,25 @@ class PodResource(Resource[dict[str, Any], Pod]):
         options = read_body(exchange) if has_body(exchange) else {}
         return grace_period(options, request)
 
-    def last_seen(self, owned: Pod) -> dict[str, Any]:
-        return public(self.find(owned.metadata.namespace, owned.metadata.name))
-
-    def remove(self, owned: Pod, options: object) -> None:
-        grace = options if isinstance(options, int) else None
-        if grace is not None and grace != owned.spec.termination_grace_period_seconds:
-            # The agent stops a removed pod with the grace period it last saw.
-            spec = attrs.evolve(owned.spec, termination_grace_period_seconds=grace)
-            self.source.update(attrs.evolve(owned, spec=spec))
-            self.kubelet.pods()
-        self.source.remove(owned)
-        self.current_pods()
+    def delete(
+        self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool
+    ) -> dict[str, Any]:
+        """A graceful delete (``kubecore._api.deletion``): the answer is the pod with its
+        deletion fields, still shown ``Terminating`` unless it went at once."""
+        asked = options if isinstance(options, int) else None
+        now = self.kubelet.clock.now()
+        last = public(self.find(namespace, name))
+        terminating = self.deletions.get(namespace, name)
+        if terminating is not None:
+            deletion = self.deletions.again(terminating, asked, now, dry_run)
+        else:
+            owned = self.owned(namespace, name)
+            if owned is None:
+                self.refuse_foreign(namespace, name)
+            shown = next((p for p in self.kubelet.pods() if p.uid == owned.uid), owned)
+            deletion = self.deletions.start(owned, shown, asked, now, dry_run)
+        for pod in [] if dry_run else self.current_pods():
+            if (pod["metadata"]["namespace"], pod["metadata"]["name"]) == (namespace, name):
+                return public(pod)
+        last["metadata"].update(deletion.fields())
+        return last

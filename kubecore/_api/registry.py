@@ -1,6 +1,7 @@
 """The one path every kind the API serves goes through, as the API server's generic registry:
 list (with selectors, as a ``Table`` when asked, or as a watch), get, create, replace, patch
-(merge, strategic merge, server-side apply) and delete, over a kind's ``Resource``. Every write
+(JSON, merge and strategic merge patches, server-side apply with ``managedFields``:
+``kubecore._api.managed_fields``) and delete, over a kind's ``Resource``. Every write
 takes the store's lock, is refused while the store cannot be read, and is on disk before it is
 applied and answered (``kubecore._api.storage``)."""
 
@@ -12,6 +13,14 @@ from typing import Any, Generic
 
 from kubecore._api.auth import Gate
 from kubecore._api.errors import already_exists, bad_request, not_allowed
+from kubecore._api.managed_fields import (
+    UPDATE,
+    Entries,
+    applied,
+    created,
+    entries_from,
+    updated,
+)
 from kubecore._api.patch import APPLY_PATCH, merge_for
 from kubecore._api.request import READS, Exchange, Request, content_type, read_body, send_json
 from kubecore._api.resources import Item, Resource, View
@@ -19,8 +28,9 @@ from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.storage import Storage
 from kubecore._api.tables import table, wants_table
 
-Make = Callable[[dict[str, Any]], dict[str, Any]]
-"""The object to write, cleaned, from the API's current one (``{}`` when there is none)."""
+Make = Callable[[dict[str, Any], Entries], tuple[dict[str, Any], Entries]]
+"""The object to write, cleaned, and its ``managedFields`` entries after the write, from the API's
+current object (``{}`` when there is none) and its entries."""
 
 
 class Registry(Generic[View, Item]):
@@ -122,7 +132,7 @@ class Registry(Generic[View, Item]):
                 "kind": f"{resource.kind}List",
                 "apiVersion": "v1",
                 "metadata": {"resourceVersion": version},
-                "items": [resource.shown(view) for view in views],
+                "items": [self._shown(resource.shown(view)) for view in views],
             },
         )
 
@@ -131,53 +141,106 @@ class Registry(Generic[View, Item]):
         if wants_table(request.accept):
             send_json(exchange, self.table([view], request, self.resource.version()))
         else:
-            send_json(exchange, self.resource.shown(view))
+            send_json(exchange, self._shown(self.resource.shown(view)))
 
     def table(self, views: list[View], request: Request, version: str) -> dict[str, Any]:
         """The ``Table`` of ``views`` (as ``includeObject`` asks)."""
         now = self._now()
-        rows = [(self.resource.cells(view, now), self.resource.shown(view)) for view in views]
+        rows = [
+            (self.resource.cells(view, now), self._shown(self.resource.shown(view)))
+            for view in views
+        ]
         include = request.param("includeObject", "Metadata")
         return table(self.resource.columns, rows, version, include)
 
     def _watch_render(self, request: Request) -> Callable[[Any], dict[str, Any]]:
         if not wants_table(request.accept):
-            return self.resource.shown
+            return lambda view: self._shown(self.resource.shown(view))
         return lambda view: self.table([view], request, view["metadata"]["resourceVersion"])
 
     # --- writes
 
+    def _manager(self, exchange: Exchange, request: Request) -> str:
+        """Who writes (``managedFields``): the ``fieldManager`` asked for, else the client's
+        User-Agent up to its first ``/`` (``kubectl``), as the API server names it."""
+        agent = (exchange.headers.get("User-Agent") or "").split("/", 1)[0].strip()
+        return request.param("fieldManager") or agent or "unknown"
+
     def _create(self, exchange: Exchange, request: Request, namespace: str) -> None:
         resource = self.resource
-        item = resource.decode(resource.clean(resource.read_body(exchange), namespace), None)
+        data = resource.clean(resource.read_body(exchange), namespace)
+        entries = created(self._manager(exchange, request), UPDATE, data, self._now())
+        item = resource.decode(data, None)
         with self._storage.lock:
             self._storage.check_writable()
             name = item.metadata.name
             if resource.exists(namespace, name):
                 raise already_exists(resource.name, name)
-            stored = self._store(item, None, request.dry_run())
+            stored = self._store(item, None, request.dry_run(), entries)
         send_json(exchange, stored, HTTPStatus.CREATED)
 
     def _replace(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
         data = self.resource.clean(self.resource.read_body(exchange), namespace)
-        self._write(exchange, request, namespace, name, lambda _current: data)
+        self._write(
+            exchange, request, namespace, name, self._updated(exchange, request, lambda _: data)
+        )
+
+    def _updated(
+        self, exchange: Exchange, request: Request, make: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> Make:
+        """An Update's ``Make``: ``make``'s object, the fields it changed its manager's."""
+        manager = self._manager(exchange, request)
+
+        def update(current: dict[str, Any], entries: Entries) -> tuple[dict[str, Any], Entries]:
+            data = make(current)
+            return data, updated(entries, manager, current, data, self._now())
+
+        return update
 
     def _patch(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
         kind = content_type(exchange)
         patch = read_body(exchange)
         clean = self.resource.clean
         if kind == APPLY_PATCH:
-            data = clean(patch, namespace)
-            self._write(exchange, request, namespace, name, lambda _current: data, upsert=True)
+            config = clean(patch, namespace)
+            manager = self._manager(exchange, request)
+            force = request.flag("force")
+
+            def apply(current: dict[str, Any], entries: Entries) -> tuple[dict[str, Any], Entries]:
+                merged, after = applied(
+                    entries, manager, current, config, force=force, now=self._now()
+                )
+                return clean(merged, namespace), after
+
+            self._write(exchange, request, namespace, name, apply, upsert=True)
             return
         merge = merge_for(kind, self.resource.merge_strategic)
-        self._write(
-            exchange,
-            request,
-            namespace,
-            name,
-            lambda current: clean(merge(current, patch), namespace),
-        )
+        manager = self._manager(exchange, request)
+
+        def patched(current: dict[str, Any], entries: Entries) -> tuple[dict[str, Any], Entries]:
+            # The patch applies to the object as served: a JSON patch may test its
+            # resourceVersion, and set its managedFields.
+            served = self._as_served(current, entries, namespace, name)
+            result = merge(served, patch)
+            data = clean(result, namespace)
+            given = (result.get("metadata") or {}).get("managedFields", [])
+            if given != served["metadata"].get("managedFields", []):
+                # The client rewrote who owns what (kubectl moving client-side apply's fields to
+                # server-side apply's): taken as given, as the API server does.
+                return data, entries_from(given)
+            return data, updated(entries, manager, current, data, self._now())
+
+        self._write(exchange, request, namespace, name, patched)
+
+    def _as_served(
+        self, current: dict[str, Any], entries: Entries, namespace: str, name: str
+    ) -> dict[str, Any]:
+        shown = self.resource.shown(self.resource.find(namespace, name))
+        meta = {**current.get("metadata", {})}
+        meta["resourceVersion"] = shown["metadata"].get("resourceVersion", "")
+        if entries:
+            meta["managedFields"] = [entry.to_dict() for entry in entries]
+        return {**current, "metadata": meta}
 
     def _write(
         self,
@@ -196,20 +259,31 @@ class Registry(Generic[View, Item]):
             # Server-side apply may create; nothing may overwrite another source's object.
             if owned is None and (not upsert or resource.exists(namespace, name)):
                 resource.refuse_foreign(namespace, name)
-            data = make(resource.current(owned) if owned is not None else {})
+            entries = self._storage.managed.get(resource.kind, namespace, name) if owned else ()
+            data, entries = make(resource.current(owned) if owned is not None else {}, entries)
             if (data.get("metadata") or {}).get("name", name) != name:
                 raise bad_request("the name of the object does not match the name on the URL")
             data["metadata"]["name"] = name
             item = resource.decode(data, owned)
-            stored = self._store(item, owned, request.dry_run())
+            stored = self._store(item, owned, request.dry_run(), entries)
         send_json(exchange, stored, HTTPStatus.OK if owned is not None else HTTPStatus.CREATED)
 
-    def _store(self, item: Item, owned: Item | None, dry_run: bool) -> dict[str, Any]:
+    def _store(
+        self, item: Item, owned: Item | None, dry_run: bool, entries: Entries
+    ) -> dict[str, Any]:
         stamped = self.resource.stamp(item, owned)
         if not dry_run:
-            self._storage.save(stamped)
+            self._storage.save(stamped, entries)
             self.resource.apply(stamped, owned)
-        return self.resource.written(stamped, dry_run)
+            return self._shown(self.resource.written(stamped, dry_run))
+        shown = self.resource.written(stamped, dry_run)
+        if not entries:
+            return shown
+        managed = [entry.to_dict() for entry in entries]
+        return {**shown, "metadata": {**shown["metadata"], "managedFields": managed}}
+
+    def _shown(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._storage.managed.shown(body)
 
     def _delete(self, exchange: Exchange, request: Request, namespace: str, name: str) -> None:
         resource = self.resource
@@ -217,11 +291,5 @@ class Registry(Generic[View, Item]):
         dry_run = request.dry_run()
         with self._storage.lock:
             self._storage.check_writable()
-            owned = resource.owned(namespace, name)
-            if owned is None:
-                resource.refuse_foreign(namespace, name)
-            last = resource.last_seen(owned)
-            if not dry_run:
-                self._storage.forget(owned)
-                resource.remove(owned, options)
-        send_json(exchange, last)
+            answer = resource.delete(self._storage, namespace, name, options, dry_run)
+        send_json(exchange, self._shown(answer))

@@ -9,13 +9,16 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.patch import merge_patch
 from kubecore._api.request import Exchange, Request, has_body, read_body
 from kubecore._api.watch import Render
 from kubecore._model.v1 import KubeObject, Pod
+
+if TYPE_CHECKING:
+    from kubecore._api.storage import Storage
 
 View = TypeVar("View")
 """How the kind's objects are read (a pod as the API shows it, a ConfigMap as stored)."""
@@ -141,12 +144,11 @@ class Resource(abc.ABC, Generic[View, Item]):
         return None
 
     @abc.abstractmethod
-    def last_seen(self, owned: Item) -> dict[str, Any]:
-        """The answer to a delete of ``owned``: the object as it was shown."""
-
-    @abc.abstractmethod
-    def remove(self, owned: Item, options: object) -> None:
-        """Take ``owned`` from the agent (``options``: what ``delete_options`` read)."""
+    def delete(
+        self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool
+    ) -> dict[str, Any]:
+        """Delete the API's object ``namespace/name`` (under the store's lock, ``options``: what
+        ``delete_options`` read); the answer is the object as the API shows it."""
 
     def adopt(self, objects: Iterable[KubeObject]) -> None:
         """Take the stored ``objects`` of this kind as the API's own (pods are the source's)."""

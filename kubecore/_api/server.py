@@ -21,6 +21,8 @@ import attrs
 from kubecore._api import metrics_api
 from kubecore._api.auth import Gate, is_loopback, read_token_file
 from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
+from kubecore._api.ephemeral import SUBRESOURCE as EPHEMERAL
+from kubecore._api.ephemeral import EphemeralContainers
 from kubecore._api.errors import ApiError, not_allowed
 from kubecore._api.events import EventsAndNamespaces
 from kubecore._api.kubelet import ApiKubelet
@@ -41,6 +43,8 @@ from kubecore._contract.errors import BadParameter
 from kubecore._http.rules import HTTPError, error_for
 
 API_SOURCE_NAME: str = SourceName.KUBE_APISERVER.value
+NODE_WRITES = ("PATCH", "PUT")
+"""How the Node is written (its ``spec.unschedulable`` only: ``kubectl cordon``)."""
 
 
 @attrs.frozen
@@ -71,12 +75,12 @@ class KubeApi:
         self.kubelet = kubelet
         self.metrics = metrics_api.MetricsApi(kubelet)
         self.source = source
-        self.pods = PodResource(kubelet, source)
         objects = [
             ObjectResource(kind, kubelet.objects, source, kubelet.clock.now)
             for kind in OBJECT_RESOURCES.values()
         ]
         self.storage = Storage(store, source, kubelet.update, objects)
+        self.pods = PodResource(kubelet, source, self.storage)
         self._gate = Gate(token, anonymous_reads=anonymous_reads)
         resources: list[Resource[Any, Any]] = [self.pods, *objects]
         self.registries: dict[str, Registry[Any, Any]] = {
@@ -84,6 +88,7 @@ class KubeApi:
             for resource in resources
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
+        self.ephemeral = EphemeralContainers(self.pods, self.storage)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
@@ -94,6 +99,7 @@ class KubeApi:
     def restore(self, state: StoredState) -> None:
         """Take ``state`` (what the store holds) as the source's whole state."""
         self.storage.restore(state)
+        self.pods.deletions.resume(state.deleting, self.kubelet.clock.now())
 
     # --- entry
 
@@ -124,6 +130,9 @@ class KubeApi:
         return self._gate.authenticated(header, method)
 
     def _route(self, exchange: Exchange, request: Request) -> None:
+        if request.method in NODE_WRITES and request.segments[:3] == ("api", "v1", "nodes"):
+            self._node_write(exchange, request)
+            return
         s = request.segments
         if request.method not in READS and not (
             len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
@@ -137,6 +146,8 @@ class KubeApi:
             send_json(exchange, API_GROUPS)
         elif s == ("api", "v1"):
             send_json(exchange, API_RESOURCES)
+        elif self.nodes.leases.serves(s):
+            self.nodes.leases.handle(exchange, request, s[2:], self.kubelet.clock.now)
         elif s[:1] == ("openapi",):
             body, kind = openapi_document(s[1:], exchange.headers.get("Accept") or "")
             exchange._send_bytes(HTTPStatus.OK, body, kind)
@@ -179,6 +190,13 @@ class KubeApi:
         else:
             self.nodes.list_nodes(exchange, request, now)
 
+    def _node_write(self, exchange: Exchange, request: Request) -> None:
+        """PATCH or PUT of ``/api/v1/nodes/{name}``: its ``spec.unschedulable`` only."""
+        name = request.segments[3:]
+        if len(name) != 1:
+            raise not_allowed(f"{request.method} is not supported on /{'/'.join(request.segments)}")
+        self.nodes.write_node(exchange, request, name[0], self.kubelet.clock.now())
+
     def _namespaced(
         self, exchange: Exchange, request: Request, namespace: str, rest: tuple[str, ...]
     ) -> None:
@@ -187,6 +205,8 @@ class KubeApi:
             self.reads.list_events(exchange, request, namespace)
         elif kind == "events" and len(rest) == 2:
             self.reads.get_event(exchange, namespace, rest[1])
+        elif kind == "pods" and rest[2:] == (EPHEMERAL,):
+            self.ephemeral.handle(exchange, request, namespace, rest[1])
         elif kind == "pods" and len(rest) == 3 and rest[2] in (*REMOTE_COMMANDS, "portforward"):
             self._remote_command(exchange, request, namespace, rest[1], rest[2])
         elif kind in self.registries:

@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterable, Sequence
 from http import HTTPStatus
 from typing import Protocol
 
+from kubecore._api.deletion import Deletion
 from kubecore._api.errors import ApiError, not_stored
+from kubecore._api.managed_fields import Entries, ManagedFieldsBook, entries_from
 from kubecore._api.store import ApiStore, StoredState, StoreProblem, unreadable
 from kubecore._config.static import StaticSource
 from kubecore._config.updates import Operation, PodUpdate
@@ -38,8 +40,11 @@ class Storage:
         self.problems: tuple[StoreProblem, ...] = ()
         """The stored files that cannot be read back: while any is left, the source is not
         ready and writes are refused."""
-        self.lock = threading.Lock()
-        """Held by each write, from its checks to its answer."""
+        self.lock = threading.RLock()
+        """Held by each write, from its checks to its answer (and by the end of a pod's
+        deletion, which a write's own look at the pods may bring about)."""
+        self.managed = ManagedFieldsBook()
+        """The ``managedFields`` of each object the API owns, kept in its stored file."""
         self._source = source
         self._update = update
         self._adopters = adopters
@@ -50,6 +55,8 @@ class Storage:
         kept running, nothing is deleted) until they are fixed or removed."""
         for adopter in self._adopters:
             adopter.adopt(state.objects)
+        for (kind, namespace, name), fields in state.managed.items():
+            self.managed.put(kind, namespace, name, entries_from(fields))
         self._source.set(state.pods, state.objects, unknown=unreadable(state.problems))
         self._set_problems(state.problems)
 
@@ -89,20 +96,26 @@ class Storage:
             + "): fix or remove the file; the pods of the API are kept running meanwhile",
         )
 
-    def save(self, item: Pod | KubeObject) -> None:
-        """Put ``item`` in the store (before the change is applied); 500 when it cannot be."""
-        if self.store is None:
-            return
-        try:
-            self.store.put(item)
-        except (OSError, ValueError) as error:
-            raise not_stored(item.kind, item.metadata.name, error) from None
+    def save(self, item: Pod | KubeObject | Deletion, managed: Entries | None = None) -> None:
+        """Put ``item`` in the store (before the change is applied; a ``Deletion``: the pod
+        with its deletion fields), with its ``managed`` fields (None: those it had); 500 when
+        it cannot be."""
+        named = item.pod if isinstance(item, Deletion) else item
+        key = (named.kind, named.metadata.namespace, named.metadata.name)
+        entries = self.managed.get(*key) if managed is None else managed
+        if self.store is not None:
+            try:
+                self.store.put(item, [entry.to_dict() for entry in entries])
+            except (OSError, ValueError) as error:
+                raise not_stored(named.kind, named.metadata.name, error) from None
+        self.managed.put(*key, entries)
 
     def forget(self, item: Pod | KubeObject) -> None:
         """Remove ``item`` from the store (before it is removed from the source)."""
-        if self.store is None:
-            return
-        try:
-            self.store.delete(item.kind, item.metadata.namespace, item.metadata.name)
-        except (OSError, ValueError) as error:
-            raise not_stored(item.kind, item.metadata.name, error) from None
+        key = (item.kind, item.metadata.namespace, item.metadata.name)
+        if self.store is not None:
+            try:
+                self.store.delete(*key)
+            except (OSError, ValueError) as error:
+                raise not_stored(item.kind, item.metadata.name, error) from None
+        self.managed.forget(*key)

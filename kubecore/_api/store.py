@@ -5,7 +5,9 @@ Layout, under ``<root-dir>/api`` (directories mode 0700, files mode 0600 — a S
 in its file, base64 as the API serves them)::
 
     pods/<namespace>_<name>.json         the v1 Pod as the API holds it (uid, creationTimestamp,
-                                         labels, annotations, spec; no status)
+                                         labels, annotations, spec; no status), and while it
+                                         is being deleted its deletionTimestamp and
+                                         deletionGracePeriodSeconds (``Deletion``)
     configmaps/<namespace>_<name>.json   the v1 ConfigMap
     secrets/<namespace>_<name>.json      the v1 Secret
 
@@ -34,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from kubecore._api.deletion import Deletion, split_deletion
 from kubecore._config.updates import Operation, PodUpdate, SourceName
 from kubecore._contract.errors import ValidationError
 from kubecore._manifest import pod_from_dict, pod_to_dict
@@ -68,11 +71,16 @@ class StoreProblem:
 
 @attrs.frozen
 class StoredState:
-    """What the store holds: the API's pods and objects, and the files it could not read."""
+    """What the store holds: the API's pods and objects, the pods being deleted, and the files
+    it could not read."""
 
     pods: tuple[Pod, ...] = ()
     objects: tuple[KubeObject, ...] = ()
     problems: tuple[StoreProblem, ...] = ()
+    deleting: tuple[Deletion, ...] = ()
+    """Pods deleted gracefully whose containers may not have stopped yet (not desired)."""
+    managed: dict[tuple[str, str, str], Any] = attrs.field(factory=dict)
+    """Each object's ``metadata.managedFields`` as stored, by (kind, namespace, name)."""
 
 
 def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
@@ -144,7 +152,7 @@ def document_of(item: Pod | KubeObject) -> dict[str, Any]:
     return object_to_dict(item)
 
 
-def _decode(kind: str, document: object) -> Pod | KubeObject:
+def _decode(kind: str, document: object) -> Pod | KubeObject | Deletion:
     """The stored document as the API held it; ``ValueError`` saying why it is not one."""
     if not isinstance(document, dict):
         raise ValueError("does not hold a JSON object")
@@ -153,6 +161,10 @@ def _decode(kind: str, document: object) -> Pod | KubeObject:
         raise ValueError(f"holds kind {found!r}, not {kind!r}")
     try:
         if kind == "Pod":
+            deleting = split_deletion(document)
+            if deleting is not None:
+                body, timestamp, grace = deleting
+                return Deletion(pod_from_dict(body), timestamp, grace)
             return pod_from_dict(document)
         obj, problems = decode_object(document, "")  # never quotes a Secret's values
     except ValidationError as error:
@@ -176,11 +188,20 @@ class ApiStore:
     def path_of(self, kind: str, namespace: str, name: str) -> str:
         return os.path.join(self.directory, DIRECTORIES[kind], file_name(namespace, name))
 
-    def put(self, item: Pod | KubeObject) -> None:
-        """Write ``item`` (a new one, or the new version of one)."""
+    def put(self, item: Pod | KubeObject | Deletion, managed: list[Any] | None = None) -> None:
+        """Write ``item`` (a new one, or the new version of one; a ``Deletion``: the pod with
+        its deletion fields), with its ``managedFields`` entries when given."""
+        if isinstance(item, Deletion):
+            document = document_of(item.pod)
+            document["metadata"].update(item.fields())
+            item = item.pod
+        else:
+            document = document_of(item)
+        if managed:
+            document["metadata"]["managedFields"] = managed
         meta = item.metadata
         path = self.path_of(item.kind, meta.namespace, meta.name)
-        data = json.dumps(document_of(item), indent=1, sort_keys=True).encode() + b"\n"
+        data = json.dumps(document, indent=1, sort_keys=True).encode() + b"\n"
         try:
             _make_private_dir(self.directory)
             _make_private_dir(os.path.dirname(path))
@@ -202,24 +223,35 @@ class ApiStore:
         pods: list[Pod] = []
         objects: list[KubeObject] = []
         problems: list[StoreProblem] = []
+        deleting: list[Deletion] = []
+        managed: dict[tuple[str, str, str], Any] = {}
         for kind, directory in DIRECTORIES.items():
-            for item in _read_kind(kind, os.path.join(self.directory, directory)):
+            for item, fields in _read_kind(kind, os.path.join(self.directory, directory)):
+                if fields and not isinstance(item, StoreProblem):
+                    meta = item.pod.metadata if isinstance(item, Deletion) else item.metadata
+                    managed[kind, meta.namespace, meta.name] = fields
                 if isinstance(item, StoreProblem):
                     problems.append(item)
                 elif isinstance(item, Pod):
                     pods.append(item)
+                elif isinstance(item, Deletion):
+                    deleting.append(item)
                 else:
                     objects.append(item)
-        return StoredState(tuple(pods), tuple(objects), tuple(problems))
+        return StoredState(tuple(pods), tuple(objects), tuple(problems), tuple(deleting), managed)
 
 
-def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | StoreProblem]:
+_Read = tuple[Pod | KubeObject | Deletion | StoreProblem, Any]
+"""A file read back, and the ``managedFields`` it holds (None when it holds none)."""
+
+
+def _read_kind(kind: str, directory: str) -> Iterator[_Read]:
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return
     except OSError as error:
-        yield StoreProblem(directory, _why(error))
+        yield StoreProblem(directory, _why(error)), None
         return
     for entry in names:
         path = os.path.join(directory, entry)
@@ -227,7 +259,7 @@ def _read_kind(kind: str, directory: str) -> Iterator[Pod | KubeObject | StorePr
             _remove_if_stale(path)
             continue
         if not entry.endswith(_SUFFIX):
-            yield StoreProblem(path, f"not a file of the store (no {_SUFFIX} suffix)")
+            yield StoreProblem(path, f"not a file of the store (no {_SUFFIX} suffix)"), None
             continue
         yield _read_file(kind, path, entry)
 
@@ -242,38 +274,39 @@ def _remove_if_stale(path: str) -> None:
             os.unlink(path)
 
 
-def _read_file(kind: str, path: str, entry: str) -> Pod | KubeObject | StoreProblem:
+def _read_file(kind: str, path: str, entry: str) -> _Read:
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as error:
-        return StoreProblem(path, _why(error))
+        return StoreProblem(path, _why(error)), None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        return StoreProblem(path, f"not UTF-8 text (at byte {error.start})")
+        return StoreProblem(path, f"not UTF-8 text (at byte {error.start})"), None
     if not text.strip():
-        return StoreProblem(path, "empty file")
+        return StoreProblem(path, "empty file"), None
     try:
         document = json.loads(text)
     except ValueError as error:
         # The message names a position, never the text (a Secret's file holds its values).
         where = getattr(error, "msg", "invalid"), getattr(error, "pos", "?")
-        return StoreProblem(path, f"not valid JSON: {where[0]} (char {where[1]})")
+        return StoreProblem(path, f"not valid JSON: {where[0]} (char {where[1]})"), None
     try:
         item = _decode(kind, document)
     except ValueError as error:
-        return StoreProblem(path, str(error))
-    meta = item.metadata
+        return StoreProblem(path, str(error)), None
+    meta = item.pod.metadata if isinstance(item, Deletion) else item.metadata
     try:
         expected = file_name(meta.namespace, meta.name)
     except ValueError as error:
-        return StoreProblem(path, str(error))
+        return StoreProblem(path, str(error)), None
     if expected != entry:
         return StoreProblem(
             path, f"holds {meta.namespace}/{meta.name}, whose file would be {expected}"
-        )
-    return item
+        ), None
+    fields = (document.get("metadata") or {}).get("managedFields")
+    return item, fields if isinstance(fields, list) else None
 
 
 def _failed(error: OSError, what: str) -> OSError:

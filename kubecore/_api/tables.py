@@ -65,9 +65,9 @@ SECRET_COLUMNS = (
 )
 NODE_COLUMNS = (
     column("Name", "Name of the node.", fmt="name"),
-    column("Status", "Ready or NotReady."),
+    column("Status", "Ready or NotReady, and SchedulingDisabled when cordoned."),
     column("Roles", "The node-role.kubernetes.io labels."),
-    column("Age", "Time since the agent's API started."),
+    column("Age", "Time since the node was first served from its root directory."),
     column("Version", "The kubelet's version."),
     column("Internal-IP", "The node's InternalIP address.", priority=1),
     column("External-IP", "The node's ExternalIP address.", priority=1),
@@ -83,6 +83,8 @@ def node_cells(node: dict[str, Any], now: float) -> list[Any]:
     status = node.get("status") or {}
     ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
     state = "Ready" if ready and ready[0].get("status") == "True" else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        state += ",SchedulingDisabled"
     labels = node["metadata"].get("labels") or {}
     roles = sorted(k.removeprefix(ROLE_PREFIX) for k in labels if k.startswith(ROLE_PREFIX))
     addresses = {a["type"]: a["address"] for a in status.get("addresses") or []}
@@ -112,7 +114,7 @@ def pod_cells(pod: dict[str, Any], now: float, node_name: str) -> list[Any]:
     return [
         pod["metadata"]["name"],
         f"{ready}/{len(spec.get('containers') or [])}",
-        pod.get("_statusText", ""),
+        "Terminating" if pod["metadata"].get("deletionTimestamp") else pod.get("_statusText", ""),
         str(restarts),
         age,
         status.get("podIP") or "<none>",

@@ -62,14 +62,22 @@ class PodLog:
         self._created: dict[str, str] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history)
 
-    def refresh(self, pods: Iterable[Pod], node_name: str) -> list[dict[str, Any]]:
-        """Take the agent's current pods; answer them as API objects (in the agent's order)."""
+    def refresh(
+        self,
+        pods: Iterable[Pod],
+        node_name: str,
+        marks: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Take the agent's current pods; answer them as API objects (in the agent's order),
+        with the metadata ``marks`` gives a pod's uid (a deletion's fields)."""
         with self._cond:
             seen: dict[PodKey, dict[str, Any]] = {}
             changed = False
             for pod in pods:
                 key = (pod.metadata.namespace, pod.metadata.name)
                 fresh = self._object(pod, node_name)
+                if marks and pod.uid in marks:
+                    fresh["metadata"].update(marks[pod.uid])
                 old = self._objects.get(key)
                 if old is not None and _without_version(old) == fresh:
                     seen[key] = old
@@ -102,6 +110,8 @@ class PodLog:
             created = self._created[uid] = started or rfc3339(self._now())
         meta.setdefault("creationTimestamp", created)
         body["spec"].setdefault("nodeName", node_name)
+        # The API server's default (kubectl debug reads the pod's securityContext as set).
+        body["spec"].setdefault("securityContext", {})
         status = body.get("status") or {}
         if status.get("podIP"):
             status["podIPs"] = [{"ip": status["podIP"]}]
@@ -110,10 +120,15 @@ class PodLog:
         body["_statusText"] = pod_status_text(pod)
         return body
 
-    def listed(self, pods: Iterable[Pod], node_name: str) -> tuple[list[dict[str, Any]], int]:
+    def listed(
+        self,
+        pods: Iterable[Pod],
+        node_name: str,
+        marks: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
         """``refresh``, with the resourceVersion of exactly that list."""
         with self._cond:
-            return self.refresh(pods, node_name), self.version
+            return self.refresh(pods, node_name, marks), self.version
 
     def events_after(self, version: int) -> list[WatchEvent]:
         with self._cond:
@@ -213,16 +228,24 @@ def serve_polled(exchange: Exchange, request: Request, look: Look, render: Rende
     """Stream a watch of one object read by polling ``look`` (a kind without a change log, as
     the agent's Node): ADDED, then MODIFIED each time what it shows changes (DELETED when
     ``look`` stops showing it), until ``timeoutSeconds``, the client goes away or the server
-    stops."""
+    stops. From the ``resourceVersion`` a list handed out, the object as it stands at that
+    version is not sent again (``kubectl get -w`` lists first)."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     initial_end = request.flag("sendInitialEvents")
+    raw_version = request.param("resourceVersion")
+    listed = raw_version if raw_version not in ("", "0") and not initial_end else None
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        lines = _polled_lines(exchange, look, timeout, render, initial_end)
+        lines = _polled_lines(exchange, look, timeout, render, initial_end, listed)
         exchange._stream(b"", lines, JSON_TYPE)
 
 
 def _polled_lines(
-    exchange: Exchange, look: Look, timeout: float, render: Render, initial_end: bool
+    exchange: Exchange,
+    look: Look,
+    timeout: float,
+    render: Render,
+    initial_end: bool,
+    listed: str | None,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
     seen: dict[str, Any] | None = None
@@ -231,6 +254,10 @@ def _polled_lines(
         if not first:
             time.sleep(POLL_TICK)
         now = look()
+        if first and now is not None and listed is not None:
+            # The client listed it at ``listed``: as it stands then, it has it already.
+            same = str(now.get("metadata", {}).get("resourceVersion")) == listed
+            seen = now if same else {"metadata": {}}
         if now is None and seen is not None:
             yield _line("DELETED", render(seen))
         elif now is not None and seen is None:

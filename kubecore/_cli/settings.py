@@ -139,6 +139,12 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
         " kubernetes.io/hostname, /os and /arch (comma separated; repeatable)",
         "KEY=VALUE,...",
     ),
+    "eviction_hard": FieldHelp(
+        "hard eviction thresholds making the node's pressure conditions, each replacing the"
+        " default of its signal (memory.available<100Mi, nodefs.available<10%%,"
+        " nodefs.inodesFree<5%%, imagefs.available<15%%; comma separated; repeatable)",
+        "SIGNAL<QUANTITY,...",
+    ),
 }
 
 _KIND_OF_TYPE: Mapping[str, Kind] = {

@@ -7,6 +7,8 @@ that every registered source has reported and none has since said it cannot be r
 so the agent may trust that a pod missing from the merged view is really not wanted. An update
 with a ``reason`` (a ``SET`` of the pods a source remembers, sent while it cannot be read) sets
 the source's pods without counting as a report: they are run and kept, nothing else is deleted.
+A pod a source gives without a creation time gets the time it was first received
+(``kubecore._config.created``), the same across restarts of the agent.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from kubecore._config.created import CreationTimes
 from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._manifest.documents import pod_uid
 from kubecore._model.v1 import Pod
@@ -37,8 +40,12 @@ def _stamp(pod: Pod, source: str) -> Pod:
 class PodConfig:
     """Per-source pod state, merged. Thread-safe."""
 
-    def __init__(self, sources: Iterable[str] = ()) -> None:
+    def __init__(
+        self, sources: Iterable[str] = (), *, created: CreationTimes | None = None
+    ) -> None:
         self._lock = threading.Lock()
+        self._created = created
+        """When each pod received without a creation time was first received."""
         self._sources: dict[str, dict[str, Pod]] = {}
         self._reported: set[str] = set()
         self._heard: set[str] = set()
@@ -125,6 +132,8 @@ class PodConfig:
                 self._reported.add(source)
                 self._not_ready_reasons.pop(source, None)
             before = dict(state)
+            if self._created is not None and update.op is not Operation.REMOVE:
+                pods = self._created.stamp(pods)
             if update.op is Operation.SET:
                 state.clear()
                 for pod in pods:
@@ -140,6 +149,8 @@ class PodConfig:
             changed = before.keys() != state.keys() or any(
                 before[uid] != pod for uid, pod in state.items()
             )
+            if self._created is not None and not update.reason:
+                self._created.forget(uid for uid in before if uid not in state)
             if changed:
                 self._generation += 1
             logger.debug(

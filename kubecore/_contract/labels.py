@@ -7,7 +7,7 @@ runtime selects its own objects by ``MANAGED_LABEL``, and an agent the objects o
 existing tooling (``docker ps``, crictl) reads them. Writing: ``sandbox_labels``,
 ``sandbox_annotations``, ``container_labels``, ``container_annotations``. Reading:
 ``container_name``, ``restart_count``, ``recorded_hash``, ``pod_identity``, ``grace_period``,
-``init_flag`` / ``is_sidecar``, ``node_of`` / ``owned_by``.
+``init_flag`` / ``is_sidecar`` / ``is_ephemeral``, ``node_of`` / ``owned_by``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ GRACE_PERIOD_ANNOTATION = "io.kubernetes.pod.terminationGracePeriod"
 """The pod's termination grace period in seconds, for a kill after a restart of the agent."""
 INIT_CONTAINER_ANNOTATION = "io.kubecore.container.init"
 """On an init container (``true``), so its status is reported under ``initContainerStatuses``."""
+EPHEMERAL_CONTAINER_ANNOTATION = "io.kubecore.container.ephemeral"
+"""On an ephemeral container (``true``): started once, never restarted, reported under
+``ephemeralContainerStatuses``."""
 SIDECAR_ANNOTATION = "io.kubecore.container.sidecar"
 """On an init container with ``restartPolicy: Always``: it runs beside the app containers."""
 RESOURCES_ANNOTATION = "io.kubecore.container.resources"
@@ -176,6 +179,11 @@ def init_flag(annotations: Mapping[str, str]) -> bool | None:
     """Whether a container is an init container (None: not written by kubecore)."""
     flag = annotations.get(INIT_CONTAINER_ANNOTATION)
     return None if flag is None else flag == "true"
+
+
+def is_ephemeral(annotations: Mapping[str, str]) -> bool:
+    """Whether a container is an ephemeral container (``kubectl debug``)."""
+    return annotations.get(EPHEMERAL_CONTAINER_ANNOTATION) == "true"
 
 
 def is_sidecar(annotations: Mapping[str, str]) -> bool:

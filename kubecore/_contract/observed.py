@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from kubecore._contract.labels import container_name as container_name
-from kubecore._contract.labels import init_flag, recorded_hash
+from kubecore._contract.labels import init_flag, is_ephemeral, recorded_hash
 from kubecore._contract.labels import restart_count as restart_count
 from kubecore._contract.values import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
 from kubecore._planner.actions import ObservedPod
@@ -92,17 +92,19 @@ class SpecIndex:
     run once and can never be started again (app or init, not sidecars: the pod's policy or
     their own is Never, with no rule that restarts them)."""
 
-    __slots__ = ("app_index", "init_index", "run_once")
+    __slots__ = ("app_index", "ephemeral_index", "init_index", "run_once")
 
     def __init__(
         self,
         app_index: Mapping[str, int],
         init_index: Mapping[str, int],
         run_once: frozenset[str],
+        ephemeral_index: Mapping[str, int] | None = None,
     ) -> None:
         self.app_index = app_index
         self.init_index = init_index
         self.run_once = run_once
+        self.ephemeral_index: Mapping[str, int] = ephemeral_index or {}
 
 
 def _set_aside_unstarted(records: list[Record], stray: list[Record]) -> None:
@@ -123,19 +125,28 @@ def _newest_first(records: list[Record]) -> None:
 
 
 class View:
-    """One pod's observed state, grouped by container name (newest first)."""
+    """One pod's observed state, grouped by container name (newest first). An ephemeral
+    container (its annotation, else a name only the spec's ephemeral containers have) is in
+    ``ephemeral``; a container whose name its kind does not have in the spec is a stray."""
 
-    __slots__ = ("any_live", "app", "init", "sandbox", "stray")
+    __slots__ = ("any_live", "app", "ephemeral", "init", "sandbox", "stray")
 
     def __init__(self, spec: SpecIndex, observed: ObservedPod) -> None:
         self.sandbox = newest_ready_sandbox(observed.sandboxes)
         app: dict[str, list[Record]] = {}
         init: dict[str, list[Record]] = {}
         stray: list[Record] = []
+        ephemeral: dict[str, list[Record]] = {}
         any_live = False
         app_index, init_index = spec.app_index, spec.init_index
+        ephemeral_index = spec.ephemeral_index
         for c in observed.containers:
             name = container_name(c)
+            if ephemeral_index and _is_ephemeral(c, name, spec):
+                record = Record(c, name, False)
+                any_live = any_live or record.live
+                ephemeral.setdefault(name, []).append(record)
+                continue
             is_init = init_flag(c.annotations)
             if is_init is None:  # not made by kubecore: judged by the spec
                 is_init = name in init_index and name not in app_index
@@ -155,8 +166,11 @@ class View:
             _newest_first(records)
             if name in run_once:
                 _set_aside_unstarted(records, stray)
+        for records in ephemeral.values():
+            _newest_first(records)
         self.app = app
         self.init = init
+        self.ephemeral = ephemeral
         self.stray = stray
         self.any_live = any_live
 
@@ -165,4 +179,16 @@ class View:
             yield from records
         for records in self.init.values():
             yield from records
+        for records in self.ephemeral.values():
+            yield from records
         yield from self.stray
+
+
+def _is_ephemeral(c: RuntimeContainer, name: str, spec: SpecIndex) -> bool:
+    """An ephemeral container of the spec: one kubecore marked so, or (not made by kubecore) a
+    name only the spec's ephemeral containers have."""
+    if name not in spec.ephemeral_index:
+        return False
+    if is_ephemeral(c.annotations):
+        return True
+    return init_flag(c.annotations) is None and name not in spec.app_index

@@ -100,6 +100,9 @@ class NamespaceMode(enum.Enum):
     """The container's own."""
     NODE = "NODE"
     """The node's (hostPID, hostIPC, hostNetwork)."""
+    TARGET = "TARGET"
+    """Another container's, ``NamespaceOption.target_id`` (pid only: an ephemeral container
+    with a ``targetContainerName``)."""
 
 
 @attrs.frozen
@@ -109,6 +112,8 @@ class NamespaceOption:
     network: NamespaceMode = NamespaceMode.POD
     pid: NamespaceMode = NamespaceMode.CONTAINER
     ipc: NamespaceMode = NamespaceMode.POD
+    target_id: str = ""
+    """The runtime id of the container whose namespace ``pid`` TARGET joins."""
 
 
 @attrs.frozen
@@ -232,6 +237,12 @@ class ContainerConfig:
     stop_signal: str = ""
     """The signal ``stop_container`` sends first (CRI ``stop_signal``; Docker ``StopSignal``),
     ``SIGUSR1`` style; '' for the image's own (else TERM)."""
+    namespace_options: NamespaceOption | None = None
+    """None: the namespaces the sandbox's ``namespace_options`` give every container of the pod.
+    Set (CRI ``LinuxContainerSecurityContext.namespace_options``) for an ephemeral container
+    that targets another: ``pid`` TARGET with ``target_id``, the pod's for the others. A runtime
+    that cannot join another container's pid namespace refuses the container (``InvalidConfig``
+    naming ``namespace_options.pid``), never runs it in a namespace of its own."""
 
 
 @attrs.frozen

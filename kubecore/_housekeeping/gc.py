@@ -9,7 +9,7 @@ from collections.abc import Collection
 import attrs
 
 from kubecore._contract.errors import Conflict, ContainerRuntimeError
-from kubecore._contract.labels import POD_UID_LABEL
+from kubecore._contract.labels import POD_UID_LABEL, is_ephemeral
 from kubecore._contract.observed import container_age, container_name, newest_sandbox
 from kubecore._contract.protocols import ContainerRuntime, Puller
 from kubecore._contract.values import (
@@ -66,6 +66,8 @@ def plan_container_gc(
     for (uid, _), dead in groups.items():
         dead.sort(key=container_age, reverse=True)
         keep = policy.max_dead_per_container if uid in desired_uids else 0
+        if keep == 0 and uid in desired_uids and is_ephemeral(dead[0].annotations):
+            keep = 1  # an ephemeral container's one run: removed, the planner would start it again
         candidates = dead[keep:] if keep >= 0 else []
         remove.extend(c.id for c in candidates if now - _dead_since(c) >= policy.min_age)
 

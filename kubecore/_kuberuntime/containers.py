@@ -32,6 +32,7 @@ from kubecore._kuberuntime.env import (
     expand_sub_path_expr,
     needs_pod_ip,
 )
+from kubecore._kuberuntime.ephemeral import ephemeral_config
 from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Backoff, Images
 from kubecore._kuberuntime.kill import Killer
@@ -39,7 +40,7 @@ from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._kuberuntime.translate import container_config, container_resources, resources_record
-from kubecore._model.v1 import Container, Pod
+from kubecore._model.v1 import Container, EphemeralContainer, Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics, container_type
 from kubecore._planner.actions import ContainerToResize, ContainerToStart
@@ -145,6 +146,17 @@ class Containers:
             self._kill_after_post_start(pod, container.name, container_id)
         return container_id
 
+    def start_ephemeral(
+        self, pod: Pod, start: ContainerToStart, *, target: Target, record: PodRecord
+    ) -> str:
+        """Start an ephemeral container (once: no back-off, no hook), in its target's process
+        namespace when it names one; returns its runtime id."""
+        container = pod.spec.ephemeral_containers[start.index]
+        self.images.ensure(pod, container, record, init=False)
+        return self._create_and_start(
+            pod, container, 0, is_init=False, target=target, record=record, pid=start.target_id
+        )
+
     def _kill_after_post_start(self, pod: Pod, name: str, container_id: str) -> None:
         message = f"Container {name} postStart hook failed, will be restarted"
         try:
@@ -161,12 +173,15 @@ class Containers:
         is_init: bool,
         target: Target,
         record: PodRecord,
+        pid: str = "",
     ) -> str:
         image = self._image_allowed(pod, container, is_init=is_init)
         resolved = self._environment(pod, container, target, record, is_init=is_init)
         config = self._config(
             pod, container, restart_count, target, record, resolved, image, is_init=is_init
         )
+        if isinstance(container, EphemeralContainer):
+            config = ephemeral_config(config, pid, target.sandbox_config)
         kind = container_type(is_init=is_init)
         self.metrics.started_containers.labels(kind).inc()
         name = container.name

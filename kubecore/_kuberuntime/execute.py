@@ -92,6 +92,7 @@ def _starts_anything(actions: PodActions) -> bool:
         or actions.next_init_container is not None
         or actions.sidecars_to_start
         or actions.containers_to_start
+        or actions.ephemeral_containers_to_start
     )
 
 
@@ -274,6 +275,13 @@ class Executor:
         volumes = self.sandboxes.set_up_volumes(pod, record)
         progress.step = "create sandbox" if actions.create_sandbox else "start"
         target = self.sandboxes.target(pod, actions, observed, dns, volumes)
+        for start in actions.ephemeral_containers_to_start:
+            name = pod.spec.ephemeral_containers[start.index].name
+            if not progress.still_current(f"start ephemeral container {name}"):
+                return False
+            progress.starting = name
+            self.containers.start_ephemeral(pod, start, target=target, record=record)
+            progress.started.append(name)
         init = actions.next_init_container
         starts = [(start, True) for start in actions.sidecars_to_start]
         starts += [(init, True)] if init is not None else []

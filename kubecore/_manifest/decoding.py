@@ -736,6 +736,11 @@ _CONTAINER = _Spec(
         }
     ),
 )
+_EPHEMERAL_CONTAINER = _Spec(
+    m.EphemeralContainer,
+    (*_CONTAINER.fields, _F("targetContainerName", _Str())),
+    unsupported=_CONTAINER.unsupported,
+)
 _EMPTY_DIR = _Spec(
     m.EmptyDirVolumeSource,
     (_F("medium", _Str()), _F("sizeLimit", _OptQuantity()), _F("mode", _OptInt())),
@@ -1014,6 +1019,7 @@ _POD_SPEC = _Spec(
         _F("volumes", _ObjList(_VOLUME)),
         _F("initContainers", _ObjList(_CONTAINER)),
         _F("containers", _ObjList(_CONTAINER), required=True, always=True),
+        _F("ephemeralContainers", _ObjList(_EPHEMERAL_CONTAINER)),
         _F("restartPolicy", _Str(), always=True),
         _F("terminationGracePeriodSeconds", _Int(), always=True),
         _F("dnsPolicy", _Str(), always=True),
@@ -1051,7 +1057,6 @@ _POD_SPEC = _Spec(
     ),
     unsupported=frozenset(
         {
-            "ephemeralContainers",
             "resourceClaims",
             "runtimeClassName",
         }
@@ -1164,10 +1169,10 @@ _POD_STATUS = _Spec(
         _F("qosClass", _Str()),
         _F("initContainerStatuses", _ObjList(_CONTAINER_STATUS)),
         _F("containerStatuses", _ObjList(_CONTAINER_STATUS)),
+        _F("ephemeralContainerStatuses", _ObjList(_CONTAINER_STATUS)),
     ),
     unsupported=frozenset(
         {
-            "ephemeralContainerStatuses",
             "nominatedNodeName",
             "observedGeneration",
             "resize",

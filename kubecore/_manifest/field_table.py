@@ -70,7 +70,9 @@ def _rows(spec: d._Spec, path: str, seen: dict[int, str]) -> Iterator[tuple[str,
             inner = where + "[]" if isinstance(kind, d._ObjList) else where
             # A table met before (init containers are containers): one row pointing there.
             if len(kind.spec.fields) > 1 and id(kind.spec) in seen:
-                yield inner, f"the fields of `{seen[id(kind.spec)]}`"
+                what = _what(where)  # refused here (on an ephemeral container), else as there
+                refused = what.startswith("refused")
+                yield inner, what if refused else f"the fields of `{seen[id(kind.spec)]}`"
                 continue
             seen.setdefault(id(kind.spec), inner)
             yield from _rows(kind.spec, inner, seen)

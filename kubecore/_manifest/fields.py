@@ -14,8 +14,6 @@ DEFAULT_REASON = "not supported by kubecore"
 """The message for a refused field without a reason of its own."""
 
 REASONS: dict[str, str] = {
-    "spec.ephemeralContainers": "added only through the API server's ephemeralcontainers "
-    "subresource, never in a manifest",
     "spec.containers[].volumeDevices": "raw block devices need persistent volumes in block mode",
     "spec.containers[].resources.claims": "dynamic resource allocation needs a DRA driver",
     "spec.resourceClaims": "dynamic resource allocation needs a DRA driver",
@@ -77,6 +75,20 @@ REFUSED_BY_VALIDATION = {
     "spec.volumes[].image": "image volumes need an engine that mounts images",
     "spec.volumes[].projected.sources[].serviceAccountToken": "there is no API server to issue"
     " tokens",
+    **{
+        f"spec.ephemeralContainers[].{name}": "not for an ephemeral container (as the API server)"
+        for name in (
+            "ports",
+            "resources",
+            "livenessProbe",
+            "readinessProbe",
+            "startupProbe",
+            "lifecycle",
+            "restartPolicy",
+            "restartPolicyRules",
+            "resizePolicy",
+        )
+    },
 }
 """Fields the decoding tables read (so that their content is checked) but validation always
 refuses, with the reason (the field table shows them refused)."""

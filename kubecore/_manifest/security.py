@@ -158,6 +158,7 @@ def check_security(errs: _Problems, path: str, spec: m.PodSpec) -> None:
     for group, containers in (
         ("initContainers", spec.init_containers),
         ("containers", spec.containers),
+        ("ephemeralContainers", spec.ephemeral_containers),
     ):
         for i, container in enumerate(containers):
             if container.security_context is not None:

@@ -461,6 +461,17 @@ class Container:
 
 
 @attrs.frozen
+class EphemeralContainer(Container):
+    """v1 ``EphemeralContainer``: a container added to a running pod (``kubectl debug``) through
+    the ``pods/ephemeralcontainers`` subresource. It has a container's fields, less those that
+    validation refuses on it (ports, probes, resources, lifecycle, restart policy, resize
+    policy), and is started once, never restarted, and left out of the pod's spec hashes."""
+
+    target_container_name: str = ""
+    """The app or init container whose process namespace it joins ('' : the pod's)."""
+
+
+@attrs.frozen
 class EmptyDirVolumeSource:
     """v1 ``EmptyDirVolumeSource``: a directory that lives as long as the pod, on disk or in
     memory (``medium: Memory``)."""
@@ -806,6 +817,8 @@ class PodSpec:
 
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...] = ()
+    ephemeral_containers: tuple[EphemeralContainer, ...] = ()
+    """Added to a running pod over the API's ``pods/ephemeralcontainers``, never removed."""
     volumes: tuple[Volume, ...] = ()
     restart_policy: RestartPolicy = "Always"
     dns_policy: DNSPolicy = "ClusterFirst"
@@ -990,6 +1003,7 @@ class PodStatus:
     qos_class: QOSClass = ""
     init_container_statuses: tuple[ContainerStatus, ...] = ()
     container_statuses: tuple[ContainerStatus, ...] = ()
+    ephemeral_container_statuses: tuple[ContainerStatus, ...] = ()
 
 
 @attrs.frozen

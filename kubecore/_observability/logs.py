@@ -100,7 +100,8 @@ def container_status_of(pod: Pod, container: str) -> ContainerStatus | None:
     status = pod.status
     if status is None:
         return None
-    for cs in status.container_statuses + status.init_container_statuses:
+    statuses = status.container_statuses + status.init_container_statuses
+    for cs in statuses + status.ephemeral_container_statuses:
         if cs.name == container:
             return cs
     return None

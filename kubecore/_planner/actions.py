@@ -115,6 +115,9 @@ class ContainerToStart:
     """The id of its newest instance when that one was created but never started (an agent
     stopped between the two calls): it is removed first and its restart count reused, so an
     interrupted start is neither left behind nor counted as a restart."""
+    target_id: str = ""
+    """An ephemeral container's: the runtime id of the running container whose process
+    namespace it joins (its ``targetContainerName``); '' for the pod's."""
 
 
 @attrs.frozen
@@ -143,6 +146,9 @@ class PodActions:
     again because they exited, were killed or never came up; they start before
     ``next_init_container`` and the app containers."""
     containers_to_start: tuple[ContainerToStart, ...] = ()
+    ephemeral_containers_to_start: tuple[ContainerToStart, ...] = ()
+    """Ephemeral containers (indices into ``spec.ephemeral_containers``) that have never run:
+    each starts once, before the init and app containers, and never again."""
     containers_to_kill: tuple[ContainerToKill, ...] = ()
     containers_to_resize: tuple[ContainerToResize, ...] = ()
     sandboxes_to_remove: tuple[str, ...] = ()
@@ -165,6 +171,7 @@ class PodActions:
             or self.next_init_container is not None
             or self.sidecars_to_start
             or self.containers_to_start
+            or self.ephemeral_containers_to_start
             or self.containers_to_kill
             or self.containers_to_resize
             or self.sandboxes_to_remove
@@ -183,6 +190,9 @@ class PodActions:
             parts.append(f"restart sidecars {[start.index for start in self.sidecars_to_start]}")
         if self.containers_to_start:
             parts.append(f"start {[start.index for start in self.containers_to_start]}")
+        if self.ephemeral_containers_to_start:
+            started = [start.index for start in self.ephemeral_containers_to_start]
+            parts.append(f"start ephemeral {started}")
         for kill in self.containers_to_kill:
             parts.append(f"kill {kill.name} ({kill.reason.name})")
         for resize in self.containers_to_resize:

@@ -31,6 +31,7 @@ from kubecore._planner.actions import (
     Waiting,
 )
 from kubecore._planner.draft import Draft, probe_grace, probe_kill_reason, set_aside, to_start
+from kubecore._planner.ephemeral import plan_ephemeral
 from kubecore._planner.init_containers import check_running_sidecars, init_progress
 from kubecore._planner.pod_info import PodInfo, pod_info, sandbox_changed
 from kubecore._planner.restart_rules import policy_of
@@ -74,7 +75,7 @@ def _removable_sandboxes(observed: ObservedPod, view: View) -> tuple[str, ...]:
     if not sandboxes or (len(sandboxes) == 1 and sandboxes[0] is current):
         return ()
     keep: set[str] = set()
-    for group in (view.app, view.init):
+    for group in (view.app, view.init, view.ephemeral):
         for records in group.values():
             keep.add(records[0].c.sandbox_id)
     for r in view.records():
@@ -189,6 +190,7 @@ def _plan_in_sandbox(
     if terminal:
         return _plan_terminal(observed, view, failed)
 
+    ephemeral = plan_ephemeral(plan, sandbox_id) if pod.spec.ephemeral_containers else []
     check_running_sidecars(plan, running_init)
     init_done, next_init = init_progress(pod, view, sandbox_id, plan)
     if init_done is None:
@@ -211,6 +213,7 @@ def _plan_in_sandbox(
         and not plan.starts
         and not plan.resizes
         and not plan.sidecar_starts
+        and not ephemeral
         and next_init is None
         and not plan.waiting
     ):
@@ -224,6 +227,7 @@ def _plan_in_sandbox(
         next_init_container=next_init,
         sidecars_to_start=tuple(plan.sidecar_starts),
         containers_to_start=tuple(plan.starts),
+        ephemeral_containers_to_start=tuple(ephemeral),
         containers_to_kill=plan.sorted_kills(),
         containers_to_resize=tuple(plan.resizes),
         sandboxes_to_remove=removable,

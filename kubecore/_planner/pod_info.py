@@ -31,6 +31,7 @@ class PodInfo(SpecIndex):
         "app_hashes",
         "app_resources",
         "desc",
+        "ephemeral_names",
         "noop",
         "own_policies",
         "sandbox_hash",
@@ -48,7 +49,10 @@ class PodInfo(SpecIndex):
             frozenset(
                 c.name for c in runs_once if not is_container_restartable(c, spec.restart_policy)
             ),
+            {c.name: i for i, c in enumerate(spec.ephemeral_containers)},
         )
+        self.ephemeral_names = frozenset(c.name for c in spec.ephemeral_containers)
+        """Steady only once each has been started (ephemeral containers are in no spec hash)."""
         self.own_policies = any(c.restart_policy is not None for c in runs_once)
         """Some app or init container (not a sidecar) has a restart policy of its own."""
         self.app_hashes = tuple(container_hash(c) for c in spec.containers)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from operator import is_
 
-from kubecore._contract.labels import INIT_CONTAINER_ANNOTATION, recorded_hash
+from kubecore._contract.labels import INIT_CONTAINER_ANNOTATION, is_ephemeral, recorded_hash
 from kubecore._contract.observed import container_name
 from kubecore._contract.values import RuntimeState, SandboxState
 from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
@@ -38,8 +38,16 @@ def steady_plan(info: PodInfo, observed: ObservedPod, history: PodHistory) -> Po
     app_index, hashes = info.app_index, info.app_hashes
     sidecar_hashes = info.sidecar_hashes
     app_resources = info.app_resources
+    ephemeral_names = info.ephemeral_names
+    if ephemeral_names and not _ephemeral_started(ephemeral_names, observed):
+        return None
     seen = sidecars_seen = 0
     for c in observed.containers:
+        if ephemeral_names and is_ephemeral(c.annotations):
+            # Started once and left alone, whatever its state: no hash, no restart.
+            if container_name(c) not in ephemeral_names or c.state is _UNKNOWN:
+                return None
+            continue
         state = c.state
         if state is not _RUNNING:
             if state is _UNKNOWN:
@@ -77,6 +85,12 @@ def steady_plan(info: PodInfo, observed: ObservedPod, history: PodHistory) -> Po
         return None
     info.steady = observed
     return info.noop_in(sandbox_id)
+
+
+def _ephemeral_started(names: frozenset[str], observed: ObservedPod) -> bool:
+    """Every ephemeral container of the spec has an instance (they start once, never again)."""
+    have = {container_name(c) for c in observed.containers if is_ephemeral(c.annotations)}
+    return names <= have
 
 
 def _same(last: ObservedPod, observed: ObservedPod) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
+import attrs
+
 from kubecore._contract.observed import Record, View
 from kubecore._contract.values import RuntimeState
 from kubecore._model.qos import qos_class
@@ -318,6 +320,40 @@ def compute_pod_status(
         qos_class=qos_class(pod),
         init_container_statuses=init_statuses,
         container_statuses=statuses,
+        ephemeral_container_statuses=_ephemeral_statuses(
+            pod, view, actions, termination_messages or {}, f"{runtime_name}://"
+        ),
+    )
+
+
+def _ephemeral_statuses(
+    pod: Pod,
+    view: View,
+    actions: PodActions,
+    messages: Mapping[str, str],
+    prefix: str,
+) -> tuple[ContainerStatus, ...]:
+    """The statuses of the pod's ephemeral containers: never ready, never restarted."""
+    if not pod.spec.ephemeral_containers:
+        return ()
+    sandbox_id = view.sandbox.id if view.sandbox is not None else ""
+    waiting = {w.name: w for w in actions.waiting}
+    return tuple(
+        attrs.evolve(
+            _container_status(
+                c,
+                view.ephemeral.get(c.name, ()),
+                sandbox_id=sandbox_id,
+                waiting=waiting.get(c.name),
+                probes={},
+                messages=messages,
+                prefix=prefix,
+                is_init=False,
+                default_reason=CONTAINER_CREATING,
+            ),
+            ready=False,
+        )
+        for c in pod.spec.ephemeral_containers
     )
 
 

@@ -48,7 +48,7 @@ def _falling_back_to_logs(pod: Pod) -> frozenset[str]:
     spec = pod.spec
     return frozenset(
         c.name
-        for c in (*spec.init_containers, *spec.containers)
+        for c in (*spec.init_containers, *spec.containers, *spec.ephemeral_containers)
         if c.termination_message_policy == "FallbackToLogsOnError"
     )
 

@@ -46,6 +46,7 @@ _V1_MODELS = (
     "DownwardAPIVolumeSource",
     "EmptyDirVolumeSource",
     "EnvFromSource",
+    "EphemeralContainer",
     "EnvVar",
     "EnvVarSource",
     "ExecAction",
@@ -237,6 +238,7 @@ SURFACE: dict[str, dict[str, str]] = {
             ),
             "kubecore._contract.labels": (
                 "CONTAINER_NAME_LABEL",
+                "EPHEMERAL_CONTAINER_ANNOTATION",
                 "GRACE_PERIOD_ANNOTATION",
                 "HASH_ANNOTATION",
                 "INIT_CONTAINER_ANNOTATION",
@@ -256,6 +258,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "container_name",
                 "grace_period",
                 "init_flag",
+                "is_ephemeral",
                 "is_sidecar",
                 "node_of",
                 "owned_by",

@@ -227,10 +227,14 @@ def test_deletes_over_the_api_leave_the_store(agent: Agent) -> None:
     assert agent.send("DELETE", SECRETS + "/db").status_code == 200
     assert agent.send("DELETE", PODS + "/web?dryRun=All").status_code == 200
     root = store_dir(agent.node)
+    # A pod is deleted gracefully: it is kept, marked, until its containers are stopped.
+    assert "deletionTimestamp" in (root / "pods/default_db.json").read_text()
+    agent.node.converge()
+    assert "db" not in [p["metadata"]["name"] for p in agent.get(PODS)["items"]]
     assert not (root / "pods/default_db.json").exists()
     assert not (root / "secrets/default_db.json").exists()
     assert (root / "pods/default_web.json").exists()
-    agent.node.converge()
+    assert "deletionTimestamp" not in (root / "pods/default_web.json").read_text()
 
     agent = restart(agent)
     agent.node.converge()
@@ -325,7 +329,7 @@ def test_a_change_that_cannot_be_stored_is_refused_and_not_applied(
 ) -> None:
     assert agent.api.store is not None
 
-    def full(item: object) -> None:
+    def full(item: object, managed: object = None) -> None:
         raise OSError(28, "cannot write /somewhere: No space left on device")
 
     monkeypatch.setattr(agent.api.store, "put", full)
@@ -518,3 +522,29 @@ def test_an_agent_not_serving_the_api_keeps_its_pods(agent: Agent, damaged: bool
     assert running_ids(node) == ids
     assert [op for op, _ in node.runtime.calls[calls:] if op in MUTATING] == []
     assert kubelet.sources_ready() is not damaged
+
+
+def test_managed_fields_are_kept_across_a_restart(agent: Agent) -> None:
+    apply = {**AUTH, "Content-Type": "application/apply-patch+yaml"}
+    body = json.dumps(api_pod("web", app="web"))
+    answer = agent.send("PATCH", PODS + "/web?fieldManager=kubectl", data=body, headers=apply)
+    assert answer.status_code == 201, answer.text
+    merge = {**AUTH, "Content-Type": "application/merge-patch+json"}
+    labelled = agent.send(
+        "PATCH",
+        PODS + "/web?fieldManager=kubectl-label",
+        data=json.dumps({"metadata": {"labels": {"team": "a"}}}),
+        headers=merge,
+    )
+    assert labelled.status_code == 200, labelled.text
+    before = agent.get(PODS + "/web")["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"]) for e in before] == [
+        ("kubectl", "Apply"),
+        ("kubectl-label", "Update"),
+    ]
+    agent = restart(agent)
+    assert agent.get(PODS + "/web")["metadata"]["managedFields"] == before
+    # The restarted API still knows who owns what: the label is kept by a new apply.
+    answer = agent.send("PATCH", PODS + "/web?fieldManager=kubectl", data=body, headers=apply)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["metadata"]["labels"] == {"app": "web", "team": "a"}

@@ -209,14 +209,25 @@ def test_create_replace_patch_and_delete_over_http(node: Node, client: Client) -
     json_patch = client.send(
         "PATCH",
         PODS + "/web",
-        data="[]",
+        data='[{"op": "test", "path": "/metadata/labels/patched", "value": "no"}]',
         headers={**AUTH, "Content-Type": "application/json-patch+json"},
     )
-    assert json_patch.status_code == 415 and json_patch.json()["kind"] == "Status"
+    assert json_patch.status_code == 422 and json_patch.json()["reason"] == "Invalid"
+    unknown = client.send(
+        "PATCH",
+        PODS + "/web",
+        data="{}",
+        headers={**AUTH, "Content-Type": "application/x-unknown-patch"},
+    )
+    assert unknown.status_code == 415 and unknown.json()["kind"] == "Status"
 
     deleted = client.send("DELETE", PODS + "/web")
     assert deleted.status_code == 200 and deleted.json()["metadata"]["name"] == "web"
+    assert deleted.json()["metadata"]["deletionGracePeriodSeconds"] == 2
     assert node.kubelet.get_pod("default", "web") is None
+    again = client.send("DELETE", PODS + "/web")  # terminating: the pod is answered again
+    assert again.status_code == 200 and "deletionTimestamp" in again.json()["metadata"]
+    wait_for(lambda: client.send("GET", PODS + "/web").status_code == 404, what="web to be gone")
     missing = client.send("DELETE", PODS + "/web")
     assert missing.status_code == 404
     assert missing.json()["reason"] == "NotFound"
@@ -460,3 +471,20 @@ def test_server_side_apply_creates_and_never_takes_a_static_pod(node: Node, clie
     assert refused.status_code == 403 and refused.json()["reason"] == "Forbidden"
     misnamed = client.send("PATCH", PODS + "/other?fieldManager=me", data=WEB_POD, headers=apply)
     assert misnamed.status_code == 400
+
+
+def test_a_watch_list_ends_its_initial_events_with_a_bookmark(client: Client) -> None:
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "1",
+    }
+    answer = client.get(PODS, params=params, stream=True)
+    lines = [json.loads(line) for line in answer.iter_lines() if line]
+    assert [e["type"] for e in lines[:2]] == ["ADDED", "BOOKMARK"]
+    assert lines[0]["object"]["metadata"]["name"] == "talker"
+    meta = lines[1]["object"]["metadata"]
+    assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(meta["resourceVersion"]) >= int(lines[0]["object"]["metadata"]["resourceVersion"])

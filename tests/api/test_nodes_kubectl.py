@@ -120,6 +120,20 @@ def test_a_watch_streams_the_node_until_its_timeout(node: Node) -> None:
     assert events[0]["object"]["metadata"]["name"] == "node-1"
 
 
+def test_a_watch_from_the_listed_version_does_not_send_the_node_again(node: Node) -> None:
+    """``kubectl get nodes -w`` lists, then watches from the list's resourceVersion: the node
+    as listed is not sent a second time."""
+    url = node.http.url + "/api/v1/nodes"
+    version = requests.get(url, timeout=10).json()["metadata"]["resourceVersion"]
+    answer = requests.get(
+        url + f"?watch=true&timeoutSeconds=1&resourceVersion={version}", stream=True, timeout=10
+    )
+    events = [json.loads(line) for line in answer.iter_lines() if line]
+    assert all(event["type"] == "MODIFIED" for event in events), events
+    stale = requests.get(url + "?watch=true&timeoutSeconds=1&resourceVersion=999999", stream=True)
+    assert [json.loads(line)["type"] for line in stale.iter_lines() if line][:1] == ["MODIFIED"]
+
+
 def test_selectors_choose_the_node_or_none(node: Node, kubectl: Kubectl) -> None:
     assert rows(kubectl.out("get", "nodes", "-l", "kubernetes.io/os=linux"))[1][0] == "node-1"
     missing = kubectl.run("get", "nodes", "-l", "team=none")
@@ -136,10 +150,10 @@ def test_another_node_is_not_found(kubectl: Kubectl) -> None:
     assert 'nodes "other" not found' in result.stderr
 
 
-def test_nodes_are_read_only(node: Node, certs: Certs) -> None:
+def test_nodes_are_not_created_or_deleted(node: Node, certs: Certs) -> None:
     server = node.https(certs)
     headers = {"Authorization": "Bearer kubectl-test-token"}
-    for method in ("POST", "PUT", "PATCH", "DELETE"):
+    for method in ("POST", "DELETE"):
         path = "/api/v1/nodes" if method == "POST" else "/api/v1/nodes/node-1"
         answer = requests.request(
             method, server.url + path, json={}, headers=headers, verify=str(certs.ca), timeout=10
@@ -154,4 +168,4 @@ def test_discovery_lists_nodes_cluster_scoped(node: Node) -> None:
     assert nodes["namespaced"] is False
     assert nodes["kind"] == "Node"
     assert nodes["shortNames"] == ["no"]
-    assert set(nodes["verbs"]) >= {"get", "list"}
+    assert set(nodes["verbs"]) >= {"get", "list", "patch", "watch"}

@@ -53,6 +53,7 @@ from kubecore.runtime import (
     ImagePullError,
     InvalidConfig,
     LinuxContainerSecurityContext,
+    NamespaceMode,
     PullProgress,
     RegistryAuth,
     RuntimeBase,
@@ -269,6 +270,12 @@ class ProcessRuntime(RuntimeBase):
         if config.stdin or config.tty:
             raise InvalidConfig(
                 f"{config.name}: the process runtime gives no container stdin or a tty"
+            )
+        namespaces = config.namespace_options
+        if namespaces is not None and namespaces.pid is NamespaceMode.TARGET:
+            raise InvalidConfig(
+                f"{config.name}: namespace_options.pid TARGET: the process runtime has no process"
+                " namespace to join (every process runs in the host's)"
             )
         ref = normalise_image(config.image)
         if self.images.image_status(ref) is None:

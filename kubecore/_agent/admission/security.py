@@ -2,7 +2,8 @@
 honour (sysctls, AppArmor, SELinux, user namespaces), gRPC probes without the gRPC client,
 persistentVolumeClaims without ``--pvc-dir``, the node's pod limit, the resources the node does not
 have (hugepages, extended resources), the node's labels (``nodeSelector``, required node affinity)
-and host-port conflicts (the earlier pod wins).
+and host-port conflicts (the earlier pod wins); a cordoned node refuses new API pods
+(``cordon``).
 
 A rejected pod is not dropped: it stays listed with phase Failed, a reason and a message, and an
 event says why (as the kubelet's ``rejectPod``); the reason names the rule that refused it.
@@ -12,10 +13,16 @@ Rejection is final for that pod UID.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
+from kubecore._agent.admission.cordon import (
+    NODE_UNSCHEDULABLE,
+    SCHEDULABLE,
+    CordonView,
+    cordon_refusal,
+)
 from kubecore._agent.admission.node_fit import (
     NODE_AFFINITY,
     NODE_AFFINITY_MESSAGE,
@@ -47,7 +54,8 @@ class Rejection:
 
 def privileged_rejection(pod: Pod) -> Rejection | None:
     """A node that does not allow privileged containers refuses a pod that asks for one."""
-    for container in (*pod.spec.init_containers, *pod.spec.containers):
+    spec = pod.spec
+    for container in (*spec.init_containers, *spec.containers, *spec.ephemeral_containers):
         if container.privileged:
             return Rejection(
                 PRIVILEGED_NOT_ALLOWED,
@@ -173,6 +181,7 @@ class Admission:
         labels: Mapping[str, str] | None = None,
         host_security: HostSecurity | None = None,
         allowed_unsafe_sysctls: tuple[str, ...] = (),
+        cordon: Callable[[], CordonView] = lambda: SCHEDULABLE,
     ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
@@ -182,6 +191,9 @@ class Admission:
         """The node's labels ``nodeSelector`` and node affinity are checked against."""
         self.host_security = host_security or HostSecurity()
         self.allowed_unsafe_sysctls = allowed_unsafe_sysctls
+        self.cordon = cordon
+        """Whether the node is cordoned, the API pods it keeps and refused (read once a pass
+        that has new pods: ``kubecore._agent.admission.cordon``)."""
         self._admitted: dict[str, Pod] = {}
         self._rejected: dict[str, Rejection] = {}
 
@@ -222,8 +234,14 @@ class Admission:
                 new.append(pod)
 
         rejected: list[tuple[Pod, Rejection]] = []
+        view = self.cordon() if new else SCHEDULABLE
         for pod in new:
-            rejection = self._check(pod, used, len(admitted))
+            cordoned = cordon_refusal(pod, view, self.node_name)
+            rejection = (
+                Rejection(NODE_UNSCHEDULABLE, cordoned)
+                if cordoned
+                else self._check(pod, used, len(admitted))
+            )
             if rejection is not None:
                 self._rejected[pod.uid] = rejection
                 rejected.append((pod, rejection))

@@ -14,6 +14,7 @@ from kubecore._manifest.validation.containers import (
     check_host_ports,
 )
 from kubecore._manifest.validation.env import check_file_key_volumes
+from kubecore._manifest.validation.ephemeral import check_ephemeral_containers
 from kubecore._manifest.validation.metadata import check_metadata
 from kubecore._manifest.validation.names import (
     check_enum,
@@ -62,6 +63,7 @@ def _check_spec(errs: _Problems, path: str, spec: m.PodSpec) -> None:
             elif container.name:
                 container_names[container.name] = where
         check_host_ports(errs, _field(path, group), containers)
+    check_ephemeral_containers(errs, path, spec, volume_names, container_names)
     for group, containers, _init in groups:
         for i, container in enumerate(containers):
             for j, env in enumerate(container.env):

@@ -52,6 +52,11 @@ event stream, a health checker, node leases: ``NodeClaims``, interactive exec an
 ``StreamingRuntime``) are skipped when it is missing. The streaming checks run the commands of
 the ``stream_workloads`` fixture (``StreamWorkloads``: POSIX ``sh`` and ``cat`` by default).
 
+Namespaces: the sandbox's ``namespace_options.pid`` (POD: a container sees its pod mates'
+processes; CONTAINER: it does not) and a container's own ``namespace_options`` with ``pid`` TARGET
+(an ephemeral container joining its target's process namespace) are each applied, as ``ps`` in
+the container shows, or refused clearly (``InvalidConfig`` naming ``namespace_options``).
+
 Security context: for each field of ``LinuxContainerSecurityContext`` (and the sandbox's
 ``sysctls``) the suite starts a container that has it and requires that the runtime either
 refuses the container clearly (a ``ContainerRuntimeError`` from ``create_container`` or

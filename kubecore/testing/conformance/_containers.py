@@ -119,6 +119,36 @@ class ContainerChecks(PluginFixtures):
         seen = marker.encode() in result.stdout
         assert seen is (mode is NamespaceMode.POD), result.stdout.decode(errors="replace")
 
+    def test_a_pid_target_is_applied_or_refused(self, harness: Harness) -> None:
+        """``ContainerConfig.namespace_options`` with ``pid`` TARGET (an ephemeral container
+        with a ``targetContainerName``): the container sees the target's processes, though the
+        pod shares none; a runtime that cannot join another container's process namespace
+        refuses it (``InvalidConfig`` naming ``namespace_options``), never runs it apart."""
+        rt = harness.runtime
+        sandbox = harness.run_sandbox()  # pid CONTAINER: nothing shared but by the target
+        marker = f"pid-target-{uuid.uuid4().hex[:8]}"
+        target = harness.start(sandbox, harness.workloads.print_and_run(marker))
+        harness.wait_state(target, RuntimeState.RUNNING)
+        plain = harness.container_config(sandbox[1], harness.workloads.run_forever)
+        joined = attrs.evolve(
+            sandbox[1].namespace_options, pid=NamespaceMode.TARGET, target_id=target
+        )
+        config = attrs.evolve(plain, namespace_options=joined)
+        try:
+            looker = rt.create_container(sandbox[0], config, sandbox[1])
+        except InvalidConfig as refusal:
+            assert "namespace_options" in str(refusal), f"the refusal names no field: {refusal}"
+            return
+        harness.containers.append(looker)
+        rt.start_container(looker)
+        harness.wait_state(looker, RuntimeState.RUNNING)
+        ps = harness.workloads.list_processes
+        if ps is None:
+            pytest.skip("the workloads name no command that lists processes")
+        result = rt.exec_sync(looker, list(ps), self.STOP_TIMEOUT * 5)
+        assert result.exit_code == 0, result
+        assert marker.encode() in result.stdout, result.stdout.decode(errors="replace")
+
     def test_stdin_and_tty_are_applied_or_refused(self, harness: Harness) -> None:
         """A runtime that cannot give a container stdin or a terminal refuses it, naming the
         field; one that can runs it (what it applied is checked per runtime)."""

@@ -353,3 +353,23 @@ def test_mounts_become_binds_with_propagation_and_pod_shared_tmpfs_volumes() -> 
     assert tmpfs["VolumeOptions"]["Labels"][POD_UID_LABEL] == "u"
     (held,) = sandbox_create_args(sandbox, "pause")["host_config"]["mounts"]
     assert held["Source"] == tmpfs["Source"]  # the sandbox keeps the same tmpfs alive
+
+
+def test_a_pid_target_joins_that_containers_pid_namespace() -> None:
+    import attrs
+
+    from kubecore._contract.values import NamespaceMode, NamespaceOption
+
+    shared = SandboxConfig("p", "ns", "u", namespace_options=NamespaceOption(pid=NamespaceMode.POD))
+    target = NamespaceOption(pid=NamespaceMode.TARGET, target_id="app-id")
+    config = ContainerConfig(name="debugger", image="busybox")
+    for sandbox in (SandboxConfig("p", "ns", "u"), shared):
+        host = container_create_args(
+            "sb1", attrs.evolve(config, namespace_options=target), sandbox
+        )["host_config"]
+        assert host["pid_mode"] == "container:app-id"
+        assert host["network_mode"] == host["ipc_mode"] == "container:sb1"
+    assert (
+        "pid_mode"
+        not in container_create_args("sb1", config, SandboxConfig("p", "ns", "u"))["host_config"]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -101,5 +102,48 @@ spec:
         what="the container's output",
     )
     assert kubectl.out("logs", "hello", "-n", namespace, "--since", "1h") == ("hello from docker\n")
-    assert kubectl.out("delete", "-f", str(manifest)) == 'pod "hello" deleted\n'
+    assert kubectl.out("delete", "-f", str(manifest)).startswith('pod "hello" deleted')
     assert kubectl.run("get", "pod", "hello", "-n", namespace, check=False).returncode == 1
+
+
+def test_a_graceful_delete_on_docker_waits_for_the_kill(
+    kubectl: Kubectl, engine: TestEngine, namespace: str, tmp_path: Path, raw: Any
+) -> None:
+    grace = 5
+    manifest = tmp_path / "stubborn.yaml"
+    manifest.write_text(
+        f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: stubborn, namespace: {namespace}}}
+spec:
+  terminationGracePeriodSeconds: {grace}
+  containers:
+  - name: main
+    image: {engine.image}
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c, "trap '' TERM; while :; do sleep 1; done"]
+"""
+    )
+    kubectl.out("apply", "-f", str(manifest))
+    kubectl.out("wait", "--for=condition=Ready", "pod/stubborn", "-n", namespace, "--timeout=60s")
+
+    def running() -> list[Any]:
+        label = f"{POD_NAMESPACE_LABEL}={namespace}"
+        return list(raw.containers(filters={"label": [label, "io.kubernetes.pod.name=stubborn"]}))
+
+    started = time.monotonic()
+    deleting = kubectl.popen("delete", "pod", "stubborn", "-n", namespace)
+
+    def status() -> str:
+        done = kubectl.run("get", "pod", "stubborn", "-n", namespace, "--no-headers", check=False)
+        return done.stdout.split()[2] if done.returncode == 0 else ""
+
+    wait_for(lambda: status() == "Terminating", timeout=20, what="Terminating")
+    # TERM is ignored: the container runs until the KILL at the end of the grace period.
+    wait_for(lambda: time.monotonic() - started >= grace - 2, timeout=20, what="the grace to near")
+    assert running() and deleting.poll() is None and status() == "Terminating"
+    _out, err = deleting.communicate(timeout=60)
+    assert deleting.returncode == 0, err
+    assert time.monotonic() - started >= grace - 1
+    assert not running() and status() == ""
