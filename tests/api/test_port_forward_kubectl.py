@@ -14,13 +14,20 @@ import pytest
 
 from kubecore._config.static import StaticSource
 from kubecore._manifest import load_pods_from_string
-from tests.api.kubectl_support import Kubectl, Node, is_ready, make_certs, running_node, wait_for
+from tests.api.kubectl_support import (
+    Kubectl,
+    Node,
+    each_kubectl,
+    is_ready,
+    make_certs,
+    running_node,
+    wait_for,
+)
 from tests.api.port_forward_support import (
     WAIT,
     WEB_POD,
     echo,
     http_get,
-    kubectl_params,
     port_forward,
 )
 
@@ -41,58 +48,58 @@ def _dialer_used(errors: str, websockets: bool) -> None:
 
 
 @pytest.mark.parametrize("websockets", TRANSPORTS)
-@pytest.mark.parametrize("binary", kubectl_params())
+@each_kubectl
 def test_http_and_echo_through_two_ports(
-    node: tuple[Node, Kubectl], binary: str, websockets: bool
+    node: tuple[Node, Kubectl], kubectl_binary: str, websockets: bool
 ) -> None:
     _, kubectl = node
     payload = os.urandom(1024 * 1024)
-    with port_forward(binary, kubectl, "web", [8080, 9000], websockets=websockets) as forward:
-        answer = http_get(forward.connect(8080))
+    with port_forward(kubectl_binary, kubectl, "web", [8080, 9000], websockets=websockets) as fw:
+        answer = http_get(fw.connect(8080))
         assert answer.startswith(b"HTTP/1.0 200 OK") and answer.endswith(b"\r\n\r\nok\n")
-        assert echo(forward.connect(9000), payload) == payload
-        assert forward.process.poll() is None
-    _dialer_used(forward.errors(), websockets)
+        assert echo(fw.connect(9000), payload) == payload
+        assert fw.process.poll() is None
+    _dialer_used(fw.errors(), websockets)
 
 
 @pytest.mark.parametrize("websockets", TRANSPORTS)
-@pytest.mark.parametrize("binary", kubectl_params())
+@each_kubectl
 def test_twenty_concurrent_connections(
-    node: tuple[Node, Kubectl], binary: str, websockets: bool
+    node: tuple[Node, Kubectl], kubectl_binary: str, websockets: bool
 ) -> None:
     _, kubectl = node
-    with port_forward(binary, kubectl, "web", [8080, 9000], websockets=websockets) as forward:
+    with port_forward(kubectl_binary, kubectl, "web", [8080, 9000], websockets=websockets) as fw:
 
         def one(index: int) -> bool:
             if index % 2:
-                return http_get(forward.connect(8080)).endswith(b"ok\n")
+                return http_get(fw.connect(8080)).endswith(b"ok\n")
             payload = f"connection {index} ".encode() * 1000
-            return echo(forward.connect(9000), payload) == payload
+            return echo(fw.connect(9000), payload) == payload
 
         with concurrent.futures.ThreadPoolExecutor(20) as pool:
             assert all(pool.map(one, range(20), timeout=WAIT))
-        assert forward.process.poll() is None
+        assert fw.process.poll() is None
 
 
 @pytest.mark.parametrize("websockets", TRANSPORTS)
-@pytest.mark.parametrize("binary", kubectl_params())
+@each_kubectl
 def test_a_port_nothing_listens_on(
-    node: tuple[Node, Kubectl], binary: str, websockets: bool
+    node: tuple[Node, Kubectl], kubectl_binary: str, websockets: bool
 ) -> None:
     found, kubectl = node
-    with port_forward(binary, kubectl, "web", [8081, 8080], websockets=websockets) as forward:
-        assert http_get(forward.connect(8081)) == b""  # closed at once, nothing forwarded
+    with port_forward(kubectl_binary, kubectl, "web", [8081, 8080], websockets=websockets) as fw:
+        assert http_get(fw.connect(8081)) == b""  # closed at once, nothing forwarded
         # kubectl prints the node's message, then ends the session: client-go closes the
         # connection when the error stream carries one ("lost connection to pod"; 1.32 and
         # 1.37 alike), as against a cluster.
-        wait_for(lambda: "error forwarding port 8081" in forward.errors(), WAIT, "the error")
+        wait_for(lambda: "error forwarding port 8081" in fw.errors(), WAIT, "the error")
         assert "to pod default/web: dial tcp 127.0.0.1:8081: connect: connection refused" in (
-            forward.errors()
+            fw.errors()
         )
-        assert forward.wait_exit() != 0
-        assert "lost connection to pod" in forward.errors()
+        assert fw.wait_exit() != 0
+        assert "lost connection to pod" in fw.errors()
     # The node is unharmed: the next session forwards.
-    with port_forward(binary, kubectl, "web", [8080], websockets=websockets) as again:
+    with port_forward(kubectl_binary, kubectl, "web", [8080], websockets=websockets) as again:
         assert http_get(again.connect(8080)).endswith(b"ok\n")
     assert found.kubelet.get_pod("default", "web") is not None
 
