@@ -185,7 +185,7 @@ class _Server:
             if len(self._streams) >= limit:
                 raise HTTPError(
                     HTTPStatus.TOO_MANY_REQUESTS,
-                    f"too many exec and attach sessions (at most {limit} at once)",
+                    f"too many exec, attach and port-forward sessions (at most {limit} at once)",
                     {"Retry-After": "5"},
                 )
             self._streams.append(live)
