@@ -10,21 +10,14 @@ from typing import Any
 
 import pytest
 
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._api.server import ApiServerConfig, attach_api
 from kubecore._contract.labels import POD_NAMESPACE_LABEL
-from kubecore._http.server import KubeletServer, ServerConfig
-from kubecore._util.clock import SystemClock
-from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.api.kubectl_support import (
-    TOKEN,
     Kubectl,
-    kubectl_for,
-    make_certs,
     needs_kubectl,
     wait_for,
 )
 from tests.engines.docker.conftest import TestEngine, remove_labelled
+from tests.engines.docker.kubectl_agent import docker_api_node
 
 pytestmark = [pytest.mark.docker, needs_kubectl]
 
@@ -41,34 +34,8 @@ def namespace(raw: Any, test_uid: str) -> Iterator[str]:
 @pytest.fixture
 def kubectl(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[Kubectl]:
     """kubectl with a token and the CA, against an agent on the engine serving HTTPS."""
-    certs = make_certs(tmp_path / "certs")
-    options = DockerOptions(base_url=engine.base_url, timeout=30, sandbox_image=engine.pause_image)
-    runtime = DockerRuntime(DockerConnection(options))
-    kubelet = Kubelet(
-        runtime,
-        DockerPuller(DockerConnection(options)),
-        config=KubeletConfig(
-            node_name="kubectl-node",
-            root_dir=str(tmp_path / "root"),
-            relist_interval=0.3,
-            housekeeping_interval=0.5,
-        ),
-        clock=SystemClock(),
-    )
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
-    kubelet.start()
-    config = ServerConfig(
-        port=0, tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key)
-    )
-    server = KubeletServer(kubelet, config, api=api).start()
-    try:
-        yield kubectl_for(tmp_path / "kubectl", server.url, token=TOKEN, ca=certs.ca)
-    finally:
-        server.stop()
-        kubelet.stop(timeout=10)
-        runtime.close()
+    with docker_api_node(engine, tmp_path, "kubectl-node") as node:
+        yield node.kubectl
 
 
 def test_apply_get_logs_and_delete_on_docker(

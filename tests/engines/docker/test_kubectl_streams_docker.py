@@ -29,23 +29,17 @@ from typing import Any
 import attrs
 import pytest
 
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._api.server import ApiServerConfig, attach_api
+from kubecore._agent.kubelet import Kubelet
 from kubecore._contract.labels import POD_NAMESPACE_LABEL
-from kubecore._http.server import KubeletServer, ServerConfig
-from kubecore._util.clock import SystemClock
-from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.api.kubectl_support import (
     KUBECTL_TIMEOUT,
-    TOKEN,
     Kubectl,
     each_kubectl,
-    kubectl_for,
-    make_certs,
     needs_kubectl,
     wait_for,
 )
 from tests.engines.docker.conftest import TestEngine, remove_labelled
+from tests.engines.docker.kubectl_agent import docker_api_node
 from tests.engines.docker.stream_support import HTTPD, http_get
 
 pytestmark = [pytest.mark.docker, needs_kubectl, each_kubectl]
@@ -94,41 +88,16 @@ def agent_site(
 ) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("kubectl-streams")
     namespace = f"kstreams-{uuid.uuid4().hex[:10]}"
-    certs = make_certs(tmp / "certs")
-    options = DockerOptions(base_url=engine.base_url, timeout=30, sandbox_image=engine.pause_image)
-    runtime = DockerRuntime(DockerConnection(options))
-    kubelet = Kubelet(
-        runtime,
-        DockerPuller(DockerConnection(options)),
-        config=KubeletConfig(
-            node_name="kubectl-streams-node",
-            root_dir=str(tmp / "root"),
-            relist_interval=0.3,
-            housekeeping_interval=0.5,
-        ),
-        clock=SystemClock(),
-    )
-    token_file = tmp / "token"
-    token_file.write_text(TOKEN)
-    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
-    kubelet.start()
-    config = ServerConfig(
-        port=0, tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key)
-    )
-    server = KubeletServer(kubelet, config, api=api).start()
     try:
-        found = Site(
-            kubectl_for(tmp / "kubectl", server.url, token=TOKEN, ca=certs.ca), namespace, kubelet
-        )
-        manifest = tmp / "pod.json"
-        manifest.write_text(json.dumps(pod_manifest(engine.image, namespace)))
-        found.run("apply", "-f", str(manifest))
-        wait_for(lambda: pod_ready(kubelet, namespace), 60, what=f"pod {POD} to be ready")
-        yield found
+        with docker_api_node(engine, tmp, "kubectl-streams-node") as node:
+            kubelet = node.kubelet
+            found = Site(node.kubectl, namespace, kubelet)
+            manifest = tmp / "pod.json"
+            manifest.write_text(json.dumps(pod_manifest(engine.image, namespace)))
+            found.run("apply", "-f", str(manifest))
+            wait_for(lambda: pod_ready(kubelet, namespace), 60, what=f"pod {POD} to be ready")
+            yield found
     finally:
-        server.stop()
-        kubelet.stop(timeout=10)
-        runtime.close()
         remove_labelled(raw, f"{POD_NAMESPACE_LABEL}={namespace}")
 
 

@@ -9,72 +9,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
-from kubecore._agent.kubelet import Kubelet, KubeletConfig
-from kubecore._api.server import ApiServerConfig, KubeApi, attach_api
 from kubecore._contract.labels import POD_NAMESPACE_LABEL
-from kubecore._http.server import KubeletServer, ServerConfig
-from kubecore._util.clock import SystemClock
-from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.api.kubectl_support import (
-    TOKEN,
-    Kubectl,
-    kubectl_for,
-    make_certs,
     needs_kubectl,
     wait_for,
 )
 from tests.engines.docker.conftest import TestEngine
+from tests.engines.docker.kubectl_agent import DockerApiNode, docker_api_node
 
 pytestmark = [pytest.mark.docker, needs_kubectl]
 
 
-@attrs.frozen
-class DockerNode:
-    kubelet: Kubelet
-    api: KubeApi
-    kubectl: Kubectl
-    name: str
-
-
 @pytest.fixture
-def docker_node(engine: TestEngine, test_uid: str, tmp_path: Path) -> Iterator[DockerNode]:
-    certs = make_certs(tmp_path / "certs")
-    options = DockerOptions(base_url=engine.base_url, timeout=30, sandbox_image=engine.pause_image)
-    runtime = DockerRuntime(DockerConnection(options))
-    name = f"node-{test_uid}"
-    kubelet = Kubelet(
-        runtime,
-        DockerPuller(DockerConnection(options)),
-        config=KubeletConfig(
-            node_name=name,
-            root_dir=str(tmp_path / "root"),
-            relist_interval=0.3,
-            housekeeping_interval=0.5,
-        ),
-        clock=SystemClock(),
-    )
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
-    kubelet.start()
-    config = ServerConfig(
-        port=0, tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key)
-    )
-    server = KubeletServer(kubelet, config, api=api).start()
-    try:
-        kubectl = kubectl_for(tmp_path / "kubectl", server.url, token=TOKEN, ca=certs.ca)
-        yield DockerNode(kubelet, api, kubectl, name)
-    finally:
-        server.stop()
-        kubelet.stop(timeout=10)
-        runtime.close()
+def docker_node(engine: TestEngine, test_uid: str, tmp_path: Path) -> Iterator[DockerApiNode]:
+    with docker_api_node(engine, tmp_path, f"node-{test_uid}") as node:
+        yield node
 
 
 def test_the_node_lists_the_engines_images_and_its_image_filesystem(
-    docker_node: DockerNode, engine: TestEngine
+    docker_node: DockerApiNode, engine: TestEngine
 ) -> None:
     node = json.loads(docker_node.kubectl.out("get", "node", docker_node.name, "-o", "json"))
     images = {
@@ -91,7 +46,7 @@ def test_the_node_lists_the_engines_images_and_its_image_filesystem(
 
 
 def test_a_cordoned_node_starts_no_container_for_a_new_pod(
-    docker_node: DockerNode, engine: TestEngine, namespace: str, raw: Any
+    docker_node: DockerApiNode, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
     kubectl, name = docker_node.kubectl, docker_node.name
     kubectl.out("cordon", name)
