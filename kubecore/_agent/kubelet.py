@@ -366,7 +366,7 @@ class Kubelet:
         """What ``kubectl port-forward`` reaches: ``connect(port, timeout)`` answers a connected
         socket to ``port`` in the pod's network namespace (its ready sandbox, found now). Raises
         NotFound for a pod not on this node, SandboxNotFound when it has no ready sandbox,
-        NotImplementedError when the runtime is not a ``PortForwarder``."""
+        StreamingUnsupported when the runtime is not a ``PortForwarder``."""
         return self._reads.port_forwarder(namespace, pod_name)
 
     def stats_summary(self) -> dict[str, Any]:

@@ -175,7 +175,7 @@ class Reads:
     ) -> Callable[[int, float], socket.socket]:
         """A connector to ports of the pod's ready sandbox: ``connect(port, timeout)``. Raises
         NotFound for a pod not on this node, SandboxNotFound for a pod without a ready sandbox,
-        NotImplementedError for a runtime that cannot forward ports."""
+        StreamingUnsupported for a runtime that cannot forward ports."""
         pod = self.get_pod(namespace, pod_name)
         if pod is None:
             raise NotFound(f"pod {namespace}/{pod_name} is not on this node")
@@ -183,7 +183,7 @@ class Reads:
         runtime = rooms.runtime
         if not isinstance(runtime, PortForwarder):
             name = type(runtime).__name__
-            raise NotImplementedError(
+            raise StreamingUnsupported(
                 f"the container runtime ({name}) cannot forward ports: it does not implement "
                 "kubecore.runtime.PortForwarder"
             )

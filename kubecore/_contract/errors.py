@@ -162,8 +162,9 @@ class InvalidConfig(ContainerRuntimeError, ValueError):
 
 
 class StreamingUnsupported(ContainerRuntimeError):
-    """The runtime has no ``StreamingRuntime`` capability: it cannot exec or attach
-    interactively (``kubectl exec``, ``attach``, ``cp``)."""
+    """The runtime lacks a streaming capability: without ``StreamingRuntime`` it cannot exec or
+    attach interactively (``kubectl exec``, ``attach``, ``cp``), without ``PortForwarder`` it
+    cannot forward ports (``kubectl port-forward``)."""
 
 
 class LogRequestError(KubecoreError, ValueError):

@@ -31,7 +31,7 @@ from email.message import Message
 from http import HTTPStatus
 from typing import Protocol
 
-from kubecore._contract.errors import KubecoreError
+from kubecore._contract.errors import KubecoreError, StreamingUnsupported
 from kubecore._http.rules import HTTPError, error_for
 from kubecore._streaming.portforward import PROTOCOL, WEBSOCKET_PROTOCOL, Connect
 from kubecore._streaming.portforward import PortForwardSession as Session
@@ -235,7 +235,7 @@ def connector(kubelet: PortForwarding, namespace: str, name: str) -> Connect:
     runtime that cannot forward ports."""
     try:
         return kubelet.port_forwarder(namespace, name)
-    except NotImplementedError as error:
+    except StreamingUnsupported as error:
         raise HTTPError(HTTPStatus.NOT_IMPLEMENTED, str(error), reason="NotImplemented") from None
     except KubecoreError as error:
         raise error_for(error) from None

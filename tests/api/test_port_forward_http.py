@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kubecore._config.static import StaticSource
-from kubecore._contract.errors import SandboxNotFound
+from kubecore._contract.errors import SandboxNotFound, StreamingUnsupported
 from kubecore._http.rules import HTTPError
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
@@ -142,7 +142,7 @@ def test_port_forwarding_is_off_without_exec(tmp_path: Path) -> None:
 
 class _NoForwarding:
     def port_forwarder(self, namespace: str, pod_name: str) -> object:
-        raise NotImplementedError("the container runtime (X) cannot forward ports")
+        raise StreamingUnsupported("the container runtime (X) cannot forward ports")
 
 
 class _NoSandbox:
