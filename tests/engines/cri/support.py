@@ -25,6 +25,46 @@ RUNTIME = "/runtime.v1.RuntimeService/"
 IMAGES = "/runtime.v1.ImageService/"
 SANDBOX_READY = 0
 """``PodSandboxState.SANDBOX_READY``."""
+TEST_LABEL = "io.kubecore.test"
+"""The label each test puts on the sandboxes and containers it makes (its value: the test's)."""
+
+
+@attrs.frozen
+class TestContainerd:
+    endpoint: str
+    """``unix://...``: the CRI (and containerd's own API) of the test containerd."""
+    image: str
+    pause_image: str
+    bridge: str
+    subnet: str
+    state: Path
+
+    __test__ = False  # not a test class
+
+
+@attrs.frozen
+class TestRegistries:
+    """The test Docker engine's registries (scripts/test-engine.sh), plain HTTP for containerd."""
+
+    image: str
+    """An image in the open registry with the same id as the test image: never remove it by
+    id (CRI's RemoveImage removes every name of an id, the test image's too)."""
+    pullable_image: str
+    """An image of its own id, kept only in the registry: the one to pull, use and remove."""
+    auth_image: str
+    auth_user: str
+    auth_password: str
+
+    __test__ = False
+
+
+@attrs.frozen
+class CriScope:
+    """What one test owns: pods of ``namespace``, sandboxes and containers with ``labels``."""
+
+    namespace: str
+    uid: str
+    labels: dict[str, str]
 
 
 def state_dir() -> Path:
@@ -206,6 +246,15 @@ class RawCri:
         answer = self.call(RUNTIME + "ListPodSandbox", field(1, map_field(3, labels)))
         return [text(decode(item), 1) for item in answer.get(1, [])]
 
+    def sandboxes_in(self, namespace: str) -> list[str]:
+        """The pod sandboxes whose metadata names ``namespace`` (a pod's namespace)."""
+        found = []
+        for raw in self.call(RUNTIME + "ListPodSandbox").get(1, []):
+            item = decode(raw)
+            if text(decode(first(item, 2)), 3) == namespace:
+                found.append(text(item, 1))
+        return found
+
     def list_containers(self, labels: Mapping[str, str]) -> list[str]:
         answer = self.call(RUNTIME + "ListContainers", field(1, map_field(4, labels)))
         return [text(decode(item), 1) for item in answer.get(1, [])]
@@ -219,9 +268,12 @@ class RawCri:
     def remove_container(self, container_id: str) -> None:
         self.call(RUNTIME + "RemoveContainer", field(1, container_id))
 
-    def pull_image(self, image: str) -> str:
-        """PullImage with no auth; the image's reference (``sha256:...``)."""
-        return text(self.call(IMAGES + "PullImage", field(1, field(1, image))), 1)
+    def pull_image(self, image: str, username: str = "", password: str = "") -> str:
+        """PullImage (with a user and password when given); the image's id (``sha256:...``)."""
+        request = field(1, field(1, image))
+        if username:
+            request += field(2, field(1, username) + field(2, password))
+        return text(self.call(IMAGES + "PullImage", request), 1)
 
     def image_id(self, image: str) -> str:
         """The image's id, empty when the runtime has no such image."""
@@ -231,14 +283,16 @@ class RawCri:
     def remove_image(self, image: str) -> None:
         self.call(IMAGES + "RemoveImage", field(1, field(1, image)))
 
-    def remove_labelled(self, labels: Mapping[str, str]) -> list[str]:
-        """Remove the containers and pod sandboxes carrying all of ``labels`` (only those);
-        the ids removed."""
+    def remove_owned(self, labels: Mapping[str, str], namespace: str) -> list[str]:
+        """Remove the containers carrying all of ``labels``, and the pod sandboxes carrying
+        them or made for a pod of ``namespace`` (with their containers): only those. The ids
+        removed."""
         removed = []
         for container_id in self.list_containers(labels):
             self.remove_container(container_id)
             removed.append(container_id)
-        for sandbox_id in self.list_pod_sandboxes(labels):
+        sandboxes = dict.fromkeys(self.list_pod_sandboxes(labels) + self.sandboxes_in(namespace))
+        for sandbox_id in sandboxes:
             self.stop_pod_sandbox(sandbox_id)
             self.remove_pod_sandbox(sandbox_id)
             removed.append(sandbox_id)
