@@ -379,6 +379,7 @@ remove_bridge() {
 cmd_up() {
     [[ $EUID -eq 0 ]] || die "run as root (it installs packages, makes a bridge and starts containerd)"
     mkdir -p "$STATE"
+    rm -f "$STATE/env"  # written again once all is up: no test reads a half-made set-up
     install_packages
     local plugin
     for plugin in bridge host-local portmap loopback; do

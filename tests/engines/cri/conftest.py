@@ -1,11 +1,12 @@
 """Fixtures for the tests against the project's test containerd (scripts/test-containerd.sh up).
 
 The session fixture ``containerd`` skips the CRI tests, saying why, when no test containerd was
-brought up (``KUBECORE_TEST_CRI_ENDPOINT`` unset and no env file from ``up``) or when it does not
-answer; with a containerd up but without the test images, the tests fail. Each test that makes
-pods takes a ``cri_scope``: a pod namespace and a label of its own, which the test puts on what
-it makes; afterwards the pod sandboxes (with their containers) and containers that carry the
-label or belong to the namespace are removed through the CRI, and nothing else.
+brought up (``KUBECORE_TEST_CRI_ENDPOINT`` unset and no env file from ``up``; ``scripts/test``
+sets it empty when the containerd could not start) or when it does not answer; with a
+containerd up but without the test images, the tests fail. Each test that makes pods takes a
+``cri_scope``: a pod namespace and a label of its own, which the test puts on what it makes;
+afterwards the pod sandboxes (with their containers) and containers that carry the label or
+belong to the namespace are removed through the CRI, and nothing else.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from tests.engines.cri.support import (
 
 @pytest.fixture(scope="session")
 def containerd() -> TestContainerd:
+    if os.environ.get("KUBECORE_TEST_CRI_ENDPOINT") == "":
+        pytest.skip(
+            "KUBECORE_TEST_CRI_ENDPOINT is empty: the test containerd could not start "
+            "(scripts/test says why)"
+        )
     endpoint = setting("KUBECORE_TEST_CRI_ENDPOINT")
     if not endpoint:
         pytest.skip(
