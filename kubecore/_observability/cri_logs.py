@@ -184,6 +184,28 @@ class _Reader:
             self.live.seek(0)
         return False
 
+    def _next_file(self) -> Iterator[LogLine]:
+        """The live file was rotated away: the rest of it, then the files rotated after it
+        (if the log was rotated more than once since the last look), then the new live file."""
+        first_line = b""
+        if self.live is not None:
+            yield from self._read(self.live)  # written before the runtime reopened
+            yield from self._ended_file()
+            first_line = _first_line(self.live)
+        self.close()
+        self.open_live()
+        live_id = _file_id(self.live)
+        missed = _rotated_after(self.path, first_line)  # listed after the live file is open
+        for name in missed:
+            handle = _open_rotated(name)
+            if handle is None:
+                continue
+            with handle:
+                if live_id is not None and _file_id(handle) == live_id:
+                    break
+                yield from self._read(handle)
+            yield from self._ended_file()
+
     def follow(self, running: Callable[[], bool] | None, poll_interval: float) -> Iterator[LogLine]:
         last_check = time.monotonic()
         while True:
@@ -193,11 +215,7 @@ class _Reader:
                     got = True
                     yield line
             if self.rotated_away():
-                if self.live is not None:
-                    yield from self._read(self.live)  # written before the runtime reopened
-                    yield from self._ended_file()
-                self.close()
-                self.open_live()
+                yield from self._next_file()
                 continue
             if got:
                 continue
@@ -208,6 +226,33 @@ class _Reader:
                         yield from self._read(self.live)
                     return
             time.sleep(poll_interval)
+
+
+def _first_line(handle: IO[bytes]) -> bytes:
+    try:
+        return os.pread(handle.fileno(), 4096, 0).partition(b"\n")[0]
+    except OSError:
+        return b""
+
+
+def _rotated_after(path: str, first_line: bytes) -> list[str]:
+    """The rotated files of ``path`` after the one that starts with ``first_line`` (found
+    by content: it may have been compressed since)."""
+    if not first_line:
+        return []
+    files = log_files(path)
+    for index, name in enumerate(files):
+        handle = _open_rotated(name)
+        if handle is None:
+            continue
+        try:
+            with handle:
+                start = handle.read(len(first_line) + 1)
+        except (OSError, EOFError, zlib.error):
+            continue
+        if start.partition(b"\n")[0] == first_line:
+            return files[index + 1 :]
+    return []
 
 
 def _file_id(handle: IO[bytes] | None) -> tuple[int, int] | None:
