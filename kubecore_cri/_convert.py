@@ -29,7 +29,7 @@ from kubecore.runtime import (
     SandboxState,
     SecurityProfile,
 )
-from kubecore_cri._errors import not_supported
+from kubecore_cri._errors import config_not_supported
 from kubecore_cri._pb import api_pb2 as pb
 
 NANOS = 1_000_000_000
@@ -110,7 +110,7 @@ def sandbox_config(config: SandboxConfig, *, log_root: str, cgroup_parent: str =
     the sandbox have none either (the kubelet mounts such a tmpfs on the host): refused, never
     dropped."""
     if config.mounts:
-        raise not_supported("a memory-backed emptyDir (a tmpfs the sandbox holds)")
+        raise config_not_supported("a memory-backed emptyDir (a tmpfs the sandbox holds)")
     message = pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(
             name=config.name, uid=config.uid, namespace=config.namespace, attempt=config.attempt
@@ -141,7 +141,7 @@ def sandbox_config(config: SandboxConfig, *, log_root: str, cgroup_parent: str =
 
 def mount(m: Mount) -> Any:
     if m.memory_backed:
-        raise not_supported(f"the memory-backed mount at {m.container_path}")
+        raise config_not_supported(f"the memory-backed mount at {m.container_path}")
     return pb.Mount(
         container_path=m.container_path,
         host_path=m.host_path,
@@ -321,6 +321,7 @@ def container_from(status: Any, sandbox_id: str) -> RuntimeContainer:
         message=status.message if exited else "",
         labels=dict(status.labels),
         annotations=dict(status.annotations),
+        log_path=status.log_path,
     )
 
 

@@ -117,3 +117,27 @@ def raise_translated(error: BaseException, subject: Subject, call: str = "") -> 
 def not_supported(what: str) -> ContainerRuntimeError:
     """The error of a part the ``cri`` runtime does not offer yet."""
     return ContainerRuntimeError(f"{what} is {NOT_SUPPORTED}")
+
+
+def config_not_supported(what: str) -> InvalidConfig:
+    """The refusal of a config the ``cri`` runtime cannot apply yet (never run without it)."""
+    return InvalidConfig(f"{what} is {NOT_SUPPORTED}")
+
+
+# How containerd says a call could not use what it names (pkg/cri/server): an image reference
+# that resolves to nothing, and a sandbox whose task (its namespaces' process) is gone.
+_IMAGE_MISSING = ("failed to resolve image", "failed to get image")
+_SANDBOX_GONE = ("sandbox container task", "no running task found", "is not running")
+
+
+def image_missing(message: str) -> bool:
+    """True if a NOT_FOUND of ``CreateContainer`` is about its image, not its sandbox."""
+    lowered = message.lower()
+    return any(phrase in lowered for phrase in _IMAGE_MISSING)
+
+
+def sandbox_gone(message: str) -> bool:
+    """True if a call failed because the container's sandbox is not running (stopped, or its
+    process lost across a runtime restart): the agent then makes a new sandbox."""
+    lowered = message.lower()
+    return "sandbox" in lowered and any(phrase in lowered for phrase in _SANDBOX_GONE)

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 
 from kubecore.runtime import (
+    Conflict,
     Image,
     ImageFsUsage,
     ImageNotFound,
@@ -72,6 +73,18 @@ class CriPuller:
         return [image_from(item) for item in answer.images]
 
     def remove_image(self, image: str) -> None:
+        """CRI's ``RemoveImage`` removes an image a container still uses (the kubelet checks
+        first): so does this, and refuses with ``Conflict`` naming the container."""
+        found = self.image_status(image)
+        if found is None:
+            return
+        containers = self._connection.call("ListContainers", pb.ListContainersRequest()).containers
+        for container in containers:
+            if found.id in (container.image_ref, container.image_id):
+                raise Conflict(
+                    f"image {image} ({found.id}) is in use by container {container.id}"
+                    f" ({container.metadata.name})"
+                )
         with contextlib.suppress(ImageNotFound):
             self._connection.call(
                 "RemoveImage",

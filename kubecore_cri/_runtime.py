@@ -13,12 +13,12 @@ from kubecore import ContainerRuntimeError
 from kubecore.runtime import (
     MANAGED_LABEL,
     Clock,
-    Conflict,
     ContainerConfig,
     ContainerNotFound,
     ContainerResources,
     ContainerStats,
     ExecResult,
+    ImageNotFound,
     NotFound,
     RuntimeContainer,
     RuntimeEvent,
@@ -28,8 +28,10 @@ from kubecore.runtime import (
     RuntimeVersion,
     SandboxConfig,
     SandboxNotFound,
+    SandboxUnusable,
     Subscription,
     SystemClock,
+    read_cri_log,
 )
 from kubecore_cri._client import CriConnection, CriOptions
 from kubecore_cri._convert import (
@@ -41,7 +43,7 @@ from kubecore_cri._convert import (
     sandbox_ip,
     stats_from,
 )
-from kubecore_cri._errors import Subject, not_supported
+from kubecore_cri._errors import Subject, image_missing, sandbox_gone
 from kubecore_cri._events import EventStream
 from kubecore_cri._pb import api_pb2 as pb
 
@@ -170,7 +172,14 @@ class CriRuntime:
             config=container_config(config, sandbox_config),
             sandbox_config=self._sandbox_request(sandbox_config),
         )
-        answer = self._call("CreateContainer", request, Subject.SANDBOX, timeout=self._long())
+        try:
+            answer = self._call("CreateContainer", request, Subject.SANDBOX, timeout=self._long())
+        except NotFound as error:
+            if image_missing(str(error)):
+                raise ImageNotFound(f"{config.image}: {error}") from error
+            if sandbox_gone(str(error)):
+                raise SandboxUnusable(str(error)) from error
+            raise
         return str(answer.container_id)
 
     def start_container(self, container_id: str) -> None:
@@ -184,8 +193,8 @@ class CriRuntime:
         except NotFound:
             raise
         except ContainerRuntimeError as error:
-            if "sandbox" in str(error).lower() and "not running" in str(error).lower():
-                raise Conflict(str(error)) from error
+            if sandbox_gone(str(error)):
+                raise SandboxUnusable(str(error)) from error
             raise
 
     def stop_container(self, container_id: str, timeout: float) -> None:
@@ -338,7 +347,29 @@ class CriRuntime:
         since: float | None = None,
         timestamps: bool = False,
     ) -> Iterator[bytes]:
-        raise not_supported("reading container logs (the CRI log files)")
+        """The container's log file (``ContainerStatus.log_path``, in the CRI log format), read
+        on this host; a followed log ends when the container is no longer running."""
+        path = self._container_status(container_id).log_path
+        if not path:
+            raise ContainerRuntimeError(f"the CRI runtime keeps no log file for {container_id}")
+
+        def running() -> bool:
+            try:
+                return bool(self._container_status(container_id).state == pb.CONTAINER_RUNNING)
+            except ContainerRuntimeError:
+                return False
+
+        return read_cri_log(
+            path, tail=tail, follow=follow, since=since, timestamps=timestamps, running=running
+        )
+
+    def reopen_container_log(self, container_id: str) -> None:
+        """``ReopenContainerLog``: the runtime writes to a new file at the container's log path."""
+        self._call(
+            "ReopenContainerLog",
+            pb.ReopenContainerLogRequest(container_id=container_id),
+            Subject.CONTAINER,
+        )
 
     def container_stats(self) -> list[ContainerStats]:
         answer = self._call(

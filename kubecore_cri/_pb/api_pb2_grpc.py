@@ -99,6 +99,11 @@ class RuntimeServiceStub:
                 request_serializer=api__pb2.UpdateContainerResourcesRequest.SerializeToString,
                 response_deserializer=api__pb2.UpdateContainerResourcesResponse.FromString,
                 _registered_method=True)
+        self.ReopenContainerLog = channel.unary_unary(
+                '/runtime.v1.RuntimeService/ReopenContainerLog',
+                request_serializer=api__pb2.ReopenContainerLogRequest.SerializeToString,
+                response_deserializer=api__pb2.ReopenContainerLogResponse.FromString,
+                _registered_method=True)
         self.ExecSync = channel.unary_unary(
                 '/runtime.v1.RuntimeService/ExecSync',
                 request_serializer=api__pb2.ExecSyncRequest.SerializeToString,
@@ -222,6 +227,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReopenContainerLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ExecSync(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -337,6 +348,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.UpdateContainerResources,
                     request_deserializer=api__pb2.UpdateContainerResourcesRequest.FromString,
                     response_serializer=api__pb2.UpdateContainerResourcesResponse.SerializeToString,
+            ),
+            'ReopenContainerLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReopenContainerLog,
+                    request_deserializer=api__pb2.ReopenContainerLogRequest.FromString,
+                    response_serializer=api__pb2.ReopenContainerLogResponse.SerializeToString,
             ),
             'ExecSync': grpc.unary_unary_rpc_method_handler(
                     servicer.ExecSync,
@@ -730,6 +746,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/UpdateContainerResources',
             api__pb2.UpdateContainerResourcesRequest.SerializeToString,
             api__pb2.UpdateContainerResourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReopenContainerLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/ReopenContainerLog',
+            api__pb2.ReopenContainerLogRequest.SerializeToString,
+            api__pb2.ReopenContainerLogResponse.FromString,
             options,
             channel_credentials,
             insecure,
