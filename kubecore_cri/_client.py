@@ -88,11 +88,19 @@ class CriConnection:
     start-up is reported by the first call, as ``RuntimeUnavailable``); one channel when both
     services share an endpoint. Calls are retried while the runtime answers UNAVAILABLE."""
 
-    def __init__(self, options: CriOptions | None = None) -> None:
+    def __init__(
+        self,
+        options: CriOptions | None = None,
+        *,
+        stubs: Mapping[str, Any] | None = None,
+        retry_delays: tuple[float, ...] = RETRY_DELAYS,
+    ) -> None:
+        """``stubs`` (``runtime``, ``image``) stand in for the generated ones (tests)."""
         self.options = options or CriOptions()
         self._lock = threading.Lock()
         self._channels: dict[str, Any] = {}
-        self._stubs: dict[str, Any] = {}
+        self._stubs: dict[str, Any] = dict(stubs or {})
+        self._retry_delays = retry_delays
         self._closed = False
 
     def _channel(self, endpoint: str) -> Any:
@@ -135,7 +143,7 @@ class CriConnection:
     ) -> Any:
         """One unary CRI call, errors translated; retried on UNAVAILABLE (``RETRY_DELAYS``)."""
         budget = timeout if timeout is not None else self.options.timeout
-        delays = iter(RETRY_DELAYS)
+        delays = iter(self._retry_delays)
         while True:
             stub = self.stub(service)
             try:
@@ -161,7 +169,6 @@ class CriConnection:
         with self._lock:
             self._closed = True
             channels, self._channels = self._channels, {}
-            self._stubs = {}
         for channel in channels.values():
             try:
                 channel.close()

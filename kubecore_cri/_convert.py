@@ -238,7 +238,7 @@ def container_config(config: ContainerConfig, sandbox: SandboxConfig) -> Any:
         command=list(config.command),
         args=list(config.args),
         working_dir=config.working_dir,
-        envs=[pb.KeyValue(key=k, value=v) for k, v in config.env],
+        envs=[pb.KeyValue(key=k, value=v.encode()) for k, v in config.env],
         mounts=[mount(m) for m in config.mounts],
         labels=dict(config.labels),
         annotations=dict(config.annotations),

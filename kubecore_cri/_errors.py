@@ -114,11 +114,6 @@ def raise_translated(error: BaseException, subject: Subject, call: str = "") -> 
     raise mapped from error
 
 
-def not_supported(what: str) -> ContainerRuntimeError:
-    """The error of a part the ``cri`` runtime does not offer yet."""
-    return ContainerRuntimeError(f"{what} is {NOT_SUPPORTED}")
-
-
 def config_not_supported(what: str) -> InvalidConfig:
     """The refusal of a config the ``cri`` runtime cannot apply yet (never run without it)."""
     return InvalidConfig(f"{what} is {NOT_SUPPORTED}")

@@ -46,6 +46,7 @@ from kubecore_cri._convert import (
 from kubecore_cri._errors import Subject, image_missing, sandbox_gone
 from kubecore_cri._events import EventStream
 from kubecore_cri._pb import api_pb2 as pb
+from kubecore_cri._security import RuntimeSecurity
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ class CriRuntime:
         self._statuses: dict[str, tuple[int, Any]] = {}
         self._events = EventStream(connection)
         self._said_image = False
+        self._runtime_security: RuntimeSecurity | None = None
 
     @property
     def options(self) -> CriOptions:
@@ -164,9 +166,23 @@ class CriRuntime:
 
     # -- containers ----------------------------------------------------------------------------
 
+    def _security(self, config: ContainerConfig) -> None:
+        """Refuse what the runtime would ignore: asked once, by the first container that names
+        an AppArmor profile or SELinux labels."""
+        sc = config.security_context
+        if sc is None or (sc.apparmor is None and sc.selinux_options is None):
+            return
+        if self._runtime_security is None:
+            info = self._call("Status", pb.StatusRequest(verbose=True)).info
+            self._runtime_security = RuntimeSecurity.from_status_info(
+                info, local=self._connection.is_local()
+            )
+        self._runtime_security.check(config)
+
     def create_container(
         self, sandbox_id: str, config: ContainerConfig, sandbox_config: SandboxConfig
     ) -> str:
+        self._security(config)
         request = pb.CreateContainerRequest(
             pod_sandbox_id=sandbox_id,
             config=container_config(config, sandbox_config),
