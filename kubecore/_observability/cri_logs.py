@@ -221,11 +221,20 @@ class _Reader:
                 continue
             if running is not None and time.monotonic() - last_check >= RUNNING_CHECK_INTERVAL:
                 last_check = time.monotonic()
-                if not running():
+                if not _still_running(running):
                     if self.live is not None:
                         yield from self._read(self.live)
                     return
             time.sleep(poll_interval)
+
+
+def _still_running(running: Callable[[], bool]) -> bool:
+    """What ``running`` answers; a container that cannot be asked about (removed) is not."""
+    try:
+        return bool(running())
+    except Exception:
+        logger.debug("asking whether a followed container runs failed", exc_info=True)
+        return False
 
 
 def _first_line(handle: IO[bytes]) -> bytes:

@@ -244,3 +244,22 @@ def test_follow_goes_on_after_rotations(tmp_path: Path) -> None:
     expected = [f"{n}\n".encode() for n in range(written)]
     assert follower.wait_for(written) == expected
     assert follower.end() == expected
+
+
+def test_follow_ends_when_the_container_cannot_be_asked_about(log: Path) -> None:
+    def gone() -> bool:
+        raise LookupError("container removed")
+
+    stream = read_cri_log(str(log), follow=True, running=gone, poll_interval=0.005, tail=1)
+    assert list(stream) == [b"three\n"]
+
+
+def test_closing_a_follow_closes_its_file(log: Path) -> None:
+    stream = read_cri_log(str(log), follow=True, poll_interval=0.005)
+    assert next(stream) == b"one\n"
+    stream.close()  # type: ignore[attr-defined]
+    assert not [
+        fd
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.realpath(f"/proc/self/fd/{fd}") == str(log)
+    ]
