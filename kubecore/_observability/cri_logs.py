@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 COMPRESSED_SUFFIX = ".gz"
 TEMPORARY_SUFFIX = ".tmp"
 CHUNK = 64 * 1024
+TAIL_WINDOW = 64 * 1024
+TAIL_BYTES_PER_LINE = 512
+"""Bytes at the end of a log parsed first for a ``tail``: the larger of ``TAIL_WINDOW`` and
+this many per line asked for (more if they hold too few lines)."""
 POLL_INTERVAL = 0.2
 """Seconds a follow waits between looks at a log with nothing new."""
 RUNNING_CHECK_INTERVAL = 1.0
@@ -130,6 +134,57 @@ class _Reader:
             yield from self._ended_file()
         if self.live is not None:
             yield from self._read(self.live)
+
+    def tail_history(
+        self, tail: int, wants: Callable[[LogLine], bool], final: bool
+    ) -> list[LogLine]:
+        """The last ``tail`` wanted lines of the history (with ``final``: and of what ends it),
+        parsing only as much of the log's end as that takes: a window of its last bytes, made
+        larger until it holds ``tail`` lines known to be whole (after the first line of each
+        stream, which may have begun before the window) or the whole log."""
+        live_id = _file_id(self.live)
+        newest_first = [_live_content(self.live)]
+        older = iter(reversed(log_files(self.path)))
+        window = max(TAIL_WINDOW, tail * TAIL_BYTES_PER_LINE)
+        exhausted = False
+        while True:
+            while not exhausted and sum(map(len, newest_first)) < window:
+                content = _next_content(older, live_id)
+                if content is None:
+                    exhausted = True
+                else:
+                    newest_first.append(content)
+            blob = b"".join(reversed(newest_first))
+            start = max(0, len(blob) - window)
+            if start:
+                found = blob.find(b"\n", start - 1)
+                start = len(blob) if found < 0 else found + 1
+            whole = start == 0 and exhausted
+            reader = _Reader(self.path, LogProblems(self.path))
+            reader.problems.malformed = self.problems.malformed
+            lines = reader.window_lines(blob[start:], whole, final)
+            kept = [line for line in lines if wants(line)]
+            if whole or len(kept) >= tail:
+                self.joiner, self.splitter = reader.joiner, reader.splitter
+                self.problems = reader.problems
+                if self.live is not None:
+                    self.live.seek(len(newest_first[0]))
+                return kept[len(kept) - tail :] if tail else []
+            window *= 4
+
+    def window_lines(self, data: bytes, whole: bool, final: bool) -> list[LogLine]:
+        """The lines of ``data``; unless ``whole``, only those after the first line of the
+        last stream to show one (the first line of a stream may be the end of a longer one)."""
+        lines: list[LogLine] = []
+        seen: set[str] = set()
+        parts = [self._lines(data)] + ([self.end()] if final else [])
+        for line in _chained(*parts):
+            if not whole and line.stream not in seen:
+                seen.add(line.stream)
+                lines.clear()
+                continue
+            lines.append(line)
+        return lines
 
     def _read(self, handle: IO[bytes]) -> Iterator[LogLine]:
         while True:
@@ -226,6 +281,31 @@ class _Reader:
                         yield from self._read(self.live)
                     return
             time.sleep(poll_interval)
+
+
+def _live_content(live: IO[bytes] | None) -> bytes:
+    if live is None:
+        return b""
+    fd = live.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0)
+
+
+def _next_content(older: Iterator[str], live_id: tuple[int, int] | None) -> bytes | None:
+    """The content of the next older rotated file (ending in a newline), or None when there
+    are no more."""
+    for name in older:
+        handle = _open_rotated(name)
+        if handle is None:
+            continue
+        with handle:
+            if live_id is not None and _file_id(handle) == live_id:
+                continue
+            try:
+                content = handle.read()
+            except (OSError, EOFError, zlib.error):
+                continue
+        return content if content.endswith(b"\n") or not content else content + b"\n"
+    return None
 
 
 def _still_running(running: Callable[[], bool]) -> bool:
@@ -342,10 +422,14 @@ def _selected(
     """The chosen lines of the history (the last ``tail`` of them), then of the follow."""
     try:
         reader.open_live()
-        history = reader.history() if follow else _chained(reader.history(), reader.end())
-        chosen: Iterator[LogLine] = (line for line in history if wanted.wants(line))
-        if wanted.tail is not None:
-            chosen = iter(collections.deque(chosen, maxlen=wanted.tail))
+        chosen: Iterator[LogLine]
+        if wanted.tail is not None and wanted.since is None:
+            chosen = iter(reader.tail_history(wanted.tail, wanted.wants, final=not follow))
+        else:
+            history = reader.history() if follow else _chained(reader.history(), reader.end())
+            chosen = (line for line in history if wanted.wants(line))
+            if wanted.tail is not None:
+                chosen = iter(collections.deque(chosen, maxlen=wanted.tail))
         for line in chosen:
             yield wanted.written(line)
         if not follow:

@@ -10,12 +10,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kubecore._contract.errors import LogRequestError
 from kubecore._observability import cri_logs
-from kubecore.runtime import log_files, previous_log_path, read_cri_log
+from kubecore.runtime import encode_output, log_files, previous_log_path, read_cri_log
 from tests.unit.observability.cri_log_support import append, seconds
 
 
@@ -263,3 +266,53 @@ def test_closing_a_follow_closes_its_file(log: Path) -> None:
         for fd in os.listdir("/proc/self/fd")
         if os.path.realpath(f"/proc/self/fd/{fd}") == str(log)
     ]
+
+
+_writes = st.lists(
+    st.tuples(
+        st.sampled_from(["stdout", "stderr", "garbage", "rotate"]),
+        st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")),
+        st.booleans(),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    _writes,
+    st.integers(min_value=0, max_value=8),
+    st.sampled_from([None, "stdout", "stderr"]),
+    st.integers(min_value=1, max_value=64),
+)
+@example([("stdout", b"ab", False), ("stderr", b"x", True), ("stdout", b"c", True)], 1, None, 8)
+def test_tail_reads_the_same_lines_as_a_whole_read(
+    tmp_path_factory: pytest.TempPathFactory,
+    writes: list[tuple[str, bytes, bool]],
+    tail: int,
+    stream: str | None,
+    window: int,
+) -> None:
+    """However small the window a tail starts from, it answers what the last ``tail`` lines of
+    a whole read are: partial lines across the window's edge and across rotated files, both
+    streams interleaved, malformed lines among them."""
+    path = tmp_path_factory.mktemp("tail") / "0.log"
+    path.write_bytes(b"")
+    for index, (kind, text, ends) in enumerate(writes):
+        if kind == "rotate":
+            os.rename(path, f"{path}.{index:03d}")
+            path.write_bytes(b"")
+        elif kind == "garbage":
+            with open(path, "ab") as handle:
+                handle.write(text + b"\n")
+        else:
+            with open(path, "ab") as handle:
+                data = text + (b"\n" if ends else b"")
+                handle.write(encode_output(index * 10**9, kind, data, max_content=3))
+    whole = list(read_cri_log(str(path), stream=stream))
+    with (
+        mock.patch.object(cri_logs, "TAIL_WINDOW", window),
+        mock.patch.object(cri_logs, "TAIL_BYTES_PER_LINE", 1),
+    ):
+        tailed = list(read_cri_log(str(path), stream=stream, tail=tail))
+    assert tailed == (whole[len(whole) - tail :] if tail else [])
