@@ -4,6 +4,7 @@ and compressed files, the previous instance, malformed content, and follow acros
 from __future__ import annotations
 
 import gzip
+import itertools
 import logging
 import os
 import threading
@@ -17,6 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kubecore._contract.errors import LogRequestError
+from kubecore._housekeeping.log_rotation import LogRotationPolicy, rotate_log
 from kubecore._observability import cri_logs
 from kubecore.runtime import encode_output, log_files, previous_log_path, read_cri_log
 from tests.unit.observability.cri_log_support import append, seconds
@@ -316,3 +318,55 @@ def test_tail_reads_the_same_lines_as_a_whole_read(
     ):
         tailed = list(read_cri_log(str(path), stream=stream, tail=tail))
     assert tailed == (whole[len(whole) - tail :] if tail else [])
+
+
+def test_follow_goes_on_across_the_kubelets_rotation_with_compression(tmp_path: Path) -> None:
+    """The log rotated as the housekeeping rotates it (older files compressed, the oldest
+    removed) while a follower reads, sometimes twice between its looks: nothing lost or
+    repeated."""
+    path = tmp_path / "0.log"
+    policy = LogRotationPolicy(max_size=1, max_files=4)
+    append(str(path), b"0\n")
+    follower = _Follower(path)
+    follower.wait_for(1)
+    written = 1
+    for rotation in range(8):
+        for _ in range(15):
+            append(str(path), f"{written}\n".encode(), at=written)
+            written += 1
+        if rotation % 2:
+            follower.wait_for(written)
+        assert rotate_log(str(path), policy, 1_796_000_000 + rotation, lambda: None)
+    append(str(path), f"{written}\n".encode())
+    written += 1
+    assert any(name.endswith(".gz") for name in os.listdir(tmp_path))
+    expected = [f"{n}\n".encode() for n in range(written)]
+    assert follower.wait_for(written) == expected
+    assert follower.end() == expected
+
+
+def test_a_follow_that_missed_several_rotations_reads_the_files_it_missed(
+    tmp_path: Path,
+) -> None:
+    """The follow is not resumed while the log is rotated three times (its file compressed
+    meanwhile): it reads the rest of its file, the rotated files after it, then the live one."""
+    path = tmp_path / "0.log"
+    policy = LogRotationPolicy(max_size=1, max_files=5)
+    append(str(path), b"0\n")
+    deadline = time.monotonic() + 10  # a follow that lost lines ends, rather than hangs
+    stream = read_cri_log(
+        str(path), follow=True, poll_interval=0.005, running=lambda: time.monotonic() < deadline
+    )
+    assert next(stream) == b"0\n"
+    written = 1
+    for rotation in range(3):
+        for _ in range(3):
+            append(str(path), f"{written}\n".encode(), at=written)
+            written += 1
+        assert rotate_log(str(path), policy, 1_796_000_000 + rotation, lambda: None)
+    append(str(path), f"{written}\n".encode())
+    written += 1
+    assert "0.log.20261130-005320" not in os.listdir(tmp_path)  # compressed
+    got = list(itertools.islice(stream, written - 1))
+    assert got == [f"{n}\n".encode() for n in range(1, written)]
+    stream.close()  # type: ignore[attr-defined]
