@@ -51,12 +51,14 @@ _RESTART_LOG = re.compile(r"(\d+)\.log\Z")
 class LogProblems:
     """Malformed records met by one read of a log: counted, the first one logged."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, logged: bool = False) -> None:
         self.path = path
         self.malformed = 0
+        self.logged = logged
 
     def record(self, what: str) -> None:
-        if self.malformed == 0:
+        if not self.logged:
+            self.logged = True
             logger.warning("log %s: skipping malformed content (%s)", self.path, what)
         self.malformed += 1
 
@@ -160,9 +162,9 @@ class _Reader:
                 found = blob.find(b"\n", start - 1)
                 start = len(blob) if found < 0 else found + 1
             whole = start == 0 and exhausted
-            reader = _Reader(self.path, LogProblems(self.path))
-            reader.problems.malformed = self.problems.malformed
+            reader = _Reader(self.path, LogProblems(self.path, logged=self.problems.logged))
             lines = reader.window_lines(blob[start:], whole, final)
+            self.problems.logged = reader.problems.logged
             kept = [line for line in lines if wants(line)]
             if whole or len(kept) >= tail:
                 self.joiner, self.splitter = reader.joiner, reader.splitter

@@ -98,6 +98,10 @@ def test_malformed_lines_are_skipped_counted_and_logged_once(
     caplog.set_level(logging.WARNING, logger=cri_logs.__name__)
     assert _read(path) == b"before\nafter\n"
     assert len([r for r in caplog.records if "malformed" in r.getMessage()]) == 1
+    caplog.clear()
+    with mock.patch.object(cri_logs, "TAIL_WINDOW", 8):  # a tail read in growing windows
+        assert _read(path, tail=2) == b"before\nafter\n"
+    assert len([r for r in caplog.records if "malformed" in r.getMessage()]) == 1
 
 
 def test_a_missing_log_is_an_error_unless_followed(tmp_path: Path) -> None:
