@@ -63,6 +63,18 @@ class LogProblems:
         self.malformed += 1
 
 
+def pod_log_directory(root: str, namespace: str, pod_name: str, pod_uid: str) -> str:
+    """A pod's log directory as the kubelet lays them out (CRI
+    ``PodSandboxConfig.log_directory``): ``<root>/<namespace>_<name>_<uid>``."""
+    return os.path.join(root, f"{namespace}_{pod_name}_{pod_uid}")
+
+
+def container_log_path(container_name: str, restart_count: int) -> str:
+    """A container instance's log file relative to its pod's log directory, as the kubelet
+    names it (CRI ``ContainerConfig.log_path``): ``<container>/<restartCount>.log``."""
+    return os.path.join(container_name, f"{restart_count}.log")
+
+
 def previous_log_path(path: str) -> str:
     """The log file of the instance before the one logging to ``path``
     (``.../2.log`` -> ``.../1.log``); ``LogRequestError`` when there is none."""
@@ -142,15 +154,16 @@ class _Reader:
     ) -> list[LogLine]:
         """The last ``tail`` wanted lines of the history (with ``final``: and of what ends it),
         parsing only as much of the log's end as that takes: a window of its last bytes, made
-        larger until it holds ``tail`` lines known to be whole (after the first line of each
-        stream, which may have begun before the window) or the whole log."""
+        larger until it holds ``tail`` lines, or the whole log. A window starts where no line
+        of either stream is under way (``_partial_before``), so its lines are whole."""
         live_id = _file_id(self.live)
         newest_first = [_live_content(self.live)]
         older = iter(reversed(log_files(self.path)))
         window = max(TAIL_WINDOW, tail * TAIL_BYTES_PER_LINE)
-        exhausted = False
+        exhausted = more = False
         while True:
-            while not exhausted and sum(map(len, newest_first)) < window:
+            while not exhausted and (more or sum(map(len, newest_first)) < window):
+                more = False
                 content = _next_content(older, live_id)
                 if content is None:
                     exhausted = True
@@ -161,32 +174,27 @@ class _Reader:
             if start:
                 found = blob.find(b"\n", start - 1)
                 start = len(blob) if found < 0 else found + 1
-            whole = start == 0 and exhausted
+            if start or not exhausted:
+                under_way = [_partial_before(blob, start, stream) for stream in STREAMS]
+                if any(under_way):
+                    window *= 4
+                    continue
+                if None in under_way and not exhausted:
+                    more = True  # a stream not seen: is a line of it under way in older files?
+                    continue
             reader = _Reader(self.path, LogProblems(self.path, logged=self.problems.logged))
-            lines = reader.window_lines(blob[start:], whole, final)
+            lines = list(reader._lines(blob[start:]))
+            if final:
+                lines += reader.end()
             self.problems.logged = reader.problems.logged
             kept = [line for line in lines if wants(line)]
-            if whole or len(kept) >= tail:
+            if (start == 0 and exhausted) or len(kept) >= tail:
                 self.joiner, self.splitter = reader.joiner, reader.splitter
-                self.problems = reader.problems
+                self.problems.malformed += reader.problems.malformed
                 if self.live is not None:
                     self.live.seek(len(newest_first[0]))
                 return kept[len(kept) - tail :] if tail else []
             window *= 4
-
-    def window_lines(self, data: bytes, whole: bool, final: bool) -> list[LogLine]:
-        """The lines of ``data``; unless ``whole``, only those after the first line of the
-        last stream to show one (the first line of a stream may be the end of a longer one)."""
-        lines: list[LogLine] = []
-        seen: set[str] = set()
-        parts = [self._lines(data)] + ([self.end()] if final else [])
-        for line in _chained(*parts):
-            if not whole and line.stream not in seen:
-                seen.add(line.stream)
-                lines.clear()
-                continue
-            lines.append(line)
-        return lines
 
     def _read(self, handle: IO[bytes]) -> Iterator[LogLine]:
         while True:
@@ -285,6 +293,23 @@ class _Reader:
             time.sleep(poll_interval)
 
 
+def _partial_before(blob: bytes, start: int, stream: str) -> bool | None:
+    """Whether the last record of ``stream`` in ``blob`` before ``start`` (a line's start) is
+    partial: a line of it under way there; None when there is no record of it before."""
+    needle = b" " + stream.encode("ascii") + b" "
+    end = start
+    while True:
+        found = blob.rfind(needle, 0, end)
+        if found < 0:
+            return None
+        line_start = blob.rfind(b"\n", 0, found) + 1
+        line_end = blob.find(b"\n", found)
+        record = parse_record(blob[line_start : len(blob) if line_end < 0 else line_end])
+        if record is not None and record.stream == stream:
+            return record.partial
+        end = line_start  # the stream's name was in a line's text: look before that line
+
+
 def _live_content(live: IO[bytes] | None) -> bytes:
     if live is None:
         return b""
@@ -369,6 +394,7 @@ def read_cri_log(
     previous: bool = False,
     running: Callable[[], bool] | None = None,
     poll_interval: float = POLL_INTERVAL,
+    problems: LogProblems | None = None,
 ) -> Iterator[bytes]:
     """The lines of the container log ``path`` (a CRI log file), each ending in ``\\n``:
     the last ``tail`` lines, those from ``since`` (seconds since the epoch) on, of ``stream``
@@ -377,7 +403,8 @@ def read_cri_log(
     (``previous_log_path``) is read instead. With ``follow`` the iterator then waits for new
     lines, across rotations, until ``running`` (asked about once a second while the log is
     idle) answers False, or forever without it, or until it is closed. ``LogRequestError``
-    when the log has no file at all (and is not followed)."""
+    when the log has no file at all (and is not followed). Malformed records skipped are
+    counted in ``problems`` if given."""
     if stream is not None and stream not in STREAMS:
         raise LogRequestError(f"stream must be stdout or stderr, not {stream!r}")
     if tail is not None and tail < 0:
@@ -388,7 +415,7 @@ def read_cri_log(
     if not follow and not os.path.exists(path) and not log_files(path):
         raise LogRequestError(f"log file {path} does not exist")
     wanted = _Selection(stream, since, tail, timestamps)
-    reader = _Reader(path, LogProblems(path))
+    reader = _Reader(path, problems if problems is not None else LogProblems(path))
     return limited(_selected(reader, wanted, follow, running, poll_interval), limit_bytes)
 
 

@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 from kubecore._contract.errors import LogRequestError
 from kubecore._housekeeping.log_rotation import LogRotationPolicy, rotate_log
 from kubecore._observability import cri_logs
-from kubecore.runtime import encode_output, log_files, previous_log_path, read_cri_log
+from kubecore.runtime import (
+    container_log_path,
+    encode_output,
+    log_files,
+    pod_log_directory,
+    previous_log_path,
+    read_cri_log,
+)
 from tests.unit.observability.cri_log_support import append, seconds
 
 
@@ -96,7 +103,9 @@ def test_malformed_lines_are_skipped_counted_and_logged_once(
         handle.write(b"x" * (cri_logs.RecordSplitter().__dict__["_max_line"] + 10) + b"\n")
     append(str(path), b"after\n")
     caplog.set_level(logging.WARNING, logger=cri_logs.__name__)
-    assert _read(path) == b"before\nafter\n"
+    problems = cri_logs.LogProblems(str(path))
+    assert _read(path, problems=problems) == b"before\nafter\n"
+    assert problems.malformed == 4
     assert len([r for r in caplog.records if "malformed" in r.getMessage()]) == 1
     caplog.clear()
     with mock.patch.object(cri_logs, "TAIL_WINDOW", 8):  # a tail read in growing windows
@@ -107,6 +116,15 @@ def test_malformed_lines_are_skipped_counted_and_logged_once(
 def test_a_missing_log_is_an_error_unless_followed(tmp_path: Path) -> None:
     with pytest.raises(LogRequestError, match="does not exist"):
         _read(tmp_path / "0.log")
+
+
+def test_the_kubelets_log_layout() -> None:
+    directory = pod_log_directory("/var/log/pods", "default", "web", "1234")
+    assert directory == "/var/log/pods/default_web_1234"
+    assert container_log_path("app", 3) == "app/3.log"
+    assert previous_log_path(os.path.join(directory, container_log_path("app", 3))) == (
+        "/var/log/pods/default_web_1234/app/2.log"
+    )
 
 
 def test_previous_reads_the_previous_restart_count(tmp_path: Path) -> None:
@@ -292,6 +310,20 @@ _writes = st.lists(
     st.integers(min_value=1, max_value=64),
 )
 @example([("stdout", b"ab", False), ("stderr", b"x", True), ("stdout", b"c", True)], 1, None, 8)
+@example(
+    [
+        ("stderr", b"\x00" * 10, False),
+        ("stdout", b"", True),
+        ("stdout", b"\x00", False),
+        ("stdout", b"\x00", False),
+        ("stdout", b"\x00" * 7, False),
+        ("stdout", b"", True),
+    ],
+    1,
+    None,
+    1,
+)
+@example([("stdout", b"a stderr P b", True), ("stdout", b"c", True)], 1, "stderr", 1)
 def test_tail_reads_the_same_lines_as_a_whole_read(
     tmp_path_factory: pytest.TempPathFactory,
     writes: list[tuple[str, bytes, bool]],
