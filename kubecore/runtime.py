@@ -373,7 +373,13 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         parse_record as parse_record,
     )
     from kubecore._observability.cri_logs import (
+        container_log_path as container_log_path,
+    )
+    from kubecore._observability.cri_logs import (
         log_files as log_files,
+    )
+    from kubecore._observability.cri_logs import (
+        pod_log_directory as pod_log_directory,
     )
     from kubecore._observability.cri_logs import (
         previous_log_path as previous_log_path,

@@ -75,9 +75,10 @@ def _remove(path: str) -> None:
 
 
 def _compress(path: str) -> None:
-    """``path`` replaced by ``path.gz`` (complete before it has that name)."""
+    """``path`` replaced by ``path.gz`` (complete before it has that name; Go's default
+    compression level, as upstream)."""
     temporary = path + TEMPORARY_SUFFIX
-    with open(path, "rb") as source, gzip.open(temporary, "wb") as target:
+    with open(path, "rb") as source, gzip.open(temporary, "wb", compresslevel=6) as target:
         shutil.copyfileobj(source, target)
     os.replace(temporary, path + COMPRESSED_SUFFIX)
     _remove(path)

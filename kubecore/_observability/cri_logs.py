@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 COMPRESSED_SUFFIX = ".gz"
 TEMPORARY_SUFFIX = ".tmp"
 CHUNK = 64 * 1024
+TAIL_WINDOW = 64 * 1024
+TAIL_BYTES_PER_LINE = 512
+"""Bytes at the end of a log parsed first for a ``tail``: the larger of ``TAIL_WINDOW`` and
+this many per line asked for (more if they hold too few lines)."""
 POLL_INTERVAL = 0.2
 """Seconds a follow waits between looks at a log with nothing new."""
 RUNNING_CHECK_INTERVAL = 1.0
@@ -47,14 +51,28 @@ _RESTART_LOG = re.compile(r"(\d+)\.log\Z")
 class LogProblems:
     """Malformed records met by one read of a log: counted, the first one logged."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, logged: bool = False) -> None:
         self.path = path
         self.malformed = 0
+        self.logged = logged
 
     def record(self, what: str) -> None:
-        if self.malformed == 0:
+        if not self.logged:
+            self.logged = True
             logger.warning("log %s: skipping malformed content (%s)", self.path, what)
         self.malformed += 1
+
+
+def pod_log_directory(root: str, namespace: str, pod_name: str, pod_uid: str) -> str:
+    """A pod's log directory as the kubelet lays them out (CRI
+    ``PodSandboxConfig.log_directory``): ``<root>/<namespace>_<name>_<uid>``."""
+    return os.path.join(root, f"{namespace}_{pod_name}_{pod_uid}")
+
+
+def container_log_path(container_name: str, restart_count: int) -> str:
+    """A container instance's log file relative to its pod's log directory, as the kubelet
+    names it (CRI ``ContainerConfig.log_path``): ``<container>/<restartCount>.log``."""
+    return os.path.join(container_name, f"{restart_count}.log")
 
 
 def previous_log_path(path: str) -> str:
@@ -130,6 +148,53 @@ class _Reader:
             yield from self._ended_file()
         if self.live is not None:
             yield from self._read(self.live)
+
+    def tail_history(
+        self, tail: int, wants: Callable[[LogLine], bool], final: bool
+    ) -> list[LogLine]:
+        """The last ``tail`` wanted lines of the history (with ``final``: and of what ends it),
+        parsing only as much of the log's end as that takes: a window of its last bytes, made
+        larger until it holds ``tail`` lines, or the whole log. A window starts where no line
+        of either stream is under way (``_partial_before``), so its lines are whole."""
+        live_id = _file_id(self.live)
+        newest_first = [_live_content(self.live)]
+        older = iter(reversed(log_files(self.path)))
+        window = max(TAIL_WINDOW, tail * TAIL_BYTES_PER_LINE)
+        exhausted = more = False
+        while True:
+            while not exhausted and (more or sum(map(len, newest_first)) < window):
+                more = False
+                content = _next_content(older, live_id)
+                if content is None:
+                    exhausted = True
+                else:
+                    newest_first.append(content)
+            blob = b"".join(reversed(newest_first))
+            start = max(0, len(blob) - window)
+            if start:
+                found = blob.find(b"\n", start - 1)
+                start = len(blob) if found < 0 else found + 1
+            if start or not exhausted:
+                under_way = [_partial_before(blob, start, stream) for stream in STREAMS]
+                if any(under_way):
+                    window *= 4
+                    continue
+                if None in under_way and not exhausted:
+                    more = True  # a stream not seen: is a line of it under way in older files?
+                    continue
+            reader = _Reader(self.path, LogProblems(self.path, logged=self.problems.logged))
+            lines = list(reader._lines(blob[start:]))
+            if final:
+                lines += reader.end()
+            self.problems.logged = reader.problems.logged
+            kept = [line for line in lines if wants(line)]
+            if (start == 0 and exhausted) or len(kept) >= tail:
+                self.joiner, self.splitter = reader.joiner, reader.splitter
+                self.problems.malformed += reader.problems.malformed
+                if self.live is not None:
+                    self.live.seek(len(newest_first[0]))
+                return kept[len(kept) - tail :] if tail else []
+            window *= 4
 
     def _read(self, handle: IO[bytes]) -> Iterator[LogLine]:
         while True:
@@ -221,11 +286,62 @@ class _Reader:
                 continue
             if running is not None and time.monotonic() - last_check >= RUNNING_CHECK_INTERVAL:
                 last_check = time.monotonic()
-                if not running():
+                if not _still_running(running):
                     if self.live is not None:
                         yield from self._read(self.live)
                     return
             time.sleep(poll_interval)
+
+
+def _partial_before(blob: bytes, start: int, stream: str) -> bool | None:
+    """Whether the last record of ``stream`` in ``blob`` before ``start`` (a line's start) is
+    partial: a line of it under way there; None when there is no record of it before."""
+    needle = b" " + stream.encode("ascii") + b" "
+    end = start
+    while True:
+        found = blob.rfind(needle, 0, end)
+        if found < 0:
+            return None
+        line_start = blob.rfind(b"\n", 0, found) + 1
+        line_end = blob.find(b"\n", found)
+        record = parse_record(blob[line_start : len(blob) if line_end < 0 else line_end])
+        if record is not None and record.stream == stream:
+            return record.partial
+        end = line_start  # the stream's name was in a line's text: look before that line
+
+
+def _live_content(live: IO[bytes] | None) -> bytes:
+    if live is None:
+        return b""
+    fd = live.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0)
+
+
+def _next_content(older: Iterator[str], live_id: tuple[int, int] | None) -> bytes | None:
+    """The content of the next older rotated file (ending in a newline), or None when there
+    are no more."""
+    for name in older:
+        handle = _open_rotated(name)
+        if handle is None:
+            continue
+        with handle:
+            if live_id is not None and _file_id(handle) == live_id:
+                continue
+            try:
+                content = handle.read()
+            except (OSError, EOFError, zlib.error):
+                continue
+        return content if content.endswith(b"\n") or not content else content + b"\n"
+    return None
+
+
+def _still_running(running: Callable[[], bool]) -> bool:
+    """What ``running`` answers; a container that cannot be asked about (removed) is not."""
+    try:
+        return bool(running())
+    except Exception:
+        logger.debug("asking whether a followed container runs failed", exc_info=True)
+        return False
 
 
 def _first_line(handle: IO[bytes]) -> bytes:
@@ -278,6 +394,7 @@ def read_cri_log(
     previous: bool = False,
     running: Callable[[], bool] | None = None,
     poll_interval: float = POLL_INTERVAL,
+    problems: LogProblems | None = None,
 ) -> Iterator[bytes]:
     """The lines of the container log ``path`` (a CRI log file), each ending in ``\\n``:
     the last ``tail`` lines, those from ``since`` (seconds since the epoch) on, of ``stream``
@@ -286,7 +403,8 @@ def read_cri_log(
     (``previous_log_path``) is read instead. With ``follow`` the iterator then waits for new
     lines, across rotations, until ``running`` (asked about once a second while the log is
     idle) answers False, or forever without it, or until it is closed. ``LogRequestError``
-    when the log has no file at all (and is not followed)."""
+    when the log has no file at all (and is not followed). Malformed records skipped are
+    counted in ``problems`` if given."""
     if stream is not None and stream not in STREAMS:
         raise LogRequestError(f"stream must be stdout or stderr, not {stream!r}")
     if tail is not None and tail < 0:
@@ -297,7 +415,7 @@ def read_cri_log(
     if not follow and not os.path.exists(path) and not log_files(path):
         raise LogRequestError(f"log file {path} does not exist")
     wanted = _Selection(stream, since, tail, timestamps)
-    reader = _Reader(path, LogProblems(path))
+    reader = _Reader(path, problems if problems is not None else LogProblems(path))
     return limited(_selected(reader, wanted, follow, running, poll_interval), limit_bytes)
 
 
@@ -333,10 +451,14 @@ def _selected(
     """The chosen lines of the history (the last ``tail`` of them), then of the follow."""
     try:
         reader.open_live()
-        history = reader.history() if follow else _chained(reader.history(), reader.end())
-        chosen: Iterator[LogLine] = (line for line in history if wanted.wants(line))
-        if wanted.tail is not None:
-            chosen = iter(collections.deque(chosen, maxlen=wanted.tail))
+        chosen: Iterator[LogLine]
+        if wanted.tail is not None and wanted.since is None:
+            chosen = iter(reader.tail_history(wanted.tail, wanted.wants, final=not follow))
+        else:
+            history = reader.history() if follow else _chained(reader.history(), reader.end())
+            chosen = (line for line in history if wanted.wants(line))
+            if wanted.tail is not None:
+                chosen = iter(collections.deque(chosen, maxlen=wanted.tail))
         for line in chosen:
             yield wanted.written(line)
         if not follow:

@@ -204,7 +204,13 @@ SURFACE: dict[str, dict[str, str]] = {
                 "TerminalSize",
             ),
             "kubecore._contract.bases": ("PullerWrapper", "RuntimeBase"),
-            "kubecore._observability.cri_logs": ("log_files", "previous_log_path", "read_cri_log"),
+            "kubecore._observability.cri_logs": (
+                "container_log_path",
+                "log_files",
+                "pod_log_directory",
+                "previous_log_path",
+                "read_cri_log",
+            ),
             "kubecore._observability.cri_log_format": (
                 "LogRecord",
                 "encode_output",

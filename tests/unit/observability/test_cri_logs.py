@@ -4,18 +4,30 @@ and compressed files, the previous instance, malformed content, and follow acros
 from __future__ import annotations
 
 import gzip
+import itertools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kubecore._contract.errors import LogRequestError
+from kubecore._housekeeping.log_rotation import LogRotationPolicy, rotate_log
 from kubecore._observability import cri_logs
-from kubecore.runtime import log_files, previous_log_path, read_cri_log
+from kubecore.runtime import (
+    container_log_path,
+    encode_output,
+    log_files,
+    pod_log_directory,
+    previous_log_path,
+    read_cri_log,
+)
 from tests.unit.observability.cri_log_support import append, seconds
 
 
@@ -91,13 +103,28 @@ def test_malformed_lines_are_skipped_counted_and_logged_once(
         handle.write(b"x" * (cri_logs.RecordSplitter().__dict__["_max_line"] + 10) + b"\n")
     append(str(path), b"after\n")
     caplog.set_level(logging.WARNING, logger=cri_logs.__name__)
-    assert _read(path) == b"before\nafter\n"
+    problems = cri_logs.LogProblems(str(path))
+    assert _read(path, problems=problems) == b"before\nafter\n"
+    assert problems.malformed == 4
+    assert len([r for r in caplog.records if "malformed" in r.getMessage()]) == 1
+    caplog.clear()
+    with mock.patch.object(cri_logs, "TAIL_WINDOW", 8):  # a tail read in growing windows
+        assert _read(path, tail=2) == b"before\nafter\n"
     assert len([r for r in caplog.records if "malformed" in r.getMessage()]) == 1
 
 
 def test_a_missing_log_is_an_error_unless_followed(tmp_path: Path) -> None:
     with pytest.raises(LogRequestError, match="does not exist"):
         _read(tmp_path / "0.log")
+
+
+def test_the_kubelets_log_layout() -> None:
+    directory = pod_log_directory("/var/log/pods", "default", "web", "1234")
+    assert directory == "/var/log/pods/default_web_1234"
+    assert container_log_path("app", 3) == "app/3.log"
+    assert previous_log_path(os.path.join(directory, container_log_path("app", 3))) == (
+        "/var/log/pods/default_web_1234/app/2.log"
+    )
 
 
 def test_previous_reads_the_previous_restart_count(tmp_path: Path) -> None:
@@ -244,3 +271,138 @@ def test_follow_goes_on_after_rotations(tmp_path: Path) -> None:
     expected = [f"{n}\n".encode() for n in range(written)]
     assert follower.wait_for(written) == expected
     assert follower.end() == expected
+
+
+def test_follow_ends_when_the_container_cannot_be_asked_about(log: Path) -> None:
+    def gone() -> bool:
+        raise LookupError("container removed")
+
+    stream = read_cri_log(str(log), follow=True, running=gone, poll_interval=0.005, tail=1)
+    assert list(stream) == [b"three\n"]
+
+
+def test_closing_a_follow_closes_its_file(log: Path) -> None:
+    stream = read_cri_log(str(log), follow=True, poll_interval=0.005)
+    assert next(stream) == b"one\n"
+    stream.close()  # type: ignore[attr-defined]
+    assert not [
+        fd
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.realpath(f"/proc/self/fd/{fd}") == str(log)
+    ]
+
+
+_writes = st.lists(
+    st.tuples(
+        st.sampled_from(["stdout", "stderr", "garbage", "rotate"]),
+        st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")),
+        st.booleans(),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    _writes,
+    st.integers(min_value=0, max_value=8),
+    st.sampled_from([None, "stdout", "stderr"]),
+    st.integers(min_value=1, max_value=64),
+)
+@example([("stdout", b"ab", False), ("stderr", b"x", True), ("stdout", b"c", True)], 1, None, 8)
+@example(
+    [
+        ("stderr", b"\x00" * 10, False),
+        ("stdout", b"", True),
+        ("stdout", b"\x00", False),
+        ("stdout", b"\x00", False),
+        ("stdout", b"\x00" * 7, False),
+        ("stdout", b"", True),
+    ],
+    1,
+    None,
+    1,
+)
+@example([("stdout", b"a stderr P b", True), ("stdout", b"c", True)], 1, "stderr", 1)
+def test_tail_reads_the_same_lines_as_a_whole_read(
+    tmp_path_factory: pytest.TempPathFactory,
+    writes: list[tuple[str, bytes, bool]],
+    tail: int,
+    stream: str | None,
+    window: int,
+) -> None:
+    """However small the window a tail starts from, it answers what the last ``tail`` lines of
+    a whole read are: partial lines across the window's edge and across rotated files, both
+    streams interleaved, malformed lines among them."""
+    path = tmp_path_factory.mktemp("tail") / "0.log"
+    path.write_bytes(b"")
+    for index, (kind, text, ends) in enumerate(writes):
+        if kind == "rotate":
+            os.rename(path, f"{path}.{index:03d}")
+            path.write_bytes(b"")
+        elif kind == "garbage":
+            with open(path, "ab") as handle:
+                handle.write(text + b"\n")
+        else:
+            with open(path, "ab") as handle:
+                data = text + (b"\n" if ends else b"")
+                handle.write(encode_output(index * 10**9, kind, data, max_content=3))
+    whole = list(read_cri_log(str(path), stream=stream))
+    with (
+        mock.patch.object(cri_logs, "TAIL_WINDOW", window),
+        mock.patch.object(cri_logs, "TAIL_BYTES_PER_LINE", 1),
+    ):
+        tailed = list(read_cri_log(str(path), stream=stream, tail=tail))
+    assert tailed == (whole[len(whole) - tail :] if tail else [])
+
+
+def test_follow_goes_on_across_the_kubelets_rotation_with_compression(tmp_path: Path) -> None:
+    """The log rotated as the housekeeping rotates it (older files compressed, the oldest
+    removed) while a follower reads, sometimes twice between its looks: nothing lost or
+    repeated."""
+    path = tmp_path / "0.log"
+    policy = LogRotationPolicy(max_size=1, max_files=4)
+    append(str(path), b"0\n")
+    follower = _Follower(path)
+    follower.wait_for(1)
+    written = 1
+    for rotation in range(8):
+        for _ in range(15):
+            append(str(path), f"{written}\n".encode(), at=written)
+            written += 1
+        if rotation % 2:
+            follower.wait_for(written)
+        assert rotate_log(str(path), policy, 1_796_000_000 + rotation, lambda: None)
+    append(str(path), f"{written}\n".encode())
+    written += 1
+    assert any(name.endswith(".gz") for name in os.listdir(tmp_path))
+    expected = [f"{n}\n".encode() for n in range(written)]
+    assert follower.wait_for(written) == expected
+    assert follower.end() == expected
+
+
+def test_a_follow_that_missed_several_rotations_reads_the_files_it_missed(
+    tmp_path: Path,
+) -> None:
+    """The follow is not resumed while the log is rotated three times (its file compressed
+    meanwhile): it reads the rest of its file, the rotated files after it, then the live one."""
+    path = tmp_path / "0.log"
+    policy = LogRotationPolicy(max_size=1, max_files=5)
+    append(str(path), b"0\n")
+    deadline = time.monotonic() + 10  # a follow that lost lines ends, rather than hangs
+    stream = read_cri_log(
+        str(path), follow=True, poll_interval=0.005, running=lambda: time.monotonic() < deadline
+    )
+    assert next(stream) == b"0\n"
+    written = 1
+    for rotation in range(3):
+        for _ in range(3):
+            append(str(path), f"{written}\n".encode(), at=written)
+            written += 1
+        assert rotate_log(str(path), policy, 1_796_000_000 + rotation, lambda: None)
+    append(str(path), f"{written}\n".encode())
+    written += 1
+    assert "0.log.20261130-005320" not in os.listdir(tmp_path)  # compressed
+    got = list(itertools.islice(stream, written - 1))
+    assert got == [f"{n}\n".encode() for n in range(1, written)]
+    stream.close()  # type: ignore[attr-defined]
