@@ -78,7 +78,7 @@ wait_until() {  # wait_until SECONDS WHAT COMMAND...: bounded wait
         ((SECONDS < deadline)) || return 1
         sleep 0.2
     done
-    log "$what is up"
+    [[ -z "$what" ]] || log "$what is up"
 }
 
 install_packages() {
@@ -287,8 +287,13 @@ start_containerd() {
     setsid containerd --config "$CONFIG" >>"$LOG_FILE" 2>&1 </dev/null &
     launched=$!
     echo "$launched" >"$PID_FILE"
-    wait_until 60 "containerd (or its exit)" answers_or_exited "$launched" && containerd_answers ||
-        die "containerd did not answer on $SOCK; see $LOG_FILE"
+    wait_until 60 "" answers_or_exited "$launched" || true
+    containerd_answers && { log "containerd is up"; return 0; }
+    if kill -0 "$launched" 2>/dev/null; then
+        stop_pid "$launched" "containerd on $SOCK (it did not answer in 60 s)"
+        die "containerd did not answer on $SOCK within 60 s; see $LOG_FILE"
+    fi
+    die "containerd exited at its start: $(tail -n 3 "$LOG_FILE" | tr '\n' ' ')(log: $LOG_FILE)"
 }
 
 import_images() {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +189,31 @@ def _labels(entries: Iterable[bytes]) -> dict[str, str]:
     return {text(decode(e), 1): text(decode(e), 2) for e in entries}
 
 
+def sandbox_config(
+    name: str,
+    uid: str,
+    namespace: str,
+    log_directory: str,
+    labels: Mapping[str, str],
+    host_ports: Mapping[int, int],
+) -> bytes:
+    """A ``PodSandboxConfig``: metadata, hostname, log directory, TCP port mappings (on
+    127.0.0.1), labels, and the Linux defaults (the pod's own network namespace)."""
+    metadata = field(1, name) + field(2, uid) + field(3, namespace)
+    ports = b"".join(
+        field(5, field(2, container) + field(3, host) + field(4, "127.0.0.1"))
+        for container, host in host_ports.items()
+    )
+    return (
+        field(1, metadata)
+        + field(2, name)
+        + field(3, log_directory)
+        + ports
+        + map_field(6, labels)
+        + field(8, b"")
+    )
+
+
 class RawCri:
     """The CRI calls the fixtures make, on a channel of their own (``close`` it)."""
 
@@ -197,6 +222,7 @@ class RawCri:
 
         self._channel = grpc.insecure_channel(endpoint)
         self._timeout = timeout
+        self._sandboxes: dict[str, bytes] = {}  # the configs of the sandboxes it ran, by id
 
     def close(self) -> None:
         self._channel.close()
@@ -220,17 +246,39 @@ class RawCri:
         return found
 
     def run_pod_sandbox(
-        self, name: str, uid: str, namespace: str, log_directory: str, labels: Mapping[str, str]
+        self,
+        name: str,
+        uid: str,
+        namespace: str,
+        log_directory: str,
+        labels: Mapping[str, str],
+        host_ports: Mapping[int, int] | None = None,
     ) -> str:
-        metadata = field(1, name) + field(2, uid) + field(3, namespace)
+        """A pod sandbox (``host_ports``: container port to a TCP port on 127.0.0.1); its id."""
+        config = sandbox_config(name, uid, namespace, log_directory, labels, host_ports or {})
+        sandbox_id = text(self.call(RUNTIME + "RunPodSandbox", field(1, config)), 1)
+        self._sandboxes[sandbox_id] = config
+        return sandbox_id
+
+    def start_container(
+        self, sandbox_id: str, name: str, image: str, command: Sequence[str]
+    ) -> str:
+        """Create and start a container running ``command`` in a sandbox this client made,
+        with the sandbox's labels (its log: ``NAME.log`` in the sandbox's log directory); its
+        id."""
+        sandbox = self._sandboxes[sandbox_id]
         config = (
-            field(1, metadata)
-            + field(2, name)
-            + field(3, log_directory)
-            + map_field(6, labels)
-            + field(8, b"")  # linux: the defaults (the pod's own network namespace)
+            field(1, field(1, name))
+            + field(2, field(1, image))
+            + b"".join(field(3, part) for part in command[:1])
+            + b"".join(field(4, part) for part in command[1:])
+            + map_field(9, _labels(decode(sandbox).get(6, [])))
+            + field(11, f"{name}.log")
         )
-        return text(self.call(RUNTIME + "RunPodSandbox", field(1, config)), 1)
+        request = field(1, sandbox_id) + field(2, config) + field(3, sandbox)
+        container_id = text(self.call(RUNTIME + "CreateContainer", request), 1)
+        self.call(RUNTIME + "StartContainer", field(1, container_id))
+        return container_id
 
     def pod_sandbox(self, sandbox_id: str) -> SandboxInfo:
         status = decode(first(self.call(RUNTIME + "PodSandboxStatus", field(1, sandbox_id)), 1))

@@ -5,7 +5,10 @@ cleanup removes what a test made and nothing else."""
 from __future__ import annotations
 
 import ipaddress
+import socket
 import subprocess
+import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -18,6 +21,27 @@ from tests.engines.cri.support import (
     TestRegistries,
     ctr,
 )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def http_status_line(host: str, port: int, timeout: float = 10.0) -> bytes:
+    """The first line of the answer to ``GET /``, waiting (bounded) for the server to listen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=2) as conn:
+                conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                return conn.recv(200).split(b"\r\n", 1)[0]
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def test_it_answers_cri_v1_and_is_ready(containerd: TestContainerd, raw_cri: RawCri) -> None:
@@ -45,7 +69,7 @@ def test_the_test_images_are_in_the_cri_namespace(
 
 
 def test_a_pod_sandbox_gets_an_address_on_the_bridge(
-    containerd: TestContainerd, raw_cri: RawCri, cri_scope: CriScope, tmp_path: object
+    containerd: TestContainerd, raw_cri: RawCri, cri_scope: CriScope, tmp_path: Path
 ) -> None:
     sandbox_id = raw_cri.run_pod_sandbox(
         "smoke", cri_scope.uid, cri_scope.namespace, str(tmp_path), cri_scope.labels
@@ -69,8 +93,30 @@ def test_a_pod_sandbox_gets_an_address_on_the_bridge(
     assert raw_cri.sandboxes_in(cri_scope.namespace) == []
 
 
+def test_a_container_serves_on_its_pod_address_and_a_host_port(
+    containerd: TestContainerd, raw_cri: RawCri, cri_scope: CriScope, tmp_path: Path
+) -> None:
+    host_port = free_port()
+    sandbox_id = raw_cri.run_pod_sandbox(
+        "web",
+        cri_scope.uid,
+        cri_scope.namespace,
+        str(tmp_path),
+        cri_scope.labels,
+        {8080: host_port},
+    )
+    raw_cri.start_container(
+        sandbox_id, "httpd", containerd.image, ["httpd", "-f", "-p", "8080", "-h", "/www"]
+    )
+    pod_ip = raw_cri.pod_sandbox(sandbox_id).ip
+    # busybox httpd answers 404 for the empty /www: an HTTP answer is the point.
+    assert http_status_line(pod_ip, 8080).startswith(b"HTTP/1.")
+    assert http_status_line("127.0.0.1", host_port).startswith(b"HTTP/1.")  # through portmap
+    assert (tmp_path / "httpd.log").is_file()  # the CRI writes the container's log there
+
+
 def test_the_cleanup_leaves_other_tests_pods(
-    raw_cri: RawCri, cri_scope: CriScope, tmp_path: object
+    raw_cri: RawCri, cri_scope: CriScope, tmp_path: Path
 ) -> None:
     other = {"io.kubecore.test": cri_scope.uid + "-other"}
     sandbox_id = raw_cri.run_pod_sandbox("other", "other-uid", "kc-other", str(tmp_path), other)
