@@ -37,6 +37,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         OPTIONAL_CAPABILITIES as OPTIONAL_CAPABILITIES,
     )
     from kubecore._contract.capabilities import (
+        ContainerLogReopener as ContainerLogReopener,
+    )
+    from kubecore._contract.capabilities import (
         NodeClaim as NodeClaim,
     )
     from kubecore._contract.capabilities import (
@@ -356,6 +359,33 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._model.imageref import (
         same_image as same_image,
+    )
+    from kubecore._observability.cri_log_format import (
+        LogRecord as LogRecord,
+    )
+    from kubecore._observability.cri_log_format import (
+        encode_output as encode_output,
+    )
+    from kubecore._observability.cri_log_format import (
+        format_timestamp as format_timestamp,
+    )
+    from kubecore._observability.cri_log_format import (
+        parse_record as parse_record,
+    )
+    from kubecore._observability.cri_logs import (
+        container_log_path as container_log_path,
+    )
+    from kubecore._observability.cri_logs import (
+        log_files as log_files,
+    )
+    from kubecore._observability.cri_logs import (
+        pod_log_directory as pod_log_directory,
+    )
+    from kubecore._observability.cri_logs import (
+        previous_log_path as previous_log_path,
+    )
+    from kubecore._observability.cri_logs import (
+        read_cri_log as read_cri_log,
     )
     from kubecore._plugins.registry import (
         BrokenPlugin as BrokenPlugin,

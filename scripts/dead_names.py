@@ -20,6 +20,7 @@ import vulture
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED = (
     "kubecore",
+    "kubecore_cri",
     "kubecore_docker",
     "kubecore_fake",
     "kubecore_etcd",
@@ -27,8 +28,11 @@ CHECKED = (
     "examples/embed/agent.py",
 )
 """What the check reports on: the shipped code."""
+GENERATED = ("kubecore_cri/_pb",)
+"""Shipped but generated (grpcio-tools): read for uses, never reported."""
 SCANNED = (
     "kubecore",
+    "kubecore_cri",
     "kubecore_docker",
     "kubecore_fake",
     "kubecore_etcd",
@@ -54,6 +58,8 @@ def read_whitelist(path: Path) -> tuple[list[str], list[str]]:
 
 def is_checked(filename: Path) -> bool:
     relative = filename.resolve().relative_to(ROOT).as_posix()
+    if any(relative.startswith(g + "/") for g in GENERATED):
+        return False
     return any(relative == c or relative.startswith(c + "/") for c in CHECKED)
 
 

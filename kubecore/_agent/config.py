@@ -50,6 +50,11 @@ class KubeletConfig:
     node_labels: tuple[str, ...] = ()
     """``key=value`` labels of the node (each entry may hold several, comma separated), beside
     the well-known ``kubernetes.io/hostname``, ``/os`` and ``/arch`` it always has."""
+    container_log_max_size: str = "10Mi"
+    """The size (a quantity: ``10Mi``) at which a container's log file is rotated, for
+    runtimes that write log files (``kubecore.runtime.ContainerLogReopener``)."""
+    container_log_max_files: int = 5
+    """A container's log files kept at most, the live one included."""
     eviction_hard: tuple[str, ...] = ()
     """Hard eviction thresholds (``memory.available<100Mi``, ``nodefs.available<10%``; each
     entry may hold several, comma separated), each replacing the default for its signal

@@ -52,6 +52,7 @@ FIELD_BOUNDS: Mapping[str, Bounds] = {
     "max_events": Bounds(1, 10_000_000),
     "backoff_initial": SECONDS,
     "backoff_max": SECONDS,
+    "container_log_max_files": Bounds(2, 1000),
 }
 """The range of each numeric ``KubeletConfig`` field."""
 
@@ -108,6 +109,11 @@ def config_problems(fields: tuple[attrs.Attribute[Any], ...], values: Any) -> li
             eviction_thresholds(eviction_hard)
         except ValueError as error:
             problems.append(f"eviction_hard: {error}")
+    max_size = getattr(values, "container_log_max_size", None)
+    if isinstance(max_size, str):
+        problem = log_size_problem(max_size)
+        if problem is not None:
+            problems.append(f"container_log_max_size: {problem}")
     if not problems:
         for low, high in ORDERED_FIELDS:
             if getattr(values, low) > getattr(values, high):
@@ -127,6 +133,23 @@ def _field_problem(field: attrs.Attribute[Any], value: object) -> str | None:
         if isinstance(value, tuple) and all(isinstance(item, str) for item in value):
             return None
         return f"must be a tuple of strings, got {shown(value)}"
+    return None
+
+
+MAX_LOG_SIZE = 2**40
+
+
+def log_size_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a container log's rotation size: a quantity of bytes, positive,
+    at most 1Ti (None: it can)."""
+    from kubecore._model.quantity import memory_bytes
+
+    try:
+        size = memory_bytes(text)
+    except ValueError:
+        return f"must be a quantity of bytes (10Mi), got {shown(text)}"
+    if not 0 < size <= MAX_LOG_SIZE:
+        return f"must be greater than 0 and at most 1Ti, got {shown(text)}"
     return None
 
 

@@ -32,12 +32,14 @@ from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import is_static
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
+from kubecore._housekeeping.log_rotation import ContainerLogRotation, LogRotationPolicy
 from kubecore._housekeeping.timers import Housekeeping
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._kuberuntime.env import NodeInfo, host_capacity
 from kubecore._kuberuntime.execute import Executor
 from kubecore._kuberuntime.security import detect_host_security
 from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
+from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod
 from kubecore._observability.event_log import EventLog
 from kubecore._observability.events import FanoutRecorder, LoggingRecorder, MemoryRecorder
@@ -209,6 +211,12 @@ def _upkeep(
         container_gc_interval=cfg.container_gc_interval,
         image_gc_interval=cfg.image_gc_interval,
         start=start,
+        log_rotation=ContainerLogRotation(
+            plugged.runtime,
+            LogRotationPolicy(
+                memory_bytes(cfg.container_log_max_size), cfg.container_log_max_files
+            ),
+        ),
     )
     stats = StatsProvider(
         plugged.runtime,

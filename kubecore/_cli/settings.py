@@ -139,6 +139,13 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
         " kubernetes.io/hostname, /os and /arch (comma separated; repeatable)",
         "KEY=VALUE,...",
     ),
+    "container_log_max_size": FieldHelp(
+        "size at which a container's log file is rotated (runtimes writing log files)",
+        "QUANTITY",
+    ),
+    "container_log_max_files": FieldHelp(
+        "a container's log files kept at most, the live one included", "N"
+    ),
     "eviction_hard": FieldHelp(
         "hard eviction thresholds making the node's pressure conditions, each replacing the"
         " default of its signal (memory.available<100Mi, nodefs.available<10%%,"

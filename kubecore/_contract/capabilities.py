@@ -92,11 +92,25 @@ class NodeClaims(Protocol):
         ...
 
 
+@runtime_checkable
+class ContainerLogReopener(Protocol):
+    """A runtime that writes its containers' logs to files (``RuntimeContainer.log_path``) and
+    can be told to reopen one (CRI ``ReopenContainerLog``): the agent then rotates those files
+    as the kubelet does (``kubecore._housekeeping.log_rotation``)."""
+
+    def reopen_container_log(self, container_id: str) -> None:
+        """Make the running container write its output to a new file at its ``log_path`` (the
+        old one has just been renamed away). Raises ``ContainerNotFound``, or a
+        ``ContainerRuntimeError`` when the runtime cannot (the rotation is then undone)."""
+        ...
+
+
 OPTIONAL_CAPABILITIES: tuple[type, ...] = (
     ResourceUpdater,
     NodeClaims,
     StreamingRuntime,
     PortForwarder,
+    ContainerLogReopener,
 )
 """The protocols a runtime may implement beyond ``ContainerRuntime`` (the module docstring)."""
 

@@ -297,6 +297,10 @@ class RuntimeContainer:
     message: str = ""
     labels: Mapping[str, str] = attrs.field(factory=dict)
     annotations: Mapping[str, str] = attrs.field(factory=dict)
+    log_path: str = ""
+    """The file the runtime writes the container's output to in the CRI log format (CRI
+    ``ContainerStatus.log_path``), read and rotated by the agent; '' for a runtime that keeps
+    logs itself (Docker)."""
 
 
 @attrs.frozen

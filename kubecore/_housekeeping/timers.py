@@ -25,6 +25,7 @@ from kubecore._housekeeping.gc import (
     run_container_gc,
 )
 from kubecore._housekeeping.local_storage import has_ephemeral_storage_limit, local_storage_eviction
+from kubecore._housekeeping.log_rotation import ContainerLogRotation
 from kubecore._model.v1 import Pod
 from kubecore._volumes.pod_dirs import VolumeManager
 
@@ -58,8 +59,10 @@ class Housekeeping:
         container_gc_interval: float,
         image_gc_interval: float,
         start: float,
+        log_rotation: ContainerLogRotation | None = None,
     ) -> None:
         self._runtime = runtime
+        self._log_rotation = log_rotation
         self._volumes = volumes
         self._image_gc = image_gc
         self._gc_policy = gc_policy
@@ -110,6 +113,8 @@ class Housekeeping:
             collected += run_container_gc(self._runtime, plan)
             if plan.containers:
                 self._prune_messages(snapshot, set(plan.containers), desired)
+        if self._log_rotation is not None:
+            self._log_rotation.run(snapshot.containers, now=now, mono=mono)
         if mono - self._last_image_gc >= image_gc_every:
             self._last_image_gc = mono
             try:

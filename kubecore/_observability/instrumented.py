@@ -12,6 +12,7 @@ from typing import TypeVar, cast
 from prometheus_client import Counter
 
 from kubecore._contract.capabilities import (
+    ContainerLogReopener,
     NodeClaim,
     NodeClaims,
     NodeHolder,
@@ -247,11 +248,20 @@ class _TimedPortForwards(InstrumentedRuntime):
         return self._call("port_forward", lambda: forwarder.port_forward(sandbox_id, port, timeout))
 
 
+class _TimedLogReopens(InstrumentedRuntime):
+    """``ContainerLogReopener``, for a wrapped runtime that is one."""
+
+    def reopen_container_log(self, container_id: str) -> None:
+        reopener = cast(ContainerLogReopener, self.inner)
+        self._call("reopen_container_log", lambda: reopener.reopen_container_log(container_id))
+
+
 _CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
     ResourceUpdater: _TimedResourceUpdates,
     NodeClaims: _TimedNodeClaims,
     StreamingRuntime: _TimedStreams,
     PortForwarder: _TimedPortForwards,
+    ContainerLogReopener: _TimedLogReopens,
 }
 """The wrapper part of each optional capability (``OPTIONAL_CAPABILITIES``)."""
 

@@ -188,6 +188,7 @@ SURFACE: dict[str, dict[str, str]] = {
             ),
             "kubecore._contract.capabilities": (
                 "OPTIONAL_CAPABILITIES",
+                "ContainerLogReopener",
                 "NodeClaim",
                 "NodeClaims",
                 "NodeHolder",
@@ -203,6 +204,19 @@ SURFACE: dict[str, dict[str, str]] = {
                 "TerminalSize",
             ),
             "kubecore._contract.bases": ("PullerWrapper", "RuntimeBase"),
+            "kubecore._observability.cri_logs": (
+                "container_log_path",
+                "log_files",
+                "pod_log_directory",
+                "previous_log_path",
+                "read_cri_log",
+            ),
+            "kubecore._observability.cri_log_format": (
+                "LogRecord",
+                "encode_output",
+                "format_timestamp",
+                "parse_record",
+            ),
             "kubecore._contract.values": (
                 "Capability",
                 "ContainerConfig",
