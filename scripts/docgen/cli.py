@@ -59,7 +59,9 @@ def _command(path: str, parser: argparse.ArgumentParser, summary: str, depth: in
     parts = [f"{heading} `{path}`", ""]
     if summary:
         parts += [summary[0].upper() + summary[1:] + ".", ""]
-    usage = parser.format_usage().removeprefix("usage: ").rstrip()
+    prefix = "usage: "
+    lines = parser.format_usage().removeprefix(prefix).rstrip().splitlines()
+    usage = "\n".join([lines[0], *(line.removeprefix(" " * len(prefix)) for line in lines[1:])])
     parts += ["```", usage, "```", ""]
     if parser.description and parser.description != summary:
         parts += [rst_to_md(parser.description), ""]
