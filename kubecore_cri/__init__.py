@@ -8,3 +8,8 @@ Not offered yet: interactive exec, attach and port-forward (``StreamingRuntime``
 memory-backed emptyDirs (refused with ``InvalidConfig``). The sandbox image is the runtime's own
 (containerd's ``sandbox_image``): CRI has no field for it.
 """
+
+import logging
+
+# A library prints nothing unless its host configures logging (see ``kubecore``).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
