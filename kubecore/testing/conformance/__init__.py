@@ -70,6 +70,7 @@ fixture (the in-memory ``fake`` reads what it recorded).
 from __future__ import annotations
 
 from kubecore.testing.conformance._capabilities import OptionalCapabilityChecks
+from kubecore.testing.conformance._configs import ConfigChecks
 from kubecore.testing.conformance._containers import ContainerChecks
 from kubecore.testing.conformance._exec import ExecChecks
 from kubecore.testing.conformance._harness import Harness, wait_for
@@ -114,6 +115,7 @@ class RuntimeConformance(
     InstanceChecks,
     LogChecks,
     ExecChecks,
+    ConfigChecks,
     SnapshotChecks,
     ContainerChecks,
     SandboxChecks,

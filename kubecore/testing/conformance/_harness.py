@@ -27,6 +27,7 @@ from kubecore._contract.values import (
 )
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore._util.clock import Clock
+from kubecore.testing.conformance._strict import ConformanceReport, Strictness
 from kubecore.testing.conformance._workloads import Command, Workloads
 
 T = TypeVar("T")
@@ -55,9 +56,21 @@ def wait_for(
 
 
 class Harness:
-    """Creates sandboxes and containers with kubecore's labels, waits, and cleans up."""
+    """Creates sandboxes and containers with kubecore's labels, waits, and cleans up; says why a
+    check cannot run (``not_checked``, ``unseen``) and what the runtime refused (``refused``),
+    as strict mode and the report need it."""
 
-    def __init__(self, bundle: RuntimeBundle, workloads: Workloads, clock: Clock) -> None:
+    def __init__(
+        self,
+        bundle: RuntimeBundle,
+        workloads: Workloads,
+        clock: Clock,
+        strictness: Strictness | None = None,
+    ) -> None:
+        self.strictness = strictness or Strictness(False, ConformanceReport(), "")
+        self.not_checked = self.strictness.not_checked
+        self.unseen = self.strictness.unseen
+        self.refused = self.strictness.refused
         self.bundle = bundle
         self.runtime: ContainerRuntime = bundle.runtime
         self.puller: Puller = bundle.puller
