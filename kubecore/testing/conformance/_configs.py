@@ -80,21 +80,21 @@ class ConfigChecks(PluginFixtures):
             "echo kcconf-mounts-done",
         )
         root = tmp_path_factory.mktemp("bind-mounts") / str(uuid.uuid4())
-        writable = _volume(root, "data", "kcconf-given\n")
-        read_only = _volume(root, "ro", "kcconf-read-only\n")
+        data_dir = _volume(root, "data", "kcconf-given\n")
+        ro_dir = _volume(root, "ro", "kcconf-read-only\n")
         sandbox = harness.run_sandbox()
         config = attrs.evolve(
             harness.container_config(sandbox[1], command),
             mounts=(
-                Mount(str(writable), "/kc-data"),
-                Mount(str(read_only), "/kc-ro", read_only=True),
+                Mount(str(data_dir), "/kc-data"),
+                Mount(str(ro_dir), "/kc-ro", read_only=True),
             ),
         )
         container_id = _run(harness, sandbox, config)
         lines = harness.wait_logs(container_id, "kcconf-mounts-done")
         assert b"kcconf-given\n" in lines, f"the mounted file was not seen: {lines}"
         assert b"kcconf-read-only\n" in lines, f"the read-only mount was not seen: {lines}"
-        written = writable / "out.txt"
+        written = data_dir / "out.txt"
         assert written.exists(), "a file written into a writable bind mount is not on the host"
         assert written.read_text() == "kcconf-written\n"
-        assert not (read_only / "out.txt").exists(), "a read-only bind mount was written"
+        assert not (ro_dir / "out.txt").exists(), "a read-only bind mount was written"
