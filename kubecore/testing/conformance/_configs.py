@@ -47,7 +47,11 @@ class ConfigChecks(PluginFixtures):
     them."""
 
     def test_the_environment_reaches_the_process(self, harness: Harness) -> None:
-        command = _script(harness, "printenv KC_CONF_PLAIN KC_CONF_SPACED; echo kcconf-env-done")
+        command = _script(
+            harness,
+            'echo "kcenv plain=$KC_CONF_PLAIN"; echo "kcenv spaced=$KC_CONF_SPACED"; '
+            "echo kcconf-env-done",
+        )
         sandbox = harness.run_sandbox()
         config = attrs.evolve(
             harness.container_config(sandbox[1], command),
@@ -55,8 +59,9 @@ class ConfigChecks(PluginFixtures):
         )
         container_id = _run(harness, sandbox, config)
         lines = harness.wait_logs(container_id, "kcconf-env-done")
-        assert b"plain\n" in lines, f"KC_CONF_PLAIN did not reach the process: {lines}"
-        assert f"{SPACED_VALUE}\n".encode() in lines, f"KC_CONF_SPACED was changed: {lines}"
+        assert b"kcenv plain=plain\n" in lines, f"KC_CONF_PLAIN did not reach the process: {lines}"
+        spaced = f"kcenv spaced={SPACED_VALUE}\n".encode()
+        assert spaced in lines, f"KC_CONF_SPACED did not reach the process unchanged: {lines}"
 
     def test_the_arguments_follow_the_command(self, harness: Harness) -> None:
         sandbox = harness.run_sandbox()

@@ -132,7 +132,7 @@ class Workloads:
     timeout: float = 30.0
     """Upper bound of every wait, in (the clock's) seconds."""
     run_script: Callable[[str], Command] | None = None
-    """Runs the POSIX shell script (``printenv``, ``cat``, ``echo`` with ``>``) then runs like
+    """Runs the POSIX shell script (``cat``, ``echo`` of variables and with ``>``) then runs like
     ``run_forever``: how the suite sees the environment and the mounts a container was given.
     None: those checks are skipped (a failure in strict mode)."""
 
