@@ -68,10 +68,12 @@ class EtcdEventRecorder:
 
     @property
     def queued(self) -> int:
+        """How many events wait to be written."""
         with self._lock:
             return len(self._queue)
 
     def start(self) -> None:
+        """Start writing the recorded events on a background thread (idempotent)."""
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(

@@ -308,6 +308,7 @@ class EtcdSource(_EtcdWatch[Pod]):
 
     @property
     def pods(self) -> tuple[Pod, ...]:
+        """The pods bound to the node, as last read."""
         return self._items()
 
     def _update(self, op: Operation, items: tuple[Pod, ...]) -> PodUpdate:
@@ -347,6 +348,7 @@ class EtcdObjectSource(_EtcdWatch[KubeObject]):
 
     @property
     def objects(self) -> tuple[KubeObject, ...]:
+        """The ConfigMaps and Secrets read so far."""
         return self._items()
 
     def _update(self, op: Operation, items: tuple[KubeObject, ...]) -> PodUpdate:
