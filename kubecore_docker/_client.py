@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "unix:///var/run/docker.sock"
 DEFAULT_SANDBOX_IMAGE = "registry.k8s.io/pause:3.9"
+"""The image sandboxes run unless the ``sandbox_image`` option names another (the kubelet's)."""
 
 
 def _number(kind: type[float] | type[int], name: str, value: Any) -> Any:

@@ -16,6 +16,7 @@ from kubecore_etcd._keys import DEFAULT_PREFIX, clean_prefix
 logger = logging.getLogger(__name__)
 
 DEFAULT_EVENT_TTL = 3600
+"""Seconds an event lives in etcd (the lease it is written on), as the API server keeps one."""
 
 
 class EtcdEventRecorder:

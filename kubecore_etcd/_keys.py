@@ -4,6 +4,7 @@ pod by writing its key. Every function takes the layout's ``prefix`` (``DEFAULT_
 from __future__ import annotations
 
 DEFAULT_PREFIX = "/kubecore"
+"""The key prefix every etcd key of kubecore is under unless another is given."""
 
 
 def clean_prefix(prefix: str) -> str:

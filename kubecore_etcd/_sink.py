@@ -21,7 +21,9 @@ from kubecore_etcd._keys import DEFAULT_PREFIX, node_key, status_key, status_pre
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL = 40
+"""Seconds the node key's lease lives unless kept alive: a dead agent's node goes after it."""
 DEFAULT_LEASE_REFRESH = 10.0
+"""Seconds between the keep-alives of the node key's lease."""
 
 
 class PodReport(Protocol):

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 Item = TypeVar("Item")
 
 ETCD_SOURCE = "etcd"
+"""The name of the etcd pod source (what its pods' source annotation says)."""
 
 
 class _EtcdWatch(abc.ABC, Generic[Item]):

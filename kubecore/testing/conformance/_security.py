@@ -108,6 +108,8 @@ SECURITY_CASES = (
         "the SELinux level s0:c123,c456",
     ),
 )
+"""Each security context the suite starts a container with: the field a refusal must name, the
+context, and how the container's ``SecurityReport`` shows it applied."""
 SANDBOX_PORT_RANGE = "1100 60999"
 
 

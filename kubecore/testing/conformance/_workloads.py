@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 Command = tuple[str, ...]
+"""A command line (argv) a container or an exec runs."""
 MiB = 1024 * 1024
 
 
