@@ -81,6 +81,7 @@ class CriRuntime:
 
     @property
     def options(self) -> CriOptions:
+        """The options it was loaded with."""
         return self._connection.options
 
     def _call(

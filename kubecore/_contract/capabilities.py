@@ -52,9 +52,11 @@ class NodeLease:
     """Seconds after ``renewed_at`` at which the lease lapses unless renewed."""
 
     def expires_at(self) -> float:
+        """When the lease lapses unless renewed: ``renewed_at + ttl`` (the runtime's clock)."""
         return self.renewed_at + self.ttl
 
     def expired(self, now: float) -> bool:
+        """Whether the lease has lapsed at ``now``."""
         return now > self.expires_at()
 
 
