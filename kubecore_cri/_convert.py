@@ -261,11 +261,20 @@ def container_config(config: ContainerConfig, sandbox: SandboxConfig) -> Any:
     )
 
 
+def server_address(server: str) -> str:
+    """The registry as a URL (``localhost:5001`` -> ``https://localhost:5001``): containerd reads
+    ``AuthConfig.server_address`` as a URL and sends the credentials only to the host it names,
+    and a bare ``host:port`` parses as a URL with no host, so they would never be sent."""
+    if not server or "://" in server:
+        return server
+    return "https://" + server.rstrip("/")
+
+
 def auth_config(auth: RegistryAuth) -> Any:
     return pb.AuthConfig(
         username=auth.username,
         password=auth.password,
-        server_address=auth.server,
+        server_address=server_address(auth.server),
         identity_token=auth.identity_token,
     )
 

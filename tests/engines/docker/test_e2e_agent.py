@@ -9,7 +9,6 @@ backoff is not configurable through ``KubeletConfig``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -23,11 +22,8 @@ from typing import Any
 import pytest
 
 from kubecore._agent.kubelet import Kubelet
-from kubecore._contract.errors import ContainerNotFound, NotFound, RuntimeTimeout
-from kubecore._contract.labels import RESTART_COUNT_ANNOTATION
 from kubecore._contract.protocols import Puller
-from kubecore._kuberuntime.credentials import DockerKeyring, KeyringPuller
-from kubecore_docker import ANNOTATION_PREFIX
+from kubecore._kuberuntime.credentials import DockerKeyring
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     SERVER,
@@ -37,12 +33,8 @@ from tests.engines.docker.e2e_helpers import (
     container,
     docker_config,
     engine_containers,
-    exec_until,
-    forever,
     get_pod,
     make_pod,
-    running_ids,
-    status_of,
     wait_pod,
 )
 from tests.engines.docker.helpers import TEST_LABEL, free_port, wait_for
@@ -75,79 +67,7 @@ def reasons(kubelet: Kubelet, namespace: str, name: str) -> list[str]:
 # --- (a) two containers, one network ---------------------------------------------------------
 
 
-def test_containers_of_a_pod_reach_each_other_over_localhost(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "web",
-        namespace,
-        [
-            container("server", engine.image, HTTPD, env=[{"name": "GREETING", "value": GREETING}]),
-            container("client", engine.image),
-        ],
-    )
-    kubelet = make_agent([pod])
-    running = wait_pod(kubelet, namespace, "web", all_running, what="web running")
-    ids = running_ids(running)
-    assert ids["server"] != ids["client"]
-
-    result = exec_until(
-        kubelet, namespace, "web", "client", ["wget", "-qO-", "http://127.0.0.1:8080/"]
-    )
-    assert result.exit_code == 0, result
-    assert result.stdout.decode().strip() == GREETING
-    # One sandbox, two app containers, all named the dockershim way.
-    names = sorted(c["Names"][0].lstrip("/") for c in engine_containers(raw, namespace))
-    assert names == sorted(
-        f"k8s_{c}_web_{namespace}_{pod.uid}_0" for c in ("POD", "client", "server")
-    )
-
-
 # --- (b) emptyDir ----------------------------------------------------------------------------
-
-
-def test_an_empty_dir_is_shared_by_the_pods_containers(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, tmp_path: Path
-) -> None:
-    pod = make_pod(
-        "shared",
-        namespace,
-        [
-            container(
-                "writer",
-                engine.image,
-                forever("echo written-by-writer > /data/from-writer"),
-                volumeMounts=[{"name": "scratch", "mountPath": "/data"}],
-            ),
-            container(
-                "reader", engine.image, volumeMounts=[{"name": "scratch", "mountPath": "/shared"}]
-            ),
-            container(
-                "viewer",
-                engine.image,
-                volumeMounts=[{"name": "scratch", "mountPath": "/view", "readOnly": True}],
-            ),
-        ],
-        volumes=[{"name": "scratch", "emptyDir": {}}],
-    )
-    kubelet = make_agent([pod])
-    wait_pod(kubelet, namespace, "shared", all_running)
-
-    read = exec_until(kubelet, namespace, "shared", "reader", ["cat", "/shared/from-writer"])
-    assert read.stdout == b"written-by-writer\n", read
-    wrote = kubelet.exec(
-        namespace, "shared", "reader", ["sh", "-c", "echo back > /shared/from-reader"]
-    )
-    assert wrote.exit_code == 0, wrote
-    back = kubelet.exec(namespace, "shared", "writer", ["cat", "/data/from-reader"])
-    assert back.stdout == b"back\n"
-    seen = kubelet.exec(namespace, "shared", "viewer", ["cat", "/view/from-writer"])
-    assert seen.stdout == b"written-by-writer\n"
-    refused = kubelet.exec(namespace, "shared", "viewer", ["sh", "-c", "echo x > /view/nope"])
-    assert refused.exit_code != 0
-    # The volume is a directory under the agent's root dir, on the engine's host.
-    on_host = [p for p in (tmp_path / "root").rglob("from-writer") if pod.uid in str(p)]
-    assert len(on_host) == 1 and on_host[0].read_text() == "written-by-writer\n"
 
 
 # --- (c) hostPort ----------------------------------------------------------------------------
@@ -181,264 +101,16 @@ def test_a_host_port_is_reachable_on_loopback(
 # --- (d) restart policy and CrashLoopBackOff -------------------------------------------------
 
 
-def test_an_exiting_container_is_restarted_with_backoff(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "crash",
-        namespace,
-        [container("crasher", engine.image, ["sh", "-c", "echo crashing; exit 3"])],
-        restartPolicy="Always",
-    )
-    kubelet = make_agent([pod])
-    counts: list[tuple[float, int]] = []
-    waiting: set[str] = set()
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
-        status = status_of(get_pod(kubelet, namespace, "crash"), "crasher")
-        if status is not None:
-            if not counts or counts[-1][1] != status.restart_count:
-                counts.append((time.monotonic(), status.restart_count))
-            if status.state.waiting is not None:
-                waiting.add(status.state.waiting.reason)
-            if status.restart_count >= 2:
-                break
-        time.sleep(0.1)
-    assert counts and counts[-1][1] >= 2, counts
-    assert [c for _, c in counts] == sorted(c for _, c in counts), "restartCount never goes back"
-    assert "CrashLoopBackOff" in waiting, waiting
-    # The second restart waited out the first backoff (10 s; the first restart is at once).
-    first = next(t for t, c in counts if c >= 1)
-    second = next(t for t, c in counts if c >= 2)
-    assert second - first >= 8.0, counts
-
-    final = status_of(get_pod(kubelet, namespace, "crash"), "crasher")
-    assert final is not None
-    last = final.last_state.terminated or final.state.terminated
-    assert last is not None and last.exit_code == 3
-    assert "BackOff" in reasons(kubelet, namespace, "crash")
-    attempts = {
-        c["Labels"].get(ANNOTATION_PREFIX + RESTART_COUNT_ANNOTATION)
-        for c in engine_containers(raw, namespace, "crasher")
-    }
-    assert {"0", "1", "2"} <= attempts, attempts
-
-
 # --- (e) liveness probe ----------------------------------------------------------------------
-
-
-def test_a_failing_liveness_probe_restarts_its_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "live",
-        namespace,
-        [
-            container(
-                "app",
-                engine.image,
-                forever("touch /tmp/healthy"),
-                livenessProbe={
-                    "exec": {"command": ["test", "-f", "/tmp/healthy"]},
-                    "periodSeconds": 1,
-                    "failureThreshold": 1,
-                    "timeoutSeconds": 2,
-                },
-            )
-        ],
-    )
-    kubelet = make_agent([pod])
-    first = running_ids(wait_pod(kubelet, namespace, "live", all_running))["app"]
-    # Healthy: a few probe periods pass without a restart.
-    time.sleep(2.5)
-    status = status_of(get_pod(kubelet, namespace, "live"), "app")
-    assert status is not None and status.restart_count == 0
-
-    broken = kubelet.exec(namespace, "live", "app", ["rm", "/tmp/healthy"])
-    assert broken.exit_code == 0
-    restarted = wait_pod(
-        kubelet,
-        namespace,
-        "live",
-        lambda p: all_running(p) and running_ids(p)["app"] != first,
-        timeout=20,
-        what="the container restarted",
-    )
-    status = status_of(restarted, "app")
-    assert status is not None and status.restart_count == 1
-    events = kubelet.recent_events(namespace=namespace, name="live")
-    assert any(e.reason == "Unhealthy" for e in events)
-    assert any(e.reason == "Killing" and "liveness" in e.message for e in events)
-    assert raw.inspect_container(first)["State"]["Running"] is False
-    # The new container is healthy (it made the file again): it stays.
-    time.sleep(2.0)
-    status = status_of(get_pod(kubelet, namespace, "live"), "app")
-    assert status is not None and status.restart_count == 1
 
 
 # --- (f) postStart failure -------------------------------------------------------------------
 
 
-def test_a_failing_post_start_hook_kills_the_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "hook",
-        namespace,
-        [
-            container(
-                "app",
-                engine.image,
-                lifecycle={
-                    "postStart": {"exec": {"command": ["sh", "-c", "echo hook-broke >&2; exit 3"]}}
-                },
-            )
-        ],
-    )
-    kubelet = make_agent([pod])
-    failed = wait_for(
-        lambda: kubelet.recent_events(
-            namespace=namespace, name="hook", reason="FailedPostStartHook"
-        ),
-        timeout=15,
-        what="a FailedPostStartHook event",
-    )
-    assert "exited with 3" in failed[0].message and "hook-broke" in failed[0].message
-    # The kill comes after the hook's event, in the same sync: wait for it, do not race it.
-    wait_for(
-        lambda: [
-            e
-            for e in kubelet.recent_events(namespace=namespace, name="hook", reason="Killing")
-            if "postStart" in e.message
-        ],
-        timeout=10,
-        what="the Killing event of the postStart failure",
-    )
-    # The container the hook failed in was stopped by the agent, and is not running.
-    attempts = wait_for(
-        lambda: [
-            c
-            for c in engine_containers(raw, namespace, "app")
-            if c["Labels"].get(ANNOTATION_PREFIX + RESTART_COUNT_ANNOTATION) == "0"
-            and c["State"] != "running"
-        ],
-        timeout=10,
-        what="the first container stopped",
-    )
-    assert len(attempts) == 1
-    # It is restarted (and fails again): the restart count grows.
-    wait_pod(
-        kubelet,
-        namespace,
-        "hook",
-        lambda p: (s := status_of(p, "app")) is not None and s.restart_count >= 1,
-        timeout=15,
-        what="a restart after the hook failed",
-    )
-
-
 # --- (g) logs and exec -----------------------------------------------------------------------
 
 
-def test_logs_and_exec_through_the_agent(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str
-) -> None:
-    pod = make_pod(
-        "talk",
-        namespace,
-        [
-            container(
-                "talker",
-                engine.image,
-                forever('echo line-one; echo line-two >&2; echo "$GREETING"'),
-                env=[{"name": "GREETING", "value": "hi-from-env"}],
-            )
-        ],
-    )
-    kubelet = make_agent([pod])
-    wait_pod(kubelet, namespace, "talk", all_running)
-
-    lines = wait_for(
-        lambda: (
-            found
-            if len(found := list(kubelet.container_logs(namespace, "talk", "talker"))) >= 3
-            else None
-        ),
-        timeout=10,
-        what="three log lines",
-    )
-    assert sorted(lines) == [b"hi-from-env\n", b"line-one\n", b"line-two\n"]
-    # stdout and stderr reach the log in either order; tail follows the log's own order.
-    assert list(kubelet.container_logs(namespace, "talk", "talker", tail=1)) == lines[-1:]
-    stamped = list(kubelet.container_logs(namespace, "talk", "talker", timestamps=True))
-    assert len(stamped) == 3
-    assert all(line[:2] == b"20" and b"T" in line.split(b" ", 1)[0] for line in stamped)
-    follow = kubelet.container_logs(namespace, "talk", "talker", follow=True)
-    try:
-        assert next(follow) in (b"line-one\n", b"line-two\n", b"hi-from-env\n")
-    finally:
-        close = getattr(follow, "close", None)
-        if close is not None:
-            close()
-
-    result = kubelet.exec(
-        namespace, "talk", "talker", ["sh", "-c", "echo out; echo err >&2; exit 7"]
-    )
-    assert result.exit_code == 7
-    assert result.stdout == b"out\n"
-    assert result.stderr == b"err\n"
-    env = kubelet.exec(namespace, "talk", "talker", ["sh", "-c", "echo $GREETING"])
-    assert env.stdout == b"hi-from-env\n"
-    with pytest.raises(RuntimeTimeout):
-        kubelet.exec(namespace, "talk", "talker", ["sleep", "5"], timeout=0.5)
-    with pytest.raises(ContainerNotFound):
-        kubelet.exec(namespace, "talk", "nobody", ["true"])
-    with pytest.raises(NotFound):
-        kubelet.exec(namespace, "missing", "talker", ["true"])
-
-
 # --- (h) garbage collection ------------------------------------------------------------------
-
-
-def test_container_gc_keeps_one_dead_container_per_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "gc",
-        namespace,
-        [
-            container("crasher", engine.image, ["sh", "-c", "exit 1"]),
-            container("steady", engine.image),
-        ],
-    )
-    kubelet = make_agent(
-        [pod], container_gc_interval=0.3, gc_max_dead_per_container=1, gc_min_age=0.0
-    )
-
-    def attempts() -> list[str]:
-        return sorted(
-            c["Labels"].get(ANNOTATION_PREFIX + RESTART_COUNT_ANNOTATION, "")
-            for c in engine_containers(raw, namespace, "crasher")
-        )
-
-    # Attempt 0 died, attempt 1 died (then backs off 10 s): GC removes attempt 0.
-    wait_pod(
-        kubelet,
-        namespace,
-        "gc",
-        lambda p: (
-            (s := status_of(p, "crasher")) is not None
-            and s.restart_count == 1
-            and s.state.waiting is not None
-        ),
-        timeout=15,
-        what="the second attempt dead",
-    )
-    assert wait_for(lambda: attempts() == ["1"], timeout=5, what="attempt 0 collected")
-    steady = engine_containers(raw, namespace, "steady")
-    assert [c["State"] for c in steady] == ["running"]  # running containers are never collected
-    status = status_of(get_pod(kubelet, namespace, "gc"), "crasher")
-    assert status is not None and status.restart_count == 1  # counts survive collection
 
 
 def commit_image(raw: Any, base: str, repository: str, tag: str, marker: str) -> str:
@@ -503,158 +175,13 @@ def test_image_gc_removes_an_unused_image_and_keeps_the_used_one(
 # --- (i) registries --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
-def test_an_image_is_pulled_from_the_local_registry(
-    make_agent: AgentFactory,
-    engine: TestEngine,
-    namespace: str,
-    raw: Any,
-    own_images: list[str],
-    host: str,
-) -> None:
-    image = engine.registry_image.replace("localhost", host, 1)
-    own_images.append(image)  # untagged afterwards (the image is the test image)
-    with contextlib.suppress(Exception):
-        raw.remove_image(image)
-    pod = make_pod("pulled", namespace, [container("app", image, imagePullPolicy="Always")])
-    kubelet = make_agent([pod])
-    running = wait_pod(kubelet, namespace, "pulled", all_running, timeout=30)
-    status = status_of(running, "app")
-    assert status is not None and status.image == image
-    events = kubelet.recent_events(namespace=namespace, name="pulled")
-    assert [e.reason for e in events if e.reason.startswith("Pull")][:2] == ["Pulling", "Pulled"]
-    assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
-    assert raw.images(name=image)
-
-
 def write_docker_config(path: Path, auths: dict[str, tuple[str, str]]) -> DockerKeyring:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(docker_config(auths)))
     return DockerKeyring.from_file(path)
 
 
-@pytest.mark.parametrize("via", ["node-keyring", "pod-pull-secret"])
-def test_the_auth_registry_with_credentials(
-    make_agent: AgentFactory,
-    engine: TestEngine,
-    namespace: str,
-    raw: Any,
-    own_images: list[str],
-    tmp_path: Path,
-    via: str,
-) -> None:
-    image = engine.auth_registry_image
-    own_images.append(image)
-    with contextlib.suppress(Exception):
-        raw.remove_image(image)
-    registry = image.split("/")[0]
-    keyring = write_docker_config(
-        tmp_path / "docker" / "config.json", {registry: (engine.auth_user, engine.auth_password)}
-    )
-    spec: dict[str, Any] = {}
-    if via == "node-keyring":
-        kubelet_kwargs: dict[str, Any] = {"wrap": lambda p: KeyringPuller(p, keyring)}
-    else:
-        kubelet_kwargs = {"pull_secrets": {(namespace, "regcred"): keyring}}
-        spec["imagePullSecrets"] = [{"name": "regcred"}]
-    pod = make_pod(
-        "private", namespace, [container("app", image, imagePullPolicy="Always")], **spec
-    )
-    kubelet = make_agent([pod], **kubelet_kwargs)
-    wait_pod(kubelet, namespace, "private", all_running, timeout=30)
-    events = kubelet.recent_events(namespace=namespace, name="private")
-    assert "Failed" not in [e.reason for e in events]
-    assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
-    assert raw.images(name=image)
-
-
-def test_the_auth_registry_without_credentials(
-    make_agent: AgentFactory,
-    engine: TestEngine,
-    namespace: str,
-    raw: Any,
-    tmp_path: Path,
-) -> None:
-    image = engine.auth_registry_image
-    registry = image.split("/")[0]
-    # Credentials for the same registry under another host name do not apply (as in Docker).
-    other = registry.replace("localhost", "127.0.0.1", 1)
-    assert other != registry
-    keyring = write_docker_config(
-        tmp_path / "docker" / "config.json", {other: (engine.auth_user, engine.auth_password)}
-    )
-    pod = make_pod("private", namespace, [container("app", image, imagePullPolicy="Always")])
-    kubelet = make_agent([pod], wrap=lambda p: KeyringPuller(p, keyring))
-    failing = wait_pod(
-        kubelet,
-        namespace,
-        "private",
-        lambda p: (
-            (s := status_of(p, "app")) is not None
-            and s.state.waiting is not None
-            and s.state.waiting.reason in ("ErrImagePull", "ImagePullBackOff")
-        ),
-        timeout=20,
-        what="ErrImagePull / ImagePullBackOff",
-    )
-    assert failing.status is not None and failing.status.phase == "Pending"
-    failed = kubelet.recent_events(namespace=namespace, name="private", reason="Failed")
-    assert failed and "Failed to pull image" in failed[0].message
-    assert "auth" in failed[0].message.lower(), failed[0].message  # refused, not unreachable
-    assert engine_containers(raw, namespace, "app") == []
-
-
 # --- (j) adoption after an agent restart -----------------------------------------------------
-
-
-def test_a_new_agent_adopts_every_running_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pods = [
-        make_pod(
-            "web",
-            namespace,
-            [
-                container("server", engine.image, HTTPD, env=[{"name": "GREETING", "value": "x"}]),
-                container("client", engine.image),
-            ],
-        ),
-        make_pod("solo", namespace, [container("app", engine.image, SERVER)]),
-    ]
-    first = make_agent(pods)
-    for pod in pods:
-        wait_pod(first, namespace, pod.metadata.name, all_running)
-    assert first.wait_idle(15)
-    before = {p.metadata.name: running_ids(p) for p in first.pods()}
-    engine_before = {c["Id"]: c["State"] for c in engine_containers(raw, namespace)}
-    assert len(engine_before) == 5 and set(engine_before.values()) == {"running"}
-    first.stop()
-
-    second = make_agent(pods)
-    assert second.wait_idle(15)
-    for pod in pods:
-        adopted = wait_pod(second, namespace, pod.metadata.name, all_running)
-        assert running_ids(adopted) == before[pod.metadata.name]
-        assert adopted.status is not None
-        assert all(s.restart_count == 0 for s in adopted.status.container_statuses)
-    engine_after = {c["Id"]: c["State"] for c in engine_containers(raw, namespace)}
-    assert engine_after == engine_before
-    assert not {"Created", "Started", "Killing", "Pulling"} & set(second._rooms.events.reasons()), (
-        second._rooms.events.reasons()
-    )
-
-    # Adopted containers are managed: one that dies is restarted by the new agent.
-    raw.kill(before["solo"]["app"])
-    restarted = wait_pod(
-        second,
-        namespace,
-        "solo",
-        lambda p: all_running(p) and running_ids(p)["app"] != before["solo"]["app"],
-        timeout=15,
-        what="the killed container restarted",
-    )
-    status = status_of(restarted, "app")
-    assert status is not None and status.restart_count == 1
 
 
 def test_cli_run_once_pulls_with_registry_config(
