@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -25,6 +26,9 @@ from kubecore._contract.labels import (
     RESTART_COUNT_ANNOTATION,
 )
 from kubecore._plugins.registry import RuntimeBundle
+
+if TYPE_CHECKING:
+    from tests.engines.cri.support import TestContainerd
 
 DOCKER = "docker"
 CRI = "cri"
@@ -225,10 +229,11 @@ class CriEngine(EngineUnderTest):
     name = CRI
     binds_host_paths_only = True
 
-    def __init__(self) -> None:
+    def __init__(self, settings: TestContainerd | None = None) -> None:
+        """The shared test containerd, or the one ``settings`` describe (a test's own)."""
         from tests.engines.cri.support import RawCri, find_containerd, find_registries
 
-        self.settings = find_containerd()
+        self.settings = settings or find_containerd()
         found = find_registries()
         self.image = self.settings.image
         self.registries = Registries(
@@ -294,6 +299,27 @@ class CriEngine(EngineUnderTest):
 
     def close(self) -> None:
         self.raw.close()
+
+
+def host_mounts_under(root: Path) -> list[str]:
+    """The mount points on the host below ``root`` (from this process's mount table), deepest
+    first."""
+    prefix = str(root.resolve()) + "/"
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(prefix):
+            found.append(point)
+    return sorted(found, reverse=True)
+
+
+def unmount_under(root: Path) -> list[str]:
+    """Unmount what is mounted below ``root`` (the tmpfs of a pod the test left running when its
+    agent stopped, as a stopped kubelet leaves it); what was unmounted."""
+    found = host_mounts_under(root)
+    for point in found:
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+    return found
 
 
 _KINDS: Mapping[str, type[EngineUnderTest]] = {DOCKER: DockerEngine, CRI: CriEngine}

@@ -452,9 +452,14 @@ class RawCri:
         them or made for a pod of ``namespace`` (with their containers): only those. The ids
         removed."""
         removed = []
+        import grpc
+
         for container_id in self.list_containers(labels):
-            self.call(RUNTIME + "StopContainer", field(1, container_id) + field(2, 0))
-            self.remove_container(container_id)
+            try:
+                self.call(RUNTIME + "StopContainer", field(1, container_id) + field(2, 0))
+                self.remove_container(container_id)
+            except grpc.RpcError:
+                continue  # started again meanwhile: removed with its sandbox below
             removed.append(container_id)
         sandboxes = dict.fromkeys(self.list_pod_sandboxes(labels) + self.sandboxes_in(namespace))
         for sandbox_id in sandboxes:

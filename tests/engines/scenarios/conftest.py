@@ -21,7 +21,13 @@ from kubecore._model.v1 import Pod
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore._util.clock import SystemClock
 from tests.engines.docker.e2e_helpers import AgentFactory
-from tests.engines.engine_support import CRI, DOCKER, EngineUnderTest, engine_under_test
+from tests.engines.engine_support import (
+    CRI,
+    DOCKER,
+    EngineUnderTest,
+    engine_under_test,
+    unmount_under,
+)
 
 
 @pytest.fixture(
@@ -51,7 +57,17 @@ def own_images(engine: EngineUnderTest) -> Iterator[list[str]]:
 
 
 @pytest.fixture
-def namespace(engine: EngineUnderTest, test_uid: str, own_images: list[str]) -> Iterator[str]:
+def host_mounts(tmp_path: Path) -> Iterator[None]:
+    """After the test: nothing of it stays mounted on the host (a pod still running when its
+    agent stopped keeps its memory-backed emptyDir's tmpfs on a runtime that binds host paths)."""
+    yield
+    unmount_under(tmp_path)
+
+
+@pytest.fixture
+def namespace(
+    engine: EngineUnderTest, test_uid: str, own_images: list[str], host_mounts: None
+) -> Iterator[str]:
     ns = f"e2e-{test_uid}"
     yield ns
     engine.remove_namespace(ns)

@@ -23,7 +23,7 @@ from tests.engines.docker.e2e_helpers import (
     wait_pod,
 )
 from tests.engines.docker.helpers import wait_for
-from tests.engines.engine_support import EngineUnderTest
+from tests.engines.engine_support import EngineUnderTest, host_mounts_under
 
 Agent = Callable[..., Kubelet]
 
@@ -59,17 +59,6 @@ def one_pod(namespace: str, engine: EngineUnderTest, volumes: list[Any], mounts:
         [container("app", engine.image, volumeMounts=mounts)],
         volumes=volumes,
     )
-
-
-def host_mounts_under(root: Path) -> list[str]:
-    """The mount points on the host below ``root`` (from this process's mount table)."""
-    prefix = str(root.resolve()) + "/"
-    found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].replace("\\040", " ")
-        if point.startswith(prefix):
-            found.append(point)
-    return found
 
 
 def test_a_memory_empty_dir_is_a_sized_tmpfs_shared_by_the_containers(
