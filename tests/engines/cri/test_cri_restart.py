@@ -26,7 +26,11 @@ from tests.paths import REPO
 pytestmark = pytest.mark.cri
 
 SCRIPT = REPO / "scripts" / "test-containerd.sh"
-OWN_STATE = Path(os.environ.get("KUBECORE_TEST_OWN_CONTAINERD_STATE", "/var/tmp/kubecore-test-containerd-restart"))
+OWN_STATE = Path(
+    os.environ.get(
+        "KUBECORE_TEST_OWN_CONTAINERD_STATE", "/var/tmp/kubecore-test-containerd-restart"
+    )
+)
 """The state directory of this module's containerd (never the shared one's)."""
 PODS = {f"pod{i}": ("app",) for i in range(8)}
 

@@ -170,6 +170,17 @@ def test_a_targeted_ephemeral_container_joins_its_targets_pid_namespace() -> Non
     assert (namespaces.pid, namespaces.target_id) == (pb.TARGET, "c0ffee")
 
 
+def test_capabilities_reach_the_cri_without_their_cap_prefix() -> None:
+    """containerd puts ``CAP_`` before each name itself."""
+    sc = LinuxContainerSecurityContext(
+        capabilities=Capability(("CAP_NET_ADMIN", "cap_sys_time", "CHOWN"), ("CAP_ALL",))
+    )
+    message = container_config(a_container(security_context=sc), a_sandbox())
+    capabilities = message.linux.security_context.capabilities
+    assert list(capabilities.add_capabilities) == ["NET_ADMIN", "sys_time", "CHOWN"]
+    assert list(capabilities.drop_capabilities) == ["ALL"]
+
+
 def test_the_security_context_is_carried_field_by_field() -> None:
     sc = LinuxContainerSecurityContext(
         capabilities=Capability(("NET_ADMIN",), ("ALL",)),
