@@ -1,6 +1,7 @@
 """Pod-level options on the real engine: the shared PID namespace, hostPID/hostIPC, the managed
-/etc/hosts (hostname, subdomain, hostAliases), setHostnameAsFQDN, dnsConfig and pod-level limits,
-each checked with ``docker inspect`` and from inside the container."""
+/etc/hosts (hostname, subdomain, hostAliases), setHostnameAsFQDN and dnsConfig, each
+checked with ``docker inspect`` and from inside the container (pod-level limits, on every engine:
+tests/engines/scenarios/test_resource_scenarios.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.labels import CONTAINER_NAME_LABEL
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     AgentFactory,
@@ -168,29 +168,6 @@ def test_dns_config_is_merged_into_the_pods_resolv_conf(
     assert "search ns1.svc.cluster-domain.example my.dns.search.suffix" in resolv
     assert "ndots:2" in resolv and "edns0" in resolv
     assert "192.0.2.53" not in resolv  # dnsPolicy None: nothing from the node
-
-
-def test_pod_level_limits_cap_containers_without_their_own(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "capped",
-        namespace,
-        [
-            container("free", engine.image),
-            container("own", engine.image, resources={"limits": {"memory": "32Mi"}}),
-        ],
-        resources={"limits": {"memory": "64Mi", "cpu": "500m"}},
-    )
-    kubelet = make_agent([pod])
-    running = wait_pod(kubelet, namespace, "capped", all_running, what="capped running")
-    ids = running_ids(running)
-    free = raw.inspect_container(ids["free"])["HostConfig"]
-    own = raw.inspect_container(ids["own"])["HostConfig"]
-    assert (free["Memory"], free["CpuQuota"], free["CpuPeriod"]) == (64 << 20, 50_000, 100_000)
-    assert (own["Memory"], own["CpuQuota"]) == (32 << 20, 50_000)
-    labels = {c["Labels"][CONTAINER_NAME_LABEL] for c in engine_containers(raw, namespace)}
-    assert labels == {"POD", "free", "own"}
 
 
 def test_a_host_network_pod_with_host_aliases_sees_the_nodes_hosts_and_its_aliases(
