@@ -33,7 +33,6 @@ import attrs
 
 from kubecore._contract.errors import MountFailed, RootDirInUse
 from kubecore._kuberuntime.security import fs_group
-from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod, Volume
 from kubecore._util.host import directory_usage
 from kubecore._volumes.atomic_writer import write_atomically
@@ -88,13 +87,6 @@ def _plugin_of(volume: Volume) -> str | None:
     if volume.projected is not None:
         return PROJECTED_PLUGIN
     return None
-
-
-def _size_limit(volume: Volume) -> int | None:
-    empty = volume.empty_dir
-    if empty is None or empty.size_limit is None:
-        return None
-    return memory_bytes(empty.size_limit)
 
 
 _MAX_MESSAGE = 4096
@@ -462,7 +454,9 @@ class VolumeManager:
             mount_tmpfs(path, tmpfs_size(pod, volume), mode)
             _make_empty_dir(path, gid, mode)  # the tmpfs root: the group and bits asked for
             return PodVolume(path)
-        return PodVolume(path, memory_backed=True, size_limit_bytes=_size_limit(volume), mode=mode)
+        return PodVolume(
+            path, memory_backed=True, size_limit_bytes=tmpfs_size(pod, volume), mode=mode
+        )
 
     def _write_object_volume(
         self, pod: Pod, volume: Volume, plugin: str, path: str, gid: int | None

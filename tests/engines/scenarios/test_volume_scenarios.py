@@ -104,6 +104,22 @@ def test_a_memory_empty_dir_is_a_sized_tmpfs_shared_by_the_containers(
     )
 
 
+def test_a_memory_empty_dir_without_a_size_limit_is_as_large_as_the_pods_memory_limit(
+    agent: Agent, engine: EngineUnderTest, namespace: str
+) -> None:
+    mounts = [{"name": "cache", "mountPath": "/cache"}]
+    limits = {"limits": {"memory": "24Mi"}}
+    pod = make_pod(
+        "p",
+        namespace,
+        [container("app", engine.image, volumeMounts=mounts, resources=limits)],
+        volumes=[{"name": "cache", "emptyDir": {"medium": "Memory"}}],
+    )
+    kubelet = agent([pod])
+    wait_pod(kubelet, namespace, "p", all_running)
+    assert run(kubelet, namespace, "df -k /cache | tail -1").split()[1] == str(24 * 1024)
+
+
 def test_empty_dir_mode_is_what_the_containers_see(
     agent: Agent, engine: EngineUnderTest, namespace: str
 ) -> None:
