@@ -1,7 +1,9 @@
 """The agent (Kubelet) end to end on every engine (the ``engine`` fixture: Docker, then the CRI on
-containerd), in real time: containers of a pod together, restart policy and CrashLoopBackOff,
-liveness probes, a failing postStart hook, logs and exec, container GC, pulls from the local
-registries with and without credentials, and a new agent adopting what the last one started.
+containerd), in real time: containers of a pod together, an emptyDir they share, a hostPort
+on loopback, restart policy and CrashLoopBackOff, liveness probes, a failing postStart hook, logs
+and exec, container GC, pulls from the local registries with and without credentials (through
+the agent and through ``kubecore run --once --registry-config``), and a new agent adopting what
+the last one started.
 
 Each test runs its pods in a namespace of its own (``e2e-<uid>``), all of whose sandboxes and
 containers are removed afterwards. The agents relist every 0.3 s with 1 s grace periods.
@@ -12,7 +14,12 @@ CrashLoopBackOff keeps Kubernetes' 10 s initial delay (not configurable through
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +42,7 @@ from tests.engines.docker.e2e_helpers import (
     status_of,
     wait_pod,
 )
-from tests.engines.docker.helpers import wait_for
+from tests.engines.docker.helpers import free_port, wait_for
 from tests.engines.engine_support import EngineUnderTest
 
 # busybox httpd serving one page, exiting at once on TERM (httpd as PID 1 would ignore it).
@@ -514,3 +521,90 @@ def test_a_new_agent_adopts_every_running_container(
     )
     status = status_of(restarted, "app")
     assert status is not None and status.restart_count == 1
+
+
+def test_cli_run_once_pulls_with_registry_config(
+    engine: EngineUnderTest, namespace: str, own_images: list[str], tmp_path: Path
+) -> None:
+    """``kubecore run --runtime NAME --once --registry-config FILE`` on the engine."""
+    image = engine.registries.auth_image
+    own_images.append(image)
+    registry = image.split("/")[0]
+    config = tmp_path / "docker" / "config.json"
+    write_docker_config(config, {registry: credentials(engine)})
+    manifests = tmp_path / "pods"
+    manifests.mkdir()
+    (manifests / "private.yaml").write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "cli-private", "namespace": namespace},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": image,
+                            "imagePullPolicy": "Always",
+                            "command": SERVER,
+                        }
+                    ],
+                },
+            }
+        )
+    )
+    base = [
+        sys.executable, "-m", "kubecore", "run", str(manifests), *engine.run_arguments(tmp_path),
+        "--root-dir", str(tmp_path / "root"), "--once", "--deadline", "30", "--port", "0",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    env = {**os.environ, "DOCKER_CONFIG": str(tmp_path / "empty-docker-config")}
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "cli-private" in refused.stdout
+    done = subprocess.run(
+        [*base, "--registry-config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    running = [c for c in engine.containers(namespace, "app") if c.running]
+    assert [c.pod for c in running] == ["cli-private"]
+
+
+def http_get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            body: bytes = response.read()
+            return body
+    except (OSError, urllib.error.URLError):
+        return None
+
+
+def test_a_host_port_is_reachable_on_loopback(
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
+) -> None:
+    port = free_port()
+    pod = make_pod(
+        "exposed",
+        namespace,
+        [
+            container(
+                "server",
+                engine.image,
+                HTTPD,
+                env=[{"name": "GREETING", "value": "hello over the host port"}],
+                ports=[{"containerPort": 8080, "hostPort": port}],
+            )
+        ],
+    )
+    kubelet = make_agent([pod])
+    wait_pod(kubelet, namespace, "exposed", all_running)
+    body = wait_for(
+        lambda: http_get(f"http://127.0.0.1:{port}/"), timeout=10, what=f"127.0.0.1:{port}"
+    )
+    assert body == b"hello over the host port\n"
