@@ -85,7 +85,9 @@ def start_agent(engine: CriEngine, tmp_path: Path) -> Iterator[Any]:
 
     def start() -> tuple[AgentProcess, str]:
         arguments = engine.run_arguments(tmp_path)
-        agents.append(AgentProcess(manifests, tmp_path / "root", arguments, "restart-node"))
+        agents.append(
+            AgentProcess(manifests, tmp_path / "root", arguments, f"restart-node-{namespace}")
+        )
         return agents[-1].start(), namespace
 
     yield start

@@ -74,8 +74,12 @@ def namespace(
 
 
 @pytest.fixture
-def make_agent(engine: EngineUnderTest, namespace: str, tmp_path: Path) -> Iterator[AgentFactory]:
-    """Builds started agents on the engine (each with a runtime of its own); stops them after."""
+def make_agent(
+    engine: EngineUnderTest, namespace: str, test_uid: str, tmp_path: Path
+) -> Iterator[AgentFactory]:
+    """Builds started agents on the engine (each with a runtime of its own); stops them after.
+    Their node is the test's own unless told (the engines are shared with other runs, and two
+    live agents may not hold one node name on an engine)."""
     made: list[tuple[Kubelet, RuntimeBundle]] = []
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 192.0.2.53\nsearch example.invalid\n")
@@ -91,7 +95,7 @@ def make_agent(engine: EngineUnderTest, namespace: str, tmp_path: Path) -> Itera
         bundle = engine.open(tmp_path)
         puller = bundle.puller if wrap is None else wrap(bundle.puller)
         values: dict[str, Any] = {
-            "node_name": "e2e-node",
+            "node_name": f"e2e-node-{test_uid}",
             "root_dir": str(tmp_path / "root"),
             "resolv_conf": str(resolv),
             "relist_interval": 0.3,

@@ -42,7 +42,9 @@ def start_agent(engine: EngineUnderTest, namespace: str, tmp_path: Path) -> Iter
 
     def start() -> AgentProcess:
         arguments = engine.run_arguments(tmp_path)
-        agents.append(AgentProcess(manifests, tmp_path / "root", arguments, "restart-node"))
+        agents.append(
+            AgentProcess(manifests, tmp_path / "root", arguments, f"restart-node-{namespace}")
+        )
         return agents[-1].start()
 
     yield start
