@@ -175,6 +175,9 @@ def test_an_exiting_container_is_restarted_with_backoff(
     last = final.last_state.terminated or final.state.terminated
     assert last is not None and last.exit_code == 3
     assert "BackOff" in reasons(kubelet, namespace, "crash")
+    # The last run's output, as ``kubectl logs --previous`` asks for it.
+    previous = kubelet.container_logs(namespace, "crash", "crasher", previous=True)
+    assert list(previous) == [b"crashing\n"]
     attempts = {c.attempt for c in engine.containers(namespace, "crasher")}
     assert {0, 1, 2} <= attempts, attempts
 
