@@ -9,8 +9,10 @@ generated messages and stubs by the modules that use them, and the channels are 
 use.
 
 Not offered yet: interactive exec, attach and port-forward (``StreamingRuntime``,
-``PortForwarder``: the agent says the runtime cannot stream), node leases (``NodeClaims``), and
-memory-backed emptyDirs (refused with ``InvalidConfig``). The sandbox image is the runtime's own
+``PortForwarder``: the agent says the runtime cannot stream) and node leases (``NodeClaims``).
+A memory-backed emptyDir is a tmpfs the agent mounts on the host (``HostMemoryVolumes``), as the
+kubelet does; a ``memory_backed`` mount given to the runtime itself is refused with
+``InvalidConfig``. The sandbox image is the runtime's own
 (containerd's ``sandbox_image``): CRI has no field for it.
 """
 

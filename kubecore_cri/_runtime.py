@@ -388,6 +388,11 @@ class CriRuntime:
             Subject.CONTAINER,
         )
 
+    def binds_host_memory_volumes(self) -> bool:
+        """``HostMemoryVolumes``: CRI mounts are binds, so the agent mounts a memory-backed
+        emptyDir's tmpfs on the host, as the kubelet does."""
+        return True
+
     def container_stats(self) -> list[ContainerStats]:
         answer = self._call(
             "ListContainerStats",

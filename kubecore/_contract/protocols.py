@@ -27,7 +27,9 @@ Contract for every adapter:
   whose ``NODE_LABEL`` names its node (``owned_by``): the runtime lists every node's.
 * Optional capabilities (``OPTIONAL_CAPABILITIES``) are small ``runtime_checkable`` protocols of
   their own, found by type with ``isinstance`` (or ``capabilities(runtime)``): ``ResourceUpdater``
-  (resize in place) and ``NodeClaims`` (one agent per node name on the engine). A wrapper of a
+  (resize in place), ``NodeClaims`` (one agent per node name on the engine),
+  ``ContainerLogReopener`` (log files the agent rotates) and ``HostMemoryVolumes`` (the agent
+  mounts memory-backed emptyDirs on the host). A wrapper of a
   runtime (the agent's metrics wrapper, ``instrument_runtime``) is built with exactly the
   capabilities of the runtime it wraps, so the same ``isinstance`` answers on it and no caller
   reaches under a wrapper. The event stream and the stats are not optional parts: every runtime
