@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 from tests.paths import REPO
 
-PACKAGES = ("kubecore", "kubecore_docker", "kubecore_fake", "kubecore_etcd")
+PACKAGES = ("kubecore", "kubecore_docker", "kubecore_fake", "kubecore_etcd", "kubecore_cri")
+GENERATED = ("kubecore_cri/_pb/",)
+"""Code generated from a .proto (scripts/gen-cri-proto.sh): not written by hand."""
 
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 80
@@ -22,6 +24,7 @@ EXCEPTIONS = {
     "kubecore/_agent/kubelet.py:Kubelet": "the agent's façade",
     "kubecore_fake/_runtime.py:FakeRuntime": "the in-memory runtime's façade (the whole contract)",
     "kubecore_docker/_runtime.py:DockerRuntime": "the Docker runtime's façade (the whole contract)",
+    "kubecore_cri/_runtime.py:CriRuntime": "the CRI runtime's façade (the whole contract)",
 }
 
 
@@ -29,6 +32,8 @@ def violations() -> Iterator[tuple[str, str]]:
     for package in PACKAGES:
         for path in sorted((REPO / package).rglob("*.py")):
             name = path.relative_to(REPO).as_posix()
+            if name.startswith(GENERATED):
+                continue
             source = path.read_text()
             lines = source.count("\n")
             if lines > MAX_MODULE_LINES:
