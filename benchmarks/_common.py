@@ -10,7 +10,9 @@ import pstats
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -23,6 +25,16 @@ BENCH_LABEL = "io.kubecore.benchmark"
 TEST_IMAGE = os.environ.get("KUBECORE_TEST_IMAGE") or "kubecore-test/busybox:1.35"
 # A container that exits at once (0) on TERM, so cleanup never waits out a grace period.
 TERM_LOOP = ("/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 1 & wait $!; done")
+
+
+class CallCounts(Protocol):
+    """What counts an engine's requests (``_docker.RequestCounter``, ``_cri.CallCounter``)."""
+
+    total: int
+
+    def snapshot(self) -> Counter[str]:
+        """The requests so far, by endpoint or method."""
+        ...
 
 
 class Skip(Exception):
