@@ -21,14 +21,18 @@ methods; the figure is the median. Everything is removed between runs, untimed.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from benchmarks import _docker
 from benchmarks._common import TEST_IMAGE, Context, Row, Skip, make_pods
+from benchmarks._cpu import Spent, cpu_spent, state_dir_of
 from benchmarks._cri import (
     NAMESPACE,
     WORKERS,
@@ -59,7 +63,7 @@ def run(ctx: Context) -> list[Row]:
     sizes = [2] if ctx.quick else [10, 50]
     rounds = 1 if ctx.quick else 3
     engines = Engines(ctx, containerd)
-    figures: dict[int, dict[str, float]] = {}
+    figures: dict[int, Figures] = {}
     try:
         engines.clean()
         for warning in engines.warnings():
@@ -68,10 +72,8 @@ def run(ctx: Context) -> list[Row]:
             if ctx.time_left() < 30 and figures:
                 ctx.note(f"out of time before {size} pods")
                 break
-            times = engines.alternate(size, rounds)
-            figures[size] = {name: statistics.median(v) for name, v in times.items() if v}
-            for name, values in times.items():
-                ctx.note(f"{size} pods, {name}: " + ", ".join(f"{v:.2f}" for v in values) + " s")
+            figures[size] = engines.alternate(size, rounds)
+            figures[size].note(ctx, f"{size} pods")
         for size, calls in engines.cri_calls.items():
             ctx.note(
                 f"{size} pods, kubecore's CRI calls while starting them: "
@@ -81,7 +83,41 @@ def run(ctx: Context) -> list[Row]:
         engines.clean()
         engines.close()
     ctx.note(f"containerd: {containerd.version} at {containerd.endpoint}")
-    return rows_of(figures)
+    ctx.note(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return [row for size, found in figures.items() for row in rows_of(size, found)]
+
+
+@attrs.define
+class Figures:
+    """Each method's wall times and CPU, round by round."""
+
+    times: dict[str, list[float]] = attrs.field(factory=dict)
+    spent: dict[str, list[Spent]] = attrs.field(factory=dict)
+
+    def add(self, name: str, seconds: float, spent: Spent) -> None:
+        self.times.setdefault(name, []).append(seconds)
+        self.spent.setdefault(name, []).append(spent)
+
+    def median(self, name: str) -> float | None:
+        values = self.times.get(name)
+        return statistics.median(values) if values else None
+
+    def cpu(self, name: str, side: str) -> float | None:
+        values = [getattr(s, side) for s in self.spent.get(name, [])]
+        return statistics.median(values) if values else None
+
+    def note(self, ctx: Context, what: str) -> None:
+        for name, values in self.times.items():
+            spent = self.spent[name]
+            ctx.note(
+                f"{what}, {name}: "
+                + ", ".join(f"{v:.2f}" for v in values)
+                + " s; CPU client "
+                + ", ".join(f"{s.client:.2f}" for s in spent)
+                + " s, engine "
+                + ", ".join(f"{s.engine:.2f}" for s in spent)
+                + f" s; {spent[-1].shims} new shims"
+            )
 
 
 class Engines:
@@ -97,44 +133,54 @@ class Engines:
         except Skip as skip:
             ctx.note(f"Docker left out: {skip}")
 
-    def methods(self, size: int) -> dict[str, Callable[[], float]]:
+    def methods(self, size: int) -> dict[str, tuple[str, Callable[[], float]]]:
+        """Each method: the state directory of its engine, and the method."""
         cri_pods = make_pods(
             size, containers=1, prefix="cri", namespace=NAMESPACE, image=self.containerd.image
         )
         bare_pods = make_pods(size, containers=1, prefix="bare", namespace=NAMESPACE)
-        methods: dict[str, Callable[[], float]] = {
-            KUBECORE_CRI: lambda: self.start_kubecore(cri_pods),
-            BARE_CRI: lambda: start_bare(self.containerd, bare_pods, RUN_LABEL),
+        on_cri = state_dir_of(self.containerd.endpoint)
+        methods: dict[str, tuple[str, Callable[[], float]]] = {
+            KUBECORE_CRI: (on_cri, lambda: self.start_kubecore(cri_pods)),
+            BARE_CRI: (on_cri, lambda: start_bare(self.containerd, bare_pods, RUN_LABEL)),
         }
         if self.docker is not None:
             docker_pods = make_pods(
                 size, containers=1, prefix="start", namespace=_docker.NAMESPACE, image=TEST_IMAGE
             )
-            methods[KUBECORE_DOCKER] = lambda: start_docker_kubecore(self.ctx, docker_pods)
-            methods[DOCKER_DIRECT] = lambda: start_docker_direct(self.docker, docker_pods)
+            on_docker = state_dir_of(_docker.base_url())
+            methods[KUBECORE_DOCKER] = (
+                on_docker,
+                lambda: start_docker_kubecore(self.ctx, docker_pods),
+            )
+            methods[DOCKER_DIRECT] = (
+                on_docker,
+                lambda: start_docker_direct(self.docker, docker_pods),
+            )
         return methods
 
-    def alternate(self, size: int, rounds: int) -> dict[str, list[float]]:
+    def alternate(self, size: int, rounds: int) -> Figures:
         """Each method once on one pod (untimed; not in ``--quick``), then ``rounds`` rounds of
         them in turn."""
         warm_up = self.methods(1)
         timed = self.methods(size)
-        times: dict[str, list[float]] = {name: [] for name in timed}
+        found = Figures()
         for round_ in range(0 if self.ctx.quick else -1, rounds):
             warm = round_ < 0
-            for name, method in (warm_up if warm else timed).items():
-                if not warm and times[name] and self.ctx.time_left() < 20:
+            for name, (state_dir, method) in (warm_up if warm else timed).items():
+                if not warm and found.times.get(name) and self.ctx.time_left() < 20:
                     continue
                 try:
-                    seconds = method()
+                    with cpu_spent(state_dir) as spent:
+                        seconds = method()
                 finally:
                     self.clean()
                 if not warm:
-                    times[name].append(seconds)
+                    found.add(name, seconds, spent)
                 self.ctx.log(
                     f"{name}: {1 if warm else size} pods in {seconds:.2f}s{' (warm-up)' * warm}"
                 )
-        return times
+        return found
 
     def start_kubecore(self, pods: list[Pod]) -> float:
         with cri_node(self.containerd, workers=WORKERS) as node:
@@ -167,47 +213,60 @@ class Engines:
             self.docker.close()
 
 
-def rows_of(figures: dict[int, dict[str, float]]) -> list[Row]:
-    rows: list[Row] = []
-    for size, medians in figures.items():
-        ours, floor = medians[KUBECORE_CRI], medians[BARE_CRI]
-        rows.append(
-            Row(
-                NAME,
-                f"daemon start {size} pods on containerd: kubecore vs bare CRI client",
-                ours,
-                "s",
-                baseline=floor,
-                target=f"<= {TARGET_RATIO:.2f}x",
-                met=ours <= TARGET_RATIO * floor,
-            )
-        )
-        if KUBECORE_DOCKER not in medians:
-            continue
-        docker, direct = medians[KUBECORE_DOCKER], medians[DOCKER_DIRECT]
-        rows += [
-            Row(
-                NAME,
-                f"daemon start {size} pods on Docker: kubecore vs docker-py direct",
-                docker,
-                "s",
-                baseline=direct,
-                target=f"<= {TARGET_RATIO:.2f}x",
-                met=docker <= TARGET_RATIO * direct,
-            ),
-            Row(
-                NAME,
-                f"daemon start {size} pods: kubecore on containerd vs kubecore on Docker",
-                ours,
-                "s",
-                baseline=docker,
-            ),
-            Row(
-                NAME,
-                f"start {size} pods, the floors: bare CRI client vs docker-py direct",
-                floor,
-                "s",
-                baseline=direct,
-            ),
-        ]
-    return rows
+def rows_of(size: int, found: Figures) -> list[Row]:
+    ours, floor = found.median(KUBECORE_CRI), found.median(BARE_CRI)
+    assert ours is not None and floor is not None
+    rows = [
+        Row(
+            NAME,
+            f"daemon start {size} pods on containerd: kubecore vs bare CRI client",
+            ours,
+            "s",
+            baseline=floor,
+            target=f"<= {TARGET_RATIO:.2f}x",
+            met=ours <= TARGET_RATIO * floor,
+        ),
+        Row(
+            NAME,
+            f"client CPU starting {size} pods on containerd: kubecore vs bare CRI client",
+            found.cpu(KUBECORE_CRI, "client"),
+            "s",
+            baseline=found.cpu(BARE_CRI, "client"),
+        ),
+    ]
+    docker, direct = found.median(KUBECORE_DOCKER), found.median(DOCKER_DIRECT)
+    if docker is None or direct is None:
+        return rows
+    return [
+        *rows,
+        Row(
+            NAME,
+            f"daemon start {size} pods on Docker: kubecore vs docker-py direct",
+            docker,
+            "s",
+            baseline=direct,
+            target=f"<= {TARGET_RATIO:.2f}x",
+            met=docker <= TARGET_RATIO * direct,
+        ),
+        Row(
+            NAME,
+            f"daemon start {size} pods: kubecore on containerd vs kubecore on Docker",
+            ours,
+            "s",
+            baseline=docker,
+        ),
+        Row(
+            NAME,
+            f"start {size} pods, the floors: bare CRI client vs docker-py direct",
+            floor,
+            "s",
+            baseline=direct,
+        ),
+        Row(
+            NAME,
+            f"engine CPU starting {size} pods, the floors: containerd vs Docker",
+            found.cpu(BARE_CRI, "engine"),
+            "s",
+            baseline=found.cpu(DOCKER_DIRECT, "engine"),
+        ),
+    ]
