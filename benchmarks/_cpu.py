@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import os
 import resource
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import attrs
+
+from benchmarks._common import Context
 
 _TICK = os.sysconf("SC_CLK_TCK")
 SHIM = "containerd-shim"
@@ -113,3 +116,36 @@ def _client_clock(children: bool) -> Callable[[], float]:
         return usage.ru_utime + usage.ru_stime
 
     return reaped
+
+
+@attrs.define
+class Figures:
+    """Each method's wall times and CPU, round by round."""
+
+    times: dict[str, list[float]] = attrs.field(factory=dict)
+    spent: dict[str, list[Spent]] = attrs.field(factory=dict)
+
+    def add(self, name: str, seconds: float, spent: Spent) -> None:
+        self.times.setdefault(name, []).append(seconds)
+        self.spent.setdefault(name, []).append(spent)
+
+    def median(self, name: str) -> float | None:
+        values = self.times.get(name)
+        return statistics.median(values) if values else None
+
+    def cpu(self, name: str, side: str) -> float | None:
+        values = [getattr(s, side) for s in self.spent.get(name, [])]
+        return statistics.median(values) if values else None
+
+    def note(self, ctx: Context, what: str) -> None:
+        for name, values in self.times.items():
+            spent = self.spent[name]
+            ctx.note(
+                f"{what}, {name}: "
+                + ", ".join(f"{v:.2f}" for v in values)
+                + " s; CPU client "
+                + ", ".join(f"{s.client:.2f}" for s in spent)
+                + " s, engine "
+                + ", ".join(f"{s.engine:.2f}" for s in spent)
+                + f" s; {spent[-1].shims} new shims"
+            )

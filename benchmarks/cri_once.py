@@ -11,7 +11,9 @@ Docker, alternated in one run (medians); 10 and 50 single-container busybox pods
 * **kubecore --once on docker** and **docker-py same calls**: ``once_start``'s two commands, on
   the test Docker engine when one answers (else left out, saying so).
 
-One untimed warm-up (1 pod) per method (none in ``--quick``), then the rounds alternate the
+The packages are byte-compiled first (as pip does; ``PYTHONDONTWRITEBYTECODE`` may be set
+here), and each process's fixed cost is taken too: the same commands on no pods. One untimed
+warm-up (1 pod) per method (none in ``--quick``), then the rounds alternate the
 methods; everything is removed between runs (untimed).
 """
 
@@ -19,13 +21,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks import _docker
-from benchmarks._common import Context, Row, Skip, make_pods
+from benchmarks._common import Context, Row, Skip, compile_sources, make_pods
+from benchmarks._cpu import Figures, cpu_spent, state_dir_of
 from benchmarks._cri import (
     NAMESPACE,
     Containerd,
@@ -58,7 +60,7 @@ def run(ctx: Context) -> list[Row]:
         docker = _docker.engine_client()
     except Skip as skip:
         ctx.note(f"Docker left out: {skip}")
-    figures: dict[int, dict[str, float]] = {}
+    figures: dict[int, Figures] = {}
 
     def clean() -> None:
         cleanup(containerd, RUN_LABEL)
@@ -66,66 +68,93 @@ def run(ctx: Context) -> list[Row]:
             _docker.cleanup(docker, DOCKER_RUN_LABEL)
 
     try:
+        compile_sources()
         clean()
         warning = foreign_agents_note(containerd)
         if warning:
             ctx.note(warning)
+        fixed = alternate(ctx, fixed_methods(containerd, workdir), 0, rounds, clean)
+        fixed.note(ctx, "no pods")
         for size in sizes:
             if ctx.time_left() < 60 and figures:
                 ctx.note(f"out of time before {size} pods")
                 break
-            times = alternate(ctx, methods(containerd, workdir, docker), size, rounds, clean)
-            figures[size] = {name: statistics.median(v) for name, v in times.items() if v}
-            for name, values in times.items():
-                ctx.note(f"{size} pods, {name}: " + ", ".join(f"{v:.2f}" for v in values) + " s")
+            found = alternate(ctx, methods(containerd, workdir, docker), size, rounds, clean)
+            found.note(ctx, f"{size} pods")
+            figures[size] = found
     finally:
         clean()
         if docker is not None:
             docker.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    return rows_of(figures)
+    ctx.note(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    rows = [row for size, found in figures.items() for row in rows_of(size, found)]
+    return [*fixed_rows(fixed), *rows]
 
 
-def methods(containerd: Containerd, workdir: str, docker: Any) -> dict[str, Callable[[int], float]]:
-    """Each method, given how many pods to start: the command's wall time."""
-    found: dict[str, Callable[[int], float]] = {
-        KUBECORE_CRI: lambda n: start_kubecore(containerd, workdir, n),
-        BARE_CRI: lambda n: timed(bare_command(containerd, RUN_LABEL, f"once-bare-{n}", n)),
+Method = tuple[str, Callable[[int], float]]
+
+
+def methods(containerd: Containerd, workdir: str, docker: Any) -> dict[str, Method]:
+    """Each method: the state directory of its engine, and the command's wall time given how
+    many pods to start."""
+    on_cri = state_dir_of(containerd.endpoint)
+    found: dict[str, Method] = {
+        KUBECORE_CRI: (on_cri, lambda n: start_kubecore(containerd, workdir, n)),
+        BARE_CRI: (
+            on_cri,
+            lambda n: timed(bare_command(containerd, RUN_LABEL, f"once-bare-{n}", n)),
+        ),
     }
     if docker is not None:
 
         def docker_pods(n: int) -> list[Any]:
             return make_pods(n, containers=1, prefix="once", namespace=_docker.NAMESPACE)
 
-        found[KUBECORE_DOCKER] = lambda n: start_docker_kubecore(workdir, docker_pods(n))
-        found[DOCKER_DIRECT] = lambda n: start_docker_direct(docker_pods(n))
+        on_docker = state_dir_of(_docker.base_url())
+        found[KUBECORE_DOCKER] = (
+            on_docker,
+            lambda n: start_docker_kubecore(workdir, docker_pods(n)),
+        )
+        found[DOCKER_DIRECT] = (on_docker, lambda n: start_docker_direct(docker_pods(n)))
     return found
+
+
+def fixed_methods(containerd: Containerd, workdir: str) -> dict[str, Method]:
+    """The fixed cost of each process: the same commands on no pods (an empty manifest
+    directory; the bare client lists once)."""
+    on_cri = state_dir_of(containerd.endpoint)
+    return {
+        KUBECORE_CRI: (on_cri, lambda _n: start_kubecore(containerd, workdir, 0)),
+        BARE_CRI: (on_cri, lambda _n: timed(bare_command(containerd, RUN_LABEL, "none", 0))),
+    }
 
 
 def alternate(
     ctx: Context,
-    methods: dict[str, Callable[[int], float]],
+    methods: dict[str, Method],
     size: int,
     rounds: int,
     clean: Callable[[], None],
-) -> dict[str, list[float]]:
+) -> Figures:
     """Each method once on one pod (untimed; not in ``--quick``), then ``rounds`` rounds of every
-    method in turn."""
-    times: dict[str, list[float]] = {name: [] for name in methods}
+    method in turn. The client's CPU is the command's (it ran as a child of this process)."""
+    found = Figures()
     for round_ in range(0 if ctx.quick else -1, rounds):
         warm = round_ < 0
         batch = 1 if warm else size
-        for name, method in methods.items():
-            if not warm and times[name] and ctx.time_left() < 30:
+        for name, (state_dir, method) in methods.items():
+            if not warm and found.times.get(name) and ctx.time_left() < 30:
                 continue
             try:
-                seconds = method(batch)
+                with cpu_spent(state_dir, children=True) as spent:
+                    seconds = method(batch)
             finally:
                 clean()
             if not warm:
-                times[name].append(seconds)
+                found.add(name, seconds, spent)
             ctx.log(f"{name}: {batch} pods in {seconds:.2f}s{' (warm-up)' * warm}")
-    return times
+    return found
 
 
 def start_kubecore(containerd: Containerd, workdir: str, count: int) -> float:
@@ -133,6 +162,7 @@ def start_kubecore(containerd: Containerd, workdir: str, count: int) -> float:
         count, containers=1, prefix="once", namespace=NAMESPACE, image=containerd.image
     )
     root = tempfile.mkdtemp(prefix="root-", dir=workdir)
+    empty = ["--manifest-allow-empty"] if count == 0 else []
     argv = [
         *kubecore_command(),
         "run",
@@ -154,51 +184,78 @@ def start_kubecore(containerd: Containerd, workdir: str, count: int) -> float:
         "warning",
         "--deadline",
         "120",
+        *empty,
     ]
     return timed(argv)
 
 
-def rows_of(figures: dict[int, dict[str, float]]) -> list[Row]:
-    rows: list[Row] = []
-    for size, medians in figures.items():
-        ours, floor = medians[KUBECORE_CRI], medians[BARE_CRI]
-        rows.append(
-            Row(
-                NAME,
-                f"--once {size} pods on containerd (whole process): kubecore vs bare CRI client",
-                ours,
-                "s",
-                baseline=floor,
-                target=f"<= {TARGET_RATIO:.2f}x",
-                met=ours <= TARGET_RATIO * floor,
-            )
-        )
-        if KUBECORE_DOCKER not in medians:
-            continue
-        docker, direct = medians[KUBECORE_DOCKER], medians[DOCKER_DIRECT]
-        rows += [
-            Row(
-                NAME,
-                f"--once {size} pods on Docker (whole process): kubecore vs docker-py same calls",
-                docker,
-                "s",
-                baseline=direct,
-                target=f"<= {TARGET_RATIO:.2f}x",
-                met=docker <= TARGET_RATIO * direct,
-            ),
-            Row(
-                NAME,
-                f"--once {size} pods (whole process): kubecore on containerd vs on Docker",
-                ours,
-                "s",
-                baseline=docker,
-            ),
-            Row(
-                NAME,
-                f"--once {size} pods, the floors: bare CRI client vs docker-py same calls",
-                floor,
-                "s",
-                baseline=direct,
-            ),
-        ]
-    return rows
+def fixed_rows(found: Figures) -> list[Row]:
+    ours, floor = found.median(KUBECORE_CRI), found.median(BARE_CRI)
+    return [
+        Row(
+            NAME,
+            "--once on no pods (the process's fixed cost): kubecore on cri vs bare CRI client",
+            ours,
+            "s",
+            baseline=floor,
+        ),
+        Row(
+            NAME,
+            "--once on no pods, the process's CPU: kubecore on cri vs bare CRI client",
+            found.cpu(KUBECORE_CRI, "client"),
+            "s",
+            baseline=found.cpu(BARE_CRI, "client"),
+        ),
+    ]
+
+
+def rows_of(size: int, found: Figures) -> list[Row]:
+    ours, floor = found.median(KUBECORE_CRI), found.median(BARE_CRI)
+    assert ours is not None and floor is not None
+    rows = [
+        Row(
+            NAME,
+            f"--once {size} pods on containerd (whole process): kubecore vs bare CRI client",
+            ours,
+            "s",
+            baseline=floor,
+            target=f"<= {TARGET_RATIO:.2f}x",
+            met=ours <= TARGET_RATIO * floor,
+        ),
+        Row(
+            NAME,
+            f"--once {size} pods on containerd, the process's CPU: kubecore vs bare CRI client",
+            found.cpu(KUBECORE_CRI, "client"),
+            "s",
+            baseline=found.cpu(BARE_CRI, "client"),
+        ),
+    ]
+    docker, direct = found.median(KUBECORE_DOCKER), found.median(DOCKER_DIRECT)
+    if docker is None or direct is None:
+        return rows
+    return [
+        *rows,
+        Row(
+            NAME,
+            f"--once {size} pods on Docker (whole process): kubecore vs docker-py same calls",
+            docker,
+            "s",
+            baseline=direct,
+            target=f"<= {TARGET_RATIO:.2f}x",
+            met=docker <= TARGET_RATIO * direct,
+        ),
+        Row(
+            NAME,
+            f"--once {size} pods (whole process): kubecore on containerd vs on Docker",
+            ours,
+            "s",
+            baseline=docker,
+        ),
+        Row(
+            NAME,
+            f"--once {size} pods, the floors: bare CRI client vs docker-py same calls",
+            floor,
+            "s",
+            baseline=direct,
+        ),
+    ]

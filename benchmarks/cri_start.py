@@ -22,17 +22,14 @@ methods; the figure is the median. Everything is removed between runs, untimed.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from benchmarks import _docker
 from benchmarks._common import TEST_IMAGE, Context, Row, Skip, make_pods
-from benchmarks._cpu import Spent, cpu_spent, state_dir_of
+from benchmarks._cpu import Figures, cpu_spent, state_dir_of
 from benchmarks._cri import (
     NAMESPACE,
     WORKERS,
@@ -85,39 +82,6 @@ def run(ctx: Context) -> list[Row]:
     ctx.note(f"containerd: {containerd.version} at {containerd.endpoint}")
     ctx.note(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return [row for size, found in figures.items() for row in rows_of(size, found)]
-
-
-@attrs.define
-class Figures:
-    """Each method's wall times and CPU, round by round."""
-
-    times: dict[str, list[float]] = attrs.field(factory=dict)
-    spent: dict[str, list[Spent]] = attrs.field(factory=dict)
-
-    def add(self, name: str, seconds: float, spent: Spent) -> None:
-        self.times.setdefault(name, []).append(seconds)
-        self.spent.setdefault(name, []).append(spent)
-
-    def median(self, name: str) -> float | None:
-        values = self.times.get(name)
-        return statistics.median(values) if values else None
-
-    def cpu(self, name: str, side: str) -> float | None:
-        values = [getattr(s, side) for s in self.spent.get(name, [])]
-        return statistics.median(values) if values else None
-
-    def note(self, ctx: Context, what: str) -> None:
-        for name, values in self.times.items():
-            spent = self.spent[name]
-            ctx.note(
-                f"{what}, {name}: "
-                + ", ".join(f"{v:.2f}" for v in values)
-                + " s; CPU client "
-                + ", ".join(f"{s.client:.2f}" for s in spent)
-                + " s, engine "
-                + ", ".join(f"{s.engine:.2f}" for s in spent)
-                + f" s; {spent[-1].shims} new shims"
-            )
 
 
 class Engines:
@@ -232,6 +196,13 @@ def rows_of(size: int, found: Figures) -> list[Row]:
             found.cpu(KUBECORE_CRI, "client"),
             "s",
             baseline=found.cpu(BARE_CRI, "client"),
+        ),
+        Row(
+            NAME,
+            f"containerd's CPU starting {size} pods: for kubecore vs for the bare CRI client",
+            found.cpu(KUBECORE_CRI, "engine"),
+            "s",
+            baseline=found.cpu(BARE_CRI, "engine"),
         ),
     ]
     docker, direct = found.median(KUBECORE_DOCKER), found.median(DOCKER_DIRECT)
