@@ -1,10 +1,12 @@
 """The bare CRI client: the floor of a pod start on a CRI runtime, with no agent.
 
 It makes the CRI calls kubecore makes to start a pod, by hand on ``kubecore_cri``'s generated
-stubs: per pod ``RunPodSandbox``, ``PodSandboxStatus`` (its IP, for the pod's status),
-``ImageStatus`` (the image is present), ``CreateContainer``, ``StartContainer``, with the same
-configs in substance (metadata, hostname, log directory and path, labels, the pod's own network
-and IPC namespaces); ``running`` lists once to see the containers running.
+stubs: per pod ``RunPodSandbox``, ``PodSandboxStatus`` (its IP, for the pod's status and its
+hosts file), ``ImageStatus`` (the image is present), ``CreateContainer``, ``StartContainer``,
+with what kubecore (as the kubelet) puts in them that makes the engine work: metadata, hostname,
+log directory and path, the DNS of the host's ``resolv.conf``, the pod's own network and IPC
+namespaces, and two bind mounts per container (``/etc/hosts`` and ``/dev/termination-log``, files
+it writes); ``running`` lists once to see the containers running.
 
 It imports only ``grpc`` and the generated code (never kubecore or the benchmarks), so that run
 as a script (``python benchmarks/_bare_cri.py ENDPOINT IMAGE LABEL=VALUE PREFIX COUNT
@@ -25,6 +27,23 @@ from typing import Any
 THREADS = 8
 BARE_NAMESPACE = "kubecore-bench-bare"
 """The pod namespace in the metadata of the bare client's sandboxes."""
+
+
+def host_dns(path: str = "/etc/resolv.conf") -> tuple[list[str], list[str]]:
+    """The name servers and search domains of the host (what a pod without cluster DNS gets)."""
+    servers: list[str] = []
+    searches: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as conf:
+            for line in conf:
+                key, _, rest = line.partition(" ")
+                if key == "nameserver":
+                    servers.append(rest.strip())
+                elif key == "search":
+                    searches = rest.split()
+    except OSError:
+        pass
+    return servers, searches
 
 
 def channel_to(endpoint: str, interceptors: Sequence[Any] = ()) -> Any:
@@ -58,16 +77,19 @@ class BareCri:
         image: str,
         command: Sequence[str],
         labels: Mapping[str, str],
-        log_root: str,
+        root: str,
     ) -> str:
-        """One pod: a sandbox and one container running ``command``; the sandbox's id."""
+        """One pod: a sandbox and one container running ``command`` (its files under
+        ``root``); the sandbox's id."""
         pb = self.pb
         uid = f"uid-{name}"
         own = pb.NamespaceOption(network=pb.POD, pid=pb.CONTAINER, ipc=pb.POD)
+        servers, searches = host_dns()
         config = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=name, uid=uid, namespace=BARE_NAMESPACE),
             hostname=name,
-            log_directory=os.path.join(log_root, f"{BARE_NAMESPACE}_{name}_{uid}"),
+            log_directory=os.path.join(root, f"{BARE_NAMESPACE}_{name}_{uid}"),
+            dns_config=pb.DNSConfig(servers=servers, searches=searches),
             labels=dict(labels),
             linux=pb.LinuxPodSandboxConfig(
                 security_context=pb.LinuxSandboxSecurityContext(namespace_options=own)
@@ -76,15 +98,26 @@ class BareCri:
         sandbox_id = self.runtime.RunPodSandbox(
             pb.RunPodSandboxRequest(config=config), timeout=60
         ).pod_sandbox_id
-        self.runtime.PodSandboxStatus(
+        status = self.runtime.PodSandboxStatus(
             pb.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id), timeout=30
-        )
+        ).status
+        files = os.path.join(root, uid)
+        os.makedirs(files)
+        hosts = os.path.join(files, "etc-hosts")
+        with open(hosts, "w", encoding="utf-8") as out:
+            out.write(f"127.0.0.1\tlocalhost\n::1\tlocalhost\n{status.network.ip}\t{name}\n")
+        termination_log = os.path.join(files, "termination-log")
+        open(termination_log, "w").close()
         spec = pb.ImageSpec(image=image)
         self.images.ImageStatus(pb.ImageStatusRequest(image=spec), timeout=30)
         container = pb.ContainerConfig(
             metadata=pb.ContainerMetadata(name="c0"),
             image=spec,
             command=list(command),
+            mounts=[
+                pb.Mount(container_path="/dev/termination-log", host_path=termination_log),
+                pb.Mount(container_path="/etc/hosts", host_path=hosts),
+            ],
             labels=dict(labels),
             log_path="c0/0.log",
             linux=pb.LinuxContainerConfig(
@@ -110,18 +143,17 @@ class BareCri:
     def start_pods(
         self, names: Sequence[str], image: str, command: Sequence[str], labels: Mapping[str, str]
     ) -> int:
-        """The pods of ``names`` started on ``THREADS`` threads; how many containers run then."""
-        log_root = tempfile.mkdtemp(prefix="kubecore-bench-bare-")
+        """The pods of ``names`` started on ``THREADS`` threads; how many containers run then.
+        Their files (logs, hosts files) are removed afterwards: the engine keeps the pods."""
+        root = tempfile.mkdtemp(prefix="kubecore-bench-bare-")
         try:
             with ThreadPoolExecutor(max_workers=THREADS) as pool:
                 list(
-                    pool.map(
-                        lambda name: self.start_pod(name, image, command, labels, log_root), names
-                    )
+                    pool.map(lambda name: self.start_pod(name, image, command, labels, root), names)
                 )
             return self.running(labels)
         finally:
-            shutil.rmtree(log_root, ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def main(argv: Sequence[str]) -> int:

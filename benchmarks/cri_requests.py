@@ -9,7 +9,8 @@ runs several times and the calls of each pass are counted. The same is done on D
 
 The floor on CRI is two calls per pass: CRI lists sandboxes (``ListPodSandbox``) and
 containers (``ListContainers``) apart, where Docker lists both in one request. A container's
-status and a sandbox's IP are asked once per state they are listed in, not once per pass.
+status and a sandbox's IP are asked once per state they are listed in, not once per pass. The
+notes give the CPU a pass costs the engine (its daemons and shims) and the agent.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from benchmarks import _docker
 from benchmarks._common import CallCounts, Context, Row, Skip, make_pods
+from benchmarks._cpu import cpu_spent, state_dir_of
 from benchmarks._cri import NAMESPACE, cleanup, cri_node, find_containerd, foreign_agents_note
 from benchmarks._docker import converge
 from benchmarks.docker_requests import count_passes
@@ -42,7 +44,16 @@ def run(ctx: Context) -> list[Row]:
             max(sizes), containers=1, prefix="req", namespace=NAMESPACE, image=containerd.image
         )
         with cri_node(containerd, max_pods=max(sizes) + 10) as node:
-            cri = measure(ctx, "CRI", node.kubelet, node.counter, pods, sizes, rounds)
+            cri = measure(
+                ctx,
+                "CRI",
+                state_dir_of(containerd.endpoint),
+                node.kubelet,
+                node.counter,
+                pods,
+                sizes,
+                rounds,
+            )
     finally:
         removed = cleanup(containerd)
         ctx.log(f"removed {removed} sandboxes")
@@ -78,7 +89,16 @@ def docker_counts(ctx: Context, sizes: tuple[int, ...], rounds: int) -> dict[int
         _docker.cleanup(client)
         pods = make_pods(max(sizes), containers=1, prefix="req", namespace=_docker.NAMESPACE)
         with _docker.docker_node(max_pods=max(sizes) + 10) as node:
-            return measure(ctx, "Docker", node.kubelet, node.counter, pods, sizes, rounds)
+            return measure(
+                ctx,
+                "Docker",
+                state_dir_of(_docker.base_url()),
+                node.kubelet,
+                node.counter,
+                pods,
+                sizes,
+                rounds,
+            )
     finally:
         _docker.cleanup(client)
         client.close()
@@ -87,6 +107,7 @@ def docker_counts(ctx: Context, sizes: tuple[int, ...], rounds: int) -> dict[int
 def measure(
     ctx: Context,
     engine: str,
+    state_dir: str,
     kubelet: Kubelet,
     counter: CallCounts,
     pods: list[Any],
@@ -105,10 +126,13 @@ def measure(
         ctx.log(f"{engine}, {n} pods: converged={ok} in {time.monotonic() - t0:.1f}s")
         if not ok:
             ctx.note(f"{engine}: {n} pods did not converge; the count is not steady")
-        counts, methods = count_passes(kubelet, counter, rounds)
+        with cpu_spent(state_dir) as spent:
+            counts, methods = count_passes(kubelet, counter, rounds)
         counts_by_size[n] = counts
         ctx.note(
             f"{engine}, {n} pods: calls per pass {counts}; by method over {rounds} passes: "
             + ", ".join(f"{k} x{v}" for k, v in sorted(methods.items()))
+            + f"; CPU per pass: the engine's {spent.engine / rounds * 1000:.0f} ms, the agent's"
+            f" {spent.client / rounds * 1000:.0f} ms"
         )
     return counts_by_size

@@ -8,9 +8,10 @@ clients, on both engines in the same run.
   notes it). Its 8 pod workers give it its parallelism. Its CRI calls are counted (a gRPC client
   interceptor) and shown in the notes.
 * **bare CRI client** (the floor on containerd): the CRI calls kubecore makes for a pod, made by
-  hand on the generated stubs at the same parallelism (8 threads): ``RunPodSandbox``,
-  ``PodSandboxStatus``, ``ImageStatus``, ``CreateContainer``, ``StartContainer``; then one
-  ``ListContainers`` sees them running.
+  hand on the generated stubs at the same parallelism (8 threads, ``_bare_cri``):
+  ``RunPodSandbox``, ``PodSandboxStatus``, ``ImageStatus``, ``CreateContainer``,
+  ``StartContainer``, with what in kubecore's requests makes the engine work (the host's DNS, the
+  ``/etc/hosts`` and termination-log bind mounts); then one ``ListContainers`` sees them running.
 * **kubecore on docker** and **docker-py direct**: the same as ``docker_start`` (its floor:
   a pause container and the app container joined to it, 8 threads), on the test Docker engine,
   when one answers (else left out, saying so).
