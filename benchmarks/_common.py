@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import compileall
 import cProfile
 import gc
+import importlib.util
 import io
 import os
 import pstats
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -23,6 +27,16 @@ BENCH_LABEL = "io.kubecore.benchmark"
 TEST_IMAGE = os.environ.get("KUBECORE_TEST_IMAGE") or "kubecore-test/busybox:1.35"
 # A container that exits at once (0) on TERM, so cleanup never waits out a grace period.
 TERM_LOOP = ("/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 1 & wait $!; done")
+
+
+class CallCounts(Protocol):
+    """What counts an engine's requests (``_docker.RequestCounter``, ``_cri.CallCounter``)."""
+
+    total: int
+
+    def snapshot(self) -> Counter[str]:
+        """The requests so far, by endpoint or method."""
+        ...
 
 
 class Skip(Exception):
@@ -95,6 +109,19 @@ def print_profile(title: str, fn: Callable[[], object], limit: int = 18) -> None
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(limit)
     print(f"== profile: {title}\n{out.getvalue()}", file=sys.stderr)
+
+
+def compile_sources(
+    packages: Sequence[str] = ("kubecore", "kubecore_cri", "kubecore_docker"),
+) -> None:
+    """Byte-compile ``packages`` where they are imported from, as pip does when it installs
+    them (untimed, before a benchmark starts processes): with ``PYTHONDONTWRITEBYTECODE`` set, as
+    it may be here, nothing else would, and every ``kubecore`` process timed would first
+    compile its modules from source (seconds on a loaded machine)."""
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        for path in (spec.submodule_search_locations or []) if spec else []:
+            compileall.compile_dir(path, quiet=1)
 
 
 def median(values: Sequence[float]) -> float:

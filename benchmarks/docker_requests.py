@@ -16,10 +16,9 @@ import statistics
 import time
 from collections import Counter
 
-from benchmarks._common import Context, Row, make_pods
+from benchmarks._common import CallCounts, Context, Row, make_pods
 from benchmarks._docker import (
     NAMESPACE,
-    RequestCounter,
     cleanup,
     converge,
     docker_node,
@@ -88,9 +87,10 @@ def run(ctx: Context) -> list[Row]:
 
 
 def count_passes(
-    kubelet: Kubelet, counter: RequestCounter, rounds: int
+    kubelet: Kubelet, counter: CallCounts, rounds: int
 ) -> tuple[list[int], Counter[str]]:
-    """Requests sent during each of ``rounds`` passes, and all of them by endpoint."""
+    """Requests (calls) sent during each of ``rounds`` passes, and all of them by endpoint
+    (method)."""
     counts: list[int] = []
     before_all = counter.snapshot()
     for _ in range(rounds):

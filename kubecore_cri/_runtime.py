@@ -59,7 +59,8 @@ class CriRuntime:
     State lives only in the runtime (CRI metadata, labels and annotations). A steady-state
     ``snapshot`` costs two calls (``ListPodSandbox``, ``ListContainers``): the status of each
     object (a sandbox's IP, a container's times and exit code) is asked once per state it is
-    listed in, and kept while the list shows it in that state.
+    listed in, and kept while the list shows it in that state; a ready sandbox's IP, once asked
+    by ``sandbox_status``, is not asked again.
     """
 
     def __init__(
@@ -160,7 +161,12 @@ class CriRuntime:
         status = answer.status
         if status.labels.get(MANAGED_LABEL) != "true":
             raise SandboxNotFound(f"{sandbox_id} is not a kubecore sandbox")
-        return sandbox_from(status, sandbox_ip(status))
+        ip = sandbox_ip(status)
+        if status.state == pb.SANDBOX_READY:
+            # The agent asks right after RunPodSandbox: the next relist need not ask again.
+            with self._lock:
+                self._sandbox_ips[sandbox_id] = (status.state, ip)
+        return sandbox_from(status, ip)
 
     def list_sandboxes(self) -> list[RuntimeSandbox]:
         return list(self.snapshot().sandboxes)

@@ -5,10 +5,17 @@ The full figures come from ``python -m benchmarks``; the test command also runs 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 import requests
 
 from benchmarks.__main__ import BENCHMARKS, main
-from benchmarks._common import Context, Row, fmt_ratio, fmt_value, render_table
+from benchmarks._common import Context, Row, Skip, fmt_ratio, fmt_value, render_table
+from benchmarks._cpu import EngineSample, cpu_spent, state_dir_of
+from benchmarks._cri import CallCounter, find_containerd
 from benchmarks._docker import RequestCounter
 from benchmarks._fake import release
 from benchmarks._timing import WatchedRuntime
@@ -88,3 +95,42 @@ def test_a_steady_sync_makes_one_runtime_call() -> None:
     assert [r.kubecore for r in calls] == [1.0, 1.0]
     assert all(r.met for r in calls)
     assert not any("did not converge" in note for note in ctx.notes)
+
+
+def test_cri_calls_are_counted_by_method_where_they_leave_the_process() -> None:
+    counter = CallCounter()
+    unary, stream = counter.interceptors()
+    seen = []
+
+    def continuation(details: object, request: object) -> str:
+        seen.append(request)
+        return "answer"
+
+    method = SimpleNamespace(method="/runtime.v1.RuntimeService/ListContainers")
+    assert unary.intercept_unary_unary(continuation, method, "req") == "answer"
+    events = SimpleNamespace(method="/runtime.v1.RuntimeService/GetContainerEvents")
+    stream.intercept_unary_stream(continuation, events, "req")
+    assert seen == ["req", "req"]
+    assert counter.total == 2
+    assert counter.snapshot() == {"ListContainers": 1, "GetContainerEvents": 1}
+
+
+def test_no_test_containerd_is_a_skip_that_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KUBECORE_TEST_CRI_ENDPOINT", "")
+    with pytest.raises(Skip, match="empty"):
+        find_containerd()
+    monkeypatch.setenv("KUBECORE_TEST_CRI_ENDPOINT", f"unix://{tmp_path}/none.sock")
+    with pytest.raises(Skip, match="does not exist"):
+        find_containerd()
+
+
+def test_an_engines_cpu_is_read_from_its_processes_only() -> None:
+    assert state_dir_of("unix:///var/tmp/engine/docker.sock") == "/var/tmp/engine"
+    # No engine process names this directory: nothing is counted, the client's CPU is.
+    with cpu_spent(f"/nonexistent-{os.getpid()}") as spent:
+        sum(i * i for i in range(200_000))
+    assert spent.engine == 0.0 and spent.shims == 0
+    assert spent.client > 0.0
+    assert EngineSample.take("/nonexistent").cpu == {}

@@ -82,3 +82,13 @@ def test_a_steady_snapshot_costs_two_calls_and_a_change_one_status() -> None:
     (exited,) = runtime.snapshot().containers
     assert service.calls["ContainerStatus"] == 1
     assert (exited.state, exited.exit_code, exited.reason) == (RuntimeState.EXITED, 1, "Error")
+
+
+def test_a_sandbox_status_asked_by_the_agent_is_not_asked_again_by_the_next_snapshot() -> None:
+    service = RuntimeService()
+    runtime = CriRuntime(CriConnection(stubs={"runtime": service}))
+    assert runtime.sandbox_status("s1").ip == "10.1.0.7"
+    assert service.calls["PodSandboxStatus"] == 1
+    (sandbox,) = runtime.snapshot().sandboxes
+    assert sandbox.ip == "10.1.0.7"
+    assert service.calls["PodSandboxStatus"] == 1
