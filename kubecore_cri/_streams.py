@@ -270,9 +270,8 @@ class CriStreamSession:
         self._ended.set()
         self._ready.set()  # a start still waiting learns it is over
         self._chunks.end()
-        with self._send_lock:
-            with contextlib.suppress(OSError):
-                self._sock.close()
+        with self._send_lock, contextlib.suppress(OSError):
+            self._sock.close()
         if self._on_close is not None:
             self._on_close(self)
 

@@ -48,7 +48,9 @@ def parse_stream_url(url: str) -> StreamURL:
     try:
         port = parts.port or 80
     except ValueError:
-        raise ContainerRuntimeError(f"the CRI runtime's streaming URL {url!r} has a bad port")
+        raise ContainerRuntimeError(
+            f"the CRI runtime's streaming URL {url!r} has a bad port"
+        ) from None
     if not parts.hostname:
         raise ContainerRuntimeError(f"the CRI runtime's streaming URL {url!r} has no host")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -110,8 +112,7 @@ def open_spdy(url: str, protocol: str, timeout: float) -> tuple[socket.socket, b
         sock = socket.create_connection((where.host, where.port), timeout=timeout)
     except OSError as error:
         raise ContainerRuntimeError(
-            f"cannot reach the CRI runtime's streaming server at {where.host}:{where.port}: "
-            f"{error}"
+            f"cannot reach the CRI runtime's streaming server at {where.host}:{where.port}: {error}"
         ) from error
     try:
         sock.sendall(upgrade_request(where, protocol))
