@@ -223,6 +223,9 @@ class Forward:
             if self._ended:
                 return
             self._ended = True
+        # The connection's socket first: a copy blocked on a server that does not read wakes.
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
         self._connection.close()
         with contextlib.suppress(OSError):
             self._far.shutdown(socket.SHUT_RDWR)  # wakes the copy from the caller

@@ -89,11 +89,12 @@ def exec_outcome(status: bytes) -> Outcome:
         return Outcome(0)
     message = str(value.get("message") or "")
     if value.get("reason") == "NonZeroExitCode":
-        details = value.get("details") or {}
-        for cause in details.get("causes") or () if isinstance(details, dict) else ():
+        details = value.get("details")
+        causes = details.get("causes") if isinstance(details, dict) else None
+        for cause in causes if isinstance(causes, list) else ():
             if isinstance(cause, dict) and cause.get("reason") == "ExitCode":
-                with contextlib.suppress(TypeError, ValueError):
-                    return Outcome(int(cause.get("message")))
+                with contextlib.suppress(ValueError):
+                    return Outcome(int(str(cause.get("message"))))
         return Outcome(None, message)
     lowered = message.lower()
     if any(sign in lowered for sign in _START_FAILURE_SIGNS):
@@ -190,6 +191,7 @@ class CriStreamSession:
         self._kinds = {stream_id: kind for kind, stream_id in self._ids.items()}
         self._writer = FrameWriter()
         self._send_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._chunks = _Chunks()
         self._replied: set[int] = set()
         self._ready = threading.Event()
@@ -319,12 +321,13 @@ class CriStreamSession:
         return self._outcome.code
 
     def close(self) -> None:
-        with self._send_lock:
+        with self._state_lock:
             if self._closed.is_set():
                 return
             self._closed.set()
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader, which closes it
+        # Not under the send lock: a writer blocked on a server that does not read is woken.
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader, which closes it
         self._chunks.close()
         if not self._reader.is_alive() and self._reader.ident is None:
             with contextlib.suppress(OSError):

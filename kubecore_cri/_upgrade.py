@@ -152,8 +152,12 @@ def _read_answer(sock: socket.socket) -> Answer:
 def _body_text(sock: socket.socket, answer: Answer) -> str:
     """What an error answer's body says (bounded; a Status's message when it is one)."""
     body = answer.rest
+    try:
+        length = min(int(answer.headers.get("content-length", _MAX_BODY)), _MAX_BODY)
+    except ValueError:
+        length = _MAX_BODY
     with contextlib.suppress(OSError):
-        while len(body) < _MAX_BODY and (chunk := sock.recv(_MAX_BODY)):
+        while len(body) < length and (chunk := sock.recv(_MAX_BODY)):
             body += chunk
     text = body[:_MAX_BODY].decode("utf-8", "replace").strip()
     with contextlib.suppress(ValueError):
