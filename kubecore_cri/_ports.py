@@ -7,8 +7,9 @@ Each ``port_forward`` is one connection to the server with one request on it: an
 a ``data`` stream carrying the same ``port`` and ``requestid``. The runtime connects to the port
 inside the sandbox's network namespace once both arrived, and copies bytes until one direction
 ends (containerd then gives the other one second). The caller gets one end of a socket pair;
-two threads copy between the other end and the data stream, and the caller closing its end
-ends the request and frees the connection.
+two threads copy between the other end and the data stream. The caller's half-close is the
+data stream's FIN; the caller closing its end altogether (a hang-up on the pair) ends the
+request and frees the connection.
 
 The server says nothing when its connection succeeds, only (on the error stream) when it fails,
 so whether the port has a listener is read first, without touching it, from the namespace's
@@ -23,6 +24,7 @@ import contextlib
 import ipaddress
 import json
 import logging
+import select
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -42,7 +44,7 @@ log = logging.getLogger(__name__)
 PROTOCOL = "portforward.k8s.io"
 _LISTEN = "0A"
 _COPY = 32 * 1024
-_REPLY_TIMEOUT = 10.0
+_HANGUP_POLL_MS = 1000
 
 
 # --- the namespace's listeners (pure) -----------------------------------------------------------
@@ -190,7 +192,8 @@ class Forward:
             self.close()
 
     def _to_runtime(self) -> None:
-        """What the caller writes, to the data stream; at its end, the stream's FIN."""
+        """What the caller writes, to the data stream; at its end, the stream's FIN. Then wait
+        for the caller to close its end: nobody reads what the port still answers."""
         try:
             while chunk := self._far.recv(_COPY):
                 self._data.write(chunk)
@@ -198,6 +201,19 @@ class Forward:
         except (OSError, SpdyClosed):
             self._data.reset(RstStatus.CANCEL)
         self._direction_done()
+        self._wait_for_hangup()
+
+    def _wait_for_hangup(self) -> None:
+        """Until the caller has closed its end (not only for writing), or the forward ended."""
+        try:
+            poller = select.poll()
+            poller.register(self._far.fileno(), select.POLLHUP)
+        except (OSError, ValueError):
+            return  # closed: the forward has ended
+        while not self._ended:
+            if poller.poll(_HANGUP_POLL_MS):
+                break
+        self.close()
 
     def _from_runtime(self) -> None:
         """What the port answers, to the caller; at its end, the caller reads end of file."""

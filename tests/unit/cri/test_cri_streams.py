@@ -134,10 +134,10 @@ class FakeServer:
         threading.Thread(target=self.connection.serve, daemon=True).start()
 
     def _accept(self, stream: SpdyStream) -> None:
-        stream.reply()
         with self._lock:
             self.streams[header(stream.headers, "streamtype") or ""] = stream
             complete = len(self.streams) == self._kinds
+        stream.reply()  # after it is noted: the client may look right after the reply
         if complete:
             threading.Thread(target=self._run, daemon=True).start()
 
