@@ -26,6 +26,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -58,6 +59,7 @@ MAX_BUFFERED = 256 * 1024
 MAX_STATUS = 64 * 1024
 _READ_SIZE = 64 * 1024
 _CHUNK = 32 * 1024
+_POLL_FIRST, _POLL_MAX = 0.01, 0.2
 _NOT_EXECUTABLE, _NOT_FOUND = 126, 127
 _START_FAILURE_SIGNS = ("failed to start exec", "oci runtime exec failed", "exec failed")
 _NOT_FOUND_SIGNS = ("executable file not found", "no such file or directory")
@@ -171,15 +173,16 @@ class Parts:
 
 class CriStreamSession:
     """A ``StreamSession`` over one SPDY connection to the runtime's streaming server.
-    ``after_end`` answers the exit code once the server has ended the session (an attach asks
-    the container's status; None: the exec's own ``Status`` says)."""
+    ``after_end(timeout)`` answers the exit code once the server has ended the session, waiting
+    up to ``timeout`` seconds for it (an attach asks the container's status, which may still say
+    running for a moment after its output ended; None: the exec's own ``Status`` says)."""
 
     def __init__(
         self,
         sock: socket.socket,
         parts: Parts,
         *,
-        after_end: Callable[[], int | None] | None = None,
+        after_end: Callable[[float | None], int | None] | None = None,
         on_close: Callable[[CriStreamSession], None] | None = None,
     ) -> None:
         self.tty = parts.tty
@@ -314,11 +317,15 @@ class CriStreamSession:
             yield chunk
 
     def wait(self, timeout: float | None = None) -> int | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
         if not self._ended.wait(timeout):
             return None
-        if self._after_end is not None:
-            return self._after_end()
-        return self._outcome.code
+        if self._after_end is None:
+            return self._outcome.code
+        if self._closed.is_set():
+            return self._after_end(0.0)  # left by the client: asked once
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self._after_end(left)
 
     def close(self) -> None:
         with self._state_lock:
@@ -341,7 +348,7 @@ def open_session(
     parts: Parts,
     timeout: float,
     *,
-    after_end: Callable[[], int | None] | None = None,
+    after_end: Callable[[float | None], int | None] | None = None,
     on_close: Callable[[CriStreamSession], None] | None = None,
 ) -> CriStreamSession:
     """Connect to the streaming ``url`` and start a session with ``parts``."""
@@ -371,6 +378,10 @@ class LiveStreams:
         if closed:
             live.close()
             raise ContainerRuntimeError("the cri runtime is closed")
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._live)
 
     def discard(self, live: Any) -> None:
         with self._lock:
@@ -444,16 +455,27 @@ def attach(
     )
     url = connection.call("Attach", request, Subject.CONTAINER).url
 
-    def exit_code() -> int | None:
-        try:
-            now = connection.call(
-                "ContainerStatus",
-                pb.ContainerStatusRequest(container_id=container_id),
-                Subject.CONTAINER,
-            ).status
-        except NotFound:
-            return None
-        return int(now.exit_code) if now.state == pb.CONTAINER_EXITED else None
+    def exit_code(timeout: float | None) -> int | None:
+        """The container's exit code once it has exited (None: still running after
+        ``timeout`` seconds, or removed)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        interval = _POLL_FIRST
+        while True:
+            try:
+                now = connection.call(
+                    "ContainerStatus",
+                    pb.ContainerStatusRequest(container_id=container_id),
+                    Subject.CONTAINER,
+                ).status
+            except NotFound:
+                return None
+            if now.state == pb.CONTAINER_EXITED:
+                return int(now.exit_code)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            left = interval if deadline is None else min(interval, deadline - time.monotonic())
+            time.sleep(max(0.0, left))
+            interval = min(interval * 2, _POLL_MAX)
 
     session = open_session(
         url,

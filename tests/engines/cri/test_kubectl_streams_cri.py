@@ -1,6 +1,7 @@
 """The real ``kubectl`` streaming into a pod on the test containerd through the agent's API
-(``exec`` piped and with a terminal, ``exec -i`` with stdin to its end, ``cp`` both ways, and
-``port-forward`` over both tunnels, to a port the pod serves and to one nothing listens on):
+(``exec`` piped and with a terminal, ``exec -i`` with stdin to its end, ``cp`` both ways,
+``port-forward`` over both tunnels, to a port the pod serves and to one nothing listens on, and
+``attach -i``):
 each session goes from kubectl to the agent, and from the ``cri`` runtime to containerd's
 streaming server.
 
@@ -84,8 +85,8 @@ class Site:
         return done
 
 
-def pod_ready(kubelet: Kubelet, namespace: str) -> bool:
-    pod = kubelet.get_pod(namespace, POD)
+def pod_ready(kubelet: Kubelet, namespace: str, name: str = POD) -> bool:
+    pod = kubelet.get_pod(namespace, name)
     conditions = pod.status.conditions if pod is not None and pod.status is not None else []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
@@ -310,3 +311,41 @@ def test_port_forward_to_a_port_nothing_listens_on(site: Site, websockets: bool)
         process.terminate()
         _, stderr = process.communicate(timeout=10)
     assert "nothing listens on port 9 in sandbox" in stderr, stderr
+
+
+# -- attach -----------------------------------------------------------------------------------
+
+
+def test_attach_to_a_container_with_stdin_open(
+    site: Site, containerd: TestContainerd, tmp_path: Path
+) -> None:
+    script = 'echo before; while read line; do echo "got $line"; [ "$line" = bye ] && exit 3; done'
+    manifest = pod_manifest(containerd.image, site.namespace)
+    talker = f"talker-{uuid.uuid4().hex[:8]}"
+    manifest["metadata"]["name"] = talker
+    manifest["spec"]["restartPolicy"] = "Never"
+    manifest["spec"]["containers"][0].update(command=["sh", "-c", script], stdin=True)
+    del manifest["spec"]["containers"][0]["ports"]
+    (tmp_path / "talker.json").write_text(json.dumps(manifest))
+    site.run("apply", "-f", str(tmp_path / "talker.json"))
+    wait_for(lambda: pod_ready(site.kubelet, site.namespace, talker), 60, what=f"{talker} ready")
+    process = subprocess.Popen(
+        [site.binary, "-n", site.namespace, "attach", "-i", talker],
+        env=site.kubectl.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(b"hello\n")
+        process.stdin.flush()
+        assert process.stdout.readline() == b"got hello\n"  # not "before": output from now on
+        process.stdin.write(b"bye\n")
+        process.stdin.flush()
+        assert process.stdout.readline() == b"got bye\n"
+        process.wait(KUBECTL_TIMEOUT)  # the container exited: the session ends
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
