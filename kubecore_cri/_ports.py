@@ -14,9 +14,11 @@ request and frees the connection.
 The server says nothing when its connection succeeds, only (on the error stream) when it fails,
 so whether the port has a listener is read first, without touching it, from the namespace's
 socket table (``/proc/<sandbox pid>/net/tcp``, ``tcp6``: a socket listening on an address its
-loopback reaches). A port nothing listens on is then refused with the same words as the Docker
-runtime's; a listener gone in between is the server's refusal, logged, and the socket closed.
-Where the table cannot be read (the runtime on another host), the request is made unchecked."""
+loopback reaches), once the pid is known to be the sandbox's (its ``/proc/<pid>/ns/net`` is the
+namespace containerd names). A port nothing listens on is then refused with the same words as
+the Docker runtime's; a listener gone in between is the server's refusal, logged, and the socket
+closed. Where the table cannot be read (the runtime on another host or in another pid namespace,
+no right to read it), the request is made unchecked."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import contextlib
 import ipaddress
 import json
 import logging
+import os
 import select
 import socket
 import threading
@@ -281,8 +284,9 @@ def port_forward(
             f"(state {pb.PodSandboxState.Name(answer.status.state)})"
         )
     where = f"port {port} in sandbox {sandbox_id}"
-    pid = _sandbox_pid(answer.info.get("info") or "")
-    listening = read_listening_ports(pid) if pid > 0 and connection.is_local() else None
+    pid, netns = sandbox_process(answer.info.get("info") or "")
+    checkable = connection.is_local() and pid > 0 and in_namespace(pid, netns)
+    listening = read_listening_ports(pid) if checkable else None
     if listening is not None and port not in listening:
         raise ContainerRuntimeError(f"nothing listens on {where}")
     request = pb.PortForwardRequest(pod_sandbox_id=sandbox_id, port=[port])
@@ -295,10 +299,33 @@ def port_forward(
     return forward.near
 
 
-def _sandbox_pid(info: str) -> int:
-    """The sandbox process's pid in containerd's verbose status (0: not told)."""
+def sandbox_process(info: str) -> tuple[int, str]:
+    """The sandbox process's pid (0: not told) and its network namespace's path (empty: the
+    host's) in containerd's verbose status."""
     try:
         value = json.loads(info) if info else {}
-        return int(value.get("pid") or 0) if isinstance(value, dict) else 0
+    except ValueError:
+        return 0, ""
+    if not isinstance(value, dict):
+        return 0, ""
+    try:
+        pid = int(value.get("pid") or 0)
     except (TypeError, ValueError):
-        return 0
+        pid = 0
+    namespaces = ((value.get("runtimeSpec") or {}).get("linux") or {}).get("namespaces") or []
+    paths = [n.get("path") or "" for n in namespaces if isinstance(n, dict)]
+    kinds = [n.get("type") for n in namespaces if isinstance(n, dict)]
+    netns = paths[kinds.index("network")] if "network" in kinds else ""
+    return pid, str(netns)
+
+
+def in_namespace(pid: int, netns: str) -> bool:
+    """Whether ``pid``, as this process sees it, is in the network namespace at ``netns`` (the
+    host's: this process's own, when empty): so it is the sandbox's process, not another one
+    with the same number in another pid namespace."""
+    try:
+        theirs = os.stat(f"/proc/{pid}/ns/net")
+        expected = os.stat(netns or "/proc/self/ns/net")
+    except OSError:
+        return False
+    return (theirs.st_dev, theirs.st_ino) == (expected.st_dev, expected.st_ino)

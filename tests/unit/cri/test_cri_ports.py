@@ -5,6 +5,7 @@ own ``SpdyConnection`` (in the server's role, as the kubelet's ``portforward`` a
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import socket
 import threading
@@ -16,7 +17,13 @@ from hypothesis import strategies as st
 
 from kubecore._streaming.spdy import header
 from kubecore._streaming.spdy_connection import SpdyConnection, SpdyStream
-from kubecore_cri._ports import Forward, listening_ports, read_listening_ports
+from kubecore_cri._ports import (
+    Forward,
+    in_namespace,
+    listening_ports,
+    read_listening_ports,
+    sandbox_process,
+)
 from tests.unit.cri.stream_support import SocketTransport, wait_until
 
 TCP_HEAD = (
@@ -219,3 +226,18 @@ def test_the_requests_streams_name_the_port(pair: tuple[socket.socket, socket.so
     assert seen == [("error", "8080", "0"), ("data", "8080", "0")]
     near.close()
     wait_until(lambda: ended, "the forward to end")
+
+
+def test_the_sandbox_process_in_containerds_verbose_status() -> None:
+    spec = {"linux": {"namespaces": [{"type": "pid"}, {"type": "network", "path": "/run/n/1"}]}}
+    assert sandbox_process(json.dumps({"pid": 42, "runtimeSpec": spec})) == (42, "/run/n/1")
+    assert sandbox_process(json.dumps({"pid": 42})) == (42, "")
+    for bad in ("", "not json", "[]", '{"pid": "x"}'):
+        assert sandbox_process(bad)[0] == 0
+
+
+def test_a_process_is_in_its_own_namespace_only() -> None:
+    assert in_namespace(os.getpid(), "")
+    assert in_namespace(os.getpid(), f"/proc/{os.getpid()}/ns/net")
+    assert not in_namespace(os.getpid(), "/nonexistent/netns")
+    assert not in_namespace(2**22 + 12345, "")
