@@ -16,6 +16,10 @@ it, and holds back while the reader of ``output`` is behind (``MAX_BUFFERED``: T
 back on the server). The server ends the session by closing the connection, right after the
 ``Status``: success, ``NonZeroExitCode`` with the code, or an internal error (a command that
 could not start: reported as the exit code a shell gives, with the runtime's message as output).
+The server (moby's ``spdystream``) does no SPDY flow control, so neither does this client.
+
+containerd 1.6 may end an attach's output when the container exits before the container's last
+words have been copied to it (its log file has them): a race of its own, seen on the wire.
 """
 
 from __future__ import annotations
@@ -187,7 +191,6 @@ class CriStreamSession:
     ) -> None:
         self.tty = parts.tty
         self._sock = sock
-        self._parts = parts
         self._after_end = after_end
         self._on_close = on_close
         self._ids = {kind: 1 + 2 * n for n, kind in enumerate(parts.stream_types())}
@@ -217,12 +220,12 @@ class CriStreamSession:
             if not self._send(SynStream(stream_id, (("streamtype", kind),))):
                 break
         self._reader.start()
-        if not self._ready.wait(timeout) or not self._ready_and_alive():
+        if not self._ready.wait(timeout) or not self._all_accepted():
             self.close()
             why = self._outcome.message or "it did not accept the session's streams in time"
             raise ContainerRuntimeError(f"the CRI streaming server: {why}")
 
-    def _ready_and_alive(self) -> bool:
+    def _all_accepted(self) -> bool:
         return len(self._replied) == len(self._ids)
 
     # --- the reader
@@ -256,7 +259,7 @@ class CriStreamSession:
                 self._status += frame.data[: MAX_STATUS - len(self._status)]
         elif isinstance(frame, SynReply):
             self._replied.add(frame.stream_id)
-            if self._ready_and_alive():
+            if self._all_accepted():
                 self._ready.set()
         elif isinstance(frame, RstStream):
             if self._kinds.get(frame.stream_id) == "stdin":
