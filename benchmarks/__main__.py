@@ -1,9 +1,12 @@
-"""``python -m benchmarks [--quick] [--only NAME ...] [--json FILE]``: run, then print the table.
+"""``python -m benchmarks [--quick] [--only NAME ...] [--json FILE] [--plot DIR]``: run, then
+print the table (and draw the plots).
 
-Full mode (the default) gives the figures the README quotes and may install the peers it
+Full mode (the default) gives the figures the documentation quotes and may install the peers it
 compares against (Docker Compose, podman) from the distribution; it takes up to ~15 minutes on a
 2-core machine (every loop is bounded in count and in time). ``--quick`` is for CI: small N, no
 installs, a couple of minutes at most; it fails only when a benchmark crashes, never on a figure.
+``--plot DIR`` draws the curves of the run into DIR (matplotlib: ``pip install kubecore[plot]``);
+with ``--from-json FILE`` it draws those of an earlier ``--json`` run, running nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from benchmarks._common import Context, Row, Skip, render_table
+from benchmarks._plot import rows_from_json
 
 # name -> (seconds allowed in full mode, in quick mode); run in this order.
 BENCHMARKS: dict[str, tuple[float, float]] = {
@@ -65,6 +69,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="also draw the curves (cost per pod, start time against pods) into DIR as PNG",
+    )
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="with --plot: draw the figures of an earlier --json run instead of running",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="also print cProfile's hottest functions for the in-process benchmarks (stderr)",
@@ -101,11 +115,26 @@ def run_one(
     return rows, ctx, None, None
 
 
+def plot(rows: Sequence[Row], directory: str) -> None:
+    from pathlib import Path
+
+    from benchmarks._plot import draw
+
+    written = draw(rows, Path(directory))
+    print("plots: " + (", ".join(str(path) for path in written) or "none (no figure to draw)"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
         for name in BENCHMARKS:
             print(name)
+        return 0
+    if args.from_json:
+        if not args.plot:
+            raise SystemExit("--from-json needs --plot DIR")
+        with open(args.from_json, encoding="utf-8") as saved:
+            plot(rows_from_json(json.load(saved)), args.plot)
         return 0
     names = [n for n in BENCHMARKS if not args.only or n in args.only]
     started = time.monotonic()
@@ -159,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(data, out, indent=2)
             out.write("\n")
+    if args.plot:
+        plot(rows, args.plot)
     if crashed:
         print(f"\ncrashed: {', '.join(crashed)}", file=sys.stderr)
         return 1

@@ -194,7 +194,7 @@ def fmt_met(met: bool | None) -> str:
 
 
 def render_table(rows: Sequence[Row]) -> str:
-    """A Markdown table (the README quotes it as printed)."""
+    """A Markdown table (the benchmarks page quotes it as printed)."""
     header = ("benchmark", "figure", "kubecore", "baseline", "ratio", "target", "met?")
     body = [
         (

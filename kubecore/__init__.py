@@ -23,6 +23,7 @@ kubecore.manifest``): ``import kubecore`` alone loads no namespace, so a command
 starts fast.
 """
 
+import logging as _logging
 import typing as _typing
 
 from kubecore._util.exports import lazy_namespace as _lazy_namespace
@@ -143,3 +144,7 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
 
 __all__, __getattr__, __dir__ = _lazy_namespace(__name__)
+
+# A library prints nothing unless its host configures logging: without a handler of its own,
+# ``logging`` would write a warning to stderr through its last-resort handler.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())

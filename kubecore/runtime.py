@@ -40,6 +40,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         ContainerLogReopener as ContainerLogReopener,
     )
     from kubecore._contract.capabilities import (
+        HostMemoryVolumes as HostMemoryVolumes,
+    )
+    from kubecore._contract.capabilities import (
         NodeClaim as NodeClaim,
     )
     from kubecore._contract.capabilities import (

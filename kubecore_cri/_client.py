@@ -70,6 +70,8 @@ class CriOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> CriOptions:
+        """Options from ``--runtime-option`` style keys. Raises ``InvalidConfig`` naming an unknown
+        key (and the known ones) or a bad value."""
         known = {a.name for a in attrs.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
@@ -163,6 +165,8 @@ class CriConnection:
         return getattr(self.stub("runtime"), method)(request)
 
     def is_local(self) -> bool:
+        """Whether the runtime is reached over a local socket (its bind mounts are this host's
+        paths)."""
         return grpc_target(self.options.endpoint).startswith("unix:")
 
     def close(self) -> None:

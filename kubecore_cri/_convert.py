@@ -4,6 +4,7 @@ configs kubecore asks for become requests, the runtime's answers become kubecore
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from kubecore.runtime import (
@@ -156,6 +157,13 @@ def security_profile(profile: SecurityProfile) -> Any:
     )
 
 
+def cri_capabilities(names: Iterable[str]) -> list[str]:
+    """Capability names as CRI has them, without the ``CAP_`` prefix a pod may write
+    (``CAP_NET_ADMIN`` -> ``NET_ADMIN``): containerd prefixes each name with ``CAP_`` itself, so
+    ``CAP_NET_ADMIN`` would reach the kernel as the unknown ``CAP_CAP_NET_ADMIN``."""
+    return [name[4:] if name.upper().startswith("CAP_") else name for name in names]
+
+
 def container_security(config: ContainerConfig, sandbox: SandboxConfig) -> Any:
     """The ``LinuxContainerSecurityContext``: the container's merged security context, its
     privilege and the namespaces it joins."""
@@ -170,8 +178,8 @@ def container_security(config: ContainerConfig, sandbox: SandboxConfig) -> Any:
     if sc.capabilities is not None:
         message.capabilities.CopyFrom(
             pb.Capability(
-                add_capabilities=list(sc.capabilities.add_capabilities),
-                drop_capabilities=list(sc.capabilities.drop_capabilities),
+                add_capabilities=cri_capabilities(sc.capabilities.add_capabilities),
+                drop_capabilities=cri_capabilities(sc.capabilities.drop_capabilities),
             )
         )
     if sc.run_as_user is not None:
@@ -261,11 +269,20 @@ def container_config(config: ContainerConfig, sandbox: SandboxConfig) -> Any:
     )
 
 
+def server_address(server: str) -> str:
+    """The registry as a URL (``localhost:5001`` -> ``https://localhost:5001``): containerd reads
+    ``AuthConfig.server_address`` as a URL and sends the credentials only to the host it names,
+    and a bare ``host:port`` parses as a URL with no host, so they would never be sent."""
+    if not server or "://" in server:
+        return server
+    return "https://" + server.rstrip("/")
+
+
 def auth_config(auth: RegistryAuth) -> Any:
     return pb.AuthConfig(
         username=auth.username,
         password=auth.password,
-        server_address=auth.server,
+        server_address=server_address(auth.server),
         identity_token=auth.identity_token,
     )
 

@@ -87,6 +87,7 @@ class CriRuntime:
 
     @property
     def options(self) -> CriOptions:
+        """The options it was loaded with."""
         return self._connection.options
 
     def _call(
@@ -413,6 +414,11 @@ class CriRuntime:
             pb.ReopenContainerLogRequest(container_id=container_id),
             Subject.CONTAINER,
         )
+
+    def binds_host_memory_volumes(self) -> bool:
+        """``HostMemoryVolumes``: CRI mounts are binds, so the agent mounts a memory-backed
+        emptyDir's tmpfs on the host, as the kubelet does."""
+        return True
 
     def container_stats(self) -> list[ContainerStats]:
         answer = self._call(

@@ -3,6 +3,8 @@
 Importing this package does not import ``docker``: the client is built on first use.
 """
 
+import logging
+
 from kubecore_docker._client import DEFAULT_SANDBOX_IMAGE, DockerConnection, DockerOptions
 from kubecore_docker._errors import engine_errors
 from kubecore_docker._events import EventWatcher
@@ -30,3 +32,6 @@ __all__ = [
     "engine_errors",
     "sandbox_name",
 ]
+
+# A library prints nothing unless its host configures logging (see ``kubecore``).
+logging.getLogger(__name__).addHandler(logging.NullHandler())

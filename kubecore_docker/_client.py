@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "unix:///var/run/docker.sock"
 DEFAULT_SANDBOX_IMAGE = "registry.k8s.io/pause:3.9"
+"""The image sandboxes run unless the ``sandbox_image`` option names another (the kubelet's)."""
 
 
 def _number(kind: type[float] | type[int], name: str, value: Any) -> Any:
@@ -59,10 +60,13 @@ class DockerOptions:
     """Seconds a sandbox (pause) container gets to exit on TERM before it is killed."""
 
     def resolved_base_url(self) -> str:
+        """The engine's URL: ``base_url``, else ``DOCKER_HOST``, else the default socket."""
         return self.base_url or os.environ.get("DOCKER_HOST") or DEFAULT_BASE_URL
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> DockerOptions:
+        """Options from ``--runtime-option`` style keys. Raises ``InvalidConfig`` naming an unknown
+        key (and the known ones) or a bad value."""
         known = {a.name for a in attrs.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
@@ -90,6 +94,8 @@ class DockerConnection:
         self._lock = threading.Lock()
 
     def api(self) -> Any:
+        """The docker-py ``APIClient``, built on first use (so an engine down at start-up is an
+        error of the first call, not of the load)."""
         with self._lock:
             if self._client is None:
                 self._client = self._build(self.options.api_version, self.options.timeout)
@@ -119,11 +125,14 @@ class DockerConnection:
             ) from error
 
     def api_version_at_least(self, version: str) -> bool:
+        """Whether the engine's API version is ``version`` or later."""
         import docker.utils
 
         return bool(docker.utils.version_gte(self.api().api_version, version))
 
     def is_local(self) -> bool:
+        """Whether the engine is reached over a local socket (its bind mounts are this host's
+        paths)."""
         return self.options.resolved_base_url().startswith(("unix://", "/"))
 
     def close(self) -> None:

@@ -87,6 +87,7 @@ class EventWatcher:
         )
 
     def start(self) -> EventWatcher:
+        """Start reading the engine's events on a background thread; returns the watcher."""
         self._thread.start()
         return self
 
@@ -96,6 +97,7 @@ class EventWatcher:
 
     @property
     def alive(self) -> bool:
+        """Whether its thread still reads events."""
         return self._thread.is_alive()
 
     def close(self) -> None:

@@ -11,10 +11,13 @@ from kubecore.runtime import SANDBOX_CONTAINER_NAME, ContainerConfig, SandboxCon
 
 NAME_PREFIX = "k8s"
 DOCKER_TYPE_LABEL = "io.kubernetes.docker.type"
+"""dockershim's label saying what a container is: ``podsandbox`` or ``container``."""
 SANDBOX_TYPE = "podsandbox"
 CONTAINER_TYPE = "container"
 SANDBOX_ID_LABEL = "io.kubernetes.sandbox.id"
+"""dockershim's label on a container naming its sandbox (the sandbox container's id)."""
 ANNOTATION_PREFIX = "annotation."
+"""The prefix of the Docker labels that carry a sandbox's or a container's annotations."""
 
 LEASE_PREFIX = "kubecore-node-lease_"
 LEASE_LABEL = "io.kubecore.node-lease"

@@ -111,10 +111,12 @@ class DockerRuntime:
 
     @property
     def connection(self) -> DockerConnection:
+        """The connection to the engine it uses."""
         return self._connection
 
     @property
     def options(self) -> DockerOptions:
+        """The options it was loaded with."""
         return self._connection.options
 
     def _api(self) -> Any:

@@ -19,6 +19,8 @@ Importing this package does not import the etcd client (``aetcd``): it is loaded
 ``EtcdClient`` is made.
 """
 
+import logging
+
 from kubecore.server import node_document
 from kubecore_etcd._client import (
     MAX_TXN_OPS,
@@ -83,3 +85,6 @@ __all__ = [
     "status_key",
     "status_prefix",
 ]
+
+# A library prints nothing unless its host configures logging (see ``kubecore``).
+logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -181,6 +181,7 @@ class EtcdClient:
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop (on its own thread) that every etcd call runs on."""
         return self._loop
 
     @property
@@ -203,6 +204,8 @@ class EtcdClient:
             raise EtcdUnavailable(f"etcd did not answer within {wait:.0f}s") from None
 
     def spawn(self, coroutine: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        """Run ``coroutine`` on the client's loop without waiting; returns its future."""
+
         async def wrapper() -> Any:
             return await coroutine
 
@@ -307,6 +310,8 @@ class EtcdClient:
         return self.run(op)
 
     def get(self, key: str) -> bytes | None:
+        """The value of ``key`` (None when there is none), with failover."""
+
         async def op(client: Any) -> bytes | None:
             reply = await client.get(key.encode())
             return None if reply is None else bytes(reply.value)
@@ -324,12 +329,16 @@ class EtcdClient:
         return self.run(op)
 
     def delete(self, key: str) -> bool:
+        """Delete ``key``; whether it was there."""
+
         async def op(client: Any) -> bool:
             return bool(await client.delete(key.encode()))
 
         return self.run(op)
 
     def delete_prefix(self, prefix: str) -> int:
+        """Delete every key under ``prefix``; how many there were."""
+
         async def op(client: Any) -> int:
             reply = await client.delete_prefix(prefix.encode())
             return int(reply.deleted)
@@ -337,6 +346,8 @@ class EtcdClient:
         return self.run(op)
 
     def compact(self, revision: int) -> None:
+        """Compact the history up to ``revision`` (physically: the space is freed)."""
+
         async def op(client: Any) -> None:
             await client.compact(revision, physical=True)
 

@@ -21,6 +21,7 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 def encode_json(document: Mapping[str, Any]) -> bytes:
+    """A document as compact JSON with sorted keys, as every value kubecore writes to etcd."""
     return _ENCODER.encode(document).encode()
 
 

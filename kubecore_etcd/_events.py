@@ -16,6 +16,7 @@ from kubecore_etcd._keys import DEFAULT_PREFIX, clean_prefix
 logger = logging.getLogger(__name__)
 
 DEFAULT_EVENT_TTL = 3600
+"""Seconds an event lives in etcd (the lease it is written on), as the API server keeps one."""
 
 
 class EtcdEventRecorder:
@@ -68,10 +69,12 @@ class EtcdEventRecorder:
 
     @property
     def queued(self) -> int:
+        """How many events wait to be written."""
         with self._lock:
             return len(self._queue)
 
     def start(self) -> None:
+        """Start writing the recorded events on a background thread (idempotent)."""
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(

@@ -4,6 +4,7 @@ pod by writing its key. Every function takes the layout's ``prefix`` (``DEFAULT_
 from __future__ import annotations
 
 DEFAULT_PREFIX = "/kubecore"
+"""The key prefix every etcd key of kubecore is under unless another is given."""
 
 
 def clean_prefix(prefix: str) -> str:
@@ -16,23 +17,29 @@ def pods_prefix(prefix: str, node: str) -> str:
 
 
 def pod_key(prefix: str, node: str, namespace: str, name: str) -> str:
+    """``<prefix>/pods/<node>/<namespace>/<name>``: a pod bound to ``node``."""
     return f"{pods_prefix(prefix, node)}{namespace}/{name}"
 
 
 def status_prefix(prefix: str, node: str | None = None) -> str:
+    """``<prefix>/status/`` (every node's), or ``<prefix>/status/<node>/`` (one node's)."""
     base = f"{clean_prefix(prefix)}/status/"
     return base if node is None else f"{base}{node}/"
 
 
 def status_key(prefix: str, node: str, namespace: str, name: str) -> str:
+    """``<prefix>/status/<node>/<namespace>/<name>``: the status the agent of ``node`` wrote
+    for a pod."""
     return f"{status_prefix(prefix, node)}{namespace}/{name}"
 
 
 def nodes_prefix(prefix: str) -> str:
+    """``<prefix>/nodes/``: every node's Node document is under it."""
     return f"{clean_prefix(prefix)}/nodes/"
 
 
 def node_key(prefix: str, node: str) -> str:
+    """``<prefix>/nodes/<node>``: the node's Node document."""
     return f"{nodes_prefix(prefix)}{node}"
 
 
@@ -57,4 +64,6 @@ def objects_prefix(prefix: str, kind: str) -> str:
 
 
 def object_key(prefix: str, kind: str, namespace: str, name: str) -> str:
+    """``<prefix>/<kind>/<namespace>/<name>``: a ConfigMap's or Secret's key (``kind``:
+    ``configmaps`` or ``secrets``)."""
     return f"{objects_prefix(prefix, kind)}{namespace}/{name}"

@@ -34,6 +34,8 @@ class EtcdCollector:
         self._prefix = prefix
 
     def collect(self) -> Iterable[Any]:
+        """The etcd figures as Prometheus metrics, read when scraped: requests, the source's
+        readiness and lists, status writes and what is pending, events written and dropped."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         p = f"{self._prefix}_etcd"

@@ -21,7 +21,9 @@ from kubecore_etcd._keys import DEFAULT_PREFIX, node_key, status_key, status_pre
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL = 40
+"""Seconds the node key's lease lives unless kept alive: a dead agent's node goes after it."""
 DEFAULT_LEASE_REFRESH = 10.0
+"""Seconds between the keep-alives of the node key's lease."""
 
 
 class PodReport(Protocol):
@@ -43,6 +45,9 @@ class PodReport(Protocol):
 
 @attrs.define
 class SinkStats:
+    """What the status sink has done since it started: its writes, transactions, failures and
+    lease keep-alives (read by its metrics)."""
+
     puts: int = 0
     deletes: int = 0
     transactions: int = 0
@@ -117,18 +122,22 @@ class EtcdStatusSink:
 
     @property
     def node(self) -> str:
+        """The node whose pods' status and Node document it writes."""
         return self._node
 
     @property
     def pending(self) -> int:
+        """How many pods' status wait to be written."""
         with self._lock:
             return len(self._pending)
 
     @property
     def lease_id(self) -> int:
+        """The id of the lease the node key lives on (0 before it is granted)."""
         return self._lease_id
 
     def start(self) -> None:
+        """Start writing on a background thread; ``RuntimeError`` if it is already running."""
         if self._thread is not None:
             raise RuntimeError("the etcd status sink is already running")
         self._stop.clear()

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 Item = TypeVar("Item")
 
 ETCD_SOURCE = "etcd"
+"""The name of the etcd pod source (what its pods' source annotation says)."""
 
 
 class _EtcdWatch(abc.ABC, Generic[Item]):
@@ -308,6 +309,7 @@ class EtcdSource(_EtcdWatch[Pod]):
 
     @property
     def pods(self) -> tuple[Pod, ...]:
+        """The pods bound to the node, as last read."""
         return self._items()
 
     def _update(self, op: Operation, items: tuple[Pod, ...]) -> PodUpdate:
@@ -347,6 +349,7 @@ class EtcdObjectSource(_EtcdWatch[KubeObject]):
 
     @property
     def objects(self) -> tuple[KubeObject, ...]:
+        """The ConfigMaps and Secrets read so far."""
         return self._items()
 
     def _update(self, op: Operation, items: tuple[KubeObject, ...]) -> PodUpdate:

@@ -6,6 +6,7 @@ build it directly. It is deterministic, thread-safe, runs in virtual time with a
 and has controls for tests: scripted behaviours, fault injection, latency, unmanaged objects.
 """
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,3 +62,6 @@ __all__ = [
     "image_id_for",
     "normalize_image",
 ]
+
+# A library prints nothing unless its host configures logging (see ``kubecore``).
+logging.getLogger(__name__).addHandler(logging.NullHandler())

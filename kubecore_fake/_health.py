@@ -63,6 +63,9 @@ class FakeHealthChecker:
         kind: ProbeKind,
         outcome: OutcomeLike | Iterable[OutcomeLike],
     ) -> None:
+        """Script the outcomes of one container's probes of ``kind`` (``exec``, ``http``, ``tcp``,
+        ``grpc`` or ``any``): one outcome for every check, or several, one a check, the last
+        repeated. Raises ``ValueError`` for an unknown kind or no outcome."""
         if kind not in ("exec", "http", "tcp", "grpc", "any"):
             raise ValueError(f"unknown probe kind {kind!r}")
         if isinstance(outcome, ProbeOutcome | ProbeResult | bool):
@@ -75,6 +78,7 @@ class FakeHealthChecker:
             self._scripted[(container, kind)] = collections.deque(results)
 
     def clear_probe(self, container: str, kind: ProbeKind = "any") -> None:
+        """Forget what ``set_probe`` scripted for the container's probes of ``kind``."""
         with self._lock:
             self._scripted.pop((container, kind), None)
 

@@ -30,6 +30,8 @@ def normalize_image(ref: str) -> str:
 
 
 def image_id_for(ref: str) -> str:
+    """The fake image id of a reference: ``sha256:`` and a digest of the normalised reference,
+    the same every run."""
     return "sha256:" + hashlib.sha256(normalize_image(ref).encode()).hexdigest()
 
 

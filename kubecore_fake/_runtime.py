@@ -132,6 +132,7 @@ class FakeRuntime:
 
     @property
     def clock(self) -> Clock:
+        """The clock it runs on (a ``ManualClock`` for virtual time)."""
         return self._clock
 
     def add_image(
@@ -153,6 +154,7 @@ class FakeRuntime:
         self._images.require_auth(ref, auth)
 
     def set_image_fs_capacity(self, capacity_bytes: int) -> None:
+        """Set the size of the fake image store (what ``image_fs_usage`` reports as capacity)."""
         self._images.set_capacity(capacity_bytes)
 
     def script(
@@ -196,9 +198,12 @@ class FakeRuntime:
         self._containers.exit(container_id, code, reason or "", message)
 
     def crash(self, container_id: str, code: int = 1, message: str = "") -> None:
+        """Make a running container exit now with ``code`` and reason ``Error``."""
         self.exit(container_id, code, "Error", message)
 
     def oom_kill(self, container_id: str) -> None:
+        """Make a running container exit now as the kernel's OOM killer ends it (137,
+        ``OOMKilled``)."""
         self._containers.oom_kill(container_id)
 
     def write_log(self, container_id: str, text: str) -> None:
@@ -233,6 +238,7 @@ class FakeRuntime:
     def add_unmanaged_sandbox(
         self, name: str = "not-kubecore", labels: Mapping[str, str] | None = None
     ) -> str:
+        """Add a sandbox that kubecore did not make (without ``MANAGED_LABEL``); returns its id."""
         return self._sandboxes.add_unmanaged(name, labels)
 
     @property
@@ -241,6 +247,7 @@ class FakeRuntime:
         return self._controls.calls()
 
     def call_count(self, op: str) -> int:
+        """How many times the operation ``op`` (one of ``OPERATIONS``) was called."""
         return self._controls.call_count(op)
 
     @property
@@ -265,12 +272,16 @@ class FakeRuntime:
         return self._containers.find(name, pod_name, pod_uid, state)
 
     def sandbox_config(self, sandbox_id: str) -> SandboxConfig:
+        """The ``SandboxConfig`` a sandbox was made with. Raises ``SandboxNotFound``."""
         return self._sandboxes.config(sandbox_id)
 
     def container_config(self, container_id: str) -> ContainerConfig:
+        """The ``ContainerConfig`` a container was made with. Raises ``ContainerNotFound``."""
         return self._containers.config(container_id)
 
     def container_behaviour(self, container_id: str) -> Behaviour:
+        """The ``Behaviour`` a container runs (read from its command or scripted). Raises
+        ``ContainerNotFound``."""
         return self._containers.behaviour(container_id)
 
     def listening_ports(self, sandbox_id: str) -> frozenset[int]:

@@ -3,6 +3,7 @@
 ``ci`` (chosen when the ``CI`` environment variable is set): the same examples on every run, so
 CI never fails at random; a counterexample found locally becomes a pinned ``@example``. ``dev``
 (the default; ``HYPOTHESIS_PROFILE`` picks another): random and thorough, to find new ones.
+``quick``: ``ci`` with fewer examples, for the unit tests on the other supported Pythons.
 
 ``live`` (the kubelet HTTP API tests and the log-query tests): a real Kubelet on the fake runtime
 behind a ``KubeletServer``, as ``(kubelet, runtime, server)``."""
@@ -27,6 +28,10 @@ settings.register_profile(
     "ci", derandomize=True, database=None, max_examples=50, print_blob=True, **_PATIENT
 )
 settings.register_profile("dev", max_examples=200, **_PATIENT)
+# The unit tests on the other supported Pythons (scripts/test): the same few examples each run.
+settings.register_profile(
+    "quick", derandomize=True, database=None, max_examples=10, print_blob=True, **_PATIENT
+)
 
 
 def profile_name(environ: Mapping[str, str]) -> str:

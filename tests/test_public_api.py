@@ -4,10 +4,12 @@ says what it is for, and the in-tree adapters, examples and benchmarks use only 
 plugin does."""
 
 import ast
+import enum
 import importlib
 import inspect
 import pickle
 import pkgutil
+import pydoc
 import subprocess
 import sys
 import typing
@@ -333,7 +335,8 @@ def attribute_docstrings(module: str) -> dict[str, str]:
         targets = assign.targets if isinstance(assign, ast.Assign) else []
         if isinstance(assign, ast.AnnAssign):
             targets = [assign.target]
-        text = after.value.value if isinstance(after, ast.Expr) else None
+        constant = after.value if isinstance(after, ast.Expr) else None
+        text = constant.value if isinstance(constant, ast.Constant) else None
         if isinstance(text, str):
             docs |= {t.id: text for t in targets if isinstance(t, ast.Name)}
     return docs
@@ -369,6 +372,143 @@ def test_every_protocol_method_states_its_contract() -> None:
                 if public and not own_docstring(member):
                     silent.append(f"{ns}.{name}.{method}")
     assert silent == []
+
+
+PLUGIN_PACKAGES = ("kubecore_docker", "kubecore_fake", "kubecore_cri", "kubecore_etcd")
+"""The packages beside kubecore whose ``__all__`` is public too."""
+TEST_KIT = ("kubecore.testing.conformance", "kubecore.testing.strategies")
+
+
+def public_protocols() -> list[type]:
+    """Every protocol of the public surface (the contracts a class may implement)."""
+    found = []
+    for ns, name, _ in public_names():
+        value = getattr(importlib.import_module(ns), name)
+        if inspect.isclass(value) and getattr(value, "_is_protocol", False):
+            found.append(value)
+    return found
+
+
+def _function_of(member: object) -> object:
+    if isinstance(member, staticmethod | classmethod):
+        return member.__func__
+    if isinstance(member, property):
+        return member.fget
+    return member
+
+
+def documented_by_a_contract(cls: type, method: str, protocols: list[type]) -> bool:
+    """Whether ``method`` of ``cls`` implements a kubecore contract that documents it: a
+    kubecore base class of ``cls`` that defines it with a docstring, or a public protocol whose
+    methods ``cls`` all has (the docstring of ``typing.Protocol``, ``object`` or attrs never
+    counts: none of them is kubecore's)."""
+    for base in cls.__mro__[1:]:
+        defined = base.__module__.startswith("kubecore") and method in vars(base)
+        if defined and own_docstring(_function_of(vars(base)[method])):
+            return True
+    for protocol in protocols:
+        methods = [n for n, m in vars(protocol).items() if _is_public_method(n, m)]
+        implemented = method in methods and all(hasattr(cls, n) for n in methods)
+        if implemented and own_docstring(_function_of(vars(protocol)[method])):
+            return True
+    return False
+
+
+def _is_public_method(name: str, member: object) -> bool:
+    function = _function_of(member)
+    return not name.startswith("_") and inspect.isfunction(function)
+
+
+def public_classes() -> list[tuple[str, type]]:
+    """``(dotted name, class)`` of every public class: the surface's, the plugin packages' and
+    the test kit's (each once)."""
+    seen: set[int] = set()
+    found = []
+    namespaces = [*SURFACE, *PLUGIN_PACKAGES, *TEST_KIT]
+    for ns in namespaces:
+        module = importlib.import_module(ns)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value) and id(value) not in seen:
+                seen.add(id(value))
+                found.append((f"{ns}.{name}", value))
+    return found
+
+
+def test_every_public_method_of_a_public_class_has_a_docstring() -> None:
+    protocols = public_protocols()
+    silent = []
+    for dotted, cls in public_classes():
+        if issubclass(cls, enum.Enum | BaseException):
+            continue  # members, not methods; an error's message says what it is
+        for name, member in vars(cls).items():
+            if not _is_public_method(name, member):
+                continue
+            if own_docstring(_function_of(member)):
+                continue
+            if not documented_by_a_contract(cls, name, protocols):
+                silent.append(f"{dotted}.{name}")
+    assert silent == []
+
+
+@pytest.mark.parametrize("package", [*PLUGIN_PACKAGES, *TEST_KIT])
+def test_every_name_of_a_plugin_package_and_of_the_test_kit_has_a_docstring(
+    package: str,
+) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__, package
+    assert own_docstring(module), package
+    homes = (
+        [
+            m.name
+            for m in pkgutil.walk_packages(module.__path__, f"{package}.")
+            if "._pb" not in m.name
+        ]
+        if hasattr(module, "__path__")
+        else [package]
+    )
+    constants: dict[str, str] = {}
+    for home in [package, *homes]:
+        constants |= attribute_docstrings(home)
+    undocumented = []
+    for name in module.__all__:
+        value = getattr(module, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            documented = bool(own_docstring(inspect.unwrap(value)))
+        else:
+            documented = bool(constants.get(name, "").strip())
+        if not documented:
+            undocumented.append(f"{package}.{name}")
+    assert undocumented == []
+
+
+def test_the_method_check_catches_a_silent_method() -> None:
+    class Silent:
+        """Has one method without a word."""
+
+        def quiet(self) -> None:
+            pass
+
+    assert not own_docstring(Silent.quiet)
+    assert not documented_by_a_contract(Silent, "quiet", public_protocols())
+
+
+def test_a_plain_implementation_is_documented_by_the_protocol_it_implements() -> None:
+    from kubecore_fake import FakeRuntime
+
+    assert documented_by_a_contract(FakeRuntime, "run_sandbox", public_protocols())
+
+
+def test_help_on_a_protocol_prints_its_contract() -> None:
+    text = pydoc.render_doc(kubecore.ContainerRuntime, renderer=pydoc.plaintext)
+    assert "conformance" in text
+    assert "idempotent" in text.lower()
+    assert "Base class for protocol classes" not in text  # typing.Protocol's own docstring
+    for protocol in public_protocols():
+        assert own_docstring(protocol), protocol.__qualname__
+        for name, member in vars(protocol).items():
+            if _is_public_method(name, member):
+                assert own_docstring(_function_of(member)), f"{protocol.__qualname__}.{name}"
 
 
 def test_the_docstring_check_reads_attribute_docstrings() -> None:

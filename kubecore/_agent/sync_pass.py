@@ -47,6 +47,7 @@ class SyncReport:
 
     @property
     def converged(self) -> bool:
+        """Whether the pass found nothing to do: no action taken, no error, no pod removed."""
         return not (self.actions or self.errors or self.removed)
 
 

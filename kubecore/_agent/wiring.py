@@ -30,6 +30,7 @@ from kubecore._config.created import CREATION_TIMES_FILE, CreationTimes
 from kubecore._config.objects import ObjectStore
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import is_static
+from kubecore._contract.capabilities import HostMemoryVolumes
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.log_rotation import ContainerLogRotation, LogRotationPolicy
@@ -137,7 +138,13 @@ def build_rooms(
     created = CreationTimes(os.path.join(cfg.root_dir, CREATION_TIMES_FILE), clock.now)
     pod_config = PodConfig(sources, created=created)
     objects = ObjectStore()
-    volumes = VolumeManager(cfg.root_dir, cfg.node_name, objects=objects, pvc_dir=cfg.pvc_dir)
+    volumes = VolumeManager(
+        cfg.root_dir,
+        cfg.node_name,
+        objects=objects,
+        pvc_dir=cfg.pvc_dir,
+        host_tmpfs=isinstance(runtime, HostMemoryVolumes) and runtime.binds_host_memory_volumes(),
+    )
     volumes.acquire()  # RootDirInUse now, not at the first pod
     admission = _admission(cfg)
     image_lock = threading.Lock()  # a pull or an image collection, never both at once

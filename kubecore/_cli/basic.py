@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,20 @@ import kubecore
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+
+
+def setup_logging(level: int) -> None:
+    """The command's logs on stderr from ``level`` up: the library itself prints nothing (its
+    ``NullHandler``), so the command, which owns its process, configures logging. A handler
+    the host installed first (a test's, say) is kept."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
+        )
+        root.addHandler(handler)
+    root.setLevel(level)
 
 
 class UsageError(Exception):

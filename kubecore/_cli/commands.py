@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 
 import kubecore
-from kubecore._cli.basic import EXIT_FAILED, EXIT_OK, warnings_shown
+from kubecore._cli.basic import EXIT_FAILED, EXIT_OK, setup_logging, warnings_shown
 from kubecore._cli.blocked import PermanentErrors, blocked_reason, newest_warning
 from kubecore._cli.output import Display, PullTracker, TrackingPuller, format_table
 from kubecore._cli.settings import (
@@ -197,7 +197,7 @@ def cmd_run(
         out.write(f"kubecore: {error}\n")
         return EXIT_FAILED
     # after loading the plugins: a broken one is reported once, by the warning above
-    _setup_logging(level)
+    setup_logging(level)
     tracker = PullTracker()
     errors = PermanentErrors() if once else None
     kubelet = agent_on(bundle, config, sources, keyring, tracker, errors)
@@ -616,17 +616,6 @@ def log_level(name: str) -> int:
     if not isinstance(numeric, int):
         raise UsageError(f"--log-level: unknown level {name!r} (debug, info, warning or error)")
     return numeric
-
-
-def _setup_logging(level: int) -> None:
-    root = logging.getLogger()
-    if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
-        )
-        root.addHandler(handler)
-    root.setLevel(level)
 
 
 def _route_logs_to(handler: logging.Handler) -> None:

@@ -19,6 +19,7 @@ from kubecore._cli.basic import (
     cmd_runtimes,
     cmd_validate,
     cmd_version,
+    setup_logging,
 )
 
 if TYPE_CHECKING:
@@ -235,7 +236,9 @@ def console_main() -> NoReturn:
     By then the command has stopped its threads, released its root directory and written its
     output; the interpreter's teardown of every module and object would only add time to each
     command (tens of milliseconds after ``run --once``), so the process ends at once, as a
-    compiled program would, once the output and the logs are flushed."""
+    compiled program would, once the output and the logs are flushed. Its warnings go to
+    stderr (``run`` sets the level its ``--log-level`` names)."""
+    setup_logging(logging.WARNING)
     code = main()
     try:
         sys.stdout.flush()

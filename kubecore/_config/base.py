@@ -48,7 +48,10 @@ class PodSource(Protocol):
     """Something that produces desired pods. See the module docstring for the contract."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The source's name, unique among the sources of one agent: each of its pods carries it
+        in its source annotation (``kubecore.runtime.SOURCE_ANNOTATION``)."""
+        ...
 
     def poll(self, now: float) -> PodUpdate | None:
         """Return the next pending update, or None. Must not raise; should not block for long
@@ -65,6 +68,7 @@ class SourceProblem:
     errors: tuple[FieldError, ...]
 
     def lines(self) -> list[str]:
+        """One ``where: field: message`` line per error, as ``kubecore validate`` prints them."""
         return [f"{self.where}: {error}" for error in self.errors]
 
     def __str__(self) -> str:

@@ -160,6 +160,7 @@ class FileSource:
 
     @property
     def name(self) -> str:
+        """The source's name (``file`` unless given): what its pods' source annotation says."""
         return self._name
 
     @property
@@ -170,6 +171,7 @@ class FileSource:
 
     @property
     def paths(self) -> tuple[Path, ...]:
+        """The manifest files and directories it reads, as given."""
         return self._roots
 
     @property
@@ -209,6 +211,8 @@ class FileSource:
 
     @property
     def problems(self) -> tuple[SourceProblem, ...]:
+        """What is wrong with the manifests now (a file that does not parse, a pod that does not
+        validate), each with where; empty when every manifest reads."""
         with self._lock:
             return self._current_problems()
 

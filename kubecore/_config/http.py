@@ -135,19 +135,24 @@ class HTTPSource:
 
     @property
     def name(self) -> str:
+        """The source's name (``http`` unless given): what its pods' source annotation says."""
         return self._name
 
     @property
     def url(self) -> str:
+        """The manifest URL it fetches."""
         return self._url
 
     @property
     def problems(self) -> tuple[SourceProblem, ...]:
+        """What was wrong with the last fetch (unreachable, an error status, a manifest that does
+        not validate); empty when it read."""
         with self._lock:
             return () if self._problem is None else (self._problem,)
 
     @property
     def pods(self) -> tuple[Pod, ...]:
+        """The pods of the last good fetch (empty before the first)."""
         with self._lock:
             return self._sent or ()
 

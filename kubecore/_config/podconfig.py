@@ -66,6 +66,7 @@ class PodConfig:
 
     @property
     def sources(self) -> tuple[str, ...]:
+        """The names of the sources registered so far, in order."""
         with self._lock:
             return tuple(self._sources)
 

@@ -46,10 +46,12 @@ class SourcePoller:
 
     @property
     def sources(self) -> tuple[PodSource, ...]:
+        """The sources it polls, in order."""
         return self._sources
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The names of the sources it polls, in order."""
         return tuple(source.name for source in self._sources)
 
     def poll_once(self) -> int:
@@ -72,6 +74,9 @@ class SourcePoller:
         return delivered
 
     def start(self) -> None:
+        """Start each source that has a ``start`` (a file watch, say) and poll them all on a
+        background thread, every ``tick`` seconds and whenever a source says it changed. Raises
+        ``RuntimeError`` if it is already running."""
         if self._thread is not None:
             raise RuntimeError("the source poller is already running")
         self._stopping.clear()
@@ -90,6 +95,8 @@ class SourcePoller:
         self._wakeup.set()
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop polling (waiting up to ``timeout`` seconds for the thread) and close each source
+        that has a ``close``. Stopping a poller that is not running only closes the sources."""
         self._stopping.set()
         self._wakeup.set()
         thread, self._thread = self._thread, None

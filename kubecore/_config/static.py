@@ -38,10 +38,12 @@ class StaticSource:
 
     @property
     def name(self) -> str:
+        """The source's name (``static`` unless given): what its pods' source annotation says."""
         return self._name
 
     @property
     def pods(self) -> tuple[Pod, ...]:
+        """The pods it holds now."""
         with self._lock:
             return tuple(self._pods.values())
 
@@ -73,10 +75,13 @@ class StaticSource:
             self._emit(PodUpdate(Operation.UPDATE, (), self._name, objects))
 
     def remove_objects(self, *objects: KubeObject) -> None:
+        """Remove these ConfigMaps or Secrets (by namespace and name) from what it offers."""
         with self._lock:
             self._emit(PodUpdate(Operation.REMOVE, (), self._name, objects))
 
     def add(self, *pods: Pod) -> None:
+        """Add these pods (validated and stamped with the source); a pod of the same namespace and
+        name is replaced."""
         prepared = prepare_pods(pods, self._name)
         with self._lock:
             for pod in prepared:
@@ -84,6 +89,8 @@ class StaticSource:
             self._emit(PodUpdate(Operation.ADD, prepared, self._name))
 
     def update(self, *pods: Pod) -> None:
+        """Change these pods (validated and stamped with the source), as ``add`` does, sent as an
+        UPDATE."""
         prepared = prepare_pods(pods, self._name)
         with self._lock:
             for pod in prepared:

@@ -52,9 +52,11 @@ class NodeLease:
     """Seconds after ``renewed_at`` at which the lease lapses unless renewed."""
 
     def expires_at(self) -> float:
+        """When the lease lapses unless renewed: ``renewed_at + ttl`` (the runtime's clock)."""
         return self.renewed_at + self.ttl
 
     def expired(self, now: float) -> bool:
+        """Whether the lease has lapsed at ``now``."""
         return now > self.expires_at()
 
 
@@ -105,12 +107,26 @@ class ContainerLogReopener(Protocol):
         ...
 
 
+@runtime_checkable
+class HostMemoryVolumes(Protocol):
+    """A runtime whose mounts are binds of host paths only (CRI's ``Mount`` has no tmpfs): the
+    agent mounts each emptyDir of medium Memory as a tmpfs on the host itself, as the kubelet
+    does (sized by its ``sizeLimit`` or the pod's memory limit), and hands the runtime a plain
+    bind of it. The agent must then be able to mount (run as root)."""
+
+    def binds_host_memory_volumes(self) -> bool:
+        """True: memory-backed emptyDirs come to this runtime as binds of host tmpfs mounts
+        (``Mount.memory_backed`` False), never as ``memory_backed`` mounts."""
+        ...
+
+
 OPTIONAL_CAPABILITIES: tuple[type, ...] = (
     ResourceUpdater,
     NodeClaims,
     StreamingRuntime,
     PortForwarder,
     ContainerLogReopener,
+    HostMemoryVolumes,
 )
 """The protocols a runtime may implement beyond ``ContainerRuntime`` (the module docstring)."""
 

@@ -34,6 +34,12 @@ def container_age(c: RuntimeContainer) -> tuple[float, int, str]:
     return (c.created_at, restart_count(c), c.id)
 
 
+def never_started(c: RuntimeContainer) -> bool:
+    """Created but never ran, with no error: an interrupted start (an agent or engine stopped
+    between the create and the start), which has no run, logs or exit status of its own."""
+    return c.state is _CREATED and not c.exit_code and not c.reason
+
+
 def sandbox_age(s: RuntimeSandbox) -> tuple[float, int, str]:
     """Sort key: a larger key is a newer sandbox."""
     return (s.created_at, s.attempt, s.id)
@@ -78,8 +84,7 @@ class Record:
     @property
     def never_started(self) -> bool:
         """Created but never ran, with no error (an interrupted start): start it again."""
-        c = self.c
-        return c.state is _CREATED and not c.exit_code and not c.reason
+        return never_started(self.c)
 
     @property
     def failed(self) -> bool:

@@ -10,7 +10,12 @@ import attrs
 
 from kubecore._contract.errors import Conflict, ContainerRuntimeError
 from kubecore._contract.labels import POD_UID_LABEL, is_ephemeral
-from kubecore._contract.observed import container_age, container_name, newest_sandbox
+from kubecore._contract.observed import (
+    container_age,
+    container_name,
+    never_started,
+    newest_sandbox,
+)
 from kubecore._contract.protocols import ContainerRuntime, Puller
 from kubecore._contract.values import (
     RuntimeContainer,
@@ -55,16 +60,26 @@ def plan_container_gc(
     newest sandbox of a desired pod.
     """
     groups: dict[tuple[str, str], list[RuntimeContainer]] = {}
+    live: list[RuntimeContainer] = []
     for c in snapshot.containers:
         if c.state is RuntimeState.RUNNING or c.state is RuntimeState.UNKNOWN:
+            live.append(c)
             continue
         uid = c.labels.get(POD_UID_LABEL, "")
         groups.setdefault((uid, container_name(c)), []).append(c)
     if not groups and all(s.state is not SandboxState.NOTREADY for s in snapshot.sandboxes):
         return GCPlan()  # nothing is dead: the common case, without the bookkeeping below
+    newest_live = _newest_live(live, groups)
     remove: list[str] = []
-    for (uid, _), dead in groups.items():
+    for key, dead in groups.items():
+        uid = key[0]
         dead.sort(key=container_age, reverse=True)
+        stale, dead = _stale_unstarted(dead, newest_live.get(key))
+        remove.extend(c.id for c in stale if now - _dead_since(c) >= policy.min_age)
+        if dead and uid in desired_uids and never_started(dead[0]):
+            dead = dead[1:]  # the newest instance, maybe being started now: the planner's
+        if not dead:
+            continue
         keep = policy.max_dead_per_container if uid in desired_uids else 0
         if keep == 0 and uid in desired_uids and is_ephemeral(dead[0].annotations):
             keep = 1  # an ephemeral container's one run: removed, the planner would start it again
@@ -89,6 +104,39 @@ def plan_container_gc(
         and now - s.created_at >= policy.min_age
     ]
     return GCPlan(tuple(remove), tuple(sandboxes))
+
+
+def _newest_live(
+    live: list[RuntimeContainer], groups: dict[tuple[str, str], list[RuntimeContainer]]
+) -> dict[tuple[str, str], tuple[float, int, str]]:
+    """The age of the newest running instance of each group that has dead ones."""
+    newest: dict[tuple[str, str], tuple[float, int, str]] = {}
+    for c in live:
+        key = (c.labels.get(POD_UID_LABEL, ""), container_name(c))
+        if key in groups:
+            age = container_age(c)
+            if key not in newest or age > newest[key]:
+                newest[key] = age
+    return newest
+
+
+def _stale_unstarted(
+    dead: list[RuntimeContainer], newest_live: tuple[float, int, str] | None
+) -> tuple[list[RuntimeContainer], list[RuntimeContainer]]:
+    """(never-started instances that are not the newest of their container, the other dead
+    ones), from ``dead`` newest first. An interrupted start that a newer instance has replaced
+    will never be started and holds no run, logs or exit status: it does not count among the
+    dead kept, and goes. The newest instance may be one being started right now: it stays."""
+    stale = [
+        c
+        for i, c in enumerate(dead)
+        if never_started(c)
+        and (i > 0 or (newest_live is not None and newest_live > container_age(c)))
+    ]
+    if not stale:
+        return stale, dead
+    gone = {c.id for c in stale}
+    return stale, [c for c in dead if c.id not in gone]
 
 
 def run_container_gc(runtime: ContainerRuntime, plan: GCPlan) -> int:

@@ -220,18 +220,22 @@ class KubeletServer:
 
     @property
     def config(self) -> ServerConfig:
+        """The configuration it was made with."""
         return self._config
 
     @property
     def address(self) -> str:
+        """The address it listens on."""
         return str(self._server.server_address[0])
 
     @property
     def port(self) -> int:
+        """The port it listens on (the one the system chose when ``port`` was 0)."""
         return int(self._server.server_address[1])
 
     @property
     def url(self) -> str:
+        """Its base URL: ``http://`` or ``https://`` (with TLS), the address and the port."""
         host = self.address
         if ":" in host:
             host = f"[{host}]"
@@ -239,6 +243,8 @@ class KubeletServer:
         return f"{scheme}://{host}:{self.port}"
 
     def start(self) -> KubeletServer:
+        """Serve on a background thread; returns the server. Raises ``RuntimeError`` if it is
+        already serving."""
         if self._thread is not None:
             raise RuntimeError("the server is already running")
         self._thread = threading.Thread(
@@ -249,6 +255,8 @@ class KubeletServer:
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving: end the open streams and wait up to ``timeout`` seconds for the requests
+        in flight (idempotent)."""
         self._server.stopping.set()
         self._server.end_streams()
         if self._thread is not None:

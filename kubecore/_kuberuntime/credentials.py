@@ -146,6 +146,9 @@ class DockerKeyring:
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "") -> DockerKeyring:
+        """A keyring from the text of a Docker ``config.json`` (or of a ``.dockerconfigjson``
+        Secret). Raises ``RegistryConfigError`` naming ``source`` if it is not JSON or not a
+        Docker config."""
         try:
             data = json.loads(text)
         except ValueError as exc:

@@ -6,7 +6,7 @@ Reading a manifest happens in passes over plain data, one module each:
    ``kind: List``; whatever is wrong with the text becomes a problem with a position.
 2. ``decoding`` walks each document with a small declarative table per model class, checking JSON
    types, required fields and unknown fields (``fields`` says why a refused field is refused); it
-   also writes pods back. ``field_table`` renders the README's field table from those tables.
+   also writes pods back. ``field_table`` renders the Pod field table from those tables.
 3. ``validation`` (a package, one module a part of the pod; ``validate_pod``) checks the rules
    about values on the built ``Pod``, with ``security`` for the security contexts. Embedders who
    build pods in code call it directly.

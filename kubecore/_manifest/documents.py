@@ -231,6 +231,7 @@ def _parse_json_stream(text: str) -> _RawDocuments:
         pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]  # "*" always matches
         if pos >= len(text):
             return _RawDocuments(documents)
+        start = pos
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
@@ -238,7 +239,29 @@ def _parse_json_stream(text: str) -> _RawDocuments:
             return _RawDocuments(documents, FieldError("", message))
         except RecursionError:
             return _RawDocuments(documents, _too_deep("JSON", text, pos))
+        if _nested_deeper_than(value, _JSON_MAX_DEPTH):  # Python 3.13's parser goes on
+            return _RawDocuments(documents, _too_deep("JSON", text, start))
         documents.append(value)
+
+
+_JSON_MAX_DEPTH = 512
+"""The deepest JSON value read, whatever the Python: its parser gives up about 990 levels deep
+before 3.13 (a ``RecursionError``) and goes on from 3.13; a deeper value is refused as too
+deep, as YAML's parser (libyaml: 1,000 levels) refuses it."""
+
+
+def _nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether lists and mappings nest in ``value`` more than ``limit`` levels deep."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if depth > limit:
+                return True
+            pending.extend((child, depth + 1) for child in item)
+    return False
 
 
 def _too_deep(syntax: str, text: str, start: int) -> FieldError:

@@ -1,11 +1,11 @@
-"""The README's Pod field table, generated from the decoding tables so that it cannot drift.
+"""The Pod field table, generated from the decoding tables so that it cannot drift.
 
 Every field of a Pod's ``metadata`` and ``spec`` (and ``apiVersion``/``kind``) with what kubecore
 does with it: honoured, accepted as scheduler-only (it means something to a scheduler, nothing to
 a node's agent), accepted and ignored (what an API server keeps about an object), or refused with
-the reason (``fields.REASONS``, or the decoding table's own). Regenerate the README's table
-with ``python -m kubecore._manifest.field_table --write README.md``; ``--check README.md`` exits 1
-when it differs.
+the reason (``fields.REASONS``, or the decoding table's own). The documentation site's Pod
+fields page renders it when the site is built; ``python -m kubecore._manifest.field_table``
+prints it.
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ from kubecore._manifest.fields import (
 HONOURED = "honoured"
 SCHEDULER = "accepted, scheduler-only (no effect on a node)"
 API_SERVER = "accepted and ignored (the API server's bookkeeping)"
-COMMAND = "python -m kubecore._manifest.field_table --write README.md"
-BEGIN = f"<!-- field-table:begin (generated: {COMMAND}) -->"
-END = "<!-- field-table:end -->"
 _SKIPPED = frozenset({"status"})
 """Written by the agent, not read from a manifest's intent (the status section of /pods)."""
 
@@ -93,42 +90,15 @@ def field_rows() -> list[tuple[str, str]]:
 
 
 def field_table() -> str:
-    """The Markdown table (with its begin/end markers), one line per field."""
-    lines = [BEGIN, "| Pod field | kubecore |", "| --- | --- |"]
+    """The Markdown table, one line per field."""
+    lines = ["| Pod field | kubecore |", "| --- | --- |"]
     lines += [f"| `{path}` | {what} |" for path, what in field_rows()]
-    lines.append(END)
     return "\n".join(lines) + "\n"
 
 
-def replace_table(text: str, table: str) -> str:
-    """``text`` with the part between the markers (inclusive) replaced by ``table``."""
-    start = text.index(BEGIN)
-    end = text.index(END, start) + len(END)
-    rest = text[end:]
-    return text[:start] + table + (rest[1:] if rest.startswith("\n") else rest)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Print (or write) the README's Pod field table")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="README", help="replace the table in this file")
-    group.add_argument("--check", metavar="README", help="exit 1 if this file's table differs")
-    args = parser.parse_args(argv)
-    table = field_table()
-    target = args.write or args.check
-    if target is None:
-        sys.stdout.write(table)
-        return 0
-    with open(target, encoding="utf-8") as file:
-        text = file.read()
-    updated = replace_table(text, table)
-    if args.check:
-        if updated != text:
-            sys.stderr.write(f"{target}: the field table is stale; regenerate it: {COMMAND}\n")
-            return 1
-        return 0
-    with open(target, "w", encoding="utf-8") as file:
-        file.write(updated)
+    argparse.ArgumentParser(description="Print the Pod field table (Markdown)").parse_args(argv)
+    sys.stdout.write(field_table())
     return 0
 
 

@@ -450,6 +450,7 @@ class Container:
 
     @property
     def privileged(self) -> bool:
+        """Whether ``securityContext.privileged`` is set."""
         return bool(self.security_context and self.security_context.privileged)
 
     @functools.cached_property
@@ -1019,6 +1020,7 @@ class Pod:
 
     @property
     def uid(self) -> str:
+        """``metadata.uid``: the pod's identity on the node."""
         return self.metadata.uid
 
     @property

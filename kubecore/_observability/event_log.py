@@ -191,6 +191,7 @@ class AggregatedEvent:
 
     @property
     def last_timestamp(self) -> float:
+        """When the newest of the similar events was seen."""
         return self.event.timestamp
 
 

@@ -101,6 +101,7 @@ class MemoryRecorder:
 
     @property
     def max_size(self) -> int:
+        """How many events it keeps (the oldest go first)."""
         return self._events.maxlen or 0
 
     def record(self, event: Event) -> None:
@@ -126,9 +127,12 @@ class MemoryRecorder:
         ]
 
     def reasons(self, *, namespace: str | None = None, name: str | None = None) -> list[str]:
+        """The reasons of the events kept, oldest first, of one object if ``namespace`` or ``name``
+        are given."""
         return [e.reason for e in self.events(namespace=namespace, name=name)]
 
     def clear(self) -> None:
+        """Forget every event kept."""
         with self._lock:
             self._events.clear()
 

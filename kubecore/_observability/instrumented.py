@@ -13,6 +13,7 @@ from prometheus_client import Counter
 
 from kubecore._contract.capabilities import (
     ContainerLogReopener,
+    HostMemoryVolumes,
     NodeClaim,
     NodeClaims,
     NodeHolder,
@@ -256,12 +257,20 @@ class _TimedLogReopens(InstrumentedRuntime):
         self._call("reopen_container_log", lambda: reopener.reopen_container_log(container_id))
 
 
+class _HostMemoryVolumes(InstrumentedRuntime):
+    """``HostMemoryVolumes``, for a wrapped runtime that is one (nothing to time)."""
+
+    def binds_host_memory_volumes(self) -> bool:
+        return cast(HostMemoryVolumes, self.inner).binds_host_memory_volumes()
+
+
 _CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
     ResourceUpdater: _TimedResourceUpdates,
     NodeClaims: _TimedNodeClaims,
     StreamingRuntime: _TimedStreams,
     PortForwarder: _TimedPortForwards,
     ContainerLogReopener: _TimedLogReopens,
+    HostMemoryVolumes: _HostMemoryVolumes,
 }
 """The wrapper part of each optional capability (``OPTIONAL_CAPABILITIES``)."""
 

@@ -466,6 +466,7 @@ class Metrics:
         self._duration_series: dict[str, set[tuple[str, ...]]] = {}
 
     def set_node_name(self, node: str) -> None:
+        """Set ``kubelet_node_name`` to this node (the one series, value 1)."""
         self.node_name.clear()
         self.node_name.labels(node).set(1)
 
@@ -509,6 +510,8 @@ class Metrics:
         self.evictions.inc(signal)
 
     def observe_image_pull(self, seconds: float, size: int) -> None:
+        """Record one image pull of ``seconds`` and ``size`` bytes
+        (``kubelet_image_pull_duration_seconds``, by size bucket)."""
         self.image_pull_duration.labels(image_size_label(size)).observe(max(0.0, seconds))
 
     def attach_resource_source(self, summary: Callable[[], Mapping[str, Any]]) -> None:

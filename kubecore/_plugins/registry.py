@@ -195,6 +195,7 @@ class RuntimeRegistry:
 
     @property
     def names(self) -> list[str]:
+        """The names of the registered runtimes, sorted."""
         return sorted(self._entries)
 
     def get(self, name: str) -> _Registration | None:

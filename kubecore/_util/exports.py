@@ -189,6 +189,7 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._contract.capabilities": (
                 "OPTIONAL_CAPABILITIES",
                 "ContainerLogReopener",
+                "HostMemoryVolumes",
                 "NodeClaim",
                 "NodeClaims",
                 "NodeHolder",

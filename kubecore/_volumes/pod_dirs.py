@@ -33,7 +33,6 @@ import attrs
 
 from kubecore._contract.errors import MountFailed, RootDirInUse
 from kubecore._kuberuntime.security import fs_group
-from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod, Volume
 from kubecore._util.host import directory_usage
 from kubecore._volumes.atomic_writer import write_atomically
@@ -45,6 +44,7 @@ from kubecore._volumes.sources import (
     node_capacity,
     object_payload,
 )
+from kubecore._volumes.tmpfs import mount_tmpfs, tmpfs_size, unmount_below
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,8 @@ class PodVolume:
     read_only: bool = False
     """Every mount of it is read-only (a persistentVolumeClaim's ``readOnly``)."""
     memory_backed: bool = False
-    """An emptyDir of medium Memory: a tmpfs the runtime makes (see ``Mount.memory_backed``)."""
+    """An emptyDir of medium Memory whose tmpfs the runtime makes (see ``Mount.memory_backed``);
+    False for one the agent mounted on the host (``VolumeManager(host_tmpfs=True)``)."""
     size_limit_bytes: int | None = None
     mode: int | None = None
     """The tmpfs root's permission bits (memory-backed only; see ``Mount.mode``)."""
@@ -86,13 +87,6 @@ def _plugin_of(volume: Volume) -> str | None:
     if volume.projected is not None:
         return PROJECTED_PLUGIN
     return None
-
-
-def _size_limit(volume: Volume) -> int | None:
-    empty = volume.empty_dir
-    if empty is None or empty.size_limit is None:
-        return None
-    return memory_bytes(empty.size_limit)
 
 
 _MAX_MESSAGE = 4096
@@ -290,7 +284,9 @@ class VolumeManager:
     """The pod directories of one agent, and every volume source set up in them.
 
     ``objects`` serves configMap and secret volumes (none: every ConfigMap and Secret is
-    missing); ``pvc_dir`` maps a persistentVolumeClaim to ``<pvc_dir>/<namespace>/<claim>``.
+    missing); ``pvc_dir`` maps a persistentVolumeClaim to ``<pvc_dir>/<namespace>/<claim>``;
+    ``host_tmpfs``: each emptyDir of medium Memory is a tmpfs the agent mounts on the host
+    (``kubecore._volumes.tmpfs``), for a runtime that binds host paths only.
     """
 
     def __init__(
@@ -300,7 +296,9 @@ class VolumeManager:
         *,
         objects: ObjectLookup | None = None,
         pvc_dir: str = "",
+        host_tmpfs: bool = False,
     ) -> None:
+        self.host_tmpfs = host_tmpfs
         self.root_dir = os.path.abspath(root_dir)
         self.pods_dir = os.path.join(self.root_dir, "pods")
         self.node_name = node_name
@@ -452,7 +450,13 @@ class VolumeManager:
             set_volume_ownership(path, gid, on_root_mismatch=on_root_mismatch)
         if volume.empty_dir is None or volume.empty_dir.medium != "Memory":
             return PodVolume(path)
-        return PodVolume(path, memory_backed=True, size_limit_bytes=_size_limit(volume), mode=mode)
+        if self.host_tmpfs:
+            mount_tmpfs(path, tmpfs_size(pod, volume), mode)
+            _make_empty_dir(path, gid, mode)  # the tmpfs root: the group and bits asked for
+            return PodVolume(path)
+        return PodVolume(
+            path, memory_backed=True, size_limit_bytes=tmpfs_size(pod, volume), mode=mode
+        )
 
     def _write_object_volume(
         self, pod: Pod, volume: Volume, plugin: str, path: str, gid: int | None
@@ -599,6 +603,7 @@ class VolumeManager:
                 continue
             self.acquire()
             try:
+                unmount_below([os.path.join(self.pods_dir, uid, "volumes", EMPTY_DIR_PLUGIN)])
                 shutil.rmtree(os.path.join(self.pods_dir, uid))
             except OSError as exc:
                 logger.warning("could not remove orphaned pod directory %s: %s", uid, exc)

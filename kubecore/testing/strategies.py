@@ -5,7 +5,8 @@ name them, ports with unique host ports, probes on real ports, resources whose l
 below their requests, and an optional status); every one passes ``kubecore.manifest.validate_pod``.
 ``containers()`` and ``quantities()`` are the building blocks, usable on their own.
 
-Needs the ``hypothesis`` package (``pip install kubecore[test]``).
+Needs the ``hypothesis`` package: ``pip install kubecore[testing]`` (importing this module
+without it raises an ``ImportError`` that says so).
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 import attrs
-from hypothesis import strategies as st
 
 from kubecore._model import v1 as m
+
+try:
+    from hypothesis import strategies as st
+except ImportError as missing:
+    raise ImportError(
+        "kubecore.testing.strategies needs hypothesis, which is not installed: "
+        "pip install kubecore[testing]"
+    ) from missing
 
 __all__ = ["containers", "dns_labels", "pods", "quantities"]
 

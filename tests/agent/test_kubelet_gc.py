@@ -59,6 +59,51 @@ def test_plan_keeps_the_newest_dead_per_container_and_every_running_one() -> Non
     assert sorted(gone.containers) == ["a1", "a2", "a3", "b1"]
 
 
+def unstarted(cid: str, uid: str, name: str, t: float) -> RuntimeContainer:
+    """Created, never started, no error: an interrupted start."""
+    return RuntimeContainer(
+        id=cid,
+        sandbox_id="s1",
+        name=name,
+        image="x",
+        state=RuntimeState.CREATED,
+        created_at=t,
+        labels={POD_UID_LABEL: uid, CONTAINER_NAME_LABEL: name},
+    )
+
+
+def test_an_interrupted_start_that_a_newer_instance_replaced_goes_and_is_not_counted() -> None:
+    # An engine killed between a create and its start leaves the instance `created`; the agent
+    # starts a newer one. The half-made one never ran: nothing of it is worth keeping, and it
+    # must not take the place of the run that `logs --previous` reads.
+    snapshot = RuntimeSnapshot(
+        sandboxes=(RuntimeSandbox("s1", "web", "default", "u1", 0, SandboxState.READY, 0),),
+        containers=(
+            dead("a1", "u1", "app", 1),
+            unstarted("a2", "u1", "app", 2),
+            dead("a3", "u1", "app", 3, RuntimeState.RUNNING),
+            unstarted("b1", "u1", "side", 1),
+            dead("b2", "u1", "side", 2),
+        ),
+    )
+    plan = plan_container_gc(snapshot, {"u1"}, ContainerGCPolicy(1, 0), now=100)
+    assert sorted(plan.containers) == ["a2", "b1"]
+
+
+def test_the_newest_instance_is_kept_while_it_may_be_being_started() -> None:
+    snapshot = RuntimeSnapshot(
+        sandboxes=(RuntimeSandbox("s1", "web", "default", "u1", 0, SandboxState.READY, 0),),
+        containers=(
+            dead("a1", "u1", "app", 1),
+            unstarted("a2", "u1", "app", 2),
+            dead("b1", "u1", "side", 1, RuntimeState.RUNNING),
+            unstarted("b2", "u1", "side", 2),
+        ),
+    )
+    plan = plan_container_gc(snapshot, {"u1"}, ContainerGCPolicy(0, 0), now=100)
+    assert plan.containers == ("a1",)
+
+
 def test_plan_removes_dead_sandboxes_left_empty() -> None:
     snapshot = RuntimeSnapshot(
         sandboxes=(

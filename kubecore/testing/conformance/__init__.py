@@ -47,10 +47,22 @@ Port forwarding (``PortForwarder``, optional): a connection to the ``serve_tcp``
 sandbox answers HTTP, two run at once, a port nothing listens on is a ``ContainerRuntimeError``
 that names it, an unknown sandbox a ``NotFound``.
 
-Checks that need something optional (``serve_tcp``, ``consume_memory``, ``pullable_image``, an
-event stream, a health checker, node leases: ``NodeClaims``, interactive exec and attach:
-``StreamingRuntime``) are skipped when it is missing. The streaming checks run the commands of
-the ``stream_workloads`` fixture (``StreamWorkloads``: POSIX ``sh`` and ``cat`` by default).
+What a container is given reaches its process: its environment (values unchanged), its
+arguments after its command, and its bind mounts (a file on the host is seen; what the container
+writes lands on the host; a read-only mount stays unwritten), seen through the ``run_script``
+workload.
+
+Checks that need something the runtime may lack are skipped when it is missing: an optional
+capability (node leases: ``NodeClaims``, interactive exec and attach: ``StreamingRuntime``, port
+forwarding: ``PortForwarder``, an event stream, adoption, a health checker of the plugin's own)
+is reported as *not checked*. A check skipped because the test module gave the suite less than
+it needs (a workload command such as ``list_processes``, ``run_script``, ``consume_memory``,
+``pullable_image``; the ``unmanaged_container`` or ``reopen`` fixture) hides what a runtime
+might ignore: in strict mode (``pytest --conformance-strict``, ``KUBECORE_CONFORMANCE_STRICT=1``,
+or ``STRICT = True`` on the class) it fails, naming what is missing. At the end of the run the
+report (``kubecore conformance: not checked``) lists each capability not checked and each field
+the runtime refused instead of applying. The streaming checks run the commands of the
+``stream_workloads`` fixture (``StreamWorkloads``: POSIX ``sh`` and ``cat`` by default).
 
 Namespaces: the sandbox's ``namespace_options.pid`` (POD: a container sees its pod mates'
 processes; CONTAINER: it does not) and a container's own ``namespace_options`` with ``pid`` TARGET
@@ -70,6 +82,7 @@ fixture (the in-memory ``fake`` reads what it recorded).
 from __future__ import annotations
 
 from kubecore.testing.conformance._capabilities import OptionalCapabilityChecks
+from kubecore.testing.conformance._configs import ConfigChecks
 from kubecore.testing.conformance._containers import ContainerChecks
 from kubecore.testing.conformance._exec import ExecChecks
 from kubecore.testing.conformance._harness import Harness, wait_for
@@ -114,6 +127,7 @@ class RuntimeConformance(
     InstanceChecks,
     LogChecks,
     ExecChecks,
+    ConfigChecks,
     SnapshotChecks,
     ContainerChecks,
     SandboxChecks,

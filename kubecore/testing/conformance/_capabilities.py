@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from kubecore._contract.capabilities import NodeClaims, NodeHolder
 from kubecore._contract.values import (
     ProbeOutcome,
@@ -28,7 +26,7 @@ class OptionalCapabilityChecks(PluginFixtures):
     def test_node_claims_are_exclusive_renewable_and_lapse(self, harness: Harness) -> None:
         rt = harness.runtime
         if not isinstance(rt, NodeClaims):
-            pytest.skip("the runtime holds no node leases (NodeClaims is optional)")
+            harness.not_checked("node leases (NodeClaims)", "the runtime holds no node leases")
         node = f"{harness.prefix}-node"
         first = NodeHolder(f"{harness.prefix}-a", "host-a", 101, "pid:[1]")
         second = NodeHolder(f"{harness.prefix}-b", "host-b", 202, "pid:[2]")
@@ -75,7 +73,9 @@ class OptionalCapabilityChecks(PluginFixtures):
 
         subscription = rt.watch_events(record)
         if subscription is None:
-            pytest.skip("the runtime has no event stream")
+            harness.not_checked(
+                "the event stream (watch_events)", "the runtime has no event stream"
+            )
         try:
             sandbox = harness.run_sandbox()
             running = harness.start(sandbox, harness.workloads.run_forever, name="events")
@@ -125,7 +125,9 @@ class OptionalCapabilityChecks(PluginFixtures):
     def test_exec_probes(self, harness: Harness) -> None:
         checker = harness.bundle.health_checker
         if checker is None:
-            pytest.skip("the bundle uses the core's health checker")
+            harness.not_checked(
+                "a health checker of its own", "the bundle uses the core's health checker"
+            )
         sandbox = harness.run_sandbox()
         container_id = harness.start(sandbox, harness.workloads.run_forever)
         harness.wait_state(container_id, RuntimeState.RUNNING)

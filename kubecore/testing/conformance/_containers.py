@@ -80,13 +80,14 @@ class ContainerChecks(PluginFixtures):
         try:
             container_id = rt.create_container(sandbox[0], config, sandbox[1])
         except InvalidConfig:
+            harness.refused("memory-backed mounts (Mount.memory_backed)")
             return
         harness.containers.append(container_id)
         rt.start_container(container_id)
         harness.wait_state(container_id, RuntimeState.RUNNING)
         show = harness.workloads.show_mounts
         if show is None:
-            return
+            harness.unseen("the workloads have no show_mounts command")
         table = rt.exec_sync(container_id, list(show), 10).stdout.decode()
         lines = [line.split() for line in table.splitlines()]
         (fields,) = [f for f in lines if f[1:2] == ["/kc-memory"]] or [["missing"]]
@@ -102,7 +103,7 @@ class ContainerChecks(PluginFixtures):
         container (a ``ContainerRuntimeError``), never runs it unshared."""
         ps = harness.workloads.list_processes
         if ps is None:
-            pytest.skip("the workloads name no command that lists processes")
+            harness.unseen("the workloads name no command that lists processes (list_processes)")
         config = attrs.evolve(harness.sandbox_config(), namespace_options=NamespaceOption(pid=mode))
         sandbox = harness.run_sandbox(config)
         marker = f"pid-marker-{uuid.uuid4().hex[:8]}"
@@ -111,7 +112,8 @@ class ContainerChecks(PluginFixtures):
             looker = harness.start(sandbox, harness.workloads.run_forever)
         except ContainerRuntimeError:
             if mode is NamespaceMode.POD:
-                return  # refused clearly
+                harness.refused("a shared PID namespace (namespace_options.pid POD)")
+                return
             raise
         harness.wait_state(looker, RuntimeState.RUNNING)
         result = harness.runtime.exec_sync(looker, list(ps), self.STOP_TIMEOUT * 5)
@@ -138,13 +140,14 @@ class ContainerChecks(PluginFixtures):
             looker = rt.create_container(sandbox[0], config, sandbox[1])
         except InvalidConfig as refusal:
             assert "namespace_options" in str(refusal), f"the refusal names no field: {refusal}"
+            harness.refused("a target's PID namespace (namespace_options.pid TARGET)")
             return
         harness.containers.append(looker)
         rt.start_container(looker)
         harness.wait_state(looker, RuntimeState.RUNNING)
         ps = harness.workloads.list_processes
         if ps is None:
-            pytest.skip("the workloads name no command that lists processes")
+            harness.unseen("the workloads name no command that lists processes (list_processes)")
         result = rt.exec_sync(looker, list(ps), self.STOP_TIMEOUT * 5)
         assert result.exit_code == 0, result
         assert marker.encode() in result.stdout, result.stdout.decode(errors="replace")
@@ -160,6 +163,7 @@ class ContainerChecks(PluginFixtures):
             container_id = rt.create_container(sandbox[0], config, sandbox[1])
         except InvalidConfig as refusal:
             assert re.search(r"stdin|tty", str(refusal)), f"the refusal names no field: {refusal}"
+            harness.refused("stdin and tty")
             return
         harness.containers.append(container_id)
         rt.start_container(container_id)
@@ -177,6 +181,7 @@ class ContainerChecks(PluginFixtures):
             container_id = rt.create_container(sandbox[0], config, sandbox[1])
         except InvalidConfig as refusal:
             assert "stop_signal" in str(refusal), f"the refusal names no field: {refusal}"
+            harness.refused("stop_signal")
             return
         harness.containers.append(container_id)
         rt.start_container(container_id)
@@ -249,7 +254,7 @@ class ContainerChecks(PluginFixtures):
     def test_oom(self, harness: Harness) -> None:
         command = harness.workloads.consume_memory
         if command is None:
-            pytest.skip("the workloads have no consume_memory command")
+            harness.unseen("the workloads have no consume_memory command")
         sandbox = harness.run_sandbox()
         container_id = harness.start(sandbox, command, memory_limit=harness.workloads.memory_limit)
         exited = harness.wait_state(container_id, RuntimeState.EXITED)
@@ -267,7 +272,7 @@ class ContainerChecks(PluginFixtures):
         mine = [c for c in rt.list_containers() if c.sandbox_id == sandbox[0]]
         assert sorted(c.name for c in mine) == ["first", "second"]
         if w.serve_tcp is None or w.check_tcp is None:
-            return
+            harness.unseen("the workloads cannot serve and check TCP (serve_tcp, check_tcp)")
         check_tcp = w.check_tcp
         server = harness.start(sandbox, w.serve_tcp(w.tcp_port), name="server")
         harness.wait_state(server, RuntimeState.RUNNING)

@@ -9,6 +9,7 @@ import pytest
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore._util.clock import Clock, SystemClock
 from kubecore.testing.conformance._harness import Harness
+from kubecore.testing.conformance._strict import Strictness, report_of, strict_requested
 from kubecore.testing.conformance._workloads import SecurityReport, Workloads
 
 
@@ -17,6 +18,9 @@ class PluginFixtures:
     ``harness`` every check is given."""
 
     STOP_TIMEOUT = 10.0
+    STRICT = False
+    """True: always strict (see ``kubecore.testing.conformance._strict``), whatever the
+    command line says."""
 
     # -- fixtures a plugin provides or may override -----------------------------------------
 
@@ -55,13 +59,17 @@ class PluginFixtures:
     @pytest.fixture
     def harness(
         self,
+        request: pytest.FixtureRequest,
         bundle: RuntimeBundle,
         workloads: Workloads,
         clock: Clock,
         reopen: Callable[[], RuntimeBundle] | None,
     ) -> Iterator[Harness]:
         # ``reopen`` is set up first so that what it opened is closed after the cleanup.
-        harness = Harness(bundle, workloads, clock)
+        config = request.config
+        strict = strict_requested(config, self.STRICT)
+        strictness = Strictness(strict, report_of(config), request.node.nodeid)
+        harness = Harness(bundle, workloads, clock, strictness)
         harness.ensure_image(workloads.image)
         yield harness
         harness.cleanup()

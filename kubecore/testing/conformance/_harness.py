@@ -27,6 +27,7 @@ from kubecore._contract.values import (
 )
 from kubecore._plugins.registry import RuntimeBundle
 from kubecore._util.clock import Clock
+from kubecore.testing.conformance._strict import ConformanceReport, Strictness
 from kubecore.testing.conformance._workloads import Command, Workloads
 
 T = TypeVar("T")
@@ -55,9 +56,21 @@ def wait_for(
 
 
 class Harness:
-    """Creates sandboxes and containers with kubecore's labels, waits, and cleans up."""
+    """Creates sandboxes and containers with kubecore's labels, waits, and cleans up; says why a
+    check cannot run (``not_checked``, ``unseen``) and what the runtime refused (``refused``),
+    as strict mode and the report need it."""
 
-    def __init__(self, bundle: RuntimeBundle, workloads: Workloads, clock: Clock) -> None:
+    def __init__(
+        self,
+        bundle: RuntimeBundle,
+        workloads: Workloads,
+        clock: Clock,
+        strictness: Strictness | None = None,
+    ) -> None:
+        self.strictness = strictness or Strictness(False, ConformanceReport(), "")
+        self.not_checked = self.strictness.not_checked
+        self.unseen = self.strictness.unseen
+        self.refused = self.strictness.refused
         self.bundle = bundle
         self.runtime: ContainerRuntime = bundle.runtime
         self.puller: Puller = bundle.puller
@@ -73,10 +86,13 @@ class Harness:
         return self._serial
 
     def ensure_image(self, image: str) -> None:
+        """Pull ``image`` unless the runtime has it."""
         if self.puller.image_status(image) is None:
             self.puller.pull(image)
 
     def sandbox_config(self, name: str = "", attempt: int = 0) -> SandboxConfig:
+        """A ``SandboxConfig`` with kubecore's labels, a fresh uid and an annotation that must come
+        back unchanged."""
         pod = name or f"{self.prefix}-pod{self._next()}"
         uid = str(uuid.uuid4())
         return SandboxConfig(
@@ -94,6 +110,8 @@ class Harness:
         )
 
     def run_sandbox(self, config: SandboxConfig | None = None) -> tuple[str, SandboxConfig]:
+        """Run a sandbox (of ``config``, else a new one) and remember it for the cleanup; returns
+        its id and config."""
         config = config or self.sandbox_config()
         sandbox_id = self.runtime.run_sandbox(config)
         self.sandboxes.append(sandbox_id)
@@ -107,6 +125,8 @@ class Harness:
         image: str = "",
         memory_limit: int | None = None,
     ) -> ContainerConfig:
+        """A ``ContainerConfig`` running ``command`` in the sandbox, with kubecore's labels and
+        annotations that must come back unchanged."""
         container = name or f"c{self._next()}"
         return ContainerConfig(
             name=container,
@@ -133,6 +153,8 @@ class Harness:
         memory_limit: int | None = None,
         security_context: LinuxContainerSecurityContext | None = None,
     ) -> str:
+        """Create (not start) a container in the sandbox and remember it for the cleanup; returns
+        its id."""
         config = self.container_config(sandbox[1], command, name, image, memory_limit)
         config = attrs.evolve(config, security_context=security_context)
         container_id = self.runtime.create_container(sandbox[0], config, sandbox[1])
@@ -146,14 +168,19 @@ class Harness:
         name: str = "",
         memory_limit: int | None = None,
     ) -> str:
+        """Create and start a container in the sandbox; returns its id."""
         container_id = self.create(sandbox, command, name, memory_limit=memory_limit)
         self.runtime.start_container(container_id)
         return container_id
 
     def wait(self, condition: Callable[[], T | None], what: str) -> T:
+        """Wait (bounded by the workloads' ``timeout``) until ``condition`` returns something;
+        returns it. Raises ``AssertionError`` naming ``what`` on time-out."""
         return wait_for(self.clock, condition, what, self.workloads.timeout)
 
     def wait_state(self, container_id: str, state: RuntimeState) -> RuntimeContainer:
+        """Wait until the container is in ``state``; returns its status."""
+
         def reached() -> RuntimeContainer | None:
             status = self.runtime.container_status(container_id)
             return status if status.state is state else None
@@ -161,6 +188,8 @@ class Harness:
         return self.wait(reached, f"container {container_id} to be {state.value}")
 
     def wait_logs(self, container_id: str, text: str) -> list[bytes]:
+        """Wait until ``text`` is in the container's logs; returns the log lines."""
+
         def found() -> list[bytes] | None:
             lines = list(self.runtime.logs(container_id))
             return lines if any(text.encode() in line for line in lines) else None
@@ -179,6 +208,8 @@ class Harness:
         self.sandboxes.clear()
 
     def cleanup(self) -> None:
+        """Remove every container and sandbox made, giving each its chance; raises
+        ``AssertionError`` listing what could not be removed."""
         problems: list[str] = []
         for container_id in reversed(self.containers):
             try:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import pytest
-
 from kubecore._contract.errors import (
     ContainerRuntimeError,
 )
@@ -120,11 +118,12 @@ class InstanceChecks(PluginFixtures):
     ) -> None:
         if reopen is None:
             if not harness.bundle.adopts:
-                pytest.skip(
+                harness.not_checked(
+                    "adoption by a new instance",
                     f"the {harness.bundle.name or 'runtime'} runtime cannot adopt"
-                    " (RuntimeBundle.adopts=False)"
+                    " (RuntimeBundle.adopts=False)",
                 )
-            pytest.skip("no `reopen` fixture: adoption is not checked")
+            harness.unseen("no `reopen` fixture: adoption is not checked")
         w = harness.workloads
         first = harness.bundle
         ready = harness.run_sandbox()

@@ -22,9 +22,9 @@ _MAX_ANSWER = 1024 * 1024
 def _forwarder(harness: Harness) -> PortForwarder:
     runtime = harness.runtime
     if not isinstance(runtime, PortForwarder):
-        pytest.skip("the runtime does not forward ports (PortForwarder is optional)")
+        harness.not_checked("port forwarding (PortForwarder)", "the runtime does not forward ports")
     if harness.workloads.serve_tcp is None:
-        pytest.skip("the workloads cannot serve TCP (serve_tcp is None)")
+        harness.unseen("the workloads cannot serve TCP (serve_tcp is None)")
     return runtime
 
 

@@ -108,6 +108,8 @@ SECURITY_CASES = (
         "the SELinux level s0:c123,c456",
     ),
 )
+"""Each security context the suite starts a container with: the field a refusal must name, the
+context, and how the container's ``SecurityReport`` shows it applied."""
 SANDBOX_PORT_RANGE = "1100 60999"
 
 
@@ -140,7 +142,7 @@ class SecurityChecks(PluginFixtures):
         # An observer reads the facts its own way: the container only has to run.
         command = harness.workloads.report_security if observe is None else None
         if command is None and observe is None:
-            pytest.skip("the workloads have no report_security and no observe_security is given")
+            harness.unseen("the workloads have no report_security and no observe_security is given")
         try:
             container_id = harness.create(
                 sandbox, command or harness.workloads.run_forever, security_context=context
@@ -167,6 +169,7 @@ class SecurityChecks(PluginFixtures):
             assert case.field in str(started), (
                 f"refusing {case.field}, the error must name it: {started}"
             )
+            harness.refused(f"security context: {case.field}")
             return
         report = self._report(harness, started, observe_security)
         assert case.applied(report), f"{case.field} was dropped: wanted {case.what}, saw {report}"
@@ -193,6 +196,7 @@ class SecurityChecks(PluginFixtures):
             sandbox = harness.run_sandbox(config)
         except ContainerRuntimeError as error:
             assert "sysctl" in str(error), f"refusing sysctls, the error must say so: {error}"
+            harness.refused("sandbox sysctls")
             return
         started = self._start_secured(harness, sandbox, None, observe_security)
         assert not isinstance(started, ContainerRuntimeError), started

@@ -103,7 +103,9 @@ class StreamChecks(PluginFixtures):
     def _running(self, harness: Harness) -> tuple[StreamingRuntime, str]:
         runtime = harness.runtime
         if not isinstance(runtime, StreamingRuntime):
-            pytest.skip("the runtime does not stream (StreamingRuntime is optional)")
+            harness.not_checked(
+                "interactive exec and attach (StreamingRuntime)", "the runtime does not stream"
+            )
         container_id = harness.start(harness.run_sandbox(), harness.workloads.run_forever)
         harness.wait_state(container_id, RuntimeState.RUNNING)
         return runtime, container_id
@@ -226,7 +228,9 @@ class StreamChecks(PluginFixtures):
     def test_attach_follows_the_output_until_the_container_stops(self, harness: Harness) -> None:
         runtime = harness.runtime
         if not isinstance(runtime, StreamingRuntime):
-            pytest.skip("the runtime does not stream (StreamingRuntime is optional)")
+            harness.not_checked(
+                "interactive exec and attach (StreamingRuntime)", "the runtime does not stream"
+            )
         w = harness.workloads
         container_id = harness.start(harness.run_sandbox(), w.print_twice("before", "after", 5))
         harness.wait_logs(container_id, "before")

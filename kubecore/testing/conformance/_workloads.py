@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 Command = tuple[str, ...]
+"""A command line (argv) a container or an exec runs."""
 MiB = 1024 * 1024
 
 
@@ -131,6 +132,10 @@ class Workloads:
     None: the suite checks only that a memory-backed mount is applied or refused."""
     timeout: float = 30.0
     """Upper bound of every wait, in (the clock's) seconds."""
+    run_script: Callable[[str], Command] | None = None
+    """Runs the POSIX shell script (``cat``, ``echo`` of variables and with ``>``) then runs like
+    ``run_forever``: how the suite sees the environment and the mounts a container was given.
+    None: those checks are skipped (a failure in strict mode)."""
 
 
 def busybox_workloads(image: str = "busybox:1.36", **overrides: object) -> Workloads:
@@ -158,5 +163,6 @@ def busybox_workloads(image: str = "busybox:1.36", **overrides: object) -> Workl
         consume_memory=("sh", "-c", "tail /dev/zero"),
         show_mounts=("cat", "/proc/mounts"),
         list_processes=("ps",),
+        run_script=lambda script: forever(f"{script}; "),
     )
     return attrs.evolve(workloads, **overrides)  # type: ignore[arg-type]

@@ -11,12 +11,8 @@ belong to the namespace are removed through the CRI, and nothing else.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,67 +22,20 @@ from tests.engines.cri.support import (
     RawCri,
     TestContainerd,
     TestRegistries,
-    ctr,
-    read_env_file,
-    setting,
-    state_dir,
+    find_containerd,
+    find_registries,
 )
 
 
 @pytest.fixture(scope="session")
 def containerd() -> TestContainerd:
-    if os.environ.get("KUBECORE_TEST_CRI_ENDPOINT") == "":
-        pytest.skip(
-            "KUBECORE_TEST_CRI_ENDPOINT is empty: the test containerd could not start "
-            "(scripts/test says why)"
-        )
-    endpoint = setting("KUBECORE_TEST_CRI_ENDPOINT")
-    if not endpoint:
-        pytest.skip(
-            "no test containerd: KUBECORE_TEST_CRI_ENDPOINT is not set and "
-            f"{state_dir() / 'env'} does not exist (run `bash scripts/test-containerd.sh up` "
-            "as root, or `bash scripts/test`)"
-        )
-    if shutil.which("ctr") is None:
-        pytest.skip("`ctr` is not installed (package containerd)")
-    try:
-        ctr(endpoint, "version", timeout=10)
-    except (AssertionError, subprocess.TimeoutExpired) as error:
-        pytest.skip(f"the test containerd at {endpoint} does not answer: {error}")
-    found = TestContainerd(
-        endpoint=endpoint,
-        image=setting("KUBECORE_TEST_CRI_IMAGE") or "docker.io/kubecore-test/busybox:1.35",
-        pause_image=setting("KUBECORE_TEST_CRI_PAUSE_IMAGE") or "docker.io/kubecore-test/pause:3.9",
-        bridge=setting("KUBECORE_TEST_CRI_BRIDGE"),
-        subnet=setting("KUBECORE_TEST_CRI_SUBNET"),
-        state=state_dir(),
-    )
-    present = ctr(endpoint, "images", "ls", "-q").split()
-    for image in (found.image, found.pause_image):
-        if image not in present:
-            pytest.fail(f"the test containerd has no {image}: run `scripts/test-containerd.sh up`")
-    return found
+    return find_containerd()
 
 
 @pytest.fixture(scope="session")
 def registries() -> TestRegistries:
     """The engine's settings, from the environment or the env file its `up` wrote."""
-    engine_state = os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine")
-    values = read_env_file(Path(engine_state) / "env")
-
-    def get(key: str) -> str:
-        return os.environ.get(key) or values.get(key, "")
-
-    found = TestRegistries(
-        image=get("KUBECORE_TEST_REGISTRY_IMAGE"),
-        pullable_image=get("KUBECORE_TEST_PULLABLE_IMAGE"),
-        auth_image=get("KUBECORE_TEST_AUTH_REGISTRY_IMAGE"),
-        auth_user=get("KUBECORE_TEST_AUTH_USER"),
-        auth_password=get("KUBECORE_TEST_AUTH_PASSWORD"),
-    )
-    if not found.pullable_image:
-        pytest.skip("no test engine settings (run `bash scripts/test-engine.sh up`)")
-    return found
+    return find_registries()
 
 
 @pytest.fixture(scope="session")

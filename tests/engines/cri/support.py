@@ -10,12 +10,14 @@ check what the plugin did without using the plugin's own client. Field numbers a
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 
 DEFAULT_STATE = Path("/var/tmp/kubecore-test-containerd")
 NAMESPACE = "k8s.io"
@@ -108,6 +110,63 @@ def ctr(endpoint: str, *args: str, timeout: float = 30) -> str:
     return done.stdout
 
 
+def find_containerd() -> TestContainerd:
+    """The test containerd's settings once it answers (a skip saying why it cannot be used;
+    a failure when it lacks the test images)."""
+    if os.environ.get("KUBECORE_TEST_CRI_ENDPOINT") == "":
+        pytest.skip(
+            "KUBECORE_TEST_CRI_ENDPOINT is empty: the test containerd could not start "
+            "(scripts/test says why)"
+        )
+    endpoint = setting("KUBECORE_TEST_CRI_ENDPOINT")
+    if not endpoint:
+        pytest.skip(
+            "no test containerd: KUBECORE_TEST_CRI_ENDPOINT is not set and "
+            f"{state_dir() / 'env'} does not exist (run `bash scripts/test-containerd.sh up` "
+            "as root, or `bash scripts/test`)"
+        )
+    if shutil.which("ctr") is None:
+        pytest.skip("`ctr` is not installed (package containerd)")
+    try:
+        ctr(endpoint, "version", timeout=10)
+    except (AssertionError, subprocess.TimeoutExpired) as error:
+        pytest.skip(f"the test containerd at {endpoint} does not answer: {error}")
+    found = TestContainerd(
+        endpoint=endpoint,
+        image=setting("KUBECORE_TEST_CRI_IMAGE") or "docker.io/kubecore-test/busybox:1.35",
+        pause_image=setting("KUBECORE_TEST_CRI_PAUSE_IMAGE") or "docker.io/kubecore-test/pause:3.9",
+        bridge=setting("KUBECORE_TEST_CRI_BRIDGE"),
+        subnet=setting("KUBECORE_TEST_CRI_SUBNET"),
+        state=state_dir(),
+    )
+    present = ctr(endpoint, "images", "ls", "-q").split()
+    for image in (found.image, found.pause_image):
+        if image not in present:
+            pytest.fail(f"the test containerd has no {image}: run `scripts/test-containerd.sh up`")
+    return found
+
+
+def find_registries() -> TestRegistries:
+    """The test engine's registries, from the environment or the env file its `up` wrote (a
+    skip when there are none)."""
+    engine_state = os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine")
+    values = read_env_file(Path(engine_state) / "env")
+
+    def get(key: str) -> str:
+        return os.environ.get(key) or values.get(key, "")
+
+    found = TestRegistries(
+        image=get("KUBECORE_TEST_REGISTRY_IMAGE"),
+        pullable_image=get("KUBECORE_TEST_PULLABLE_IMAGE"),
+        auth_image=get("KUBECORE_TEST_AUTH_REGISTRY_IMAGE"),
+        auth_user=get("KUBECORE_TEST_AUTH_USER"),
+        auth_password=get("KUBECORE_TEST_AUTH_PASSWORD"),
+    )
+    if not found.pullable_image:
+        pytest.skip("no test engine settings (run `bash scripts/test-engine.sh up`)")
+    return found
+
+
 # The protobuf wire: just what these messages use.
 
 
@@ -182,6 +241,20 @@ class SandboxInfo:
     id: str
     state: int
     ip: str
+    labels: dict[str, str]
+
+
+CONTAINER_CREATED, CONTAINER_RUNNING, CONTAINER_EXITED = 0, 1, 2
+"""``ContainerState`` values."""
+
+
+@attrs.frozen
+class ContainerInfo:
+    id: str
+    sandbox_id: str
+    name: str
+    attempt: int
+    state: int
     labels: dict[str, str]
 
 
@@ -307,6 +380,49 @@ class RawCri:
         answer = self.call(RUNTIME + "ListContainers", field(1, map_field(4, labels)))
         return [text(decode(item), 1) for item in answer.get(1, [])]
 
+    def containers(self, labels: Mapping[str, str]) -> list[ContainerInfo]:
+        """The containers carrying all of ``labels``, in every state."""
+        answer = self.call(RUNTIME + "ListContainers", field(1, map_field(4, labels)))
+        found = []
+        for raw in answer.get(1, []):
+            item = decode(raw)
+            metadata = decode(first(item, 3))
+            found.append(
+                ContainerInfo(
+                    id=text(item, 1),
+                    sandbox_id=text(item, 2),
+                    name=text(metadata, 1),
+                    attempt=first(metadata, 2, 0),
+                    state=first(item, 6, 0),
+                    labels=_labels(item.get(8, [])),
+                )
+            )
+        return found
+
+    def sandboxes(self, labels: Mapping[str, str]) -> list[SandboxInfo]:
+        """The pod sandboxes carrying all of ``labels`` (no IP: the list does not say it)."""
+        answer = self.call(RUNTIME + "ListPodSandbox", field(1, map_field(3, labels)))
+        found = []
+        for raw in answer.get(1, []):
+            item = decode(raw)
+            found.append(
+                SandboxInfo(
+                    id=text(item, 1),
+                    state=first(item, 3, 0),
+                    ip="",
+                    labels=_labels(item.get(5, [])),
+                )
+            )
+        return found
+
+    def exec_sync(
+        self, container_id: str, command: Sequence[str], timeout: int = 10
+    ) -> tuple[int, bytes, bytes]:
+        """ExecSync: the exit code, stdout and stderr of ``command`` run in the container."""
+        request = field(1, container_id) + b"".join(field(2, part) for part in command)
+        answer = self.call(RUNTIME + "ExecSync", request + field(3, timeout))
+        return int(first(answer, 3, 0)), bytes(first(answer, 1)), bytes(first(answer, 2))
+
     def stop_pod_sandbox(self, sandbox_id: str) -> None:
         self.call(RUNTIME + "StopPodSandbox", field(1, sandbox_id))
 
@@ -336,8 +452,14 @@ class RawCri:
         them or made for a pod of ``namespace`` (with their containers): only those. The ids
         removed."""
         removed = []
+        import grpc
+
         for container_id in self.list_containers(labels):
-            self.remove_container(container_id)
+            try:
+                self.call(RUNTIME + "StopContainer", field(1, container_id) + field(2, 0))
+                self.remove_container(container_id)
+            except grpc.RpcError:
+                continue  # started again meanwhile: removed with its sandbox below
             removed.append(container_id)
         sandboxes = dict.fromkeys(self.list_pod_sandboxes(labels) + self.sandboxes_in(namespace))
         for sandbox_id in sandboxes:

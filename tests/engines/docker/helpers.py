@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -15,6 +17,87 @@ from kubecore.runtime import container_labels
 from kubecore_docker import DockerRuntime
 
 TEST_LABEL = "io.kubecore.test"
+
+ENGINE_STATE = Path(os.environ.get("KUBECORE_TEST_ENGINE_STATE", "/var/tmp/kubecore-test-engine"))
+"""The state directory of scripts/test-engine.sh: the engine's socket, pid file and data root."""
+ENV_FILE = ENGINE_STATE / "env"
+DEFAULT_HOST = f"unix://{ENGINE_STATE / 'docker.sock'}"
+"""The project's own engine (never the machine's /var/run/docker.sock unless told so)."""
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``export KEY=VALUE`` lines (as the script writes them) into a dict."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip().strip("'\"")
+    return values
+
+
+@attrs.frozen
+class TestEngine:
+    base_url: str
+    image: str
+    pause_image: str
+    registry_image: str
+    pullable_image: str
+    auth_registry_image: str
+    auth_user: str
+    auth_password: str
+
+    __test__ = False  # not a test class
+
+
+def _setting(values: dict[str, str], key: str, default: str) -> str:
+    return os.environ.get(key) or values.get(key) or default
+
+
+def find_docker_engine() -> TestEngine:
+    """The test engine's settings, once it answers (a skip saying so when it does not; a
+    failure when it lacks the test images)."""
+    import docker
+
+    values = read_env_file(ENV_FILE)
+    base_url = _setting(values, "KUBECORE_DOCKER_HOST", DEFAULT_HOST)
+    try:
+        client = docker.APIClient(base_url=base_url, version="auto", timeout=5)
+        client.ping()
+    except Exception as error:
+        pytest.skip(
+            f"no Docker engine answers at {base_url} ({type(error).__name__}); "
+            "start one with `scripts/test-engine.sh up`"
+        )
+    found = TestEngine(
+        base_url=base_url,
+        image=_setting(values, "KUBECORE_TEST_IMAGE", "kubecore-test/busybox:1.35"),
+        pause_image=_setting(values, "KUBECORE_TEST_PAUSE_IMAGE", "kubecore-test/pause:3.9"),
+        registry_image=_setting(
+            values, "KUBECORE_TEST_REGISTRY_IMAGE", "localhost:5000/kubecore/busybox:1.35"
+        ),
+        pullable_image=_setting(
+            values, "KUBECORE_TEST_PULLABLE_IMAGE", "localhost:5000/kubecore/pullable:1"
+        ),
+        auth_registry_image=_setting(
+            values, "KUBECORE_TEST_AUTH_REGISTRY_IMAGE", "localhost:5001/kubecore/busybox:1.35"
+        ),
+        auth_user=_setting(values, "KUBECORE_TEST_AUTH_USER", ""),
+        auth_password=_setting(values, "KUBECORE_TEST_AUTH_PASSWORD", ""),
+    )
+    for image in (found.image, found.pause_image):
+        try:
+            client.inspect_image(image)
+        except docker.errors.ImageNotFound:
+            pytest.fail(f"the engine has no {image}: run `scripts/test-engine.sh up` first")
+    client.close()
+    return found
+
 
 # A long-running command that exits at once on TERM (busybox sleep as PID 1 ignores it).
 SLEEPER = ("sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done")

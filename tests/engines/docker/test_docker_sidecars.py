@@ -1,11 +1,10 @@
-"""Issue 12's runtime-facing fields on the real engine: stdin/stdinOnce/tty (``docker inspect``
-and from inside the container), the stop signal, a native sidecar pod end to end through the
-agent, and an in-place CPU resize."""
+"""Runtime-facing fields on the real Docker engine: stdin/stdinOnce/tty (``docker inspect`` and
+from inside the container), the stop signal, an in-place CPU resize, and a gRPC probe through the
+sandbox's IP. (A native sidecar pod end to end, on every engine:
+tests/engines/scenarios/test_pod_lifecycle_scenarios.py.)"""
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -71,64 +70,6 @@ def test_the_stop_signal_reaches_the_engine_and_stops_the_container(
     assert raw.inspect_container(cid)["Config"]["StopSignal"] == "SIGUSR1"
     runtime.stop_container(cid, 10)
     assert raw.inspect_container(cid)["State"]["ExitCode"] == 7
-
-
-def _started(raw: Any, pod: Pod, name: str) -> datetime.datetime:
-    (found,) = [
-        c
-        for c in raw.containers(all=True, filters={"label": f"io.kubernetes.pod.uid={pod.uid}"})
-        if c["Labels"].get("io.kubernetes.container.name") == name
-    ]
-    state = raw.inspect_container(found["Id"])["State"]
-    return datetime.datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z"))
-
-
-def test_a_sidecar_pod_end_to_end(
-    make_agent: AgentFactory,
-    engine: TestEngine,
-    namespace: str,
-    raw: Any,
-) -> None:
-    pod = make_pod(
-        "job",
-        namespace,
-        [container("main", engine.image, ["sh", "-c", "sleep 2"])],
-        initContainers=[
-            container("log", engine.image, restartPolicy="Always"),
-            container("setup", engine.image, ["true"]),
-        ],
-        restartPolicy="Never",
-    )
-    kubelet = make_agent([pod], node_name=OWN_NODE[NODE_LABEL])
-
-    def initialized(found: Pod) -> bool:
-        status = found.status
-        return status is not None and any(
-            c.type == "Initialized" and c.status == "True" for c in status.conditions
-        )
-
-    running = wait_pod(kubelet, namespace, "job", initialized, what="job initialized")
-    assert running.status is not None
-    log = running.status.init_container_statuses[0]
-    assert log.state.running is not None and log.started
-    done = wait_pod(
-        kubelet,
-        namespace,
-        "job",
-        lambda p: p.status is not None and p.status.phase == "Succeeded",
-        what="job succeeded",
-    )
-    assert done.status is not None
-    assert _started(raw, pod, "log") <= _started(raw, pod, "setup") <= _started(raw, pod, "main")
-    wait_pod(
-        kubelet,
-        namespace,
-        "job",
-        lambda p: (
-            p.status is not None and p.status.init_container_statuses[0].state.running is None
-        ),
-        what="the sidecar stopped",
-    )
 
 
 def test_a_cpu_resize_is_applied_in_place_on_docker(
@@ -231,44 +172,3 @@ def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
         wait_pod(kubelet, namespace, "grpc", ready, what="ready once SERVING")
     finally:
         server.stop(None)
-
-
-def test_the_log_tail_is_the_message_and_the_deadline_fails_the_pod_on_docker(
-    make_agent: AgentFactory,
-    engine: TestEngine,
-    namespace: str,
-) -> None:
-    failing = make_pod(
-        "failing",
-        namespace,
-        [
-            container(
-                "app",
-                engine.image,
-                ["sh", "-c", "echo starting; echo 'cannot open /data' >&2; exit 3"],
-                terminationMessagePolicy="FallbackToLogsOnError",
-            )
-        ],
-        restartPolicy="Never",
-    )
-    slow = make_pod("slow", namespace, [container("app", engine.image)], activeDeadlineSeconds=3)
-    kubelet = make_agent([failing, slow], node_name=OWN_NODE[NODE_LABEL])
-
-    def phase(name: str) -> Callable[[Pod], bool]:
-        return lambda p: p.status is not None and p.status.phase == name
-
-    done = wait_pod(kubelet, namespace, "failing", phase("Failed"), what="failing failed")
-    assert done.status is not None
-    terminated = done.status.container_statuses[0].state.terminated
-    assert terminated is not None and terminated.exit_code == 3
-    # Both streams of the log (the engine may interleave them either way).
-    assert sorted(terminated.message.splitlines()) == ["cannot open /data", "starting"]
-    killed = wait_pod(kubelet, namespace, "slow", phase("Failed"), what="slow past its deadline")
-    assert killed.status is not None and killed.status.reason == "DeadlineExceeded"
-    wait_pod(
-        kubelet,
-        namespace,
-        "slow",
-        lambda p: p.status is not None and p.status.container_statuses[0].state.running is None,
-        what="slow's container stopped",
-    )

@@ -1,6 +1,7 @@
-"""Pod-level options on the real engine: the shared PID namespace, hostPID/hostIPC, the managed
-/etc/hosts (hostname, subdomain, hostAliases), setHostnameAsFQDN, dnsConfig and pod-level limits,
-each checked with ``docker inspect`` and from inside the container."""
+"""Pod-level options on the real Docker engine, each checked with ``docker inspect`` and from
+inside the container: the shared PID namespace, hostPID/hostIPC, and a host-network pod's hosts
+file. (The managed /etc/hosts, setHostnameAsFQDN, dnsConfig and pod-level limits, on every
+engine: tests/engines/scenarios.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.labels import CONTAINER_NAME_LABEL
 from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     AgentFactory,
@@ -96,101 +96,6 @@ def test_host_pid_and_host_ipc_when_the_node_allows_them(
     # The node's PID 1 is not the container's command.
     result = exec_until(kubelet, namespace, "hostns", "app", ["cat", "/proc/1/cmdline"])
     assert b"trap" not in result.stdout
-
-
-def test_managed_etc_hosts_hostname_subdomain_and_host_aliases(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "hosts",
-        namespace,
-        [container("app", engine.image)],
-        hostname="busybox-1",
-        subdomain="busybox-subdomain",
-        hostAliases=[
-            {"ip": "127.0.0.1", "hostnames": ["foo.local", "bar.local"]},
-            {"ip": "10.1.2.3", "hostnames": ["foo.remote", "bar.remote"]},
-        ],
-    )
-    kubelet = make_agent([pod])
-    running = wait_pod(kubelet, namespace, "hosts", all_running, what="hosts running")
-    app_id = running_ids(running)["app"]
-    mounts = {m["Destination"]: m for m in raw.inspect_container(app_id)["Mounts"]}
-    assert mounts["/etc/hosts"]["Source"].endswith(f"/pods/{pod.uid}/etc-hosts")
-    ip = running.status.pod_ip if running.status else ""
-    assert ip
-    hosts = text(exec_until(kubelet, namespace, "hosts", "app", ["cat", "/etc/hosts"]))
-    fqdn = f"busybox-1.busybox-subdomain.{namespace}.svc.cluster.local"
-    assert hosts.startswith("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n")
-    assert f"{ip}\t{fqdn}\tbusybox-1\n" in hosts
-    assert hosts.endswith(
-        "\n# Entries added by HostAliases.\n"
-        "127.0.0.1\tfoo.local\tbar.local\n"
-        "10.1.2.3\tfoo.remote\tbar.remote\n"
-    )
-    hostname = exec_until(kubelet, namespace, "hosts", "app", ["hostname"])
-    assert text(hostname).strip() == "busybox-1"
-
-
-def test_set_hostname_as_fqdn(make_agent: AgentFactory, engine: TestEngine, namespace: str) -> None:
-    pod = make_pod(
-        "fqdn",
-        namespace,
-        [container("app", engine.image)],
-        hostname="h",
-        subdomain="s",
-        setHostnameAsFQDN=True,
-    )
-    kubelet = make_agent([pod], cluster_domain="example.test")
-    wait_pod(kubelet, namespace, "fqdn", all_running, what="fqdn running")
-    hostname = exec_until(kubelet, namespace, "fqdn", "app", ["hostname"])
-    assert text(hostname).strip() == f"h.s.{namespace}.svc.example.test"
-
-
-def test_dns_config_is_merged_into_the_pods_resolv_conf(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str
-) -> None:
-    pod = make_pod(
-        "dns",
-        namespace,
-        [container("app", engine.image)],
-        dnsPolicy="None",
-        dnsConfig={
-            "nameservers": ["192.0.2.1"],
-            "searches": ["ns1.svc.cluster-domain.example", "my.dns.search.suffix"],
-            "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}],
-        },
-    )
-    kubelet = make_agent([pod])
-    wait_pod(kubelet, namespace, "dns", all_running, what="dns running")
-    resolv = text(exec_until(kubelet, namespace, "dns", "app", ["cat", "/etc/resolv.conf"]))
-    assert "nameserver 192.0.2.1" in resolv
-    assert "search ns1.svc.cluster-domain.example my.dns.search.suffix" in resolv
-    assert "ndots:2" in resolv and "edns0" in resolv
-    assert "192.0.2.53" not in resolv  # dnsPolicy None: nothing from the node
-
-
-def test_pod_level_limits_cap_containers_without_their_own(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
-) -> None:
-    pod = make_pod(
-        "capped",
-        namespace,
-        [
-            container("free", engine.image),
-            container("own", engine.image, resources={"limits": {"memory": "32Mi"}}),
-        ],
-        resources={"limits": {"memory": "64Mi", "cpu": "500m"}},
-    )
-    kubelet = make_agent([pod])
-    running = wait_pod(kubelet, namespace, "capped", all_running, what="capped running")
-    ids = running_ids(running)
-    free = raw.inspect_container(ids["free"])["HostConfig"]
-    own = raw.inspect_container(ids["own"])["HostConfig"]
-    assert (free["Memory"], free["CpuQuota"], free["CpuPeriod"]) == (64 << 20, 50_000, 100_000)
-    assert (own["Memory"], own["CpuQuota"]) == (32 << 20, 50_000)
-    labels = {c["Labels"][CONTAINER_NAME_LABEL] for c in engine_containers(raw, namespace)}
-    assert labels == {"POD", "free", "own"}
 
 
 def test_a_host_network_pod_with_host_aliases_sees_the_nodes_hosts_and_its_aliases(

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
 from kubecore._contract.labels import POD_NAMESPACE_LABEL
@@ -168,14 +169,16 @@ def pod_manifest(name: str, namespace: str, image: str) -> dict[str, Any]:
 class Agent:
     """`kubecore run` as a process, against the proxy, with its API on a port of its own."""
 
-    def __init__(self, manifests: Path, root: Path, engine: TestEngine, socket_path: str) -> None:
+    def __init__(
+        self, manifests: Path, root: Path, engine: TestEngine, socket_path: str, *extra: str
+    ) -> None:
         self.port = free_port()
         self.command = [
             sys.executable, "-m", "kubecore", "run", str(manifests), "--runtime", "docker",
             "--runtime-option", f"base_url=unix://{socket_path}",
             "--runtime-option", f"sandbox_image={engine.pause_image}",
             "--root-dir", str(root), "--port", str(self.port), "--node-name", root.parent.name,
-            "--log-level", os.environ.get("FAULTS_LOG_LEVEL", "warning"),
+            "--log-level", os.environ.get("FAULTS_LOG_LEVEL", "warning"), *extra,
         ]  # fmt: skip
         self.log = root.parent / f"agent-{time.monotonic_ns()}.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -244,11 +247,28 @@ def converged(raw: Any, namespace: str, pods: int) -> dict[str, str] | None:
     return {pod: ids[0] for pod, ids in running.items()}
 
 
+def half_made(raw: Any, namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """Containers of the namespace created and never started, with no error: interrupted
+    starts. (A start the engine refused leaves one `created` too, with its error: that one is a
+    dead instance, kept as any other.)"""
+    listed = raw.containers(all=True, filters={"label": f"{POD_NAMESPACE_LABEL}={namespace}"})
+    found = []
+    for c in listed:
+        if c["State"] != "created":
+            continue
+        try:
+            state = raw.inspect_container(c["Id"])["State"]
+        except docker.errors.NotFound:
+            continue
+        if state["Status"] == "created" and not state["ExitCode"] and not state["Error"]:
+            found.append((c["Names"][0], state))
+    return found
+
+
 def assert_no_duplicates(raw: Any, namespace: str) -> None:
     """One running sandbox and app container per pod, and nothing left half-made (a container
     created but never started by an agent that was killed)."""
-    listed = raw.containers(all=True, filters={"label": f"{POD_NAMESPACE_LABEL}={namespace}"})
-    assert not [c["Names"] for c in listed if c["State"] == "created"], "left created"
+    assert not half_made(raw, namespace), "left created"
     running: dict[str, int] = {}
     sandboxes: dict[str, int] = {}
     for c in raw.containers(filters={"label": f"{POD_NAMESPACE_LABEL}={namespace}"}):
@@ -276,8 +296,8 @@ def scene(engine: TestEngine, raw: Any, test_uid: str, tmp_path: Path) -> Iterat
             path = manifests / f"pod{i}.json"
             path.write_text(json.dumps(pod_manifest(f"pod{i}", namespace, engine.image)))
 
-    def new_agent() -> Agent:
-        agent = Agent(manifests, node / "root", engine, proxy.path)
+    def new_agent(*extra: str) -> Agent:
+        agent = Agent(manifests, node / "root", engine, proxy.path, *extra)
         agents.append(agent)
         return agent.start()
 
@@ -450,7 +470,9 @@ def test_dockerd_restarted_during_a_convergence(
         pytest.skip("the engine was not started by scripts/test-engine.sh: not ours to restart")
     namespace = scene["namespace"]
     scene["write_pods"](20)
-    agent = scene["agent"]()
+    # An engine killed between a container's create and its start leaves it `created`; the agent
+    # starts a newer instance and the garbage collection removes the half-made one.
+    agent = scene["agent"]("--container-gc-interval", "1")
     wait_for(
         lambda: len([c for c in app_containers(raw, namespace) if c["State"] == "running"]) >= 5,
         60,
@@ -462,5 +484,6 @@ def test_dockerd_restarted_during_a_convergence(
     subprocess.run(["bash", str(ENGINE_SCRIPT), "up"], check=True, capture_output=True, timeout=300)
     assert agent.process is not None and agent.process.poll() is None, agent.output()
     wait_for(lambda: converged(raw, namespace, 20), 180, "20 pods running again", agent)
+    wait_for(lambda: not half_made(raw, namespace), 60, "the interrupted starts removed", agent)
     assert_no_duplicates(raw, namespace)
     wait_for(lambda: agent.get("/healthz")[0] == 200, 60, "a healthy agent", agent)

@@ -1,9 +1,10 @@
-"""securityContext end to end on the real engine: each field seen by ``docker inspect`` and from
-inside the container (``id``, ``/proc/self/status``, a write to a read-only root, sysctls)."""
+"""securityContext on the real Docker engine: what Docker is told for each field (``docker
+inspect``; what the container sees, on every engine, is in
+tests/engines/scenarios/test_security_scenarios.py), runAsNonRoot against an image's user, and
+AppArmor on a host without it."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,15 @@ from tests.engines.docker.e2e_helpers import (
     status_of,
     wait_pod,
 )
+from tests.engines.security_support import (
+    SYSCTLS,
+    audited_pod,
+    demo_pod,
+    locked_pod,
+    tuned_pod,
+)
 
 pytestmark = pytest.mark.docker
-
-
-CAP_NET_ADMIN = "0000000000001000"
 
 
 @pytest.fixture
@@ -58,84 +63,24 @@ def inspect(raw: Any, ns: str, pod: Any, name: str) -> dict[str, Any]:
     return found
 
 
-def test_the_docs_security_context_demo(
+def test_the_docs_security_context_demo_as_docker_is_told(
     agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
-    """pods/security/security-context.yaml: user, group, fsGroup, supplemental groups and
-    allowPrivilegeEscalation: false."""
-    pod = make_pod(
-        "demo",
-        namespace,
-        [
-            container(
-                "app",
-                engine.image,
-                volumeMounts=[{"name": "vol", "mountPath": "/data/demo"}],
-                securityContext={"allowPrivilegeEscalation": False},
-            )
-        ],
-        securityContext={
-            "runAsUser": 1000,
-            "runAsGroup": 3000,
-            "fsGroup": 2000,
-            "supplementalGroups": [4000],
-        },
-        volumes=[{"name": "vol", "emptyDir": {}}],
-    )
-    kubelet = agent([pod])
+    """The user, groups and no-new-privileges Docker is given for the docs' demo (what the
+    container sees: tests/engines/scenarios/test_security_scenarios.py)."""
+    kubelet = agent([demo_pod(namespace, engine.image)])
     running = wait_pod(kubelet, namespace, "demo", all_running)
-    assert run(kubelet, namespace, "demo", "app", "id -u") == "1000"
-    assert run(kubelet, namespace, "demo", "app", "id -g") == "3000"
-    assert set(run(kubelet, namespace, "demo", "app", "id -G").split()) == {"3000", "2000", "4000"}
-    assert status_line(kubelet, namespace, "demo", "app", "NoNewPrivs") == "1"
-    # fsGroup: the non-root user writes into the emptyDir, and the file joins group 2000.
-    written = run(
-        kubelet,
-        namespace,
-        "demo",
-        "app",
-        "echo hello > /data/demo/testfile; stat -c %g:%u /data/demo/testfile",
-    )
-    assert written == "2000:1000"
     info = inspect(raw, namespace, running, "app")
     assert info["Config"]["User"] == "1000:3000"
     assert info["HostConfig"]["GroupAdd"] == ["2000", "4000"]
     assert "no-new-privileges" in info["HostConfig"]["SecurityOpt"]
 
 
-def test_capabilities_read_only_root_and_seccomp(
+def test_capabilities_read_only_root_and_seccomp_as_docker_is_told(
     agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
-    pod = make_pod(
-        "locked",
-        namespace,
-        [
-            container(
-                "app",
-                engine.image,
-                securityContext={
-                    "capabilities": {"drop": ["ALL"], "add": ["CAP_NET_ADMIN"]},
-                    "readOnlyRootFilesystem": True,
-                    "seccompProfile": {"type": "Unconfined"},
-                },
-            ),
-            container(
-                "plain",
-                engine.image,
-                securityContext={"seccompProfile": {"type": "RuntimeDefault"}},
-            ),
-        ],
-    )
-    kubelet = agent([pod])
+    kubelet = agent([locked_pod(namespace, engine.image)])
     running = wait_pod(kubelet, namespace, "locked", all_running)
-    assert status_line(kubelet, namespace, "locked", "app", "CapEff") == CAP_NET_ADMIN
-    assert status_line(kubelet, namespace, "locked", "app", "Seccomp") == "0"
-    refused = kubelet.exec(namespace, "locked", "app", ["touch", "/written"])
-    assert refused.exit_code != 0 and b"Read-only file system" in refused.stderr + refused.stdout
-    # Kubernetes' default: privilege escalation allowed, Docker's default capabilities.
-    assert status_line(kubelet, namespace, "locked", "plain", "NoNewPrivs") == "0"
-    assert status_line(kubelet, namespace, "locked", "plain", "Seccomp") == "2"
-    assert status_line(kubelet, namespace, "locked", "plain", "CapEff") == "00000000a80425fb"
     host = inspect(raw, namespace, running, "app")["HostConfig"]
     assert (host["CapAdd"], host["CapDrop"], host["ReadonlyRootfs"]) == (
         ["CAP_NET_ADMIN"],
@@ -145,77 +90,22 @@ def test_capabilities_read_only_root_and_seccomp(
     assert host["SecurityOpt"] == ["seccomp=unconfined"]
 
 
-def test_a_localhost_seccomp_profile_from_the_root_dir(
+def test_a_localhost_seccomp_profile_is_given_to_docker_inline(
     agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any, tmp_path: Path
 ) -> None:
-    profiles = tmp_path / "root" / "seccomp" / "profiles"
-    profiles.mkdir(parents=True)
-    # Allows everything but mkdir, so the profile's effect shows.
-    profile = {
-        "defaultAction": "SCMP_ACT_ALLOW",
-        "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}],
-    }
-    (profiles / "no-mkdir.json").write_text(json.dumps(profile))
-    pod = make_pod(
-        "audited",
-        namespace,
-        [container("app", engine.image)],
-        securityContext={
-            "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/no-mkdir.json"}
-        },
-    )
-    kubelet = agent([pod])
+    kubelet = agent([audited_pod(namespace, engine.image, tmp_path / "root")])
     running = wait_pod(kubelet, namespace, "audited", all_running)
-    assert status_line(kubelet, namespace, "audited", "app", "Seccomp") == "2"
-    denied = kubelet.exec(namespace, "audited", "app", ["mkdir", "/tmp/x"])
-    assert denied.exit_code != 0
     options = inspect(raw, namespace, running, "app")["HostConfig"]["SecurityOpt"]
     assert any(o.startswith("seccomp=") and "mkdirat" in o for o in options)
 
 
-def test_sysctls_are_set_in_the_pods_namespaces(
+def test_sysctls_are_given_to_the_sandbox_container(
     agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
-    pod = make_pod(
-        "tuned",
-        namespace,
-        [container("app", engine.image)],
-        securityContext={
-            "sysctls": [
-                {"name": "net.ipv4.ip_local_port_range", "value": "1100 60999"},
-                {"name": "kernel.shm_rmid_forced", "value": "1"},
-            ]
-        },
-    )
-    kubelet = agent([pod])
+    kubelet = agent([tuned_pod(namespace, engine.image)])
     wait_pod(kubelet, namespace, "tuned", all_running)
-    seen = run(kubelet, namespace, "tuned", "app", "cat /proc/sys/net/ipv4/ip_local_port_range")
-    assert seen.split() == ["1100", "60999"]
-    assert run(kubelet, namespace, "tuned", "app", "cat /proc/sys/kernel/shm_rmid_forced") == "1"
     (sandbox,) = engine_containers(raw, namespace, "POD")
-    sysctls = raw.inspect_container(sandbox["Id"])["HostConfig"]["Sysctls"]
-    assert sysctls == {"net.ipv4.ip_local_port_range": "1100 60999", "kernel.shm_rmid_forced": "1"}
-
-
-def test_an_unsafe_sysctl_is_refused_unless_allowed(
-    agent: AgentFactory, engine: TestEngine, namespace: str
-) -> None:
-    def pod(name: str) -> Any:
-        sysctl = {"name": "net.core.somaxconn", "value": "1024"}
-        return make_pod(
-            name, namespace, [container("app", engine.image)], securityContext={"sysctls": [sysctl]}
-        )
-
-    refused = agent([pod("refused")])
-    failed = wait_pod(
-        refused, namespace, "refused", lambda p: p.status is not None and p.status.phase == "Failed"
-    )
-    assert failed.status is not None and failed.status.reason == "SysctlForbidden"
-    allowed = agent(
-        [pod("allowed")], allowed_unsafe_sysctls=("net.core.*",), node_name=f"{namespace}-2"
-    )
-    wait_pod(allowed, namespace, "allowed", all_running)
-    assert run(allowed, namespace, "allowed", "app", "cat /proc/sys/net/core/somaxconn") == "1024"
+    assert raw.inspect_container(sandbox["Id"])["HostConfig"]["Sysctls"] == SYSCTLS
 
 
 def _image_with_user(raw: Any, engine: TestEngine, own_images: list[str], user: str) -> str:
@@ -296,25 +186,3 @@ def test_app_armor_is_refused_on_a_host_without_it(
     )
     assert failed.status is not None and failed.status.reason == "AppArmorNotSupported"
     assert "appArmorProfile" in failed.status.message
-
-
-def test_a_non_root_container_writes_its_termination_message(
-    agent: AgentFactory, engine: TestEngine, namespace: str
-) -> None:
-    pod = make_pod(
-        "quitter",
-        namespace,
-        [container("app", engine.image, ["sh", "-c", "echo bye > /dev/termination-log; exit 3"])],
-        securityContext={"runAsUser": 1000},
-        restartPolicy="Never",
-    )
-    kubelet = agent([pod])
-
-    def ended(p: Any) -> bool:
-        status = status_of(p, "app")
-        return status is not None and status.state.terminated is not None
-
-    done = wait_pod(kubelet, namespace, "quitter", ended)
-    status = status_of(done, "app")
-    assert status is not None and status.state.terminated is not None
-    assert status.state.terminated.message == "bye\n"

@@ -41,6 +41,7 @@ from kubecore_cri._convert import (
     sandbox_config,
     sandbox_from,
     seconds,
+    server_address,
     stats_from,
     stop_signal,
 )
@@ -169,6 +170,17 @@ def test_a_targeted_ephemeral_container_joins_its_targets_pid_namespace() -> Non
     assert (namespaces.pid, namespaces.target_id) == (pb.TARGET, "c0ffee")
 
 
+def test_capabilities_reach_the_cri_without_their_cap_prefix() -> None:
+    """containerd puts ``CAP_`` before each name itself."""
+    sc = LinuxContainerSecurityContext(
+        capabilities=Capability(("CAP_NET_ADMIN", "cap_sys_time", "CHOWN"), ("CAP_ALL",))
+    )
+    message = container_config(a_container(security_context=sc), a_sandbox())
+    capabilities = message.linux.security_context.capabilities
+    assert list(capabilities.add_capabilities) == ["NET_ADMIN", "sys_time", "CHOWN"]
+    assert list(capabilities.drop_capabilities) == ["ALL"]
+
+
 def test_the_security_context_is_carried_field_by_field() -> None:
     sc = LinuxContainerSecurityContext(
         capabilities=Capability(("NET_ADMIN",), ("ALL",)),
@@ -230,7 +242,23 @@ def test_an_unknown_stop_signal_is_refused() -> None:
 def test_registry_auth() -> None:
     message = auth_config(RegistryAuth("u", "p", "localhost:5001", "tok"))
     assert (message.username, message.password) == ("u", "p")
-    assert (message.server_address, message.identity_token) == ("localhost:5001", "tok")
+    assert (message.server_address, message.identity_token) == ("https://localhost:5001", "tok")
+
+
+@pytest.mark.parametrize(
+    ("server", "sent"),
+    [
+        ("", ""),
+        ("localhost:5001", "https://localhost:5001"),
+        ("registry.example:443/", "https://registry.example:443"),
+        ("https://index.docker.io/v1/", "https://index.docker.io/v1/"),
+        ("http://127.0.0.1:5000", "http://127.0.0.1:5000"),
+    ],
+)
+def test_the_server_address_is_a_url_naming_the_registry_host(server: str, sent: str) -> None:
+    """containerd sends the credentials only to the host of the URL; ``host:port`` alone has
+    none."""
+    assert server_address(server) == sent
 
 
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))

@@ -1,31 +1,26 @@
-"""The README's Pod field table is the one the decoding tables generate."""
+"""The Pod field table the decoding tables generate (the documentation site's Pod fields page
+renders it at build time: tests/test_docs.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from kubecore._manifest.field_table import (
     API_SERVER,
-    BEGIN,
-    COMMAND,
-    END,
     HONOURED,
     SCHEDULER,
     field_rows,
     field_table,
     main,
-    replace_table,
 )
 from tests.paths import REPO
 
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "reference" / "pod-fields.md"
 
 
-def test_the_readme_table_is_generated() -> None:
-    text = README.read_text()
-    assert field_table() in text, f"README.md's field table is stale: {COMMAND}"
+def test_the_pod_fields_page_renders_the_generated_table() -> None:
+    assert "<!-- generated: pod-fields -->" in PAGE.read_text()
+    assert field_table().startswith("| Pod field | kubecore |\n| --- | --- |\n")
 
 
 def test_every_field_says_what_kubecore_does() -> None:
@@ -51,18 +46,8 @@ def test_accepted_scheduler_only_fields_say_so(monkeypatch: pytest.MonkeyPatch) 
     assert dict(field_rows())["spec.restartPolicy"] == SCHEDULER
 
 
-def test_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{BEGIN}\n| old |\n{END}\n\nafter\n")
-    assert main(["--check", str(readme)]) == 1
-    assert main(["--write", str(readme)]) == 0
-    assert main(["--check", str(readme)]) == 0
-    assert readme.read_text() == f"# x\n\n{field_table()}\nafter\n"
+def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0 and capsys.readouterr().out == field_table()
-
-
-def test_replace_keeps_what_is_around() -> None:
-    assert replace_table(f"a\n{BEGIN}\nold\n{END}\nb\n", "T\n") == "a\nT\nb\n"
 
 
 @pytest.mark.parametrize(

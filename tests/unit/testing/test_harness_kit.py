@@ -1,5 +1,6 @@
-"""The harness kit: ``kubecore.testing.FakeNode``, the pytest plugin and its fixtures, the
-README's harness snippet run as written, ``EventType`` equal to its string."""
+"""The harness kit: ``kubecore.testing.FakeNode``, the pytest plugin and its fixtures,
+``EventType`` equal to its string (the harness examples of the documentation run in
+tests/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import importlib.metadata
 import itertools
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -242,20 +242,5 @@ def test_the_plugin_loads_in_a_project_that_does_not_use_it_and_imports_no_runti
         "    assert 'kubecore_fake' not in sys.modules\n"
         "    assert 'kubecore.testing._node' not in sys.modules\n"
     )
-    result = run_pytest(test)
-    assert result.returncode == 0 and "1 passed" in result.stdout, explain(result)
-
-
-def readme_harness_snippet() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("**Drive a node in a test harness.**", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None, "no python block in the README's harness section"
-    return match.group(1)
-
-
-def test_the_readme_harness_snippet_passes_as_written(tmp_path: Path) -> None:
-    test = tmp_path / "test_readme_harness.py"
-    test.write_text(readme_harness_snippet())
     result = run_pytest(test)
     assert result.returncode == 0 and "1 passed" in result.stdout, explain(result)

@@ -185,12 +185,13 @@ def test_the_system_clock_runs_callbacks_on_time_and_honours_cancel() -> None:
     clock = SystemClock()
     fired = threading.Event()
     cancelled_ran = threading.Event()
-    handle = clock.call_at(clock.monotonic() + 0.01, cancelled_ran.set)
-    handle.cancel()
+    # Far enough ahead that a busy machine cancels it before it is due; the other fires after.
     started = clock.monotonic()
-    clock.call_at(started + 0.05, fired.set)
+    handle = clock.call_at(started + 0.2, cancelled_ran.set)
+    handle.cancel()
+    clock.call_at(started + 0.3, fired.set)
     assert fired.wait(10)
-    assert clock.monotonic() - started >= 0.045  # not early (timer waits may round down)
+    assert clock.monotonic() - started >= 0.295  # not early (timer waits may round down)
     assert not cancelled_ran.is_set()
 
 

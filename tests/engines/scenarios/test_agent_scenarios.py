@@ -1,15 +1,18 @@
-"""The agent (Kubelet) end to end on the real Docker engine, in real time.
+"""The agent (Kubelet) end to end on every engine (the ``engine`` fixture: Docker, then the CRI on
+containerd), in real time: containers of a pod together, an emptyDir they share, a hostPort
+on loopback, restart policy and CrashLoopBackOff, liveness probes, a failing postStart hook, logs
+and exec, container GC, pulls from the local registries with and without credentials (through
+the agent and through ``kubecore run --once --registry-config``), and a new agent adopting what
+the last one started.
 
-Each test runs its pods in a namespace of its own (``e2e-<uid>``) and removes every container of
-that namespace afterwards (by the ``io.kubernetes.pod.namespace`` label), after its agents stopped.
-The agents relist every 0.3 s with 1 s grace periods (the executor's floor is 2 s, and every test
-command exits at once on TERM). CrashLoopBackOff keeps Kubernetes' 10 s initial delay: the
-backoff is not configurable through ``KubeletConfig``.
+Each test runs its pods in a namespace of its own (``e2e-<uid>``), all of whose sandboxes and
+containers are removed afterwards. The agents relist every 0.3 s with 1 s grace periods.
+CrashLoopBackOff keeps Kubernetes' 10 s initial delay (not configurable through
+``KubeletConfig``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -24,19 +27,13 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet
 from kubecore._contract.errors import ContainerNotFound, NotFound, RuntimeTimeout
-from kubecore._contract.labels import RESTART_COUNT_ANNOTATION
-from kubecore._contract.protocols import Puller
 from kubecore._kuberuntime.credentials import DockerKeyring, KeyringPuller
-from kubecore_docker import ANNOTATION_PREFIX
-from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.e2e_helpers import (
     SERVER,
     AgentFactory,
-    ScopedPuller,
     all_running,
     container,
     docker_config,
-    engine_containers,
     exec_until,
     forever,
     get_pod,
@@ -45,9 +42,8 @@ from tests.engines.docker.e2e_helpers import (
     status_of,
     wait_pod,
 )
-from tests.engines.docker.helpers import TEST_LABEL, free_port, wait_for
-
-pytestmark = pytest.mark.docker
+from tests.engines.docker.helpers import free_port, wait_for
+from tests.engines.engine_support import EngineUnderTest
 
 # busybox httpd serving one page, exiting at once on TERM (httpd as PID 1 would ignore it).
 HTTPD = [
@@ -59,24 +55,22 @@ HTTPD = [
 GREETING = "hello from the server container"
 
 
-def http_get(url: str) -> bytes | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            body: bytes = response.read()
-            return body
-    except (OSError, urllib.error.URLError):
-        return None
-
-
 def reasons(kubelet: Kubelet, namespace: str, name: str) -> list[str]:
     return kubelet._rooms.events.reasons(namespace=namespace, name=name)
 
 
-# --- (a) two containers, one network ---------------------------------------------------------
+def credentials(engine: EngineUnderTest) -> tuple[str, str]:
+    return engine.registries.auth_user, engine.registries.auth_password
+
+
+def write_docker_config(path: Path, auths: dict[str, tuple[str, str]]) -> DockerKeyring:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(docker_config(auths)))
+    return DockerKeyring.from_file(path)
 
 
 def test_containers_of_a_pod_reach_each_other_over_localhost(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pod = make_pod(
         "web",
@@ -96,18 +90,13 @@ def test_containers_of_a_pod_reach_each_other_over_localhost(
     )
     assert result.exit_code == 0, result
     assert result.stdout.decode().strip() == GREETING
-    # One sandbox, two app containers, all named the dockershim way.
-    names = sorted(c["Names"][0].lstrip("/") for c in engine_containers(raw, namespace))
-    assert names == sorted(
-        f"k8s_{c}_web_{namespace}_{pod.uid}_0" for c in ("POD", "client", "server")
-    )
-
-
-# --- (b) emptyDir ----------------------------------------------------------------------------
+    # One sandbox, two app containers.
+    assert len(engine.sandboxes(namespace)) == 1
+    assert sorted(c.name for c in engine.containers(namespace)) == ["client", "server"]
 
 
 def test_an_empty_dir_is_shared_by_the_pods_containers(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, tmp_path: Path
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str, tmp_path: Path
 ) -> None:
     pod = make_pod(
         "shared",
@@ -150,39 +139,8 @@ def test_an_empty_dir_is_shared_by_the_pods_containers(
     assert len(on_host) == 1 and on_host[0].read_text() == "written-by-writer\n"
 
 
-# --- (c) hostPort ----------------------------------------------------------------------------
-
-
-def test_a_host_port_is_reachable_on_loopback(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str
-) -> None:
-    port = free_port()
-    pod = make_pod(
-        "exposed",
-        namespace,
-        [
-            container(
-                "server",
-                engine.image,
-                HTTPD,
-                env=[{"name": "GREETING", "value": "hello over the host port"}],
-                ports=[{"containerPort": 8080, "hostPort": port}],
-            )
-        ],
-    )
-    kubelet = make_agent([pod])
-    wait_pod(kubelet, namespace, "exposed", all_running)
-    body = wait_for(
-        lambda: http_get(f"http://127.0.0.1:{port}/"), timeout=10, what=f"127.0.0.1:{port}"
-    )
-    assert body == b"hello over the host port\n"
-
-
-# --- (d) restart policy and CrashLoopBackOff -------------------------------------------------
-
-
 def test_an_exiting_container_is_restarted_with_backoff(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pod = make_pod(
         "crash",
@@ -217,18 +175,15 @@ def test_an_exiting_container_is_restarted_with_backoff(
     last = final.last_state.terminated or final.state.terminated
     assert last is not None and last.exit_code == 3
     assert "BackOff" in reasons(kubelet, namespace, "crash")
-    attempts = {
-        c["Labels"].get(ANNOTATION_PREFIX + RESTART_COUNT_ANNOTATION)
-        for c in engine_containers(raw, namespace, "crasher")
-    }
-    assert {"0", "1", "2"} <= attempts, attempts
-
-
-# --- (e) liveness probe ----------------------------------------------------------------------
+    # The last run's output, as ``kubectl logs --previous`` asks for it.
+    previous = kubelet.container_logs(namespace, "crash", "crasher", previous=True)
+    assert list(previous) == [b"crashing\n"]
+    attempts = {c.attempt for c in engine.containers(namespace, "crasher")}
+    assert {0, 1, 2} <= attempts, attempts
 
 
 def test_a_failing_liveness_probe_restarts_its_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pod = make_pod(
         "live",
@@ -269,18 +224,15 @@ def test_a_failing_liveness_probe_restarts_its_container(
     events = kubelet.recent_events(namespace=namespace, name="live")
     assert any(e.reason == "Unhealthy" for e in events)
     assert any(e.reason == "Killing" and "liveness" in e.message for e in events)
-    assert raw.inspect_container(first)["State"]["Running"] is False
+    assert [c.running for c in engine.containers(namespace) if c.id == first] == [False]
     # The new container is healthy (it made the file again): it stays.
     time.sleep(2.0)
     status = status_of(get_pod(kubelet, namespace, "live"), "app")
     assert status is not None and status.restart_count == 1
 
 
-# --- (f) postStart failure -------------------------------------------------------------------
-
-
 def test_a_failing_post_start_hook_kills_the_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pod = make_pod(
         "hook",
@@ -317,10 +269,7 @@ def test_a_failing_post_start_hook_kills_the_container(
     # The container the hook failed in was stopped by the agent, and is not running.
     attempts = wait_for(
         lambda: [
-            c
-            for c in engine_containers(raw, namespace, "app")
-            if c["Labels"].get(ANNOTATION_PREFIX + RESTART_COUNT_ANNOTATION) == "0"
-            and c["State"] != "running"
+            c for c in engine.containers(namespace, "app") if c.attempt == 0 and not c.running
         ],
         timeout=10,
         what="the first container stopped",
@@ -337,11 +286,8 @@ def test_a_failing_post_start_hook_kills_the_container(
     )
 
 
-# --- (g) logs and exec -----------------------------------------------------------------------
-
-
 def test_logs_and_exec_through_the_agent(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pod = make_pod(
         "talk",
@@ -397,11 +343,8 @@ def test_logs_and_exec_through_the_agent(
         kubelet.exec(namespace, "missing", "talker", ["true"])
 
 
-# --- (h) garbage collection ------------------------------------------------------------------
-
-
 def test_container_gc_keeps_one_dead_container_per_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pod = make_pod(
         "gc",
@@ -416,10 +359,7 @@ def test_container_gc_keeps_one_dead_container_per_container(
     )
 
     def attempts() -> list[str]:
-        return sorted(
-            c["Labels"].get(ANNOTATION_PREFIX + RESTART_COUNT_ANNOTATION, "")
-            for c in engine_containers(raw, namespace, "crasher")
-        )
+        return sorted(str(c.attempt) for c in engine.containers(namespace, "crasher"))
 
     # Attempt 0 died, attempt 1 died (then backs off 10 s): GC removes attempt 0.
     wait_pod(
@@ -435,87 +375,23 @@ def test_container_gc_keeps_one_dead_container_per_container(
         what="the second attempt dead",
     )
     assert wait_for(lambda: attempts() == ["1"], timeout=5, what="attempt 0 collected")
-    steady = engine_containers(raw, namespace, "steady")
-    assert [c["State"] for c in steady] == ["running"]  # running containers are never collected
+    steady = engine.containers(namespace, "steady")
+    assert [c.running for c in steady] == [True]  # running containers are never collected
     status = status_of(get_pod(kubelet, namespace, "gc"), "crasher")
     assert status is not None and status.restart_count == 1  # counts survive collection
-
-
-def commit_image(raw: Any, base: str, repository: str, tag: str, marker: str) -> str:
-    """A new local image (its own id) on top of ``base``, made without any registry."""
-    created = raw.create_container(base, command=["true"], labels={TEST_LABEL: marker})
-    try:
-        committed = raw.commit(
-            created["Id"], repository=repository, tag=tag, changes=[f"ENV KUBECORE_E2E={marker}"]
-        )
-    finally:
-        raw.remove_container(created["Id"], force=True)
-    image_id: str = committed["Id"]
-    return image_id
-
-
-def test_image_gc_removes_an_unused_image_and_keeps_the_used_one(
-    make_agent: AgentFactory,
-    engine: TestEngine,
-    namespace: str,
-    raw: Any,
-    test_uid: str,
-    own_images: list[str],
-) -> None:
-    # The disk cannot be filled for the test: thresholds of 0 % make every pass collect, and the
-    # puller shows image GC only this test's two images (the engine is shared).
-    repository = f"kubecore-e2e/gc-{test_uid}"
-    used = f"{repository}:used"
-    unused = f"{repository}:unused"
-    own_images.extend([used, unused])
-    used_id = commit_image(raw, engine.image, repository, "used", f"{test_uid}-used")
-    unused_id = commit_image(raw, engine.image, repository, "unused", f"{test_uid}-unused")
-    assert used_id != unused_id
-
-    scoped: list[ScopedPuller] = []
-
-    def wrap(puller: Puller) -> Puller:
-        scoped.append(ScopedPuller(puller))
-        return scoped[-1]
-
-    pod = make_pod("imgc", namespace, [container("app", used, imagePullPolicy="Never")])
-    kubelet = make_agent(
-        [pod],
-        wrap=wrap,
-        image_gc_interval=0.3,
-        image_gc_high=0,
-        image_gc_low=0,
-        image_min_age=0.0,
-    )
-    wait_pod(kubelet, namespace, "imgc", all_running)
-    scoped[0].prefixes.add(repository + ":")  # from now on image GC sees both images
-
-    def gone(ref: str) -> bool:
-        return not raw.images(name=ref)
-
-    assert wait_for(lambda: gone(unused), timeout=10, what="the unused image removed")
-    assert scoped[0].removed == [unused_id]
-    time.sleep(1.0)  # a few more passes
-    assert not gone(used)
-    assert all_running(get_pod(kubelet, namespace, "imgc"))
-
-
-# --- (i) registries --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
 def test_an_image_is_pulled_from_the_local_registry(
     make_agent: AgentFactory,
-    engine: TestEngine,
+    engine: EngineUnderTest,
     namespace: str,
-    raw: Any,
     own_images: list[str],
     host: str,
 ) -> None:
-    image = engine.registry_image.replace("localhost", host, 1)
+    image = engine.registries.image.replace("localhost", host, 1)
     own_images.append(image)  # untagged afterwards (the image is the test image)
-    with contextlib.suppress(Exception):
-        raw.remove_image(image)
+    engine.remove_image(image)
     pod = make_pod("pulled", namespace, [container("app", image, imagePullPolicy="Always")])
     kubelet = make_agent([pod])
     running = wait_pod(kubelet, namespace, "pulled", all_running, timeout=30)
@@ -524,32 +400,25 @@ def test_an_image_is_pulled_from_the_local_registry(
     events = kubelet.recent_events(namespace=namespace, name="pulled")
     assert [e.reason for e in events if e.reason.startswith("Pull")][:2] == ["Pulling", "Pulled"]
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
-    assert raw.images(name=image)
-
-
-def write_docker_config(path: Path, auths: dict[str, tuple[str, str]]) -> DockerKeyring:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(docker_config(auths)))
-    return DockerKeyring.from_file(path)
+    assert engine.has_image(image)
 
 
 @pytest.mark.parametrize("via", ["node-keyring", "pod-pull-secret"])
 def test_the_auth_registry_with_credentials(
     make_agent: AgentFactory,
-    engine: TestEngine,
+    engine: EngineUnderTest,
     namespace: str,
-    raw: Any,
     own_images: list[str],
     tmp_path: Path,
     via: str,
 ) -> None:
-    image = engine.auth_registry_image
+    image = engine.registries.auth_image
     own_images.append(image)
-    with contextlib.suppress(Exception):
-        raw.remove_image(image)
+    engine.remove_image(image)
     registry = image.split("/")[0]
     keyring = write_docker_config(
-        tmp_path / "docker" / "config.json", {registry: (engine.auth_user, engine.auth_password)}
+        tmp_path / "docker" / "config.json",
+        {registry: credentials(engine)},
     )
     spec: dict[str, Any] = {}
     if via == "node-keyring":
@@ -565,23 +434,23 @@ def test_the_auth_registry_with_credentials(
     events = kubelet.recent_events(namespace=namespace, name="private")
     assert "Failed" not in [e.reason for e in events]
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
-    assert raw.images(name=image)
+    assert engine.has_image(image)
 
 
 def test_the_auth_registry_without_credentials(
     make_agent: AgentFactory,
-    engine: TestEngine,
+    engine: EngineUnderTest,
     namespace: str,
-    raw: Any,
     tmp_path: Path,
 ) -> None:
-    image = engine.auth_registry_image
+    image = engine.registries.auth_image
     registry = image.split("/")[0]
     # Credentials for the same registry under another host name do not apply (as in Docker).
     other = registry.replace("localhost", "127.0.0.1", 1)
     assert other != registry
     keyring = write_docker_config(
-        tmp_path / "docker" / "config.json", {other: (engine.auth_user, engine.auth_password)}
+        tmp_path / "docker" / "config.json",
+        {other: credentials(engine)},
     )
     pod = make_pod("private", namespace, [container("app", image, imagePullPolicy="Always")])
     kubelet = make_agent([pod], wrap=lambda p: KeyringPuller(p, keyring))
@@ -601,14 +470,11 @@ def test_the_auth_registry_without_credentials(
     failed = kubelet.recent_events(namespace=namespace, name="private", reason="Failed")
     assert failed and "Failed to pull image" in failed[0].message
     assert "auth" in failed[0].message.lower(), failed[0].message  # refused, not unreachable
-    assert engine_containers(raw, namespace, "app") == []
-
-
-# --- (j) adoption after an agent restart -----------------------------------------------------
+    assert engine.containers(namespace, "app") == []
 
 
 def test_a_new_agent_adopts_every_running_container(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
     pods = [
         make_pod(
@@ -626,8 +492,10 @@ def test_a_new_agent_adopts_every_running_container(
         wait_pod(first, namespace, pod.metadata.name, all_running)
     assert first.wait_idle(15)
     before = {p.metadata.name: running_ids(p) for p in first.pods()}
-    engine_before = {c["Id"]: c["State"] for c in engine_containers(raw, namespace)}
-    assert len(engine_before) == 5 and set(engine_before.values()) == {"running"}
+    engine_before = {c.id: c.running for c in engine.containers(namespace)}
+    assert len(engine_before) == 3 and set(engine_before.values()) == {True}
+    sandboxes_before = {s.id for s in engine.sandboxes(namespace)}
+    assert len(sandboxes_before) == 2
     first.stop()
 
     second = make_agent(pods)
@@ -637,14 +505,15 @@ def test_a_new_agent_adopts_every_running_container(
         assert running_ids(adopted) == before[pod.metadata.name]
         assert adopted.status is not None
         assert all(s.restart_count == 0 for s in adopted.status.container_statuses)
-    engine_after = {c["Id"]: c["State"] for c in engine_containers(raw, namespace)}
-    assert engine_after == engine_before
+    assert {c.id: c.running for c in engine.containers(namespace)} == engine_before
+    assert {s.id for s in engine.sandboxes(namespace)} == sandboxes_before
     assert not {"Created", "Started", "Killing", "Pulling"} & set(second._rooms.events.reasons()), (
         second._rooms.events.reasons()
     )
 
     # Adopted containers are managed: one that dies is restarted by the new agent.
-    raw.kill(before["solo"]["app"])
+    code, _ = engine.exec(before["solo"]["app"], ["kill", "1"])  # SERVER exits on TERM
+    assert code in (0, 137, 143, -1), code
     restarted = wait_pod(
         second,
         namespace,
@@ -658,14 +527,14 @@ def test_a_new_agent_adopts_every_running_container(
 
 
 def test_cli_run_once_pulls_with_registry_config(
-    engine: TestEngine, namespace: str, raw: Any, own_images: list[str], tmp_path: Path
+    engine: EngineUnderTest, namespace: str, own_images: list[str], tmp_path: Path
 ) -> None:
-    """``kubecore run --runtime docker --once --registry-config FILE`` on the real engine."""
-    image = engine.auth_registry_image
+    """``kubecore run --runtime NAME --once --registry-config FILE`` on the engine."""
+    image = engine.registries.auth_image
     own_images.append(image)
     registry = image.split("/")[0]
     config = tmp_path / "docker" / "config.json"
-    write_docker_config(config, {registry: (engine.auth_user, engine.auth_password)})
+    write_docker_config(config, {registry: credentials(engine)})
     manifests = tmp_path / "pods"
     manifests.mkdir()
     (manifests / "private.yaml").write_text(
@@ -689,9 +558,7 @@ def test_cli_run_once_pulls_with_registry_config(
         )
     )
     base = [
-        sys.executable, "-m", "kubecore", "run", str(manifests), "--runtime", "docker",
-        "--runtime-option", f"base_url={engine.base_url}",
-        "--runtime-option", f"sandbox_image={engine.pause_image}",
+        sys.executable, "-m", "kubecore", "run", str(manifests), *engine.run_arguments(tmp_path),
         "--root-dir", str(tmp_path / "root"), "--once", "--deadline", "30", "--port", "0",
         "--log-level", "warning",
     ]  # fmt: skip
@@ -708,6 +575,39 @@ def test_cli_run_once_pulls_with_registry_config(
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    running = [c for c in engine_containers(raw, namespace, "app") if c["State"] == "running"]
-    assert len(running) == 1
-    assert running[0]["Names"][0].startswith(f"/k8s_app_cli-private_{namespace}_")
+    running = [c for c in engine.containers(namespace, "app") if c.running]
+    assert [c.pod for c in running] == ["cli-private"]
+
+
+def http_get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            body: bytes = response.read()
+            return body
+    except (OSError, urllib.error.URLError):
+        return None
+
+
+def test_a_host_port_is_reachable_on_loopback(
+    make_agent: AgentFactory, engine: EngineUnderTest, namespace: str
+) -> None:
+    port = free_port()
+    pod = make_pod(
+        "exposed",
+        namespace,
+        [
+            container(
+                "server",
+                engine.image,
+                HTTPD,
+                env=[{"name": "GREETING", "value": "hello over the host port"}],
+                ports=[{"containerPort": 8080, "hostPort": port}],
+            )
+        ],
+    )
+    kubelet = make_agent([pod])
+    wait_pod(kubelet, namespace, "exposed", all_running)
+    body = wait_for(
+        lambda: http_get(f"http://127.0.0.1:{port}/"), timeout=10, what=f"127.0.0.1:{port}"
+    )
+    assert body == b"hello over the host port\n"

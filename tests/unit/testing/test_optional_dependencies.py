@@ -1,0 +1,61 @@
+"""What ``pip install kubecore`` gives and what needs an extra: the strategies need hypothesis
+(``kubecore[testing]``) and say so when it is missing; the library itself needs nothing that
+only tests use."""
+
+from __future__ import annotations
+
+import configparser
+import subprocess
+import sys
+
+from tests.paths import REPO
+
+WITHOUT_HYPOTHESIS = """
+import sys
+sys.modules["hypothesis"] = None  # as if it were not installed
+try:
+    import kubecore.testing.strategies
+except ImportError as error:
+    print(error)
+else:
+    raise SystemExit("imported without hypothesis")
+"""
+
+TEST_ONLY = {"pytest", "hypothesis", "pytest-timeout", "pytest-benchmark", "requests"}
+
+
+def extras() -> dict[str, list[str]]:
+    parser = configparser.ConfigParser()
+    parser.read(REPO / "setup.cfg")
+    return {
+        name: [line.strip() for line in value.splitlines() if line.strip()]
+        for name, value in parser["options.extras_require"].items()
+    }
+
+
+def requirement_names(lines: list[str]) -> set[str]:
+    return {line.split(";")[0].split("[")[0].split(">")[0].split("=")[0].strip() for line in lines}
+
+
+def test_the_strategies_say_which_extra_they_need() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_HYPOTHESIS],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    assert "needs hypothesis" in done.stdout
+    assert "pip install kubecore[testing]" in done.stdout
+
+
+def test_a_plain_install_pulls_nothing_test_only() -> None:
+    parser = configparser.ConfigParser()
+    parser.read(REPO / "setup.cfg")
+    required = parser["options"]["install_requires"].splitlines()
+    assert requirement_names([r for r in required if r.strip()]) & TEST_ONLY == set()
+
+
+def test_the_testing_extra_brings_what_the_test_kit_imports() -> None:
+    assert {"hypothesis", "pytest"} <= requirement_names(extras()["testing"])
