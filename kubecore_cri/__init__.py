@@ -8,8 +8,9 @@ Importing this package does not import ``grpc``: the names are imported on first
 generated messages and stubs by the modules that use them, and the channels are opened on first
 use.
 
-Not offered yet: interactive exec, attach and port-forward (``StreamingRuntime``,
-``PortForwarder``: the agent says the runtime cannot stream) and node leases (``NodeClaims``).
+Interactive exec, attach and port-forward (``StreamingRuntime``, ``PortForwarder``) go through
+the runtime's streaming server (the URL ``Exec``, ``Attach`` and ``PortForward`` answer) over
+SPDY/3.1: ``_streams`` and ``_ports``. Not offered yet: node leases (``NodeClaims``).
 A memory-backed emptyDir is a tmpfs the agent mounts on the host (``HostMemoryVolumes``), as the
 kubelet does; a ``memory_backed`` mount given to the runtime itself is refused with
 ``InvalidConfig``. The sandbox image is the runtime's own

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -29,8 +30,10 @@ from kubecore.runtime import (
     SandboxConfig,
     SandboxNotFound,
     SandboxUnusable,
+    StreamSession,
     Subscription,
     SystemClock,
+    TerminalSize,
     read_cri_log,
 )
 from kubecore_cri._client import CriConnection, CriOptions
@@ -46,7 +49,9 @@ from kubecore_cri._convert import (
 from kubecore_cri._errors import Subject, image_missing, sandbox_gone
 from kubecore_cri._events import EventStream
 from kubecore_cri._pb import api_pb2 as pb
+from kubecore_cri._ports import port_forward
 from kubecore_cri._security import RuntimeSecurity
+from kubecore_cri._streams import LiveStreams, attach, exec_stream
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +84,7 @@ class CriRuntime:
         self._events = EventStream(connection)
         self._said_image = False
         self._runtime_security: RuntimeSecurity | None = None
+        self._live = LiveStreams()
 
     @property
     def options(self) -> CriOptions:
@@ -361,6 +367,27 @@ class CriRuntime:
             exit_code=answer.exit_code, stdout=bytes(answer.stdout), stderr=bytes(answer.stderr)
         )
 
+    # -- streams (exec, attach, port-forward through the runtime's streaming server) ---------------
+
+    def exec_stream(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        stdin: bool,
+        tty: bool,
+        size: TerminalSize | None = None,
+    ) -> StreamSession:
+        return exec_stream(
+            self._connection, self._live, container_id, command, stdin=stdin, tty=tty, size=size
+        )
+
+    def attach(self, container_id: str, *, stdin: bool, tty: bool) -> StreamSession:
+        return attach(self._connection, self._live, container_id, stdin=stdin, tty=tty)
+
+    def port_forward(self, sandbox_id: str, port: int, timeout: float) -> socket.socket:
+        return port_forward(self._connection, self._live, sandbox_id, port, timeout)
+
     def logs(
         self,
         container_id: str,
@@ -411,5 +438,6 @@ class CriRuntime:
         return self._events.watch(handler)
 
     def close(self) -> None:
+        self._live.close_all()
         self._events.close()
         self._connection.close()
