@@ -263,7 +263,7 @@ def test_a_failing_post_start_hook_kills_the_container(
             for e in kubelet.recent_events(namespace=namespace, name="hook", reason="Killing")
             if "postStart" in e.message
         ],
-        timeout=10,
+        timeout=30,
         what="the Killing event of the postStart failure",
     )
     # The container the hook failed in was stopped by the agent, and is not running.
@@ -271,7 +271,7 @@ def test_a_failing_post_start_hook_kills_the_container(
         lambda: [
             c for c in engine.containers(namespace, "app") if c.attempt == 0 and not c.running
         ],
-        timeout=10,
+        timeout=30,
         what="the first container stopped",
     )
     assert len(attempts) == 1
@@ -310,7 +310,7 @@ def test_logs_and_exec_through_the_agent(
             if len(found := list(kubelet.container_logs(namespace, "talk", "talker"))) >= 3
             else None
         ),
-        timeout=10,
+        timeout=30,
         what="three log lines",
     )
     assert sorted(lines) == [b"hi-from-env\n", b"line-one\n", b"line-two\n"]
@@ -374,7 +374,7 @@ def test_container_gc_keeps_one_dead_container_per_container(
         timeout=15,
         what="the second attempt dead",
     )
-    assert wait_for(lambda: attempts() == ["1"], timeout=5, what="attempt 0 collected")
+    assert wait_for(lambda: attempts() == ["1"], timeout=30, what="attempt 0 collected")
     steady = engine.containers(namespace, "steady")
     assert [c.running for c in steady] == [True]  # running containers are never collected
     status = status_of(get_pod(kubelet, namespace, "gc"), "crasher")
@@ -608,6 +608,6 @@ def test_a_host_port_is_reachable_on_loopback(
     kubelet = make_agent([pod])
     wait_pod(kubelet, namespace, "exposed", all_running)
     body = wait_for(
-        lambda: http_get(f"http://127.0.0.1:{port}/"), timeout=10, what=f"127.0.0.1:{port}"
+        lambda: http_get(f"http://127.0.0.1:{port}/"), timeout=30, what=f"127.0.0.1:{port}"
     )
     assert body == b"hello over the host port\n"
