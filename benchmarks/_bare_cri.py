@@ -61,12 +61,12 @@ class BareCri:
 
     def __init__(self, endpoint: str, interceptors: Sequence[Any] = ()) -> None:
         from kubecore_cri._pb import api_pb2 as pb
-        from kubecore_cri._pb import api_pb2_grpc
+        from kubecore_cri._stubs import IMAGE_SERVICE, RUNTIME_SERVICE, service_stub
 
         self.pb: Any = pb
         self._channel = channel_to(endpoint, interceptors)
-        self.runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
-        self.images = api_pb2_grpc.ImageServiceStub(self._channel)
+        self.runtime = service_stub(self._channel, RUNTIME_SERVICE)
+        self.images = service_stub(self._channel, IMAGE_SERVICE)
 
     def close(self) -> None:
         self._channel.close()

@@ -84,7 +84,7 @@ def find_containerd() -> Containerd:
         import grpc
 
         from kubecore_cri._pb import api_pb2 as pb
-        from kubecore_cri._pb import api_pb2_grpc
+        from kubecore_cri._stubs import IMAGE_SERVICE, RUNTIME_SERVICE, service_stub
     except ImportError as error:
         raise Skip(f"grpcio is not installed: pip install 'kubecore[cri]' ({error})") from error
     values = _env_file()
@@ -100,9 +100,9 @@ def find_containerd() -> Containerd:
     image = _setting("KUBECORE_TEST_CRI_IMAGE", values) or "docker.io/kubecore-test/busybox:1.35"
     channel = grpc.insecure_channel(endpoint)
     try:
-        stub = api_pb2_grpc.RuntimeServiceStub(channel)
+        stub = service_stub(channel, RUNTIME_SERVICE)
         answer = stub.Version(pb.VersionRequest(version="v1"), timeout=3)
-        found = api_pb2_grpc.ImageServiceStub(channel).ImageStatus(
+        found = service_stub(channel, IMAGE_SERVICE).ImageStatus(
             pb.ImageStatusRequest(image=pb.ImageSpec(image=image)), timeout=3
         )
     except grpc.RpcError as error:
@@ -178,15 +178,15 @@ def cri_node(
     its calls are counted. Stopped (not cleaned) on exit."""
     from kubecore_cri._client import CriConnection, CriOptions
     from kubecore_cri._images import CriPuller
-    from kubecore_cri._pb import api_pb2_grpc
     from kubecore_cri._runtime import CriRuntime
+    from kubecore_cri._stubs import IMAGE_SERVICE, RUNTIME_SERVICE, service_stub
 
     counter = CallCounter()
     channel = channel_to(containerd.endpoint, counter.interceptors())
     root = tempfile.mkdtemp(prefix="kubecore-bench-cri-")
     stubs = {
-        "runtime": api_pb2_grpc.RuntimeServiceStub(channel),
-        "image": api_pb2_grpc.ImageServiceStub(channel),
+        "runtime": service_stub(channel, RUNTIME_SERVICE),
+        "image": service_stub(channel, IMAGE_SERVICE),
     }
     options = CriOptions(endpoint=containerd.endpoint, log_root=os.path.join(root, "pods"))
     connection = CriConnection(options, stubs=stubs)

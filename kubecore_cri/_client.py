@@ -12,6 +12,7 @@ import attrs
 
 from kubecore.runtime import InvalidConfig, RuntimeUnavailable
 from kubecore_cri._errors import RETRIED_CODES, Subject, raise_translated, status_code_name
+from kubecore_cri._stubs import IMAGE_SERVICE, RUNTIME_SERVICE, service_stub
 
 log = logging.getLogger(__name__)
 
@@ -118,19 +119,17 @@ class CriConnection:
         return channel
 
     def stub(self, service: str) -> Any:
-        """``runtime`` or ``image``: that service's generated stub."""
+        """``runtime`` or ``image``: that service's stub."""
         with self._lock:
             if self._closed:
                 raise RuntimeUnavailable("the cri runtime is closed")
             stub = self._stubs.get(service)
             if stub is None:
-                from kubecore_cri._pb import api_pb2_grpc
-
                 if service == "image":
                     endpoint = self.options.image_endpoint or self.options.endpoint
-                    stub = api_pb2_grpc.ImageServiceStub(self._channel(endpoint))
+                    stub = service_stub(self._channel(endpoint), IMAGE_SERVICE)
                 else:
-                    stub = api_pb2_grpc.RuntimeServiceStub(self._channel(self.options.endpoint))
+                    stub = service_stub(self._channel(self.options.endpoint), RUNTIME_SERVICE)
                 self._stubs[service] = stub
             return stub
 
