@@ -10,7 +10,8 @@ use.
 
 Interactive exec, attach and port-forward (``StreamingRuntime``, ``PortForwarder``) go through
 the runtime's streaming server (the URL ``Exec``, ``Attach`` and ``PortForward`` answer) over
-SPDY/3.1: ``_streams`` and ``_ports``. Not offered yet: node leases (``NodeClaims``).
+SPDY/3.1: ``_streams`` and ``_ports``. Node leases (``NodeClaims``) are files on the runtime's
+host (CRI has no object a renewable lease could live in): ``_lease``.
 A memory-backed emptyDir is a tmpfs the agent mounts on the host (``HostMemoryVolumes``), as the
 kubelet does; a ``memory_backed`` mount given to the runtime itself is refused with
 ``InvalidConfig``. The sandbox image is the runtime's own

@@ -12,6 +12,7 @@ import attrs
 
 from kubecore.runtime import InvalidConfig, RuntimeUnavailable
 from kubecore_cri._errors import RETRIED_CODES, Subject, raise_translated, status_code_name
+from kubecore_cri._lease import DEFAULT_LEASE_DIR
 from kubecore_cri._stubs import IMAGE_SERVICE, RUNTIME_SERVICE, service_stub
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,9 @@ class CriOptions:
     runtime's."""
     runtime_handler: str = ""
     """The runtime handler (RuntimeClass) sandboxes run with; empty: the runtime's default."""
+    lease_dir: str = DEFAULT_LEASE_DIR
+    """Where the node names' leases are kept on the runtime's host (one agent a node name:
+    ``kubecore_cri._lease``)."""
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> CriOptions:

@@ -20,6 +20,8 @@ from kubecore.runtime import (
     ContainerStats,
     ExecResult,
     ImageNotFound,
+    NodeClaim,
+    NodeHolder,
     NotFound,
     RuntimeContainer,
     RuntimeEvent,
@@ -48,6 +50,7 @@ from kubecore_cri._convert import (
 )
 from kubecore_cri._errors import Subject, image_missing, sandbox_gone
 from kubecore_cri._events import EventStream
+from kubecore_cri._lease import CriNodeLeases
 from kubecore_cri._pb import api_pb2 as pb
 from kubecore_cri._ports import port_forward
 from kubecore_cri._security import RuntimeSecurity
@@ -85,6 +88,8 @@ class CriRuntime:
         self._said_image = False
         self._runtime_security: RuntimeSecurity | None = None
         self._live = LiveStreams()
+        options = connection.options
+        self._leases = CriNodeLeases(options.lease_dir, options.endpoint, self._clock)
 
     @property
     def options(self) -> CriOptions:
@@ -425,6 +430,15 @@ class CriRuntime:
         """``HostMemoryVolumes``: CRI mounts are binds, so the agent mounts a memory-backed
         emptyDir's tmpfs on the host, as the kubelet does."""
         return True
+
+    def claim_node(
+        self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
+    ) -> NodeClaim:
+        """A lease file on the runtime's host, under ``lease_dir`` (``kubecore_cri._lease``)."""
+        return self._leases.claim(node_name, holder, ttl, replace)
+
+    def release_node(self, node_name: str, holder: NodeHolder) -> None:
+        self._leases.release(node_name, holder)
 
     def container_stats(self) -> list[ContainerStats]:
         answer = self._call(

@@ -76,7 +76,8 @@ class NodeClaims(Protocol):
     """A runtime that can hold a node name on its engine for one agent at a time (optional):
     two agents with one node name on one engine would both sync the same objects. Agents on
     other hosts, and with other root directories, share the engine's leases, so the claim
-    lives in the engine (Docker: a labelled marker container), not on a host."""
+    lives with the engine (Docker: a labelled marker container; CRI, whose objects cannot be
+    updated, a lease file on the runtime's host), not in an agent's files."""
 
     def claim_node(
         self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
