@@ -238,7 +238,7 @@ class KubeApi:
         )
         pod = self.pods.find(namespace, name)
         if what == "portforward":
-            serve_pod_port_forward(exchange, self.kubelet, namespace, name)
+            serve_pod_port_forward(exchange, request.query, self.kubelet, namespace, name)
         else:
             serve_pod_stream(exchange, request, self.kubelet, pod, what)
 
