@@ -282,6 +282,7 @@ def _syncing(
         status_manager,
         on_leave=functools.partial(_leave, prober, terminations),
         on_desired=functools.partial(_desired_again, terminations, metrics),
+        on_changed=signals.desired_changed,
         node_name=cfg.node_name,
     )
     syncer = PodSyncer(
@@ -300,6 +301,7 @@ def _syncing(
         generation=signals.current_generation,
         report=signals.report,
         wake=signals.wake_loop,
+        published=signals.pods_changed,
     )
     workers: PodWorkers[Work] = PodWorkers(
         syncer, max_workers=cfg.workers, on_replaced=lambda _uid: metrics.work_evictions.inc()

@@ -135,6 +135,12 @@ SURFACE: dict[str, dict[str, str]] = {
     "kubecore": _homes(
         {
             "kubecore._agent.kubelet": ("Kubelet",),
+            "kubecore._agent.changes": (
+                "ChangeSubscription",
+                "EventChange",
+                "FellBehind",
+                "PodChange",
+            ),
             "kubecore._agent.config": ("KubeletConfig",),
             "kubecore._agent.sync_pass": ("SyncReport",),
             "kubecore._agent.desired": ("PodReport",),
@@ -163,6 +169,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "PluginError",
                 "RootDirInUse",
                 "SourceUnavailable",
+                "SubscriptionClosed",
                 "ValidationError",
             ),
             "kubecore._contract.protocols": (*_PROTOCOLS, "EventRecorder"),
@@ -387,6 +394,7 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._contract.errors": ("RegistryConfigError",),
         }
     ),
+    "kubecore.aio": _homes({"kubecore._agent.aio": ("AsyncKubelet",)}),
     "kubecore.testing": _homes(
         {
             "kubecore.testing._node": ("FakeNode", "NotReached"),
