@@ -308,9 +308,16 @@ def port_forward_rows(ctx: Context, node: StreamingNode, size_mib: int, rounds: 
     sandbox = pod_sandbox(bundle.runtime)
     try:
         with forwarded(node) as local_port:
-            through = lambda: fetch(lambda: connect("127.0.0.1", local_port), size)  # noqa: E731
-            direct = lambda: fetch(lambda: connect(ip, PORT), size)  # noqa: E731
-            own = lambda: fetch(lambda: runtime.port_forward(sandbox, PORT, 10), size)  # noqa: E731
+
+            def through() -> float:
+                return fetch(lambda: connect("127.0.0.1", local_port), size)
+
+            def direct() -> float:
+                return fetch(lambda: connect(ip, PORT), size)
+
+            def own() -> float:
+                return fetch(lambda: runtime.port_forward(sandbox, PORT, 10), size)
+
             through()  # warm
             ours, theirs, adapter = alternate(ctx, rounds, through, direct, own)
     finally:
