@@ -28,9 +28,9 @@ from kubecore.runtime import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
     POD_UID_LABEL,
-    ManualClock,
     SystemClock,
 )
+from kubecore.testing import ManualClock
 
 NAME = "subscribe"
 POLL_INTERVAL = 1.0
