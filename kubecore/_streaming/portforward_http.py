@@ -37,10 +37,14 @@ from typing import Protocol, TypeVar
 
 from kubecore._contract.errors import BadParameter, KubecoreError, StreamingUnsupported
 from kubecore._http.rules import HTTPError, Query, error_for
-from kubecore._streaming.channels import PROTOCOL_NAMES, dialect
+from kubecore._streaming.channels import dialect
 from kubecore._streaming.portforward import PROTOCOL, WEBSOCKET_PROTOCOL, Connect
 from kubecore._streaming.portforward import PortForwardSession as Session
-from kubecore._streaming.portforward_ws import ChannelPortForward, requested_ports
+from kubecore._streaming.portforward_ws import (
+    CHANNEL_PROTOCOLS,
+    ChannelPortForward,
+    requested_ports,
+)
 from kubecore._streaming.remotecommand import Live
 from kubecore._streaming.websocket import (
     WRITE_TIMEOUT,
@@ -222,7 +226,7 @@ class StreamSlots(Protocol):
     def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
 
-SERVED_WEBSOCKET_PROTOCOLS = (WEBSOCKET_PROTOCOL, *PROTOCOL_NAMES)
+SERVED_WEBSOCKET_PROTOCOLS = (WEBSOCKET_PROTOCOL, *CHANNEL_PROTOCOLS)
 """The WebSocket subprotocols of a port-forward, in the server's order of preference."""
 
 

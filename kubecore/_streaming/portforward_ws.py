@@ -9,9 +9,10 @@ the server's error messages. The first message the server sends on each of them 
 number, two bytes little-endian; after that the data channel carries the bytes of one
 connection to the pod's port, made when the session opens, and the error channel a message
 when that connection cannot be made or breaks (the same words as over SPDY). The ``v5`` dialect
-lets the client close a channel (255): closing a data channel half-closes the pod's socket for
-writing, and the server closes a data channel once the pod's side has ended. The session ends
-when the client goes or every port's pod side has ended; then the WebSocket is closed.
+(``CHANNEL_PROTOCOLS`` says when it is chosen) lets the client close a channel (255): closing a
+data channel half-closes the pod's socket for writing, and the server closes a data channel once
+the pod's side has ended. The session ends when the client goes or every port's pod side has
+ended; then the WebSocket is closed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,18 @@ from kubecore._streaming.websocket import WebSocket, WebSocketClosed
 
 logger = logging.getLogger(__name__)
 
+CHANNEL_PROTOCOLS = (
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "v5.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+)
+"""The subprotocols served, in the server's order of preference: ``v4`` before ``v5``, as the
+kubelet serves port-forward only up to ``v4``. A client that offers both (the ``kubernetes``
+Python client does) gets ``v4``: its port-forward reader takes any channel past its ports as a
+protocol error, so a ``v5`` close from the server would end its session. One that offers only
+``v5`` gets it, with the server's closes."""
 MAX_PORTS = 64
 """Ports one session may ask for (each holds a connection to the pod and a thread)."""
 _COPY_BYTES = 32 * 1024
