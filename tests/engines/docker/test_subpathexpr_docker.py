@@ -1,10 +1,11 @@
 """``volumeMounts[].subPathExpr`` through the agent on the real Docker engine: a file the
 container writes under its mount lands in the volume's sub-directory named by the expansion of
 the container's env (seen from a second container mounting the whole volume, on the host, and in
-``docker inspect``)."""
+``docker inspect``, which binds the agent's bind of that directory)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,4 +119,7 @@ def test_a_file_lands_in_the_expanded_sub_directory(
     statuses = running.status.container_statuses if running.status is not None else ()
     (app_id,) = [s.container_id.split("://")[-1] for s in statuses if s.name == "app"]
     binds = {m["Destination"]: m["Source"] for m in raw.inspect_container(app_id)["Mounts"]}
-    assert binds["/logs"] == str(expanded.resolve())
+    # The engine binds the agent's bind of the expanded directory (the inode it verified).
+    target = node_root / "pods" / pod.uid / "volume-subpaths" / "workdir" / "app" / "0"
+    assert binds["/logs"] == str(target)
+    assert os.stat(binds["/logs"]).st_ino == expanded.stat().st_ino
