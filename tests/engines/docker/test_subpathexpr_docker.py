@@ -18,6 +18,7 @@ from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.conftest import TestEngine, remove_labelled
 from tests.engines.docker.e2e_helpers import all_running, container, exec_until, make_pod, wait_pod
+from tests.engines.engine_support import unmount_under
 
 pytestmark = pytest.mark.docker
 
@@ -67,6 +68,7 @@ def agent(engine: TestEngine, tmp_path: Path, node_root: Path) -> Iterator[Kubel
     finally:
         kubelet.stop(timeout=10)
         runtime.close()
+        unmount_under(tmp_path)  # a stopped agent leaves its running pod's subPath binds
 
 
 def run(kubelet: Kubelet, namespace: str, ctr: str, command: str) -> str:
