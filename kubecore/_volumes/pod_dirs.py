@@ -52,6 +52,7 @@ from kubecore._volumes.subpath import (
     SUB_PATHS_DIR,
     bind_sub_path,
     open_sub_path,
+    read_opened,
     release_sub_paths,
     sub_path_target,
 )
@@ -162,16 +163,23 @@ MAX_ENV_FILE_BYTES = 1024 * 1024
 
 def read_volume_file(volume_dir: str, path: str) -> str | None:
     """The text of ``path`` inside the volume at ``volume_dir`` (a container wrote it), None
-    when it is not there. A path that leads out of the volume (a symbolic link a container
-    made) is refused rather than followed, as is a file over ``MAX_ENV_FILE_BYTES``."""
-    root = os.path.realpath(volume_dir)
-    full = os.path.realpath(os.path.join(root, path))
-    if os.path.commonpath([root, full]) != root:
-        raise ValueError(f"{path} leads out of its volume")
+    when it is not there. It is opened as a subPath is (``open_sub_path``): a path that leads
+    out of the volume (a symbolic link a container made, even one swapped in meanwhile) is
+    refused rather than followed, as is anything but a regular file and a file over
+    ``MAX_ENV_FILE_BYTES``."""
     try:
-        with open(full, "rb") as file:
-            data = file.read(MAX_ENV_FILE_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        fd, _ = open_sub_path(volume_dir, path, make_mode=None)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError as exc:
+        raise ValueError(f"{path} leads out of its volume") from exc
+    try:
+        data = read_opened(fd, MAX_ENV_FILE_BYTES + 1)
+    except ValueError as exc:
+        raise ValueError(f"{path} is {exc}") from exc
+    finally:
+        os.close(fd)
+    if data is None:
         return None
     if len(data) > MAX_ENV_FILE_BYTES:
         raise ValueError(f"{path} is larger than {MAX_ENV_FILE_BYTES} bytes")

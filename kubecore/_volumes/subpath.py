@@ -57,11 +57,12 @@ def _inside(root: str, target: str) -> str | None:
     return target[len(prefix) :] if target.startswith(prefix) else None
 
 
-def open_sub_path(volume_dir: str, sub_path: str, *, make_mode: int) -> tuple[int, str]:
+def open_sub_path(volume_dir: str, sub_path: str, *, make_mode: int | None) -> tuple[int, str]:
     """Open ``sub_path`` inside ``volume_dir`` without ever letting the kernel follow a
     symbolic link; return the ``O_PATH`` descriptor of what it names (the caller closes it) and
     its path as resolved. Missing directories are made with ``make_mode``, each in a parent
-    already opened inside the volume. ``ValueError`` when the subPath leaves the volume."""
+    already opened inside the volume (None: ``FileNotFoundError`` instead). ``ValueError``
+    when the subPath leaves the volume."""
     root = os.path.realpath(volume_dir)
     roots = (root, os.path.abspath(volume_dir))
     root_fd = os.open(root, _OPEN | os.O_DIRECTORY)
@@ -85,6 +86,8 @@ def open_sub_path(volume_dir: str, sub_path: str, *, make_mode: int) -> tuple[in
             try:
                 fd = os.open(name, _OPEN, dir_fd=parent)
             except FileNotFoundError:
+                if make_mode is None:
+                    raise
                 with contextlib.suppress(FileExistsError):  # made meanwhile: opened as any
                     os.mkdir(name, make_mode, dir_fd=parent)
                 pending.appendleft(name)
@@ -122,6 +125,27 @@ def open_sub_path(volume_dir: str, sub_path: str, *, make_mode: int) -> tuple[in
         for _, fd in opened:
             os.close(fd)
         os.close(root_fd)
+
+
+def read_opened(fd: int, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of the regular file ``fd`` (from ``open_sub_path``) holds, opened
+    again through its magic link; None for a directory. ``ValueError`` for anything else (a
+    FIFO would block the agent)."""
+    kind = stat.S_IFMT(os.fstat(fd).st_mode)
+    if kind == stat.S_IFDIR:
+        return None
+    if kind != stat.S_IFREG:
+        raise ValueError("not a regular file")
+    readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit and (chunk := os.read(readable, limit - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(readable)
 
 
 def sub_path_target(pod_dir: str, volume: str, container: str, index: int) -> str:
