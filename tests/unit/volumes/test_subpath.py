@@ -244,7 +244,7 @@ def test_racing_swaps_never_bind_the_host_and_teardown_unmounts(
 
 
 @needs_root
-def test_a_host_path_sub_path_is_unmounted_not_emptied_when_the_pod_goes(
+def test_a_host_path_sub_path_is_unmounted_not_emptied_by_a_restarted_agent(
     tmp_path: Path, mounts_left: None
 ) -> None:
     data = tmp_path / "data"
@@ -259,11 +259,16 @@ def test_a_host_path_sub_path_is_unmounted_not_emptied_when_the_pod_goes(
         assert os.listdir(target) == ["keep"]
         again = manager.sub_path_source(pod.uid, "v", volume, "sub", container="app", index=0)
         assert again == target and len(mount_points_under(target)) == 1  # a restart reuses it
-        assert manager.cleanup_orphans([]) == [pod.uid]
-        assert (data / "sub" / "keep").read_text() == "kept"
-        assert mount_points_under(str(tmp_path / "root")) == []
     finally:
         manager.release()
+    restarted = VolumeManager(str(tmp_path / "root"), "node")  # an agent restart: no memory
+    try:
+        assert restarted.cleanup_orphans([]) == [pod.uid]
+        assert (data / "sub" / "keep").read_text() == "kept"
+        assert mount_points_under(str(tmp_path / "root")) == []
+        assert not Path(restarted.pod_dir(pod.uid)).exists()
+    finally:
+        restarted.release()
 
 
 def test_without_the_right_to_bind_the_sub_path_is_refused_in_status_and_events(
