@@ -43,6 +43,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         HostMemoryVolumes as HostMemoryVolumes,
     )
     from kubecore._contract.capabilities import (
+        InProcessMounts as InProcessMounts,
+    )
+    from kubecore._contract.capabilities import (
         NodeClaim as NodeClaim,
     )
     from kubecore._contract.capabilities import (

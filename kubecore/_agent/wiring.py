@@ -30,7 +30,7 @@ from kubecore._config.created import CREATION_TIMES_FILE, CreationTimes
 from kubecore._config.objects import ObjectStore
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import is_static
-from kubecore._contract.capabilities import HostMemoryVolumes
+from kubecore._contract.capabilities import HostMemoryVolumes, InProcessMounts
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.log_rotation import ContainerLogRotation, LogRotationPolicy
@@ -144,6 +144,9 @@ def build_rooms(
         objects=objects,
         pvc_dir=cfg.pvc_dir,
         host_tmpfs=isinstance(runtime, HostMemoryVolumes) and runtime.binds_host_memory_volumes(),
+        bind_sub_paths=not (
+            isinstance(runtime, InProcessMounts) and runtime.reads_mounts_in_process()
+        ),
     )
     volumes.acquire()  # RootDirInUse now, not at the first pod
     admission = _admission(cfg)

@@ -197,6 +197,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "OPTIONAL_CAPABILITIES",
                 "ContainerLogReopener",
                 "HostMemoryVolumes",
+                "InProcessMounts",
                 "NodeClaim",
                 "NodeClaims",
                 "NodeHolder",
