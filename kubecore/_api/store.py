@@ -289,7 +289,7 @@ def _remove_if_stale(path: str) -> None:
 
 def _read_file(kind: str, path: str, entry: str) -> _Read:
     try:
-        raw = read_own_file(path)
+        raw, _ = read_own_file(path)
     except OSError as error:
         if error.errno == errno.ELOOP:
             return StoreProblem(path, "a symbolic link, not a file of the store"), None

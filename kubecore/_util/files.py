@@ -64,19 +64,21 @@ class NotRegularFile(OSError):
     """What is at a path the agent reads its own state from is not a regular file."""
 
 
-def read_own_file(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file the agent wrote. Opened with ``O_NONBLOCK`` (a FIFO put there
-    would block the reader forever) and ``O_NOFOLLOW`` (a symbolic link is not the agent's
-    file: ``OSError`` ELOOP); ``NotRegularFile`` for a FIFO, a device, a socket or a directory."""
+def read_own_file(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file the agent wrote, and what ``fstat`` says of the file read
+    (its owner, mode and links, for a caller that checks them). Opened with ``O_NONBLOCK`` (a
+    FIFO put there would block the reader forever) and ``O_NOFOLLOW`` (a symbolic link is not
+    the agent's file: ``OSError`` ELOOP); ``NotRegularFile`` for a FIFO, a device, a socket or a
+    directory."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(f"not a regular file (a {_file_type(mode)})")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(f"not a regular file (a {_file_type(info.st_mode)})")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), info
     finally:
         os.close(fd)
 
