@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from kubecore._agent.outage import Outage
+from kubecore.runtime import Outage
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubecore import FieldError, Pod, ValidationError
-from kubecore._manifest.documents import parse_document
-from kubecore._manifest.validation import decode_object as decode_object_document
-from kubecore.manifest import load_pods_from_dict
+from kubecore.manifest import load_manifest_from_dict, load_pods_from_dict, parse_document
 from kubecore.v1 import KubeObject
 
 
@@ -58,7 +56,7 @@ def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) 
     """The ConfigMap or Secret stored at ``key`` (JSON or YAML), named by the key as a pod is.
     Raises ``ValidationError``; no message quotes the value (it may be a Secret's)."""
     data = {"apiVersion": "v1", **_named_by_key(load_document(value), kind, namespace, name)}
-    decoded, problems = decode_object_document({**data, "kind": kind}, "")
+    _, objects, problems = load_manifest_from_dict({**data, "kind": kind}, source_name=key)
     if problems:
-        raise ValidationError(tuple(problems))
-    return decoded
+        raise ValidationError(tuple(p for e in problems for p in e.problems))
+    return objects[0]

@@ -615,6 +615,14 @@ def load_pods_from_dict(data: object, *, source_name: str = "<dict>") -> list[m.
     return pods
 
 
+def load_manifest_from_dict(
+    data: object, *, source_name: str = "<dict>"
+) -> tuple[list[m.Pod], list[m.KubeObject], list[ValidationError]]:
+    """``load_manifest_lenient`` of already parsed data (as ``parse_document`` reads it): the
+    good pods, ConfigMaps and Secrets, and one error per bad document."""
+    return _load_documents([data], source_name)
+
+
 def load_pods_lenient(
     text_or_path: str | os.PathLike[str], *, source_name: str | None = None
 ) -> tuple[list[m.Pod], list[ValidationError]]:

@@ -562,9 +562,7 @@ def test_managed_fields_are_kept_across_a_restart(agent: Agent) -> None:
 
 
 @pytest.mark.parametrize("length", [245, 246, 253])
-def test_a_name_too_long_for_a_file_name_is_stored_and_read_back(
-    agent: Agent, length: int
-) -> None:
+def test_a_name_too_long_for_a_file_name_is_stored_and_read_back(agent: Agent, length: int) -> None:
     name = ("a" * 63 + ".") * 3 + "b" * (length - 192)
     assert len(name) == length
     pod = api_pod("long")
