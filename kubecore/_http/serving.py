@@ -41,6 +41,7 @@ from typing import Any
 import attrs
 
 from kubecore._http.rules import status_body
+from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +201,7 @@ class Limits:
     start its next request)."""
     body_timeout: float = 10.0
     """Seconds a client has, once its head has arrived, to send the whole body."""
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = MAX_DOCUMENT_BYTES
     """The largest body a request may send; a larger one is refused (413) before it is read."""
 
 
