@@ -165,7 +165,11 @@ def make_policy(
 ) -> PodSecurityPolicy:
     """The policy of the node's settings (checked by ``policy_problems`` before)."""
     return PodSecurityPolicy(
-        level, _host_paths(host_paths), parse_host_ports(host_ports), tuple(unsafe_sysctls), allow_privileged
+        level,
+        _host_paths(host_paths),
+        parse_host_ports(host_ports),
+        tuple(unsafe_sysctls),
+        allow_privileged,
     )
 
 
@@ -276,7 +280,9 @@ def host_path_volumes(pod: Pod, rules: Sequence[HostPathRule]) -> list[Violation
         if rule is None:
             found.append(
                 Violation(
-                    "hostPath volumes", f'volume "{volume.name}"', f"spec.volumes[{i}].hostPath.path"
+                    "hostPath volumes",
+                    f'volume "{volume.name}"',
+                    f"spec.volumes[{i}].hostPath.path",
                 )
             )
         elif rule.read_only:
@@ -500,7 +506,7 @@ def seccomp_restricted(pod: Pod) -> list[Violation]:
             found.append(
                 Violation(
                     "seccompProfile",
-                    f'pod or {_who(c)} must set securityContext.seccompProfile.type to'
+                    f"pod or {_who(c)} must set securityContext.seccompProfile.type to"
                     ' "RuntimeDefault" or "Localhost"',
                     f"{path}.securityContext.seccompProfile.type",
                 )
