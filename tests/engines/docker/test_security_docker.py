@@ -79,7 +79,7 @@ def test_the_docs_security_context_demo_as_docker_is_told(
 def test_capabilities_read_only_root_and_seccomp_as_docker_is_told(
     agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
-    kubelet = agent([locked_pod(namespace, engine.image)])
+    kubelet = agent([locked_pod(namespace, engine.image)], pod_security="privileged")
     running = wait_pod(kubelet, namespace, "locked", all_running)
     host = inspect(raw, namespace, running, "app")["HostConfig"]
     assert (host["CapAdd"], host["CapDrop"], host["ReadonlyRootfs"]) == (
