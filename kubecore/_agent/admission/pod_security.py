@@ -231,9 +231,12 @@ def _quoted(names: Iterable[str]) -> str:
 
 def host_namespaces(pod: Pod) -> list[Violation]:
     spec = pod.spec
-    asked = (("hostNetwork", spec.host_network), ("hostPID", spec.host_pid))
-    asked += (("hostIPC", spec.host_ipc),)
-    return [Violation("host namespaces", f"{n}=true", f"spec.{n}") for n, on in asked if on]
+    asked = (
+        ("hostNetwork", spec.host_network),
+        ("hostPID", spec.host_pid),
+        ("hostIPC", spec.host_ipc),
+    )
+    return [Violation("host namespaces", f"{n}=true", f"spec.{n}") for n, on in asked.items() if on]
 
 
 def privileged(pod: Pod) -> list[Violation]:
