@@ -236,7 +236,7 @@ def host_namespaces(pod: Pod) -> list[Violation]:
         ("hostPID", spec.host_pid),
         ("hostIPC", spec.host_ipc),
     )
-    return [Violation("host namespaces", f"{n}=true", f"spec.{n}") for n, on in asked.items() if on]
+    return [Violation("host namespaces", f"{n}=true", f"spec.{n}") for n, on in asked if on]
 
 
 def privileged(pod: Pod) -> list[Violation]:
