@@ -13,7 +13,7 @@ import attrs
 
 from kubecore._contract.errors import FieldError
 from kubecore._manifest import pod_to_dict
-from kubecore._model.v1 import Container, Pod, PodSpec, Toleration
+from kubecore._model.v1 import Container, Pod, PodSecurityContext, PodSpec, Toleration
 
 NOT_UPDATABLE = (
     "pod updates may not change fields other than `spec.containers[*].image`,"
@@ -84,8 +84,10 @@ def _spec_changes(new: Pod, munged: PodSpec, old: Pod) -> list[str]:
     return changed_paths(after, pod_to_dict(old)["spec"], "spec")
 
 
-def update_problems(new: Pod, old: Pod) -> list[FieldError]:
-    """Why ``new`` may not replace ``old`` (empty: it may)."""
+def update_problems(new: Pod, old: Pod, node_name: str = "") -> list[FieldError]:
+    """Why ``new`` may not replace ``old`` (empty: it may). What the API shows of a pod beyond
+    what it stores (``nodeName``: this node, an empty ``securityContext``) is no change: a
+    client writes back what it read."""
     spec, before = new.spec, old.spec
     problems = deadline_problems(spec.active_deadline_seconds, before.active_deadline_seconds)
     problems += toleration_problems(spec.tolerations, before.tolerations)
@@ -105,7 +107,11 @@ def update_problems(new: Pod, old: Pod) -> list[FieldError]:
         active_deadline_seconds=before.active_deadline_seconds,
         tolerations=before.tolerations,
         ephemeral_containers=before.ephemeral_containers,
+        node_name=before.node_name if spec.node_name in ("", node_name) else spec.node_name,
+        security_context=spec.security_context or before.security_context,
     )
+    if munged.security_context == PodSecurityContext() and before.security_context is None:
+        munged = attrs.evolve(munged, security_context=None)
     if munged == before:
         return []
     changed = ", ".join(_spec_changes(new, munged, old)) or "spec"

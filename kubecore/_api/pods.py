@@ -191,7 +191,7 @@ class PodResource(Resource[dict[str, Any], Pod]):
         refuse_ephemeral_change(pod, owned)
         if owned is None:
             refuse_insecure(pod, self.kubelet.config.pod_security_policy())
-        elif problems := update_problems(pod, owned):
+        elif problems := update_problems(pod, owned, self.node_name):
             raise error_for(ValidationError(problems), kind="Pod", name=pod.metadata.name)
         return pod
 
