@@ -72,16 +72,16 @@ def test_an_allowed_host_path_is_let_in_and_nothing_else(tmp_path: Path) -> None
     node.kubelet.set_pods(
         [
             host_path_pod("under", str(data / "logs"), read_only=True),
-            host_path_pod("writable", str(data), read_only=False),
+            host_path_pod("read-write", str(data), read_only=False),
             host_path_pod("beside", str(tmp_path / "database"), read_only=True),
             host_path_pod("escape", f"{data}/../database", read_only=True),
         ]
     )
     node.converge()
     assert node.running_names() == [("under", "app")]
-    for refused in ("writable", "beside", "escape"):
+    for refused in ("read-write", "beside", "escape"):
         assert node.status(refused).reason == "PodSecurity", refused
-    assert 'must mount volume "root" readOnly' in node.status("writable").message
+    assert 'must mount volume "root" readOnly' in node.status("read-write").message
 
 
 def test_restricted_refuses_a_plain_pod_and_runs_a_locked_one(tmp_path: Path) -> None:

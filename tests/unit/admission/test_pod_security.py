@@ -403,10 +403,10 @@ def test_host_paths_are_allowed_by_whole_normalised_components(
 
 def test_a_read_only_host_path_must_be_mounted_read_only() -> None:
     spec = {"volumes": [{"name": "logs", "hostPath": {"path": "/var/log"}}]}
-    writable = pod(spec, {"volumeMounts": [{"name": "logs", "mountPath": "/l"}]})
+    read_write = pod(spec, {"volumeMounts": [{"name": "logs", "mountPath": "/l"}]})
     read_only = pod(spec, {"volumeMounts": [{"name": "logs", "mountPath": "/l", "readOnly": True}]})
     policy = make_policy(BASELINE, ["/var/log:ro"])
-    assert [(str(v), v.path) for v in violations(writable, policy)] == [
+    assert [(str(v), v.path) for v in violations(read_write, policy)] == [
         (
             'hostPath volumes (container "app" must mount volume "logs" readOnly (/var/log is'
             " allowed read-only))",
@@ -414,7 +414,7 @@ def test_a_read_only_host_path_must_be_mounted_read_only() -> None:
         )
     ]
     assert violations(read_only, policy) == []
-    assert violations(writable, make_policy(BASELINE, ["/var/log"])) == []
+    assert violations(read_write, make_policy(BASELINE, ["/var/log"])) == []
 
 
 def test_the_node_flags_loosen_what_they_always_loosened() -> None:
