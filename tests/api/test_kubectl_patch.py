@@ -197,3 +197,16 @@ def test_a_client_side_applied_pod_moves_to_server_side_apply(node: Node, certs:
         ("kubectl-last-applied", "Apply"),
     }
     assert pod(kubectl)["metadata"]["labels"] == {"app": "web", "team": "a"}
+
+
+def test_kubectl_resizes_through_the_resize_subresource(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    manifest = node.tmp / "web.json"
+    manifest.write_text(applied_pod({"app": "web"}))
+    kubectl.out("apply", "-f", str(manifest))
+    limits = {"spec": {"containers": [{"name": "main", "resources": {"limits": {"cpu": "300m"}}}]}}
+    refused = kubectl.run("patch", "pod", "web", "-p", json.dumps(limits), check=False)
+    assert refused.returncode == 1 and "pod updates may not change fields" in refused.stderr
+    out = kubectl.out("patch", "pod", "web", "--subresource", "resize", "-p", json.dumps(limits))
+    assert out == "pod/web patched\n"
+    assert pod(kubectl)["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "300m"}
