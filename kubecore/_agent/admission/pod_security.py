@@ -68,6 +68,19 @@ RESTRICTED_VOLUME_SOURCES = (
 """The volume sources ``restricted`` allows (those kubecore has of configMap, csi, downwardAPI,
 emptyDir, ephemeral, persistentVolumeClaim, projected, secret)."""
 _VOLUME_TYPES = {"host_path": "hostPath", "image": "image"}
+RUNTIME_SOCKETS = tuple(
+    f"{run}/{socket}"
+    for run in ("/run", "/var/run")
+    for socket in (
+        "docker.sock",
+        "containerd/containerd.sock",
+        "crio/crio.sock",
+        "cri-dockerd.sock",
+        "podman/podman.sock",
+    )
+)
+"""The container engines' sockets at their usual places: a directory holding one is allowed only
+when each is named exactly too (mounting ``/var/run`` is mounting ``/var/run/docker.sock``)."""
 
 
 @attrs.frozen
@@ -111,7 +124,7 @@ def parse_host_path_rule(text: str) -> HostPathRule:
     prefix, _, mode = text.rpartition(":") if text.endswith((":ro", ":rw")) else (text, "", "")
     if not prefix.startswith("/"):
         raise ValueError(f"allowed host path {text!r}: must be an absolute path [:ro]")
-    return HostPathRule(posixpath.normpath(prefix).replace("//", "/"), mode == "ro")
+    return HostPathRule(normalised(prefix), mode == "ro")
 
 
 def parse_host_ports(entries: Iterable[str]) -> tuple[tuple[int, int], ...]:
@@ -176,6 +189,11 @@ def make_policy(
 # --- host paths -------------------------------------------------------------------------------
 
 
+def normalised(path: str) -> str:
+    """``/data/../x//y/`` -> ``/x/y`` (and ``//x`` -> ``/x``, which POSIX leaves alone)."""
+    return posixpath.normpath(path).replace("//", "/")
+
+
 def _under(path: str, prefix: str) -> bool:
     return prefix == "/" or path == prefix or path.startswith(prefix + "/")
 
@@ -188,11 +206,14 @@ def host_path_rule(path: str, kind: str, rules: Sequence[HostPathRule]) -> HostP
     """The rule that allows a hostPath (None: none does). Paths are compared normalised and by
     whole components (``/data`` allows ``/data/x``, not ``/database``); a socket (``type:
     Socket``, or a path ending ``.sock``, as ``/var/run/docker.sock``) is allowed only by a rule
-    naming it exactly, never as what lies under an allowed directory. Of several rules a
-    read-write one wins."""
+    naming it exactly, never as what lies under an allowed directory, and so is a directory
+    holding an engine's socket (``RUNTIME_SOCKETS``). Of several rules a read-write one wins."""
     if not path.startswith("/"):
         return None
-    path = posixpath.normpath(path).replace("//", "/")
+    path = normalised(path)
+    named = {r.prefix for r in rules}
+    if any(_under(s, path) and s not in named for s in RUNTIME_SOCKETS):
+        return None
     socket = _is_socket(path, kind)
     matching = [r for r in rules if (r.prefix == path if socket else _under(path, r.prefix))]
     return min(matching, key=lambda r: r.read_only, default=None)

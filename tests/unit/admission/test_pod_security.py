@@ -387,6 +387,10 @@ def test_a_locked_down_pod_meets_restricted() -> None:
         ("/run/containerd/containerd.sock", "", ["/run/containerd"], None),
         ("/run/x", "Socket", ["/run"], None),
         ("/var/run/docker.sock", "", ["/var/run/docker.sock"], "/var/run/docker.sock"),
+        ("/var/run", "", ["/var/run"], None),  # a directory holding an engine's socket
+        ("/", "", ["/"], None),
+        ("/run/containerd", "", ["/run", "/run/containerd/containerd.sock"], "/run"),
+        ("/var/lib/x", "", ["/var"], "/var"),
         ("/srv/a", "", ["/srv:ro", "/srv/a"], "/srv/a"),  # a read-write rule wins
         ("relative", "", ["/"], None),
     ],
