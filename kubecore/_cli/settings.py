@@ -107,7 +107,8 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
     "allowed_host_paths": FieldHelp(
         "a host path pods may mount as a hostPath volume, it and what is under it (compared"
         " normalised, by whole components); PREFIX:ro allows it read-only; a socket"
-        " (/var/run/docker.sock) only when named exactly (repeatable; env: comma separated)",
+        " (/var/run/docker.sock), and a directory holding an engine's socket, only when the"
+        " socket is named exactly (repeatable; env: comma separated)",
         "PREFIX[:ro]",
         flag_name="allowed_host_path",
     ),
