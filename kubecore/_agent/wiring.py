@@ -349,6 +349,7 @@ def _admission(cfg: KubeletConfig) -> Admission:
         host_security=detect_host_security(),
         allowed_unsafe_sysctls=cfg.allowed_unsafe_sysctls,
         cordon=NodeRecordFile(cfg.root_dir).cordon,
+        pod_security=cfg.pod_security_policy(),
     )
 
 

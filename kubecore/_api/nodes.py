@@ -33,6 +33,7 @@ from kubecore._agent.admission.cordon import (
     NodeRecordFile,
 )
 from kubecore._agent.admission.node_fit import machine_arch
+from kubecore._agent.admission.pod_security import PodSecurityPolicy
 from kubecore._agent.node_pressure import (
     Filesystem,
     HostReader,
@@ -100,6 +101,8 @@ class NodeFacts(Protocol):
 class _ServedConfig(NodeConfig, Protocol):
     @property
     def eviction_hard(self) -> tuple[str, ...]: ...
+
+    def pod_security_policy(self) -> PodSecurityPolicy: ...
 
 
 class NodeKubelet(Protocol):

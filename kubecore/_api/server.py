@@ -30,6 +30,8 @@ from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
 from kubecore._api.pod_portforward import serve_pod_port_forward
+from kubecore._api.pod_resize import SUBRESOURCE as RESIZE
+from kubecore._api.pod_resize import PodResize
 from kubecore._api.pod_streams import REMOTE_COMMANDS, serve_pod_stream
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
@@ -89,6 +91,7 @@ class KubeApi:
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
         self.ephemeral = EphemeralContainers(self.pods, self.storage)
+        self.resize = PodResize(self.pods, self.storage)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
@@ -207,6 +210,8 @@ class KubeApi:
             self.reads.get_event(exchange, namespace, rest[1])
         elif kind == "pods" and rest[2:] == (EPHEMERAL,):
             self.ephemeral.handle(exchange, request, namespace, rest[1])
+        elif kind == "pods" and rest[2:] == (RESIZE,):
+            self.resize.handle(exchange, request, namespace, rest[1])
         elif kind == "pods" and len(rest) == 3 and rest[2] in (*REMOTE_COMMANDS, "portforward"):
             self._remote_command(exchange, request, namespace, rest[1], rest[2])
         elif kind in self.registries:
