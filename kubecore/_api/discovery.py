@@ -10,8 +10,10 @@ from kubecore._version import __version__
 
 API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 """The first path segments the Kubernetes API answers."""
-KUBERNETES_VERSION = (1, 32)
-"""The API version this subset follows (kubectl warns past one minor version of skew)."""
+KUBERNETES_VERSION = (1, 34)
+"""The Kubernetes API level this subset serves: the newest fields of its Pod are 1.34's
+(``restartPolicyRules``, ``env[].valueFrom.fileKeyRef``). kubectl warns past one minor version
+of skew, as it would against a cluster of that version."""
 API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
 API_GROUPS["groups"].append(LEASE_GROUP)
 
