@@ -82,10 +82,12 @@ API_RESOURCES: dict[str, Any] = {
         _resource(
             "configmaps",
             "ConfigMap",
-            ["create", "delete", "get", "list", "patch", "update"],
+            ["create", "delete", "get", "list", "patch", "update", "watch"],
             short=["cm"],
         ),
-        _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
+        _resource(
+            "secrets", "Secret", ["create", "delete", "get", "list", "patch", "update", "watch"]
+        ),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
         _resource(
             "nodes",

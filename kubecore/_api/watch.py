@@ -1,6 +1,7 @@
-"""The change log behind pods' ``resourceVersion`` and watches (``?watch=true``): each look at
-the agent's pods that finds one added, changed or removed records a watch event, and a watch
-streams them as ADDED / MODIFIED / DELETED lines, from now or from a version a client kept."""
+"""The change logs behind the ``resourceVersion`` of the objects the node stores (pods, ConfigMaps,
+Secrets) and their watches (``?watch=true``): each look at a kind's objects that finds one added,
+changed or removed records a watch event, and a watch streams them as ADDED / MODIFIED / DELETED
+lines, from now or from a version a client kept."""
 
 from __future__ import annotations
 
@@ -42,25 +43,87 @@ class WatchEvent:
     version: int
     type: str
     object: dict[str, Any]
+    previous: dict[str, Any] | None = None
+    """The object before the change (None for ADDED)."""
 
 
 class Gone(Exception):
     """The resourceVersion a watch asked to resume from is older than the kept history."""
 
 
-class PodLog:
-    """The pods as the API shows them, with a resourceVersion bumped on each change.
+class ChangeLog:
+    """The objects of one kind as the API shows them, with a resourceVersion bumped on each
+    change: ``take`` compares what is there now with the last look and records one watch event
+    per object added, changed or removed; a watch reads ``events_after`` and waits on
+    ``wait_past``. Objects are JSON documents keyed by namespace and name; a key starting with
+    ``_`` is the API's own (``public`` drops it)."""
 
-    ``refresh(pods)`` compares the agent's pods with the last look and records one watch event per
-    added, changed or removed pod; a watch waits on ``wait_past``."""
-
-    def __init__(self, now: Callable[[], float], history: int = HISTORY) -> None:
-        self._now = now
+    def __init__(self, history: int = HISTORY) -> None:
         self._cond = threading.Condition()
         self.version = 1
         self._objects: dict[PodKey, dict[str, Any]] = {}
-        self._created: dict[str, str] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history)
+
+    def take(self, fresh: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+        """Take the objects there now (without their resourceVersion); answer them with theirs
+        (in the order given), and the resourceVersion of exactly that list."""
+        with self._cond:
+            seen: dict[PodKey, dict[str, Any]] = {}
+            changed = False
+            for obj in fresh:
+                key = _key(obj)
+                old = self._objects.get(key)
+                if old is not None and _without_version(old) == obj:
+                    seen[key] = old
+                    continue
+                self._record("ADDED" if old is None else "MODIFIED", obj, old)
+                seen[key] = obj
+                changed = True
+            for key, old in self._objects.items():
+                if key not in seen:
+                    self._record("DELETED", copy.deepcopy(old), old)
+                    self._forget(old)
+                    changed = True
+            self._objects = seen
+            if changed:
+                self._cond.notify_all()
+            return list(seen.values()), self.version
+
+    def _forget(self, obj: dict[str, Any]) -> None:
+        """What a subclass keeps of an object that is gone, dropped."""
+
+    def _record(self, kind: str, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        self.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        self._history.append(WatchEvent(self.version, kind, obj, previous))
+
+    def events_after(self, version: int) -> list[WatchEvent]:
+        with self._cond:
+            if version > self.version:
+                # Handed out before a restart of the agent (versions start again at 1): waiting
+                # for it would miss every change until then; the client lists again instead.
+                raise Gone(
+                    f"too large resource version: {version} ({self.version}): the agent "
+                    "restarted since"
+                )
+            if version == self.version:
+                return []
+            if not self._history or self._history[0].version > version + 1:
+                raise Gone(f"too old resource version: {version} ({self.version})")
+            return [event for event in self._history if event.version > version]
+
+    def wait_past(self, version: int, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.version > version, timeout)
+
+
+class PodLog(ChangeLog):
+    """The pods as the API shows them (``ChangeLog``), from the agent's pods."""
+
+    def __init__(self, now: Callable[[], float], history: int = HISTORY) -> None:
+        super().__init__(history)
+        self._now = now
+        self._created: dict[str, str] = {}
 
     def refresh(
         self,
@@ -70,35 +133,10 @@ class PodLog:
     ) -> list[dict[str, Any]]:
         """Take the agent's current pods; answer them as API objects (in the agent's order),
         with the metadata ``marks`` gives a pod's uid (a deletion's fields)."""
-        with self._cond:
-            seen: dict[PodKey, dict[str, Any]] = {}
-            changed = False
-            for pod in pods:
-                key = (pod.metadata.namespace, pod.metadata.name)
-                fresh = self._object(pod, node_name)
-                if marks and pod.uid in marks:
-                    fresh["metadata"].update(marks[pod.uid])
-                old = self._objects.get(key)
-                if old is not None and _without_version(old) == fresh:
-                    seen[key] = old
-                    continue
-                self._record("ADDED" if old is None else "MODIFIED", fresh)
-                seen[key] = fresh
-                changed = True
-            for key, old in self._objects.items():
-                if key not in seen:
-                    self._record("DELETED", copy.deepcopy(old))
-                    self._created.pop(old["metadata"].get("uid", ""), None)
-                    changed = True
-            self._objects = seen
-            if changed:
-                self._cond.notify_all()
-            return list(seen.values())
+        return self.listed(pods, node_name, marks)[0]
 
-    def _record(self, kind: str, obj: dict[str, Any]) -> None:
-        self.version += 1
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        self._history.append(WatchEvent(self.version, kind, obj))
+    def _forget(self, obj: dict[str, Any]) -> None:
+        self._created.pop(obj["metadata"].get("uid", ""), None)
 
     def _object(self, pod: Pod, node_name: str) -> dict[str, Any]:
         body = pod_to_dict(pod)
@@ -128,26 +166,13 @@ class PodLog:
     ) -> tuple[list[dict[str, Any]], int]:
         """``refresh``, with the resourceVersion of exactly that list."""
         with self._cond:
-            return self.refresh(pods, node_name, marks), self.version
-
-    def events_after(self, version: int) -> list[WatchEvent]:
-        with self._cond:
-            if version > self.version:
-                # Handed out before a restart of the agent (versions start again at 1): waiting
-                # for it would miss every change until then; the client lists again instead.
-                raise Gone(
-                    f"too large resource version: {version} ({self.version}): the agent "
-                    "restarted since"
-                )
-            if version == self.version:
-                return []
-            if not self._history or self._history[0].version > version + 1:
-                raise Gone(f"too old resource version: {version} ({self.version})")
-            return [event for event in self._history if event.version > version]
-
-    def wait_past(self, version: int, timeout: float) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self.version > version, timeout)
+            fresh = []
+            for pod in pods:
+                body = self._object(pod, node_name)
+                if marks and pod.uid in marks:
+                    body["metadata"].update(marks[pod.uid])
+                fresh.append(body)
+            return self.take(fresh)
 
 
 def _without_version(obj: dict[str, Any]) -> dict[str, Any]:
@@ -164,17 +189,17 @@ def public(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Watched(Protocol):
-    """The pods a watch follows (``kubecore._api.pods.PodResource``)."""
+    """The objects a watch follows (``kubecore._api.pods.PodResource``, ``kubecore._api.objects.
+    ObjectResource``): ``look`` brings their ``log`` up to date."""
 
-    log: PodLog
+    @property
+    def log(self) -> ChangeLog: ...
 
     def look(self) -> tuple[list[dict[str, Any]], int]: ...
 
-    def current_pods(self) -> list[dict[str, Any]]: ...
-
 
 Match = Callable[[dict[str, Any]], bool]
-"""Whether a watch shows a pod (its selectors)."""
+"""Whether a watch shows an object (its selectors)."""
 Render = Callable[[dict[str, Any]], dict[str, Any]]
 """What a watch line shows of an object (the object, or its one-row ``Table``)."""
 
@@ -287,6 +312,9 @@ def _watch_lines(
     deadline = time.monotonic() + timeout
     initial, version = pods.look()
     shown = {_key(pod) for pod in initial if match(pod)}
+    if start is not None:
+        with contextlib.suppress(Gone):  # answered below, as the first events are read
+            shown = _shown_at(pods.log.events_after(start), initial, match)
     if start is None:
         for pod in initial:
             if _key(pod) in shown:
@@ -310,7 +338,20 @@ def _watch_lines(
         if not pending:
             yield b""  # lets the stream see a stopping server
             pods.log.wait_past(version, WATCH_TICK)
-            pods.current_pods()
+            pods.look()
+
+
+def _shown_at(events: list[WatchEvent], now: list[dict[str, Any]], match: Match) -> set[PodKey]:
+    """The objects a watch selecting ``match`` showed at the version ``events`` follow: an
+    object's first event since tells what it was then (ADDED: not there); one without any is
+    as it is ``now``."""
+    first: dict[PodKey, WatchEvent] = {}
+    for event in events:
+        first.setdefault(_key(event.object), event)
+    shown = {_key(obj) for obj in now if _key(obj) not in first and match(obj)}
+    return shown | {
+        key for key, event in first.items() if event.previous is not None and match(event.previous)
+    }
 
 
 def _line(kind: str, obj: dict[str, Any]) -> bytes:
