@@ -70,7 +70,7 @@ API_RESOURCES: dict[str, Any] = {
         _resource(
             "pods",
             "Pod",
-            ["create", "delete", "get", "list", "patch", "update", "watch"],
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             short=["po"],
         ),
         _resource("pods/attach", "PodAttachOptions", ["create", "get"]),
@@ -82,11 +82,13 @@ API_RESOURCES: dict[str, Any] = {
         _resource(
             "configmaps",
             "ConfigMap",
-            ["create", "delete", "get", "list", "patch", "update", "watch"],
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             short=["cm"],
         ),
         _resource(
-            "secrets", "Secret", ["create", "delete", "get", "list", "patch", "update", "watch"]
+            "secrets",
+            "Secret",
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
         ),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
         _resource(

@@ -118,9 +118,10 @@ def test_send_initial_events_sends_the_state_then_a_bookmark(served: TlsNode) ->
     bookmark = events[2]["object"]
     assert bookmark["kind"] == "ConfigMap"
     assert bookmark["metadata"]["annotations"] == {INITIAL_EVENTS_END: "true"}
-    assert bookmark["metadata"]["resourceVersion"] == served.get(CONFIG_MAPS)["metadata"][
-        "resourceVersion"
-    ]
+    assert (
+        bookmark["metadata"]["resourceVersion"]
+        == served.get(CONFIG_MAPS)["metadata"]["resourceVersion"]
+    )
 
 
 def test_a_watch_follows_its_label_selector(served: TlsNode) -> None:
