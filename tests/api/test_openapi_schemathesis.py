@@ -2,9 +2,10 @@
 generates requests for every operation it declares (path and query parameters, bodies) and
 sends them to a live node (fake runtime, TLS on 127.0.0.1, the bearer token); no answer may be a
 server error (500) or differ from what the document says of it (status code, content type,
-schema). How strictly the node reads requests is not what this checks. Bounded: a fixed seed (derandomized), a few examples per operation, a time limit per
-operation. Watches are left to ``test_object_watch`` (a watch streams events, not one document):
-``watch`` is taken off each generated request."""
+schema). How strictly the node reads requests is not what this checks. Bounded: a fixed seed
+(derandomized), a few examples per operation, a time limit per operation. Watches are left to
+``test_object_watch`` (a watch streams events, not one document): ``watch`` is taken off each
+generated request."""
 
 from __future__ import annotations
 
