@@ -100,3 +100,16 @@ def served_objects(served: TlsNode) -> dict[str, dict[str, Any]]:
         "NamespaceList": "/api/v1/namespaces",
     }
     return {kind: served.get(path) for kind, path in reads.items()}
+
+
+def web_pod(name: str = "web") -> dict[str, Any]:
+    """A pod a client creates (its container sleeps; it stops at once when deleted)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": "busybox:1.35", "command": ["sleep", "3600"]}],
+        },
+    }
