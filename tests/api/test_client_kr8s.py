@@ -16,7 +16,6 @@ from kr8s.objects import ConfigMap, Node, Pod
 from tests.api.client_support import CONFIG_MAP, TlsNode, tls_node, web_pod
 from tests.api.kubectl_support import wait_for
 
-
 pytestmark = pytest.mark.timeout(120)
 
 

@@ -15,7 +15,6 @@ from kubernetes import client, config, watch
 from tests.api.client_support import CONFIG_MAP, TlsNode, tls_node, web_pod
 from tests.api.kubectl_support import wait_for
 
-
 pytestmark = pytest.mark.timeout(120)
 
 

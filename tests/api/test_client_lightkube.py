@@ -17,7 +17,6 @@ from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 from tests.api.client_support import CONFIG_MAP, TlsNode, tls_node, web_pod
 from tests.api.kubectl_support import wait_for
 
-
 pytestmark = pytest.mark.timeout(120)
 
 
