@@ -34,6 +34,10 @@ POLL_TICK = 1.0
 """How often a polled watch (``serve_polled``) looks again."""
 """Seconds between two looks at the pods while a watch waits for a change."""
 MAX_WATCH_SECONDS = 1800.0
+BOOKMARK_SECONDS = 60.0
+"""How long a watch that allows bookmarks (``allowWatchBookmarks``) goes without an event before
+it is sent a BOOKMARK of the version it has reached (the API server's: about a minute), so that
+a client resumes from there, not from an older version the history may no longer hold."""
 HISTORY = 1000
 """Watch events kept for a client that resumes from an older resourceVersion."""
 
@@ -212,15 +216,15 @@ def initial_events_end(kind: str, version: int) -> bytes:
     """The BOOKMARK line that tells a client asking for ``sendInitialEvents`` (kubectl 1.35 and
     later, through client-go's watch-list) that the state it has been sent is whole, as of
     ``version``: without it such a client waits for it, then gives up."""
-    marker = {
-        "kind": kind,
-        "apiVersion": "v1",
-        "metadata": {
-            "resourceVersion": str(version),
-            "annotations": {INITIAL_EVENTS_END: "true"},
-        },
-    }
-    return _line("BOOKMARK", marker)
+    return bookmark(kind, version, {INITIAL_EVENTS_END: "true"})
+
+
+def bookmark(kind: str, version: int, annotations: dict[str, str] | None = None) -> bytes:
+    """A BOOKMARK line: the watch has seen every change of ``kind`` up to ``version``."""
+    meta: dict[str, Any] = {"resourceVersion": str(version)}
+    if annotations:
+        meta["annotations"] = annotations
+    return _line("BOOKMARK", {"kind": kind, "apiVersion": "v1", "metadata": meta})
 
 
 def serve_watch(
@@ -233,15 +237,17 @@ def serve_watch(
 ) -> None:
     """Stream the watch events of the objects (of ``kind``) that ``match`` selects, until
     ``timeoutSeconds``, the client goes away or the server stops. With ``sendInitialEvents``
-    the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it."""
+    the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it;
+    with ``allowWatchBookmarks`` a quiet watch gets a bookmark each ``BOOKMARK_SECONDS``."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     raw_version = request.param("resourceVersion")
     start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
     initial_end = kind if request.flag("sendInitialEvents") else None
     if initial_end is not None:
         start = None
+    bookmarks = kind if request.flag("allowWatchBookmarks") else None
     with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
-        lines = _watch_lines(exchange, match, start, timeout, pods, render, initial_end)
+        lines = _watch_lines(exchange, match, start, timeout, pods, render, initial_end, bookmarks)
         exchange._stream(b"", lines, JSON_TYPE)
 
 
@@ -308,8 +314,10 @@ def _watch_lines(
     pods: Watched,
     render: Render,
     initial_end: str | None,
+    bookmarks: str | None,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
+    marked = time.monotonic()
     initial, version = pods.look()
     shown = {_key(pod) for pod in initial if match(pod)}
     if start is not None:
@@ -334,8 +342,12 @@ def _watch_lines(
             version = event.version
             kind = _seen_as(event, match(event.object), shown)
             if kind:
+                marked = time.monotonic()
                 yield _line(kind, render(event.object))
-        if not pending:
+        if not pending and bookmarks is not None and time.monotonic() - marked >= BOOKMARK_SECONDS:
+            marked = time.monotonic()
+            yield bookmark(bookmarks, version)
+        elif not pending:
             yield b""  # lets the stream see a stopping server
             pods.log.wait_past(version, WATCH_TICK)
             pods.look()

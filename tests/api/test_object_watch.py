@@ -1,6 +1,7 @@
 """ConfigMaps and Secrets are watched as pods are (``?watch=1`` on the same machinery:
 ``kubecore._api.watch.ChangeLog``): from a list's resourceVersion, with the initial state first
-and a bookmark ending it (``sendInitialEvents``), with selectors, bounded by
+and a bookmark ending it (``sendInitialEvents``), bookmarks of a quiet watch
+(``allowWatchBookmarks``), with selectors, bounded by
 ``timeoutSeconds``, and a 410 Expired for a version older than the kept history; discovery lists
 the ``watch`` verb, so that client-go's and the Python client's informers watch instead of
 relisting. Each watch here is bounded by its ``timeoutSeconds``."""
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import requests
 
+from kubecore._api import watch
 from kubecore._api.watch import INITIAL_EVENTS_END, ChangeLog
 from tests.api.client_support import CONFIG_MAP, SECRET, TlsNode, tls_node
 
@@ -160,3 +162,20 @@ def test_secrets_are_watched_with_the_token_only(served: TlsNode) -> None:
         served.node.http.url + SECRETS, params={"watch": "1", "timeoutSeconds": "1"}, timeout=10
     )
     assert anonymous.status_code in (401, 403), anonymous.text
+
+
+def test_a_quiet_watch_that_allows_bookmarks_gets_one_of_its_version(
+    served: TlsNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watch, "BOOKMARK_SECONDS", 0.3)
+    version = _create(served, CONFIG_MAPS, CONFIG_MAP)
+    _patch(served, CONFIG_MAPS + "/settings", {"mode": "slow"})
+    events = _watch(served, CONFIG_MAPS, 2, resourceVersion=version, allowWatchBookmarks="true")
+    assert [e["type"] for e in events] == ["MODIFIED", "BOOKMARK"]
+    assert events[1]["object"] == {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": events[0]["object"]["metadata"]["resourceVersion"]},
+    }
+    quiet = _watch(served, CONFIG_MAPS, 2, resourceVersion=version, timeoutSeconds="1")
+    assert [e["type"] for e in quiet] == ["MODIFIED"]  # no bookmark unless allowed
