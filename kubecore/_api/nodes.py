@@ -262,6 +262,9 @@ def _node_info(kubelet: NodeFacts) -> dict[str, str]:
         "architecture": machine_arch(),
         "osImage": os_image(),
         "kernelVersion": platform.release(),
+        # Required by the v1 schema (and so by the typed clients' models), deprecated since 1.31:
+        # the kubelet reports it empty.
+        "kubeProxyVersion": "",
     }
 
 

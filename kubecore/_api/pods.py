@@ -263,6 +263,11 @@ class PodResource(Resource[dict[str, Any], Pod]):
         options = read_body(exchange) if has_body(exchange) else {}
         return grace_period(options, request)
 
+    def deletable(self, namespace: str, name: str) -> bool:
+        """The API's pods, and those terminating (a shorter grace period may apply)."""
+        owned = self.owned(namespace, name) is not None
+        return owned or self.deletions.get(namespace, name) is not None
+
     def delete(
         self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool
     ) -> dict[str, Any]:

@@ -20,7 +20,14 @@ import attrs
 
 from kubecore._api import metrics_api
 from kubecore._api.auth import Gate, is_loopback, read_token_file
-from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
+from kubecore._api.discovery import (
+    API_GROUPS,
+    API_HEADS,
+    API_RESOURCES,
+    api_versions,
+    serves,
+    version,
+)
 from kubecore._api.ephemeral import SUBRESOURCE as EPHEMERAL
 from kubecore._api.ephemeral import EphemeralContainers
 from kubecore._api.errors import ApiError, not_allowed
@@ -137,9 +144,8 @@ class KubeApi:
             self._node_write(exchange, request)
             return
         s = request.segments
-        if request.method not in READS and not (
-            len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
-        ):
+        registry = len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
+        if request.method not in READS and serves(s) and not registry:
             raise not_allowed(f"{request.method} is not supported on /{'/'.join(s)}")
         if s in (("version",), ("version", "")):
             send_json(exchange, version())
