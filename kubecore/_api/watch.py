@@ -210,8 +210,7 @@ def serve_watch(
     ``timeoutSeconds``, the client goes away or the server stops. With ``sendInitialEvents``
     the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
-    raw_version = request.param("resourceVersion")
-    start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
+    start = request.resource_version()
     initial_end = kind if request.flag("sendInitialEvents") else None
     if initial_end is not None:
         start = None

@@ -41,13 +41,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from kubecore._api.auth import OPEN_GATE, Gate
 from kubecore._http.config import MAX_BODY_BYTES, ServedKubelet, ServerConfig
 from kubecore._http.handler import Handler, Route
 from kubecore._http.health import healthz
@@ -103,6 +103,9 @@ class _Server:
         self.kubelet = kubelet
         self.config = config
         self.api = api
+        self.gate: Gate = api.gate if api is not None else OPEN_GATE
+        node = api.pods.node_name if api is not None else ""
+        self.host_names: tuple[str, ...] = (config.address, node)
         self.stopping = threading.Event()
         self._follows: dict[tuple[str, str, str], int] = {}
         self._follows_lock = threading.Lock()
@@ -139,8 +142,7 @@ class _Server:
         first = path.split("/")[1] if path.count("/") else ""
         authorization = head.header("authorization")
         if self.api is not None and first in self.api.heads:
-            tls = isinstance(sock, ssl.SSLSocket)
-            return self.api.authenticated(authorization, head.method, tls)
+            return self.gate.authenticated(authorization, head.method, first)
         if first in ("run", "exec", "attach") and self.config.enable_exec:
             return check_bearer(authorization, self.config.exec_token) is Credentials.VALID
         return False

@@ -222,25 +222,68 @@ def _json_int(digits: str) -> int | OversizedNumber:
     return int(digits)
 
 
+class _RepeatedKeys(dict[str, Any]):
+    """A JSON object that names a key more than once (``repeated``, in order; the last value
+    kept): found after parsing, where its path is known."""
+
+    repeated: list[str]
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping: dict[str, Any] = {}
+    repeated = []
+    for key, value in pairs:
+        if key in mapping:
+            repeated.append(key)
+        mapping[key] = value
+    if not repeated:
+        return mapping
+    marked = _RepeatedKeys(mapping)
+    marked.repeated = repeated
+    return marked
+
+
+def _repeated_keys(document: object) -> list[str]:
+    """A note for each key a JSON object of ``document`` repeats, with the object's path
+    (``spec.containers[0]``), as Kubernetes refuses them (no recursion)."""
+    notes: list[str] = []
+    pending: list[tuple[object, str]] = [(document, "")]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, dict):
+            if isinstance(item, _RepeatedKeys):
+                where = f" in {path}" if path else ""
+                notes.extend(f"duplicate key {key!r}{where}" for key in item.repeated)
+            pending.extend((v, f"{path}.{k}" if path else str(k)) for k, v in item.items())
+        elif isinstance(item, list):
+            pending.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return sorted(notes)
+
+
 def _parse_json_stream(text: str) -> _RawDocuments:
-    """One JSON value, or several written one after another (as ``kubectl get -o json`` may)."""
-    decoder = json.JSONDecoder(parse_int=_json_int)
+    """One JSON value, or several written one after another (as ``kubectl get -o json`` may);
+    a key an object repeats is noted, as YAML's are."""
+    decoder = json.JSONDecoder(parse_int=_json_int, object_pairs_hook=_json_object)
     documents: list[object] = []
+    notes: dict[int, list[str]] = {}
     pos = 0
     while True:
         pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]  # "*" always matches
         if pos >= len(text):
-            return _RawDocuments(documents)
+            return _RawDocuments(documents, None, notes)
         start = pos
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            return _RawDocuments(documents, FieldError("", message))
+            return _RawDocuments(documents, FieldError("", message), notes)
         except RecursionError:
-            return _RawDocuments(documents, _too_deep("JSON", text, pos))
+            return _RawDocuments(documents, _too_deep("JSON", text, pos), notes)
         if _nested_deeper_than(value, _JSON_MAX_DEPTH):  # Python 3.13's parser goes on
-            return _RawDocuments(documents, _too_deep("JSON", text, start))
+            return _RawDocuments(documents, _too_deep("JSON", text, start), notes)
+        repeated = _repeated_keys(value)
+        if repeated:
+            notes[len(documents)] = repeated
         documents.append(value)
 
 
@@ -330,7 +373,19 @@ def parse_yaml_document(text: str) -> object:
     """The one YAML document of ``text`` (None when it has none), read as a manifest is: with
     kubectl's flavour, numbers, nesting and aliases bounded, duplicate keys refused. Raises
     ``ValidationError`` for anything else, with a position where known."""
-    raw = _parse_yaml(text)
+    return _one_document(_parse_yaml(text))
+
+
+def parse_json_document(text: str) -> object:
+    """The one JSON value of ``text``, read as a JSON manifest is: numbers and nesting bounded,
+    a repeated key refused with its path. Raises ``ValidationError`` for anything else."""
+    raw = _parse_json_stream(text)
+    if raw.error is None and not raw.documents:
+        raise ValidationError([FieldError("", "invalid JSON: no value")])
+    return _one_document(raw)
+
+
+def _one_document(raw: _RawDocuments) -> object:
     problems = [note for notes in raw.notes.values() for note in notes]
     if raw.error is not None:
         problems.append(raw.error.message)
