@@ -113,7 +113,8 @@ class SlowLoris:
     [
         b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n",
         b"GET /pods HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 60000\r\n\r\n",
-        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n",
+        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Length: 100000\r\n\r\n",
         # Authenticated: the body is collected without a worker, within the request timeout.
         b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
         + TOKEN.encode()
@@ -170,7 +171,8 @@ def test_an_anonymous_body_is_answered_without_being_read(server: KubeletServer)
     # No byte of the body is sent: the answer comes, and the connection closes, without it.
     answer = exchange(
         server.port,
-        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n",
+        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Length: 100000\r\n\r\n",
     )
     assert status_of(answer)["code"] == 401
 
@@ -233,7 +235,8 @@ def test_ambiguous_framing_is_refused_and_the_connection_closed(
 def test_a_chunked_body_is_refused_with_length_required(server: KubeletServer) -> None:
     answer = exchange(
         server.port,
-        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"
+        b"POST /run/default/web/httpd?cmd=ls HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Transfer-Encoding: chunked"
         b"\r\n\r\n" + b"%x\r\n" % len(HIDDEN) + HIDDEN + b"\r\n0\r\n\r\n" + HIDDEN,
     )
     assert answer.count(b"HTTP/1.1 ") == 1
