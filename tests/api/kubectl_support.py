@@ -242,12 +242,12 @@ class Node:
     tmp: Path
     servers: list[KubeletServer] = attrs.field(factory=list)
 
-    def reader(self) -> Kubectl:
-        """kubectl that only reads: with the token (every read needs it, as a token is
-        configured), so over HTTPS, on a server of its own."""
-        certs = make_certs(self.tmp / "reader-certs")
+    def reader(self, home: str = "reader") -> Kubectl:
+        """kubectl that only reads, with its HOME under ``home``: with the token (every read
+        needs it, as a token is configured), so over HTTPS, on a server of its own."""
+        certs = make_certs(self.tmp / f"{home}-certs")
         server = self.https(certs)
-        return kubectl_for(self.tmp / "reader", server.url, token=TOKEN, ca=certs.ca)
+        return kubectl_for(self.tmp / home, server.url, token=TOKEN, ca=certs.ca)
 
     def https(self, certs: Certs) -> KubeletServer:
         config = ServerConfig(
