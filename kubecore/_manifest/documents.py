@@ -31,6 +31,7 @@ from kubecore._manifest.decoding import (
     _item,
     _show,
 )
+from kubecore._manifest.json_keys import json_object, repeated_keys
 from kubecore._manifest.validation import decode_object, decode_pod
 from kubecore._model import v1 as m
 
@@ -222,48 +223,10 @@ def _json_int(digits: str) -> int | OversizedNumber:
     return int(digits)
 
 
-class _RepeatedKeys(dict[str, Any]):
-    """A JSON object that names a key more than once (``repeated``, in order; the last value
-    kept): found after parsing, where its path is known."""
-
-    repeated: list[str]
-
-
-def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping: dict[str, Any] = {}
-    repeated = []
-    for key, value in pairs:
-        if key in mapping:
-            repeated.append(key)
-        mapping[key] = value
-    if not repeated:
-        return mapping
-    marked = _RepeatedKeys(mapping)
-    marked.repeated = repeated
-    return marked
-
-
-def _repeated_keys(document: object) -> list[str]:
-    """A note for each key a JSON object of ``document`` repeats, with the object's path
-    (``spec.containers[0]``), as Kubernetes refuses them (no recursion)."""
-    notes: list[str] = []
-    pending: list[tuple[object, str]] = [(document, "")]
-    while pending:
-        item, path = pending.pop()
-        if isinstance(item, dict):
-            if isinstance(item, _RepeatedKeys):
-                where = f" in {path}" if path else ""
-                notes.extend(f"duplicate key {key!r}{where}" for key in item.repeated)
-            pending.extend((v, f"{path}.{k}" if path else str(k)) for k, v in item.items())
-        elif isinstance(item, list):
-            pending.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
-    return sorted(notes)
-
-
 def _parse_json_stream(text: str) -> _RawDocuments:
     """One JSON value, or several written one after another (as ``kubectl get -o json`` may);
     a key an object repeats is noted, as YAML's are."""
-    decoder = json.JSONDecoder(parse_int=_json_int, object_pairs_hook=_json_object)
+    decoder = json.JSONDecoder(parse_int=_json_int, object_pairs_hook=json_object)
     documents: list[object] = []
     notes: dict[int, list[str]] = {}
     pos = 0
@@ -281,7 +244,7 @@ def _parse_json_stream(text: str) -> _RawDocuments:
             return _RawDocuments(documents, _too_deep("JSON", text, pos), notes)
         if _nested_deeper_than(value, _JSON_MAX_DEPTH):  # Python 3.13's parser goes on
             return _RawDocuments(documents, _too_deep("JSON", text, start), notes)
-        repeated = _repeated_keys(value)
+        repeated = repeated_keys(value)
         if repeated:
             notes[len(documents)] = repeated
         documents.append(value)
