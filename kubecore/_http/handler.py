@@ -179,7 +179,9 @@ class Handler(BaseHTTPRequestHandler):
         (``kubecore._api.auth``)."""
         tls = isinstance(self.connection, ssl.SSLSocket)
         host = self.headers.get("Host") or ""
-        if not tls and not host_allowed(host, self.server.host_names):
+        # The address the connection arrived on names the node too (a server on 0.0.0.0).
+        arrived = str(self.connection.getsockname()[0])
+        if not tls and not host_allowed(host, (*self.server.host_names, arrived)):
             raise HTTPError(
                 HTTPStatus.MISDIRECTED_REQUEST,
                 f"the Host {host[:100]!r} does not name this node: use its address, its name "

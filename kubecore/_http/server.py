@@ -24,7 +24,8 @@ Endpoints (all GET unless said):
 * ``/portForward/{namespace}/{pod}`` (GET: WebSocket, POST: SPDY upgrade; off unless
   ``enable_exec``, with its token): ``kubectl port-forward``'s session
   (``kubecore._http.port_forward``).
-* ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
+* ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it, and only
+  those every user of the node may read (``kubecore._http.node_logs``).
 * ``/metrics`` (the kubelet's ``kubelet_*`` metrics and kubecore's own), ``/metrics/probes``
   (``prober_*``), ``/metrics/resource`` (node, pod and container CPU and memory): Prometheus text.
 * ``/stats/summary``: the Summary API document (node, pods, containers, volumes).
@@ -32,6 +33,10 @@ Endpoints (all GET unless said):
   ``KubeletServer`` is given one (``kubecore._api.server.attach_api``).
 
 With ``tls_cert_file`` and ``tls_private_key_file`` every endpoint is served over TLS.
+
+With the Kubernetes API's token, every endpoint but ``/healthz`` needs it, reads too unless
+anonymous reads are allowed; a plain-HTTP request must name the node in ``Host``
+(``kubecore._api.auth``, checked before the query or the body is read).
 
 Errors are answered as a v1 ``Status`` JSON object with a reason, never with a traceback.
 """
