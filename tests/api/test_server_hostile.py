@@ -328,7 +328,7 @@ def test_a_deep_patch_on_an_existing_pod_is_refused_and_the_pod_kept(node: Node)
         timeout=30,
     )
     assert response.status_code == 400 and "nested" in response.json()["message"]
-    assert requests.get(node.http.url + PODS + "/deep", timeout=10).status_code == 200
+    assert requests.get(node.http.url + PODS + "/deep", headers=AUTH, timeout=10).status_code == 200
 
 
 @pytest.mark.parametrize("path", [PODS, "/api/v1/namespaces/default/configmaps"])
