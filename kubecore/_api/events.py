@@ -129,8 +129,7 @@ class EventsAndNamespaces:
         timeout = min(
             float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS
         )
-        raw = request.param("resourceVersion")
-        start = int(raw) if raw.isdigit() and raw != "0" else None
+        start = request.resource_version()
         initial_end = request.flag("sendInitialEvents")
         if initial_end:
             start = None

@@ -1,7 +1,12 @@
 """The patches a client sends (``PATCH``): RFC 7386 merge patches, strategic merge patches as
 Kubernetes applies them to a pod (kubectl's ``apply`` sends them), RFC 6902 JSON patches
 (``kubecore._api.json_patch``), and server-side apply, which sends the whole object
-(``kubecore._api.managed_fields``)."""
+(``kubecore._api.managed_fields``).
+
+A merge patch and a strategic merge patch copy nothing the body does not hold: their result is
+at most the object and the patch (both bounded, in size and in depth, before they get here); a
+JSON patch's ``copy`` can grow the object, so it counts what it builds
+(``kubecore._api.json_patch``)."""
 
 from __future__ import annotations
 
@@ -92,20 +97,30 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def _merge_key(item: dict[str, Any], key: str) -> Any:
+    """An item's merge key: a scalar (a list or a mapping there is a 400, not a 500)."""
+    value = item.get(key)
+    if isinstance(value, dict | list):
+        raise bad_request(f"a strategic merge patch list item's {key} must be a scalar")
+    return value
+
+
 def _merge_list(current: list[Any], patch: list[Any], key: str, order: object) -> list[Any]:
     merged: dict[Any, Any] = {}
     for item in current:
         if isinstance(item, dict):
-            merged[item.get(key)] = item
+            merged[_merge_key(item, key)] = item
     for item in patch:
         if not isinstance(item, dict):
             raise bad_request(f"a strategic merge patch list item must be an object: {item!r}")
+        name = _merge_key(item, key)
         if item.get("$patch") == "delete":
-            merged.pop(item.get(key), None)
+            merged.pop(name, None)
         else:
-            merged[item.get(key)] = strategic_merge_patch(merged.get(item.get(key)), item)
+            merged[name] = strategic_merge_patch(merged.get(name), item)
     if isinstance(order, list):
-        wanted = [entry.get(key) for entry in order if isinstance(entry, dict)]
+        # dict keys: ordered and looked up at once (a long order list must not be quadratic)
+        wanted = dict.fromkeys(_merge_key(e, key) for e in order if isinstance(e, dict))
         rest = [k for k in merged if k not in wanted]
-        return [merged[k] for k in wanted + rest if k in merged]
+        return [merged[k] for k in [*wanted, *rest] if k in merged]
     return list(merged.values())

@@ -17,7 +17,12 @@ import attrs
 from kubecore._api.errors import bad_request
 from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import query_flag, query_int, query_value
-from kubecore._manifest.documents import MAX_NESTING_DEPTH, nested_deeper_than, parse_yaml_document
+from kubecore._manifest.documents import (
+    MAX_NESTING_DEPTH,
+    nested_deeper_than,
+    parse_json_document,
+    parse_yaml_document,
+)
 
 if TYPE_CHECKING:
     from kubecore._streaming.remotecommand import Live
@@ -26,6 +31,7 @@ READS = ("GET", "HEAD")
 """The methods that read (and take no body)."""
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
+LIST_INTEGERS = ("limit", "timeoutSeconds")
 MAX_BODY_DEPTH = MAX_NESTING_DEPTH
 """How deeply a written body may nest: as deeply as any document kubecore reads."""
 SERVER_FIELDS = (
@@ -93,6 +99,19 @@ class Request:
     def number(self, name: str, minimum: int = 0) -> int | None:
         return query_int(self.query, name, minimum)
 
+    def check_list_options(self) -> None:
+        """A 400 for an integer option of ``ListOptions`` every read takes (``limit``,
+        ``timeoutSeconds``) that the API server would not parse, whether or not it is used."""
+        for name in LIST_INTEGERS:
+            self.number(name)
+
+    def resource_version(self) -> int | None:
+        """``resourceVersion`` as a watch starts from it: None when absent or ``0`` (from now);
+        a 400 for one that is not a decimal integer of at most 64 bits, as the API server
+        refuses an unparsable version (a longer one cannot be a version it handed out)."""
+        value = query_int(self.query, "resourceVersion", 0)
+        return value or None
+
     def dry_run(self) -> bool:
         """Whether the write is only checked (``dryRun=All``), not made."""
         value = self.param("dryRun")
@@ -121,11 +140,13 @@ def read_body(exchange: Exchange) -> object:
 
 
 def parse_body(raw: bytes, content_type: str) -> object:
-    """A request's JSON or YAML body (YAML read as manifests are, aliases bounded); a 400 for
-    one that does not parse or nests too deeply."""
+    """A request's JSON or YAML body, read as manifests are (the one bounded decoder of
+    ``kubecore._manifest.documents``: aliases, numbers and nesting bounded, a repeated key
+    refused with its path); a 400 for one that does not parse or nests too deeply."""
     syntax = "YAML" if content_type.endswith("yaml") else "JSON"
     try:
-        value = parse_yaml_document(raw.decode()) if syntax == "YAML" else json.loads(raw)
+        text = raw.decode()
+        value = parse_yaml_document(text) if syntax == "YAML" else parse_json_document(text)
     except ValidationError as error:
         problems = "; ".join(p.message for p in error.problems)
         raise bad_request(f"the body is not valid {content_type}: {problems}") from None

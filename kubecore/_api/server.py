@@ -11,6 +11,7 @@ it is applied and answered, and ``attach_api`` reads the store back as the sourc
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from http import HTTPStatus
@@ -51,6 +52,8 @@ from kubecore._config.updates import SourceName
 from kubecore._contract.errors import BadParameter
 from kubecore._http.rules import HTTPError, error_for
 
+logger = logging.getLogger(__name__)
+
 API_SOURCE_NAME: str = SourceName.KUBE_APISERVER.value
 NODE_WRITES = ("PATCH", "PUT")
 """How the Node is written (its ``spec.unschedulable`` only: ``kubectl cordon``)."""
@@ -62,7 +65,11 @@ class ApiServerConfig:
     port is served over it."""
 
     token_file: str | None = None
-    """A file holding the bearer token that writes (and reads off loopback) must carry."""
+    """A file holding the bearer token every request (but ``/healthz``, ``/livez``,
+    ``/readyz``) must carry, reads too unless ``anonymous_reads`` (``kubecore._api.auth``)."""
+    anonymous_reads: bool = False
+    """Let reads of the read-only endpoints (the API's GETs, ``/pods``, ``/containerLogs``,
+    ``/logs/``, ``/stats``, ``/metrics``) pass without the token."""
     source_name: str = API_SOURCE_NAME
     """The source that owns pods created over the API."""
 
@@ -90,10 +97,10 @@ class KubeApi:
         ]
         self.storage = Storage(store, source, kubelet.update, objects)
         self.pods = PodResource(kubelet, source, self.storage)
-        self._gate = Gate(token, anonymous_reads=anonymous_reads)
+        self.gate = Gate(token, anonymous_reads=anonymous_reads)
         resources: list[Resource[Any, Any]] = [self.pods, *objects]
         self.registries: dict[str, Registry[Any, Any]] = {
-            resource.name: Registry(resource, self.storage, self._gate, kubelet.clock.now)
+            resource.name: Registry(resource, self.storage, self.gate, kubelet.clock.now)
             for resource in resources
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
@@ -124,20 +131,16 @@ class KubeApi:
             if request.method in READS:
                 exchange._refuse_body()
             tls = isinstance(exchange.connection, ssl.SSLSocket)
-            self._gate.authenticate(
-                exchange.headers.get("Authorization") or "", request.method, tls
+            self.gate.authenticate(
+                exchange.headers.get("Authorization") or "", request.method, tls, segments[0]
             )
+            request.check_list_options()
             self._route(exchange, request)
         except (HTTPError, BadParameter) as failure:
             error = failure if isinstance(failure, HTTPError) else error_for(failure)
             # The request's body may be unread: the connection cannot serve another request.
             exchange.close_connection = True
             exchange._send_bytes(error.code, error.body(), JSON_TYPE, error.headers)
-
-    def authenticated(self, header: str, method: str, tls: bool) -> bool:
-        """Whether a request with this ``Authorization`` header passes the token check (before
-        its body is read)."""
-        return self._gate.authenticated(header, method)
 
     def _route(self, exchange: Exchange, request: Request) -> None:
         if request.method in NODE_WRITES and request.segments[:3] == ("api", "v1", "nodes"):
@@ -236,10 +239,10 @@ class KubeApi:
         the pod, so they need the token as writes do, on loopback too."""
         if request.method not in ("GET", "POST"):
             raise not_allowed(f"{request.method} is not supported on pods/{what}")
-        self._gate.require_token(
+        self.gate.require_token(
             exchange.headers.get("Authorization") or "",
             f"Unauthorized: pods/{what} needs a bearer token, as writes do"
-            + ("" if self._gate.has_token else "; start the agent with --api-token-file")
+            + ("" if self.gate.has_token else "; start the agent with --api-token-file")
             + (
                 ""
                 if isinstance(exchange.connection, ssl.SSLSocket)
@@ -264,7 +267,8 @@ def attach_api(
     containers are adopted, not replaced. Call it before ``kubelet.start()``. Pass the result to
     ``KubeletServer(..., api=...)``; ``tls`` says whether that server has a certificate.
     Raises ``ValueError`` for a non-loopback address without a token file or without TLS, and
-    ``OSError`` for an unreadable token file."""
+    ``OSError`` for an unreadable token file. Off loopback, ``config.anonymous_reads`` is
+    logged as a warning: anyone who reaches the port reads the pods, their logs and metrics."""
     token = read_token_file(config.token_file) if config.token_file else None
     loopback = is_loopback(address)
     if not loopback and token is None:
@@ -279,6 +283,12 @@ def attach_api(
         )
     store = ApiStore(os.path.join(kubelet.root_dir, STORE_DIR))
     source = StaticSource(name=config.source_name, sink=kubelet.update)  # silent until restored
-    api = KubeApi(kubelet, source, token=token, anonymous_reads=loopback, store=store)
+    if config.anonymous_reads and not loopback:
+        logger.warning(
+            "anonymous reads are served on %s: anyone who reaches it reads the pods (their "
+            "environment too), container and node logs, stats and metrics without a token",
+            address,
+        )
+    api = KubeApi(kubelet, source, token=token, anonymous_reads=config.anonymous_reads, store=store)
     api.restore(store.load())
     return api

@@ -240,8 +240,7 @@ def serve_watch(
     the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it;
     with ``allowWatchBookmarks`` a quiet watch gets a bookmark each ``BOOKMARK_SECONDS``."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
-    raw_version = request.param("resourceVersion")
-    start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
+    start = request.resource_version()
     initial_end = kind if request.flag("sendInitialEvents") else None
     if initial_end is not None:
         start = None

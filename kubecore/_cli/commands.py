@@ -612,11 +612,12 @@ def kube_api(kubelet: Kubelet, settings: Mapping[str, Any]) -> KubeApi:
     """The node's Kubernetes API (what kubectl speaks), served beside the kubelet API."""
     from kubecore._api.server import ApiServerConfig, attach_api
 
-    token_file = settings["api_token_file"] or None
-    tls = bool(settings["tls_cert_file"])
-    return attach_api(
-        kubelet, ApiServerConfig(token_file=token_file), address=settings["address"], tls=tls
+    config = ApiServerConfig(
+        token_file=settings["api_token_file"] or None,
+        anonymous_reads=bool(settings["anonymous_reads"]),
     )
+    tls = bool(settings["tls_cert_file"])
+    return attach_api(kubelet, config, address=settings["address"], tls=tls)
 
 
 def log_level(name: str) -> int:

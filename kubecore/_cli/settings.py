@@ -349,9 +349,18 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
         "api_token_file",
         "str",
         lambda: "",
-        "a file holding the bearer token the Kubernetes API (kubectl) requires for writes, and"
-        " for reads off loopback (default: no writes over the API)",
+        "a file holding the bearer token every request to the port needs (kubectl's, and the"
+        " kubelet endpoints'), reads too unless --anonymous-reads (default: no writes over the"
+        " API)",
         metavar="FILE",
+    ),
+    Setting(
+        "anonymous_reads",
+        "bool",
+        lambda: False,
+        "with --api-token-file, let reads of the read-only endpoints (the API's GETs, /pods, "
+        "/containerLogs, /logs/, /stats, /metrics) pass without the token (default: every "
+        "endpoint but /healthz, /livez and /readyz needs it); logged as a warning off loopback",
     ),
     Setting(
         "tls_cert_file",

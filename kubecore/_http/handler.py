@@ -10,6 +10,7 @@ import io
 import json
 import logging
 import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
@@ -18,6 +19,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kubecore._api.auth import Gate, host_allowed
 from kubecore._contract.errors import BadParameter
 from kubecore._http.config import ServedKubelet, ServerConfig
 from kubecore._http.rules import HTTPError, error_for, status_body
@@ -31,6 +33,9 @@ logger = logging.getLogger(__name__)
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
+MAX_QUERY_BYTES = 32 * 1024
+"""The longest query string read (a selector is at most 8 KiB, three times that encoded)."""
+MAX_QUERY_FIELDS = 256
 
 Route = Callable[["Handler", list[str], dict[str, list[str]]], None]
 """An endpoint: the handler, the path's segments after the first (unquoted), the query."""
@@ -46,6 +51,10 @@ class Site(Protocol):
     routes: Mapping[str, tuple[str, Route]]
     """The endpoints by the path's first segment, each with the method it answers (or the
     methods, separated by ``|``)."""
+    gate: Gate
+    """Who may (the API's token check, for every endpoint)."""
+    host_names: tuple[str, ...]
+    """The names a plain-HTTP request's ``Host`` may give besides loopback ones."""
 
     def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
 
@@ -151,9 +160,9 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         try:
             split = urllib.parse.urlsplit(self.path)
-            query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
             segments = split.path.split("/")[1:]
-            self._route(split.path, segments, query)
+            self._check_caller(segments[0] if segments else "")
+            self._route(split.path, segments, parse_query(split.query))
         except HTTPError as error:
             self._fail(error)
         except BadParameter as error:
@@ -163,6 +172,25 @@ class Handler(BaseHTTPRequestHandler):
         except Exception:
             logger.exception("request %s %s failed", self.command, self.path)
             self._fail(HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error (see the log)"))
+
+    def _check_caller(self, head: str) -> None:
+        """Refuse, before anything of the request is parsed, one whose ``Host`` does not name
+        the node (plain HTTP only) or that lacks the token it needs
+        (``kubecore._api.auth``)."""
+        tls = isinstance(self.connection, ssl.SSLSocket)
+        host = self.headers.get("Host") or ""
+        # The address the connection arrived on names the node too (a server on 0.0.0.0).
+        arrived = str(self.connection.getsockname()[0])
+        if not tls and not host_allowed(host, (*self.server.host_names, arrived)):
+            raise HTTPError(
+                HTTPStatus.MISDIRECTED_REQUEST,
+                f"the Host {host[:100]!r} does not name this node: use its address, its name "
+                "or localhost",
+            )
+        api = self.server.api
+        # The kubelet's own endpoints only read: a write method there is answered 405 below.
+        method = self.command if api is not None and head in api.heads else "GET"
+        self.server.gate.authenticate(self.headers.get("Authorization") or "", method, tls, head)
 
     def _route(self, path: str, segments: list[str], query: dict[str, list[str]]) -> None:
         head = segments[0] if segments else ""
@@ -268,3 +296,19 @@ class Handler(BaseHTTPRequestHandler):
         if len(body) != length:
             raise HTTPError(HTTPStatus.BAD_REQUEST, "body shorter than its Content-Length")
         return body
+
+
+def parse_query(text: str) -> dict[str, list[str]]:
+    """A request's query string, bounded in length and in fields before it is split; a 400
+    past either bound."""
+    if len(text) > MAX_QUERY_BYTES:
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST,
+            f"the query string is {len(text)} bytes; at most {MAX_QUERY_BYTES} are read",
+        )
+    try:
+        return urllib.parse.parse_qs(text, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
+    except ValueError:
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST, f"the query has more than {MAX_QUERY_FIELDS} parameters"
+        ) from None

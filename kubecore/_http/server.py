@@ -24,7 +24,8 @@ Endpoints (all GET unless said):
 * ``/portForward/{namespace}/{pod}`` (GET: WebSocket, POST: SPDY upgrade; off unless
   ``enable_exec``, with its token): ``kubectl port-forward``'s session
   (``kubecore._http.port_forward``).
-* ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it.
+* ``/logs/`` and ``/logs/{path}``: node log files under ``log_dir``, never outside it, and only
+  those every user of the node may read (``kubecore._http.node_logs``).
 * ``/metrics`` (the kubelet's ``kubelet_*`` metrics and kubecore's own), ``/metrics/probes``
   (``prober_*``), ``/metrics/resource`` (node, pod and container CPU and memory): Prometheus text.
 * ``/stats/summary``: the Summary API document (node, pods, containers, volumes).
@@ -32,6 +33,10 @@ Endpoints (all GET unless said):
   ``KubeletServer`` is given one (``kubecore._api.server.attach_api``).
 
 With ``tls_cert_file`` and ``tls_private_key_file`` every endpoint is served over TLS.
+
+With the Kubernetes API's token, every endpoint but ``/healthz`` needs it, reads too unless
+anonymous reads are allowed; a plain-HTTP request must name the node in ``Host``
+(``kubecore._api.auth``, checked before the query or the body is read).
 
 Errors are answered as a v1 ``Status`` JSON object with a reason, never with a traceback.
 """
@@ -41,13 +46,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from kubecore._api.auth import OPEN_GATE, Gate
 from kubecore._http.config import MAX_BODY_BYTES, ServedKubelet, ServerConfig
 from kubecore._http.handler import Handler, Route
 from kubecore._http.health import healthz
@@ -103,6 +108,9 @@ class _Server:
         self.kubelet = kubelet
         self.config = config
         self.api = api
+        self.gate: Gate = api.gate if api is not None else OPEN_GATE
+        node = api.pods.node_name if api is not None else ""
+        self.host_names: tuple[str, ...] = (config.address, node)
         self.stopping = threading.Event()
         self._follows: dict[tuple[str, str, str], int] = {}
         self._follows_lock = threading.Lock()
@@ -139,8 +147,7 @@ class _Server:
         first = path.split("/")[1] if path.count("/") else ""
         authorization = head.header("authorization")
         if self.api is not None and first in self.api.heads:
-            tls = isinstance(sock, ssl.SSLSocket)
-            return self.api.authenticated(authorization, head.method, tls)
+            return self.gate.authenticated(authorization, head.method, first)
         if first in ("run", "exec", "attach") and self.config.enable_exec:
             return check_bearer(authorization, self.config.exec_token) is Credentials.VALID
         return False

@@ -31,6 +31,7 @@ from kubecore._manifest.decoding import (
     _item,
     _show,
 )
+from kubecore._manifest.json_keys import json_object, repeated_keys
 from kubecore._manifest.validation import decode_object, decode_pod
 from kubecore._model import v1 as m
 
@@ -223,24 +224,29 @@ def _json_int(digits: str) -> int | OversizedNumber:
 
 
 def _parse_json_stream(text: str) -> _RawDocuments:
-    """One JSON value, or several written one after another (as ``kubectl get -o json`` may)."""
-    decoder = json.JSONDecoder(parse_int=_json_int)
+    """One JSON value, or several written one after another (as ``kubectl get -o json`` may);
+    a key an object repeats is noted, as YAML's are."""
+    decoder = json.JSONDecoder(parse_int=_json_int, object_pairs_hook=json_object)
     documents: list[object] = []
+    notes: dict[int, list[str]] = {}
     pos = 0
     while True:
         pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]  # "*" always matches
         if pos >= len(text):
-            return _RawDocuments(documents)
+            return _RawDocuments(documents, None, notes)
         start = pos
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            return _RawDocuments(documents, FieldError("", message))
+            return _RawDocuments(documents, FieldError("", message), notes)
         except RecursionError:
-            return _RawDocuments(documents, _too_deep("JSON", text, pos))
+            return _RawDocuments(documents, _too_deep("JSON", text, pos), notes)
         if nested_deeper_than(value, MAX_NESTING_DEPTH):  # Python 3.13's parser goes on
-            return _RawDocuments(documents, _too_deep("JSON", text, start))
+            return _RawDocuments(documents, _too_deep("JSON", text, start), notes)
+        repeated = repeated_keys(value)
+        if repeated:
+            notes[len(documents)] = repeated
         documents.append(value)
 
 
@@ -335,6 +341,15 @@ def parse_yaml_document(text: str) -> object:
     kubectl's flavour, numbers, nesting and aliases bounded, duplicate keys refused. Raises
     ``ValidationError`` for anything else, with a position where known."""
     return _only_document(_parse_yaml(text))
+
+
+def parse_json_document(text: str) -> object:
+    """The one JSON value of ``text``, read as a JSON manifest is: numbers and nesting bounded,
+    a repeated key refused with its path. Raises ``ValidationError`` for anything else."""
+    raw = _parse_json_stream(text)
+    if raw.error is None and not raw.documents:
+        raise ValidationError([FieldError("", "invalid JSON: no value")])
+    return _only_document(raw)
 
 
 def _only_document(raw: _RawDocuments) -> object:

@@ -35,6 +35,8 @@ from kubecore._plugins.registry import load_runtime
 KUBECTL = os.environ.get("KUBECORE_TEST_KUBECTL") or shutil.which("kubectl")
 """The kubectl under test: ``$KUBECORE_TEST_KUBECTL``, else the one on the PATH."""
 TOKEN = "kubectl-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+"""The header every request to a ``running_node`` needs (the health checks aside)."""
 KUBECTL_TIMEOUT = 60.0
 
 
@@ -240,9 +242,12 @@ class Node:
     tmp: Path
     servers: list[KubeletServer] = attrs.field(factory=list)
 
-    def reader(self) -> Kubectl:
-        """kubectl with default flags: no token, plain HTTP."""
-        return kubectl_for(self.tmp / "reader", self.http.url)
+    def reader(self, home: str = "reader") -> Kubectl:
+        """kubectl that only reads, with its HOME under ``home``: with the token (every read
+        needs it, as a token is configured), so over HTTPS, on a server of its own."""
+        certs = make_certs(self.tmp / f"{home}-certs")
+        server = self.https(certs)
+        return kubectl_for(self.tmp / home, server.url, token=TOKEN, ca=certs.ca)
 
     def https(self, certs: Certs) -> KubeletServer:
         config = ServerConfig(

@@ -133,7 +133,9 @@ def upgrade(
     (and, for an error, its body)."""
     sock = socket.create_connection(address, timeout=WAIT)
     head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: node\r\nContent-Length: 0\r\n{head}\r\n".encode())
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n{head}\r\n".encode()
+    )
     answer = b""
     while b"\r\n\r\n" not in answer:
         chunk = sock.recv(65536)

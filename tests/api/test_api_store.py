@@ -499,7 +499,7 @@ def test_a_watch_from_before_a_restart_is_told_to_list_again(agent: Agent) -> No
     agent.node.converge()
     assert int(agent.get(PODS)["metadata"]["resourceVersion"]) < int(version)
     url = agent.http.url + PODS + f"?watch=true&resourceVersion={version}&timeoutSeconds=5"
-    with requests.get(url, stream=True, timeout=10) as stream:
+    with requests.get(url, stream=True, headers=AUTH, timeout=10) as stream:
         event = json.loads(next(stream.iter_lines()))
     assert event["type"] == "ERROR"
     assert event["object"]["code"] == 410 and "restarted" in event["object"]["message"]

@@ -16,6 +16,7 @@ from kubecore.v1 import ConfigMap, ObjectMeta
 from tests.api.kubectl_support import (
     Certs,
     Node,
+    kubectl_for,
     make_certs,
     needs_kubectl,
     running_node,
@@ -142,7 +143,7 @@ def test_secrets_need_the_token_even_on_loopback(node: Node, certs: Certs) -> No
     assert anonymous.status_code == 401
     assert SECRET_VALUE not in anonymous.text
     assert base64.b64encode(SECRET_VALUE.encode()).decode() not in anonymous.text
-    refused = node.reader().run("get", "secrets", check=False)
+    refused = kubectl_for(node.tmp / "anonymous", node.http.url).run("get", "secrets", check=False)
     assert refused.returncode == 1
     # ConfigMaps read as pods do.
     assert table(node.reader().out("get", "configmaps"))[1][0] == "settings"

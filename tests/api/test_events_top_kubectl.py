@@ -111,13 +111,12 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
 @pytest.fixture(params=BINARIES, ids=lambda b: Path(b).parent.parent.name)
 def kubectl(request: pytest.FixtureRequest, node: Node) -> Versioned:
     binary = str(request.param)
-    home = node.tmp / f"kubectl-{abs(hash(binary))}"
-    plain = kubectl_support.kubectl_for(home, node.http.url)
+    plain = node.reader(f"kubectl-{abs(hash(binary))}")
     return Versioned(plain.home, plain.kubeconfig, binary)
 
 
 def get(node: Node, path: str, **params: str) -> requests.Response:
-    return requests.get(node.http.url + path, params=params, timeout=10)
+    return requests.get(node.http.url + path, params=params, headers=AUTH, timeout=10)
 
 
 def unhealthy(node: Node, least: int) -> dict[str, Any]:
@@ -232,7 +231,7 @@ def test_a_watch_sees_versions_grow_as_an_event_repeats(node: Node) -> None:
     url = f"{node.http.url}{EVENTS}?watch=true&resourceVersion={start}&timeoutSeconds=10"
     url += "&fieldSelector=involvedObject.name%3Dghost"
     seen: list[dict[str, Any]] = []
-    with requests.get(url, stream=True, timeout=15) as stream:
+    with requests.get(url, stream=True, timeout=15, headers=AUTH) as stream:
         for second in range(3):
             log.record(Event(ref, EventType.NORMAL, "Poked", "poked", 2e9 + second))
         for line in stream.iter_lines():
@@ -257,7 +256,7 @@ def test_an_unknown_event_field_is_a_bad_request_for_list_and_watch(node: Node) 
 
 def test_a_watch_from_a_version_not_kept_is_told_it_expired(node: Node) -> None:
     url = f"{node.http.url}{EVENTS}?watch=true&resourceVersion=999999999"
-    with requests.get(url, stream=True, timeout=15) as stream:
+    with requests.get(url, stream=True, timeout=15, headers=AUTH) as stream:
         first = json.loads(next(line for line in stream.iter_lines() if line))
     assert first["type"] == "ERROR" and first["object"]["code"] == 410
 

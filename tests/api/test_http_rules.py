@@ -35,7 +35,7 @@ from kubecore._http.rules import (
 )
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._http.serving import status_response
-from tests.api.kubectl_support import TOKEN, Node, running_node
+from tests.api.kubectl_support import AUTH, TOKEN, Node, running_node
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
 
@@ -84,6 +84,17 @@ def guarded_requests(url: str, headers: dict[str, str]) -> dict[str, requests.Re
             namespace + "/configmaps", json=CONFIGMAP, headers=headers, timeout=10
         ),
         "secrets": requests.get(namespace + "/secrets", headers=headers, timeout=10),
+        # With a token configured, reads need it too, the kubelet's own endpoints as well.
+        **{
+            path: requests.get(url + path, headers=headers, timeout=10)
+            for path in (
+                "/api/v1/pods",
+                "/pods",
+                "/containerLogs/default/talker/main",
+                "/stats/summary",
+                "/metrics",
+            )
+        },
     }
 
 
@@ -106,6 +117,11 @@ def test_every_endpoint_takes_the_token(exec_node: Node) -> None:
         "exec": 200,
         "write": 201,
         "secrets": 200,
+        "/api/v1/pods": 200,
+        "/pods": 200,
+        "/containerLogs/default/talker/main": 200,
+        "/stats/summary": 200,
+        "/metrics": 200,
     }
 
 
@@ -193,8 +209,8 @@ def test_both_log_endpoints_answer_a_runtime_failure_alike(
     monkeypatch.setattr(node.kubelet, "container_logs", broken)
     url = node.http.url
     answers = [
-        requests.get(url + "/containerLogs/default/talker/main", timeout=10),
-        requests.get(url + "/api/v1/namespaces/default/pods/talker/log", timeout=10),
+        requests.get(url + "/containerLogs/default/talker/main", timeout=10, headers=AUTH),
+        requests.get(url + "/api/v1/namespaces/default/pods/talker/log", timeout=10, headers=AUTH),
     ]
     for answer in answers:
         assert answer.status_code == code, answer.text
@@ -238,7 +254,7 @@ def test_every_endpoint_refuses_the_same_flag_values(node: Node, value: str) -> 
         "watch": url + f"/api/v1/pods?watch={value}",
     }
     for name, target in asked.items():
-        answer = requests.get(target, timeout=10)
+        answer = requests.get(target, timeout=10, headers=AUTH)
         assert answer.status_code == 400, (name, answer.text)
         status = status_of(answer)
         assert status["reason"] == "BadRequest"
@@ -252,9 +268,9 @@ def test_every_endpoint_reads_the_same_flag_values(node: Node) -> None:
             url + f"/containerLogs/default/talker/main?timestamps={value}",
             url + f"/api/v1/namespaces/default/pods/talker/log?timestamps={value}",
         ):
-            answer = requests.get(target, timeout=10)
+            answer = requests.get(target, timeout=10, headers=AUTH)
             assert answer.status_code == 200 and answer.text.startswith("20"), answer.text
-    listed = requests.get(url + "/api/v1/pods?watch=0", timeout=10)
+    listed = requests.get(url + "/api/v1/pods?watch=0", timeout=10, headers=AUTH)
     assert listed.status_code == 200 and listed.json()["kind"] == "PodList"
 
 
@@ -263,5 +279,5 @@ def test_an_integer_go_would_refuse_is_refused(node: Node) -> None:
         "/containerLogs/default/talker/main?tailLines=1_0",
         "/api/v1/namespaces/default/pods/talker/log?tailLines=1_0",
     ):
-        answer = requests.get(node.http.url + target, timeout=10)
+        answer = requests.get(node.http.url + target, timeout=10, headers=AUTH)
         assert answer.status_code == 400 and "tailLines: must be an integer" in answer.text

@@ -19,6 +19,7 @@ import yaml
 from kubecore._api.server import ApiServerConfig, attach_api
 from kubecore._http.server import KubeletServer, ServerConfig
 from tests.api.kubectl_support import (
+    AUTH,
     STATIC_POD,
     TOKEN,
     WEB_POD,
@@ -74,30 +75,37 @@ def test_version_and_api_resources(node: Node) -> None:
 
 def test_discovery_documents_answer_as_the_api_server_does(node: Node) -> None:
     url = node.http.url
-    groups = requests.get(url + "/apis", timeout=10).json()
+    groups = requests.get(url + "/apis", timeout=10, headers=AUTH).json()
     assert (groups["kind"], groups["apiVersion"]) == ("APIGroupList", "v1")
     assert {"metrics.k8s.io", "coordination.k8s.io"} <= {
         group["name"] for group in groups["groups"]
     }
-    resources = requests.get(url + "/api/v1", timeout=10).json()
+    resources = requests.get(url + "/api/v1", timeout=10, headers=AUTH).json()
     assert resources["kind"] == "APIResourceList"
     pods = next(r for r in resources["resources"] if r["name"] == "pods")
     assert {"create", "delete", "get", "list", "watch", "patch"} <= set(pods["verbs"])
     assert "pods/log" in {r["name"] for r in resources["resources"]}
-    v3 = requests.get(url + "/openapi/v3", timeout=10).json()
-    document = requests.get(url + v3["paths"]["api/v1"]["serverRelativeURL"], timeout=10).json()
+    v3 = requests.get(url + "/openapi/v3", timeout=10, headers=AUTH).json()
+    document = requests.get(
+        url + v3["paths"]["api/v1"]["serverRelativeURL"], timeout=10, headers=AUTH
+    ).json()
     assert "io.k8s.api.core.v1.Pod" in document["components"]["schemas"]
-    missing = requests.get(url + "/api/v1/nothing", timeout=10)
+    missing = requests.get(url + "/api/v1/nothing", timeout=10, headers=AUTH)
     assert missing.status_code == 404 and missing.json()["kind"] == "Status"
 
 
 # --- reading ------------------------------------------------------------------------------
 
 
-def test_server_flag_alone_is_enough_to_read(node: Node) -> None:
+def test_flags_alone_are_enough_to_read(node: Node, certs: Certs) -> None:
     bare = Kubectl(node.tmp / "bare", node.tmp / "bare" / "no-such-kubeconfig")
     bare.home.mkdir()
-    rows = table(bare.out("--server", node.http.url, "get", "pods"))
+    # With a token configured, a read needs it too: kubectl without one is refused.
+    refused = bare.run("--server", node.http.url, "get", "pods", check=False)
+    assert refused.returncode == 1 and "provide credentials" in refused.stderr
+    server = node.https(certs)
+    flags = ("--server", server.url, "--certificate-authority", str(certs.ca), "--token", TOKEN)
+    rows = table(bare.out(*flags, "get", "pods"))
     assert rows[1][:3] == ["talker", "1/1", "Running"]
 
 
@@ -142,7 +150,9 @@ def test_get_pod_as_json_and_yaml(node: Node) -> None:
 def test_the_table_form_is_answered_when_asked(node: Node) -> None:
     accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
     body = requests.get(
-        node.http.url + "/api/v1/namespaces/default/pods", headers={"Accept": accept}, timeout=10
+        node.http.url + "/api/v1/namespaces/default/pods",
+        headers={**AUTH, "Accept": accept},
+        timeout=10,
     ).json()
     assert body["kind"] == "Table"
     assert [c["name"] for c in body["columnDefinitions"]][:5] == [
@@ -155,7 +165,7 @@ def test_the_table_form_is_answered_when_asked(node: Node) -> None:
     (row,) = body["rows"]
     assert row["cells"][:3] == ["talker", "1/1", "Running"]
     assert row["object"]["kind"] == "PartialObjectMetadata"
-    plain = requests.get(node.http.url + "/api/v1/pods", timeout=10).json()
+    plain = requests.get(node.http.url + "/api/v1/pods", timeout=10, headers=AUTH).json()
     assert plain["kind"] == "PodList"
 
 
@@ -366,7 +376,7 @@ def test_writes_need_the_token(node: Node, certs: Certs) -> None:
     assert "only over HTTPS" not in status_of(anonymous_tls)["message"]
     impostor = node.writer(certs, token="not-the-token")
     refused = impostor.run("apply", "-f", str(manifest), check=False)
-    assert refused.returncode == 1 and "logged in" in refused.stderr, refused.stderr
+    assert refused.returncode == 1 and "provide credentials" in refused.stderr, refused.stderr
     assert node.kubelet.get_pod("default", "web") is None
 
 

@@ -162,6 +162,8 @@ class Client:
         return self.base + path
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
+        """A read, with the token (every read needs it, as a token is configured)."""
+        kwargs["headers"] = {**AUTH, **kwargs.get("headers", {})}
         return requests.get(self.url(path), timeout=10, **kwargs)
 
     def send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
@@ -397,7 +399,7 @@ def test_namespaces_and_head_requests(node: Node, client: Client) -> None:
     names = [ns["metadata"]["name"] for ns in client.get("/api/v1/namespaces").json()["items"]]
     assert names == ["default"]
     assert client.get("/api/v1/namespaces/anything").json()["status"] == {"phase": "Active"}
-    head = requests.head(client.url("/version"), timeout=10)
+    head = requests.head(client.url("/version"), headers=AUTH, timeout=10)
     assert head.status_code == 200 and head.text == ""
     assert client.get("/healthz").text == "ok\n"  # the kubelet's own endpoints still answer
 
@@ -406,6 +408,7 @@ def test_a_refused_write_does_not_spoil_the_kept_alive_connection(client: Client
     with requests.Session() as session:
         refused = session.post(client.url(PODS), json=web(), timeout=10)
         assert refused.status_code == 401
+        session.headers.update(AUTH)  # the reads that follow need the token
         listed = session.get(client.url(PODS), timeout=10)
         assert listed.status_code == 200 and listed.json()["kind"] == "PodList"
         bodied = session.request("GET", client.url("/api/v1/pods"), data=b"x" * 10, timeout=10)

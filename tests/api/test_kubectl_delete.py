@@ -26,6 +26,7 @@ from kubecore._api.server import ApiServerConfig, attach_api
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._plugins.registry import RuntimeBundle, load_runtime
 from tests.api.kubectl_support import (
+    AUTH,
     TOKEN,
     Certs,
     Kubectl,
@@ -105,7 +106,11 @@ def watch_events(url: str, name: str, events: list[dict[str, Any]]) -> threading
     def follow() -> None:
         params = {"watch": "true", "fieldSelector": f"metadata.name={name}", "timeoutSeconds": "60"}
         with requests.get(
-            f"{url}/api/v1/namespaces/default/pods", params=params, stream=True, timeout=70
+            f"{url}/api/v1/namespaces/default/pods",
+            params=params,
+            stream=True,
+            timeout=70,
+            headers=AUTH,
         ) as answer:
             for line in answer.iter_lines():
                 if line:

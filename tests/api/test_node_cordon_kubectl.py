@@ -18,6 +18,7 @@ import requests
 
 from kubecore._agent.node_pressure import HostFigures
 from tests.api.kubectl_support import (
+    AUTH,
     TOKEN,
     Certs,
     Kubectl,
@@ -165,10 +166,12 @@ def test_only_unschedulable_can_be_written(node: Node, kubectl: Kubectl, certs: 
     assert dry.status_code == 200
     assert (
         "unschedulable"
-        not in requests.get(node.http.url + "/api/v1/nodes/node-1", timeout=10).json()["spec"]
+        not in requests.get(
+            node.http.url + "/api/v1/nodes/node-1", timeout=10, headers=AUTH
+        ).json()["spec"]
     )
 
-    current = requests.get(node.http.url + "/api/v1/nodes/node-1", timeout=10).json()
+    current = requests.get(node.http.url + "/api/v1/nodes/node-1", timeout=10, headers=AUTH).json()
     current["spec"]["unschedulable"] = True  # a PUT of what was read, status and all
     put = requests.put(url, json=current, headers=auth, verify=str(certs.ca), timeout=10)
     assert put.status_code == 200, put.text
@@ -247,7 +250,7 @@ def test_describe_node_shows_the_pressure_conditions(
     finally:
         conditions.host = real
         period, conditions.transition_period = conditions.transition_period, 0.0
-        calm = requests.get(node.http.url + "/api/v1/nodes/node-1", timeout=10).json()
+        calm = requests.get(node.http.url + "/api/v1/nodes/node-1", timeout=10, headers=AUTH).json()
         conditions.transition_period = period  # the node is calm again for the next test
     (memory,) = [c for c in calm["status"]["conditions"] if c["type"] == "MemoryPressure"]
     assert memory["status"] == "False"
@@ -289,7 +292,7 @@ def test_the_node_lease_is_served_and_renewed(node: Node, kubectl: Kubectl, bina
 
 def test_the_lease_is_renewed_within_the_last_ten_seconds(node: Node) -> None:
     url = node.http.url + "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-1"
-    renewed = requests.get(url, timeout=10).json()["spec"]["renewTime"]
+    renewed = requests.get(url, timeout=10, headers=AUTH).json()["spec"]["renewTime"]
     at = datetime.datetime.fromisoformat(renewed).timestamp()
     assert time.time() - 10.5 <= at <= time.time()
 
@@ -303,7 +306,7 @@ def test_leases_are_read_only_and_discovered(node: Node, kubectl: Kubectl, certs
             method, url, json={}, headers=auth, verify=str(certs.ca), timeout=10
         )
         assert answer.status_code == 405, (method, answer.text)
-    groups = requests.get(node.http.url + "/apis", timeout=10).json()["groups"]
+    groups = requests.get(node.http.url + "/apis", timeout=10, headers=AUTH).json()["groups"]
     assert "coordination.k8s.io" in [g["name"] for g in groups]
     resources = kubectl.out("api-resources", "--api-group=coordination.k8s.io")
     assert "leases" in resources and "Lease" in resources

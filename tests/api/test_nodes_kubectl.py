@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from tests.api.kubectl_support import (
+    AUTH,
     Certs,
     Kubectl,
     Node,
@@ -113,7 +114,10 @@ def test_get_nodes_watch_shows_the_node(kubectl: Kubectl) -> None:
 
 def test_a_watch_streams_the_node_until_its_timeout(node: Node) -> None:
     answer = requests.get(
-        node.http.url + "/api/v1/nodes?watch=true&timeoutSeconds=1", stream=True, timeout=10
+        node.http.url + "/api/v1/nodes?watch=true&timeoutSeconds=1",
+        stream=True,
+        timeout=10,
+        headers=AUTH,
     )
     events = [json.loads(line) for line in answer.iter_lines() if line]
     assert events[0]["type"] == "ADDED"
@@ -124,13 +128,18 @@ def test_a_watch_from_the_listed_version_does_not_send_the_node_again(node: Node
     """``kubectl get nodes -w`` lists, then watches from the list's resourceVersion: the node
     as listed is not sent a second time."""
     url = node.http.url + "/api/v1/nodes"
-    version = requests.get(url, timeout=10).json()["metadata"]["resourceVersion"]
+    version = requests.get(url, timeout=10, headers=AUTH).json()["metadata"]["resourceVersion"]
     answer = requests.get(
-        url + f"?watch=true&timeoutSeconds=1&resourceVersion={version}", stream=True, timeout=10
+        url + f"?watch=true&timeoutSeconds=1&resourceVersion={version}",
+        stream=True,
+        timeout=10,
+        headers=AUTH,
     )
     events = [json.loads(line) for line in answer.iter_lines() if line]
     assert all(event["type"] == "MODIFIED" for event in events), events
-    stale = requests.get(url + "?watch=true&timeoutSeconds=1&resourceVersion=999999", stream=True)
+    stale = requests.get(
+        url + "?watch=true&timeoutSeconds=1&resourceVersion=999999", stream=True, headers=AUTH
+    )
     assert [json.loads(line)["type"] for line in stale.iter_lines() if line][:1] == ["MODIFIED"]
 
 
@@ -139,8 +148,10 @@ def test_selectors_choose_the_node_or_none(node: Node, kubectl: Kubectl) -> None
     missing = kubectl.run("get", "nodes", "-l", "team=none")
     assert missing.stdout == "" and "No resources found" in missing.stderr
     url = node.http.url + "/api/v1/nodes?fieldSelector=metadata.name%3Dother"
-    assert requests.get(url, timeout=10).json()["items"] == []
-    watched = requests.get(url + "&watch=true&timeoutSeconds=1", stream=True, timeout=10)
+    assert requests.get(url, timeout=10, headers=AUTH).json()["items"] == []
+    watched = requests.get(
+        url + "&watch=true&timeoutSeconds=1", stream=True, timeout=10, headers=AUTH
+    )
     assert [line for line in watched.iter_lines() if line] == []
 
 
@@ -163,7 +174,9 @@ def test_nodes_are_not_created_or_deleted(node: Node, certs: Certs) -> None:
 
 
 def test_discovery_lists_nodes_cluster_scoped(node: Node) -> None:
-    resources = requests.get(node.http.url + "/api/v1", timeout=10).json()["resources"]
+    resources = requests.get(node.http.url + "/api/v1", timeout=10, headers=AUTH).json()[
+        "resources"
+    ]
     (nodes,) = [r for r in resources if r["name"] == "nodes"]
     assert nodes["namespaced"] is False
     assert nodes["kind"] == "Node"

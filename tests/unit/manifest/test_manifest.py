@@ -639,6 +639,21 @@ def test_duplicate_yaml_keys_are_a_problem() -> None:
     ]
 
 
+def test_duplicate_json_keys_are_a_problem_as_yaml_ones_are() -> None:
+    # Python's JSON decoder kept the last value silently.
+    text = (
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers":'
+        ' [{"name": "c", "image": "busybox:1.35", "image": "busybox:1.36"}]}}\n'
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers":'
+        ' [{"name": "c", "image": "x:1"}]}}'
+    )
+    pods, errors = load_pods_lenient(text)
+    assert [p.metadata.name for p in pods] == ["b"]
+    assert [str(p) for p in errors[0].problems] == [
+        "documents[0]: duplicate key 'image' in spec.containers[0]"
+    ]
+
+
 def test_file_source_name_and_encoding(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_bytes(b"\xff\xfe\x00bad")
