@@ -136,7 +136,7 @@ def build_rooms(
     metrics.set_node_name(cfg.node_name)
     plugged = _plug(runtime, puller, cfg, clock, metrics, health_checker, recorder)
     created = CreationTimes(os.path.join(cfg.root_dir, CREATION_TIMES_FILE), clock.now)
-    pod_config = PodConfig(sources, created=created)
+    pod_config = PodConfig(sources, node_name=cfg.node_name, created=created)
     objects = ObjectStore()
     volumes = VolumeManager(
         cfg.root_dir,
