@@ -123,6 +123,7 @@ _RUNTIME_ERRORS = (
     "ImagePullError",
     "InvalidConfig",
     "MountFailed",
+    "NameOwnedByAnotherNode",
     "NotFound",
     "RuntimeTimeout",
     "RuntimeUnavailable",
