@@ -21,6 +21,7 @@ from kubecore._contract.errors import (
     InvalidConfig,
     MountFailed,
     SandboxUnusable,
+    StillStarting,
 )
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import ContainerConfig, EventType, Image
@@ -121,13 +122,12 @@ class Containers:
     ) -> str:
         """Start one container as the plan says; returns its runtime id."""
         container = spec_of(pod, start, is_init=is_init)
+        if start.replaces:
+            self._remove_interrupted(start.replaces)
         if start.after_crash:
             now = self.clock.now()
             name = container.name
             record.crash_backoff[name] = self.backoff(record.crash_backoff.get(name), now)
-        if start.replaces:
-            with contextlib.suppress(ContainerNotFound):
-                self.runtime.remove_container(start.replaces)
         self.images.ensure(pod, container, record, init=is_init)
         container_id = self._create_and_start(
             pod, container, start.restart_count, is_init=is_init, target=target, record=record
@@ -145,6 +145,19 @@ class Containers:
             record.post_start_failed.add(container_id)
             self._kill_after_post_start(pod, container.name, container_id)
         return container_id
+
+    def _remove_interrupted(self, container_id: str) -> None:
+        """Remove the instance an interrupted start left; one the runtime will not remove may
+        still start, and no second instance is made beside it (``StillStarting``)."""
+        try:
+            self.runtime.remove_container(container_id)
+        except ContainerNotFound:
+            pass
+        except ContainerRuntimeError as error:
+            raise StillStarting(
+                f"the earlier instance {container_id[:13]} cannot be removed yet, it may still"
+                f" be starting: {error}"
+            ) from error
 
     def start_ephemeral(
         self, pod: Pod, start: ContainerToStart, *, target: Target, record: PodRecord

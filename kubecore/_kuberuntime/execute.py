@@ -30,6 +30,7 @@ from kubecore._contract.errors import (
     ImagePullError,
     KubecoreError,
     MountFailed,
+    StillStarting,
 )
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._contract.values import DNSConfig, EventType
@@ -83,6 +84,8 @@ def _start_failure_reason(exc: Exception) -> str:
         return "ErrImagePull"
     if isinstance(exc, MountFailed):
         return "CreateContainerConfigError"  # a subPath the kubelet could not prepare
+    if isinstance(exc, StillStarting):
+        return "ContainerCreating"  # the runtime's start of the earlier instance goes on
     return "CreateContainerError"
 
 

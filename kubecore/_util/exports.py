@@ -129,6 +129,7 @@ _RUNTIME_ERRORS = (
     "RuntimeUnavailable",
     "SandboxNotFound",
     "SandboxUnusable",
+    "StillStarting",
 )
 _PLUGIN_ERRORS = ("DuplicateRuntime", "PluginError", "PluginWarning", "UnknownRuntime")
 
