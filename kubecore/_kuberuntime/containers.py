@@ -40,6 +40,7 @@ from kubecore._kuberuntime.kill import Killer
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
+from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._kuberuntime.translate import container_config, container_resources, resources_record
 from kubecore._model.v1 import Container, EphemeralContainer, Pod
 from kubecore._observability.events import EventReason
@@ -96,6 +97,7 @@ class Containers:
         node: NodeInfo,
         metrics: Metrics,
         node_name: str = "",
+        journal: StartJournal | None = None,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -110,6 +112,8 @@ class Containers:
         self.node = node
         self.metrics = metrics
         self.node_name = node_name
+        self.journal = journal
+        """Where starts are noted while they run (None: nowhere)."""
 
     def start(
         self,
@@ -158,6 +162,8 @@ class Containers:
                 f"the earlier instance {container_id[:13]} cannot be removed yet, it may still"
                 f" be starting: {error}"
             ) from error
+        if self.journal is not None:
+            self.journal.end(container_id)
 
     def start_ephemeral(
         self, pod: Pod, start: ContainerToStart, *, target: Target, record: PodRecord
@@ -203,12 +209,18 @@ class Containers:
                 target.sandbox_id, config, target.sandbox_config
             )
         self._said(pod, EventReason.CREATED_CONTAINER, f"Created container {name}", name, is_init)
+        journal = self.journal
+        if journal is not None:
+            journal.begin(container_id)
         try:
             with self._reporting(pod, name, kind, _START_FAILED, is_init=is_init):
                 self.runtime.start_container(container_id)
         except SandboxUnusable:
             self.sandboxes.retire(pod, target.sandbox_id)
             raise
+        finally:
+            if journal is not None:
+                journal.end(container_id)
         self._said(pod, EventReason.STARTED_CONTAINER, f"Started container {name}", name, is_init)
         return container_id
 

@@ -42,6 +42,7 @@ from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.kill import Killer, kill_message
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes
+from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics
@@ -148,6 +149,7 @@ class Executor:
         objects: ObjectReader | None = None,
         node: NodeInfo | None = None,
         metrics: Metrics | None = None,
+        start_journal: StartJournal | None = None,
     ) -> None:
         self.runtime = runtime
         objects = objects if objects is not None else ObjectStore()
@@ -188,6 +190,7 @@ class Executor:
             node=node if node is not None else NodeInfo(name=node_name),
             metrics=metrics or Metrics(),
             node_name=node_name,
+            journal=start_journal,
         )
 
     def execute(
