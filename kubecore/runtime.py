@@ -100,6 +100,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         MountFailed as MountFailed,
     )
     from kubecore._contract.errors import (
+        NameOwnedByAnotherNode as NameOwnedByAnotherNode,
+    )
+    from kubecore._contract.errors import (
         NotFound as NotFound,
     )
     from kubecore._contract.errors import (
@@ -119,6 +122,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._contract.errors import (
         SandboxUnusable as SandboxUnusable,
+    )
+    from kubecore._contract.errors import (
+        StillStarting as StillStarting,
     )
     from kubecore._contract.errors import (
         UnknownRuntime as UnknownRuntime,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, NoReturn
 
 from kubecore import ContainerRuntimeError
@@ -136,3 +137,16 @@ def sandbox_gone(message: str) -> bool:
     process lost across a runtime restart): the agent then makes a new sandbox."""
     lowered = message.lower()
     return "sandbox" in lowered and any(phrase in lowered for phrase in _SANDBOX_GONE)
+
+
+_RESERVED_FOR = re.compile(
+    r'failed to reserve (?:sandbox|container) name .* is reserved for "([0-9a-f]+)"'
+)
+
+
+def reserved_for(message: str) -> str:
+    """The id of the object that holds the name a ``RunPodSandbox`` or ``CreateContainer`` was
+    refused for (containerd: ``failed to reserve ... name "x": name "x" is reserved for "id"``),
+    '' when the refusal is about something else."""
+    found = _RESERVED_FOR.search(message)
+    return found.group(1) if found else ""

@@ -20,6 +20,7 @@ from kubecore.runtime import (
     ContainerStats,
     ExecResult,
     ImageNotFound,
+    NameOwnedByAnotherNode,
     NodeClaim,
     NodeHolder,
     NotFound,
@@ -36,6 +37,8 @@ from kubecore.runtime import (
     Subscription,
     SystemClock,
     TerminalSize,
+    node_of,
+    owned_by,
     read_cri_log,
 )
 from kubecore_cri._client import CriConnection, CriOptions
@@ -48,7 +51,7 @@ from kubecore_cri._convert import (
     sandbox_ip,
     stats_from,
 )
-from kubecore_cri._errors import Subject, image_missing, sandbox_gone
+from kubecore_cri._errors import Subject, image_missing, reserved_for, sandbox_gone
 from kubecore_cri._events import EventStream
 from kubecore_cri._lease import CriNodeLeases
 from kubecore_cri._pb import api_pb2 as pb
@@ -137,8 +140,36 @@ class CriRuntime:
             config=self._sandbox_request(config), runtime_handler=self.options.runtime_handler
         )
         # RunPodSandbox sets up the network too: it gets the stop budget on top of the timeout.
-        answer = self._call("RunPodSandbox", request, Subject.SANDBOX, timeout=self._long())
+        try:
+            answer = self._call("RunPodSandbox", request, Subject.SANDBOX, timeout=self._long())
+        except ContainerRuntimeError as error:
+            self._refuse_foreign_name(error, "PodSandboxStatus", node_of(config.labels))
+            raise
         return str(answer.pod_sandbox_id)
+
+    def _refuse_foreign_name(
+        self, error: ContainerRuntimeError, status_call: str, node: str
+    ) -> None:
+        """Raise ``NameOwnedByAnotherNode`` when ``error`` is the runtime refusing a name that
+        an object of another node than ``node`` holds (the runtime never removes it, nor does
+        the agent: the name stays refused until that node lets it go)."""
+        holder = reserved_for(str(error))
+        if not holder:
+            return
+        if status_call == "PodSandboxStatus":
+            request: Any = pb.PodSandboxStatusRequest(pod_sandbox_id=holder)
+        else:
+            request = pb.ContainerStatusRequest(container_id=holder)
+        try:
+            labels = dict(self._call(status_call, request).status.labels)
+        except ContainerRuntimeError:
+            return  # gone since, or unreadable: the refusal stands as it is
+        if not owned_by(labels, node):
+            owner = node_of(labels) or "no node (made by hand or by another tool)"
+            raise NameOwnedByAnotherNode(
+                f"the name is taken by {holder[:13]} of {owner}, not of node {node!r}: it is"
+                f" left alone ({error})"
+            ) from error
 
     def _long(self, extra: float = 0.0) -> float:
         return self.options.timeout * 2 + extra
@@ -213,6 +244,9 @@ class CriRuntime:
                 raise ImageNotFound(f"{config.image}: {error}") from error
             if sandbox_gone(str(error)):
                 raise SandboxUnusable(str(error)) from error
+            raise
+        except ContainerRuntimeError as error:
+            self._refuse_foreign_name(error, "ContainerStatus", node_of(config.labels))
             raise
         return str(answer.container_id)
 

@@ -21,6 +21,7 @@ from kubecore.runtime import (
     ContainerStats,
     ExecResult,
     InvalidConfig,
+    NameOwnedByAnotherNode,
     NodeClaim,
     NodeHolder,
     NotFound,
@@ -38,6 +39,7 @@ from kubecore.runtime import (
     SystemClock,
     TerminalSize,
     node_of,
+    owned_by,
 )
 from kubecore_docker._client import DockerConnection, DockerOptions
 from kubecore_docker._convert import (
@@ -92,6 +94,9 @@ class DockerRuntime:
         self._details_lock = threading.Lock()
         self._starting: set[str] = set()
         """Names of the sandboxes this process is creating and starting (not interrupted)."""
+        self._nodes: set[str] = set()
+        """The node names this runtime made objects for or claimed: the only nodes whose
+        interrupted sandboxes it removes."""
         self._watchers: list[EventWatcher] = []
         self._closed = False
         self._engine: EngineSecurity | None = None
@@ -142,7 +147,8 @@ class DockerRuntime:
     # -- creation shared by sandboxes and containers -------------------------------------------
 
     def _create(self, args: dict[str, Any], subject: Subject) -> str:
-        """Create a container; a name left over from an earlier try is removed and created again."""
+        """Create a container; a name left over from an earlier try of this node is removed and
+        created again (one another node's object holds raises ``NameOwnedByAnotherNode``)."""
         api = self._api()
         with engine_errors(subject):
             call = {**args, "host_config": api.create_host_config(**args["host_config"])}
@@ -150,14 +156,24 @@ class DockerRuntime:
             with engine_errors(subject):
                 return create_from_args(api, call)
         except Conflict:
-            log.info(
-                "removing a stale container named %s",
-                args["name"],
-                extra={"container_name": args["name"]},
-            )
-            self._remove(args["name"])
+            self._remove_stale(str(args["name"]), node_of(args.get("labels") or {}), subject)
         with engine_errors(subject):
             return create_from_args(api, call)
+
+    def _remove_stale(self, name: str, node_name: str, subject: Subject) -> None:
+        """Remove the container holding ``name`` when node ``node_name`` owns it."""
+        try:
+            held = summary_from_inspect(self._inspect(name, subject))
+        except NotFound:
+            return  # removed since
+        if not owned_by(held.labels, node_name):
+            owner = node_of(held.labels) or "no node (made by hand or by another tool)"
+            raise NameOwnedByAnotherNode(
+                f"the name {name} is taken by container {held.id[:12]} of {owner}, not of"
+                f" node {node_name!r}: it is left alone"
+            )
+        log.info("removing a stale container named %s", name, extra={"container_name": name})
+        self._remove(held.id)
 
     def _remove(self, container: str) -> None:
         self._forget(container)
@@ -193,6 +209,7 @@ class DockerRuntime:
         name = str(args["name"])
         with self._details_lock:
             self._starting.add(name)
+            self._nodes.add(node_of(config.labels))
         try:
             sandbox_id = self._create(args, Subject.SANDBOX)
             try:
@@ -345,9 +362,12 @@ class DockerRuntime:
         )
 
     def _drop_interrupted(self, summary: Summary) -> None:
-        if not node_of(summary.labels):
+        node = node_of(summary.labels)
+        if not node:
             return  # nobody's (no agent made it): hidden, and left alone
         with self._details_lock:
+            if not any(owned_by(summary.labels, mine) for mine in self._nodes):
+                return  # another node's: hidden, and its own agent removes it
             if summary.name in self._starting:
                 return  # being started by this process right now
         if self._clock.now() - summary.created_at < INTERRUPTED_AFTER:
@@ -436,6 +456,8 @@ class DockerRuntime:
         self, node_name: str, holder: NodeHolder, ttl: float, *, replace: str = ""
     ) -> NodeClaim:
         """A marker container per node name (``kubecore_docker._lease``)."""
+        with self._details_lock:
+            self._nodes.add(node_name)
         return self._leases.claim(node_name, holder, ttl, replace)
 
     def release_node(self, node_name: str, holder: NodeHolder) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from kubecore import FieldError, Operation, Pod, PodUpdate, SourceProblem, ValidationError
-from kubecore.manifest import assign_uid, pod_to_dict, stamp_source
+from kubecore.manifest import pod_to_dict, stamp_source
 from kubecore.v1 import KubeObject
 from kubecore_etcd._client import EtcdClient, EtcdUnavailable
 from kubecore_etcd._documents import decode_object, decode_pod
@@ -317,7 +317,7 @@ class EtcdSource(_EtcdWatch[Pod]):
 
     def _decode_value(self, key: str, value: bytes, namespace: str, name: str) -> Pod:
         pod = decode_pod(value, key, namespace, name)
-        return stamp_source(assign_uid(pod, self._name), self._name)
+        return stamp_source(pod, self._name)  # PodConfig gives it the node's uid
 
 
 class EtcdObjectSource(_EtcdWatch[KubeObject]):

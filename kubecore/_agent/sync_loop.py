@@ -26,6 +26,10 @@ logger = logging.getLogger(__name__)
 _DEATH_RECHECK = 0.05
 _SYNC_LOOP_MIN_THRESHOLD = 300.0
 """The kubelet's ``syncloop`` health check allows twice the resync interval, at least 5 min."""
+ENGINE_PROBE_EVERY = 1.0
+"""While relists back off: seconds between the cheap calls (``version``) that ask whether the
+engine answers again. Once one has gone unanswered, the first answer ends the back-off (a
+relist at once, not at the end of a hold of up to ``RELIST_BACKOFF_MAX``)."""
 
 
 class SyncLoop:
@@ -47,6 +51,8 @@ class SyncLoop:
         """Background passes failing in a row on an unexpected error."""
         self._holding_until: float | None = None
         """While the loop backs off: the monotonic time of its next pass."""
+        self._engine_went_silent = False
+        """A probe of this relist outage went unanswered: the next answer ends the back-off."""
 
     def sync(self) -> SyncReport:
         """One full pass in the caller's thread."""
@@ -101,6 +107,7 @@ class SyncLoop:
                 if ended is not None:
                     logger.warning("the sync loop passes again %s", ended.describe())
                 if not self._pass.outage.failures:
+                    self._engine_went_silent = False
                     if not named:
                         # Statuses name the runtime (one engine call, then cached): asked here,
                         # while the first syncs run, rather than on a pod worker's path.
@@ -121,34 +128,59 @@ class SyncLoop:
                 break
             delay = max(self._pass.outage.delay, self._pass_failures.delay)
             if delay > 0:
-                self._hold(delay)
+                self._hold(delay, probe=bool(self._pass.outage.failures))
             elif clock.virtual:
                 # Virtual time moves only when a test advances it: wait for a wake-up in real time.
                 signals.wake.wait(rooms.config.relist_interval)
             else:
                 clock.wait(signals.wake, self.next_pass_in())
 
-    def _hold(self, seconds: float) -> None:
+    def _hold(self, seconds: float, *, probe: bool = False) -> None:
         """No pass for ``seconds`` of the clock (a back-off after failed passes): wake-ups wait
-        for its end, ``stop`` does not. On a virtual clock the wait ends when the clock is
-        advanced that far."""
-        clock, resume = self._rooms.clock, self._signals.resume
-        resume.clear()
-        if self._signals.stop.is_set():
-            return
+        for its end, ``stop`` does not. ``probe`` (relists fail): the engine is asked every
+        ``ENGINE_PROBE_EVERY`` whether it answers, and the hold ends at its first answer after
+        it went silent. On a virtual clock the waits end when the clock is advanced that far."""
+        clock = self._rooms.clock
         until = clock.monotonic() + seconds
         self._holding_until = until
         try:
-            if clock.virtual:
-                handle = clock.call_at(until, resume.set)
-                try:
-                    resume.wait()
-                finally:
-                    handle.cancel()
-            else:
-                clock.wait(resume, seconds)
+            while not self._wait_until(
+                min(until, clock.monotonic() + ENGINE_PROBE_EVERY) if probe else until
+            ):
+                if clock.monotonic() >= until:
+                    return
+                if not probe:
+                    continue
+                if not self._engine_answers():
+                    self._engine_went_silent = True
+                elif self._engine_went_silent:
+                    logger.info("the container runtime answers again: relisting now")
+                    return
         finally:
             self._holding_until = None
+
+    def _wait_until(self, deadline: float) -> bool:
+        """Wait on the clock until ``deadline``; True if the loop is stopping."""
+        clock, resume = self._rooms.clock, self._signals.resume
+        resume.clear()
+        if self._signals.stop.is_set():
+            return True
+        if clock.virtual:
+            handle = clock.call_at(deadline, resume.set)
+            try:
+                resume.wait()
+            finally:
+                handle.cancel()
+        else:
+            clock.wait(resume, deadline - clock.monotonic())
+        return self._signals.stop.is_set()
+
+    def _engine_answers(self) -> bool:
+        try:
+            self._rooms.runtime.version()
+        except Exception:  # whatever the engine's failure is, it did not answer
+            return False
+        return True
 
     def next_pass_in(self) -> float:
         """Seconds until the next pass: the relist interval, or sooner when a back-off ends

@@ -39,6 +39,7 @@ from kubecore._kuberuntime.credentials import Keyring
 from kubecore._kuberuntime.env import NodeInfo, host_capacity
 from kubecore._kuberuntime.execute import Executor
 from kubecore._kuberuntime.security import detect_host_security
+from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod
@@ -136,7 +137,7 @@ def build_rooms(
     metrics.set_node_name(cfg.node_name)
     plugged = _plug(runtime, puller, cfg, clock, metrics, health_checker, recorder)
     created = CreationTimes(os.path.join(cfg.root_dir, CREATION_TIMES_FILE), clock.now)
-    pod_config = PodConfig(sources, created=created)
+    pod_config = PodConfig(sources, node_name=cfg.node_name, created=created)
     objects = ObjectStore()
     volumes = VolumeManager(
         cfg.root_dir,
@@ -379,6 +380,7 @@ def _executor(
         node_name=cfg.node_name,
         cluster_domain=cfg.cluster_domain,
         objects=objects,
+        start_journal=StartJournal(cfg.root_dir),
         node=NodeInfo(cfg.node_name, cfg.host_ip, host_capacity(cfg.root_dir)),
         metrics=metrics,
     )

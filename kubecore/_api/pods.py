@@ -9,6 +9,7 @@ static pod's mirror pod."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -226,10 +227,14 @@ class PodResource(Resource[dict[str, Any], Pod]):
         return pod_to_dict(owned)
 
     def stamp(self, item: Pod, owned: Pod | None) -> Pod:
-        # Created once, by the API: a replace or patch keeps the time (and AGE goes on).
+        # Created once, by the API: a replace or patch keeps the uid and the time (AGE goes on).
+        # A new random uid at each create, as the API server gives: a pod deleted and made
+        # again is a new pod, with none of the old one's events or containers.
         created = owned.metadata.creation_timestamp if owned is not None else ""
         meta = attrs.evolve(
-            item.metadata, creation_timestamp=created or rfc3339(self.kubelet.clock.now())
+            item.metadata,
+            uid=owned.metadata.uid if owned is not None else str(uuid.uuid4()),
+            creation_timestamp=created or rfc3339(self.kubelet.clock.now()),
         )
         (stamped,) = prepare_pods([attrs.evolve(item, metadata=meta)], self.source.name)
         return stamped

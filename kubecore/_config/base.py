@@ -30,7 +30,7 @@ import attrs
 
 from kubecore._config.updates import Operation, PodUpdate, SourceName
 from kubecore._contract.errors import FieldError, ValidationError
-from kubecore._manifest import assign_uid, load_manifest_lenient, stamp_source
+from kubecore._manifest import load_manifest_lenient, stamp_source
 from kubecore._model.v1 import KubeObject, Pod
 
 logger = logging.getLogger(__name__)
@@ -80,8 +80,9 @@ def pod_key(pod: Pod) -> PodKey:
 
 
 def prepare_pods(pods: Iterable[Pod], source: str) -> tuple[Pod, ...]:
-    """Give each pod its deterministic uid and stamp the source name on it."""
-    return tuple(stamp_source(assign_uid(pod, source), source) for pod in pods)
+    """Stamp the source name on each pod. A pod given no uid gets the node's deterministic one
+    when ``PodConfig`` takes it in (only the agent knows the node name)."""
+    return tuple(stamp_source(pod, source) for pod in pods)
 
 
 def problem_from_exception(where: str, error: Exception) -> SourceProblem:

@@ -7,6 +7,8 @@ that every registered source has reported and none has since said it cannot be r
 so the agent may trust that a pod missing from the merged view is really not wanted. An update
 with a ``reason`` (a ``SET`` of the pods a source remembers, sent while it cannot be read) sets
 the source's pods without counting as a report: they are run and kept, nothing else is deleted.
+A pod a source gives without a UID gets ``pod_uid`` of (node, source, namespace, name): two
+nodes on one engine never share a pod UID, and a restarted agent finds its own pods again.
 A pod a source gives without a creation time gets the time it was first received
 (``kubecore._config.created``), the same across restarts of the agent.
 """
@@ -27,10 +29,10 @@ from kubecore._model.v1 import Pod
 logger = logging.getLogger(__name__)
 
 
-def _stamp(pod: Pod, source: str) -> Pod:
+def _stamp(pod: Pod, source: str, node_name: str) -> Pod:
     """The pod with a UID and the source annotation (unchanged object when it has both)."""
     meta = pod.metadata
-    uid = meta.uid or pod_uid(source, meta.namespace, meta.name)
+    uid = meta.uid or pod_uid(source, meta.namespace, meta.name, node_name=node_name)
     if uid == meta.uid and meta.annotations.get(SOURCE_ANNOTATION) == source:
         return pod
     annotations = {**meta.annotations, SOURCE_ANNOTATION: source}
@@ -41,9 +43,14 @@ class PodConfig:
     """Per-source pod state, merged. Thread-safe."""
 
     def __init__(
-        self, sources: Iterable[str] = (), *, created: CreationTimes | None = None
+        self,
+        sources: Iterable[str] = (),
+        *,
+        node_name: str,
+        created: CreationTimes | None = None,
     ) -> None:
         self._lock = threading.Lock()
+        self._node_name = node_name
         self._created = created
         """When each pod received without a creation time was first received."""
         self._sources: dict[str, dict[str, Pod]] = {}
@@ -111,7 +118,7 @@ class PodConfig:
         source = update.source
         if not source:
             raise ValueError("a PodUpdate needs a source name")
-        pods = [_stamp(p, source) for p in update.pods]
+        pods = [_stamp(p, source, self._node_name) for p in update.pods]
         with self._lock:
             if update.op is Operation.NOT_READY:
                 was_ready = source in self._reported

@@ -17,7 +17,8 @@ class StaticSource:
 
     Each call is queued as one ``PodUpdate`` (SET / ADD / UPDATE / REMOVE) and handed out by
     ``poll``; pass ``sink`` (for example ``kubelet.update``) to deliver each one at once instead.
-    Pods get their deterministic uid and the source stamp. The source has reported once something
+    Pods get the source stamp (and, in the agent, the node's deterministic uid if they have
+    none). The source has reported once something
     was set (``StaticSource(pods)`` counts, even with an empty list).
     """
 

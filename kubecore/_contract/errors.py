@@ -146,6 +146,18 @@ class Conflict(ContainerRuntimeError):
     """The request conflicts with the current state (a name in use, a running container)."""
 
 
+class NameOwnedByAnotherNode(Conflict):
+    """The name is taken on the engine by an object another node owns (``owned_by``): it is
+    never removed to make room. Two agents on one engine should never make the same name (a
+    static pod's UID holds the node name); this is what a clash looks like if they do."""
+
+
+class StillStarting(Conflict):
+    """An earlier instance of the container cannot be removed: the runtime may still be starting
+    it (containerd: "container is in starting state"), after an agent was stopped mid-start. No
+    new instance is made meanwhile; the next relist sees it again (adopted if it runs)."""
+
+
 class ImagePullError(ContainerRuntimeError):
     """An image could not be pulled (missing, unauthorized, registry down, error in the stream)."""
 

@@ -21,6 +21,7 @@ from kubecore._contract.errors import (
     InvalidConfig,
     MountFailed,
     SandboxUnusable,
+    StillStarting,
 )
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import ContainerConfig, EventType, Image
@@ -39,6 +40,7 @@ from kubecore._kuberuntime.kill import Killer
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
+from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._kuberuntime.translate import container_config, container_resources, resources_record
 from kubecore._model.v1 import Container, EphemeralContainer, Pod
 from kubecore._observability.events import EventReason
@@ -95,6 +97,7 @@ class Containers:
         node: NodeInfo,
         metrics: Metrics,
         node_name: str = "",
+        journal: StartJournal | None = None,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -109,6 +112,8 @@ class Containers:
         self.node = node
         self.metrics = metrics
         self.node_name = node_name
+        self.journal = journal
+        """Where starts are noted while they run (None: nowhere)."""
 
     def start(
         self,
@@ -121,13 +126,12 @@ class Containers:
     ) -> str:
         """Start one container as the plan says; returns its runtime id."""
         container = spec_of(pod, start, is_init=is_init)
+        if start.replaces:
+            self._remove_interrupted(start.replaces)
         if start.after_crash:
             now = self.clock.now()
             name = container.name
             record.crash_backoff[name] = self.backoff(record.crash_backoff.get(name), now)
-        if start.replaces:
-            with contextlib.suppress(ContainerNotFound):
-                self.runtime.remove_container(start.replaces)
         self.images.ensure(pod, container, record, init=is_init)
         container_id = self._create_and_start(
             pod, container, start.restart_count, is_init=is_init, target=target, record=record
@@ -145,6 +149,21 @@ class Containers:
             record.post_start_failed.add(container_id)
             self._kill_after_post_start(pod, container.name, container_id)
         return container_id
+
+    def _remove_interrupted(self, container_id: str) -> None:
+        """Remove the instance an interrupted start left; one the runtime will not remove may
+        still start, and no second instance is made beside it (``StillStarting``)."""
+        try:
+            self.runtime.remove_container(container_id)
+        except ContainerNotFound:
+            pass
+        except ContainerRuntimeError as error:
+            raise StillStarting(
+                f"the earlier instance {container_id[:13]} cannot be removed yet, it may still"
+                f" be starting: {error}"
+            ) from error
+        if self.journal is not None:
+            self.journal.end(container_id)
 
     def start_ephemeral(
         self, pod: Pod, start: ContainerToStart, *, target: Target, record: PodRecord
@@ -190,12 +209,18 @@ class Containers:
                 target.sandbox_id, config, target.sandbox_config
             )
         self._said(pod, EventReason.CREATED_CONTAINER, f"Created container {name}", name, is_init)
+        journal = self.journal
+        if journal is not None:
+            journal.begin(container_id)
         try:
             with self._reporting(pod, name, kind, _START_FAILED, is_init=is_init):
                 self.runtime.start_container(container_id)
         except SandboxUnusable:
             self.sandboxes.retire(pod, target.sandbox_id)
             raise
+        finally:
+            if journal is not None:
+                journal.end(container_id)
         self._said(pod, EventReason.STARTED_CONTAINER, f"Started container {name}", name, is_init)
         return container_id
 

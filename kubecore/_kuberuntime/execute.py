@@ -30,6 +30,7 @@ from kubecore._contract.errors import (
     ImagePullError,
     KubecoreError,
     MountFailed,
+    StillStarting,
 )
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._contract.values import DNSConfig, EventType
@@ -41,6 +42,7 @@ from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.kill import Killer, kill_message
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes
+from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics
@@ -83,6 +85,8 @@ def _start_failure_reason(exc: Exception) -> str:
         return "ErrImagePull"
     if isinstance(exc, MountFailed):
         return "CreateContainerConfigError"  # a subPath the kubelet could not prepare
+    if isinstance(exc, StillStarting):
+        return "ContainerCreating"  # the runtime's start of the earlier instance goes on
     return "CreateContainerError"
 
 
@@ -145,6 +149,7 @@ class Executor:
         objects: ObjectReader | None = None,
         node: NodeInfo | None = None,
         metrics: Metrics | None = None,
+        start_journal: StartJournal | None = None,
     ) -> None:
         self.runtime = runtime
         objects = objects if objects is not None else ObjectStore()
@@ -185,6 +190,7 @@ class Executor:
             node=node if node is not None else NodeInfo(name=node_name),
             metrics=metrics or Metrics(),
             node_name=node_name,
+            journal=start_journal,
         )
 
     def execute(

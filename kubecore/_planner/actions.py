@@ -73,6 +73,9 @@ class PodHistory:
     active_since: float | None = None
     """When the pod became active on the node (its status ``startTime``, on the agent's clock):
     ``activeDeadlineSeconds`` counts from there. None when the pod sets no deadline."""
+    interrupted_starts: frozenset[str] = frozenset()
+    """Runtime container ids whose start an earlier agent process began and never saw end
+    (killed mid-start): one that never ran is an interrupted start, not a crash."""
 
 
 @attrs.frozen

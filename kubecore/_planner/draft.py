@@ -36,16 +36,31 @@ def probe_grace(container: Container, state: ProbeState) -> float | None:
     return float(probe.termination_grace_period_seconds)
 
 
+def interrupted_start(record: Record, interrupted: frozenset[str]) -> bool:
+    """Did ``record`` never run because its start was cut off? Created and never started, or
+    (``interrupted``: the starts an earlier agent process never saw end) ended without ever
+    running: containerd fails a start whose caller was killed (exit 128) and never runs it."""
+    if record.never_started:
+        return True
+    c = record.c
+    return c.id in interrupted and c.started_at is None and not record.live
+
+
 def to_start(
-    index: int, records: list[Record] | None, others: list[Record] | None = None
+    index: int,
+    records: list[Record] | None,
+    others: list[Record] | None = None,
+    interrupted: frozenset[str] = frozenset(),
 ) -> ContainerToStart:
     """Start the container at ``index`` after its previous instances (newest first), with a
-    restart count above theirs and above ``others`` of its name (instances ``View`` set aside)."""
+    restart count above theirs and above ``others`` of its name (instances ``View`` set aside).
+    An instance whose start was cut off is replaced, not counted (``interrupted_start``)."""
     floor = max((r.restart_count for r in others), default=-1) if others else -1
     if not records:
         return ContainerToStart(index, floor + 1)
     newest = records[0]
-    if newest.never_started:  # takes its place: the count it had, above every other instance
+    if interrupted_start(newest, interrupted):
+        # takes its place: the count it had, above every other instance
         below = max((r.restart_count for r in records[1:]), default=-1)
         count = max(newest.restart_count, max(below, floor) + 1)
         return ContainerToStart(index, count, after_crash=True, replaces=newest.c.id)
@@ -126,7 +141,14 @@ class Draft:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.starts.append(to_start(index, records, set_aside(self.view, container.name)))
+        self.starts.append(
+            to_start(
+                index,
+                records,
+                set_aside(self.view, container.name),
+                self.history.interrupted_starts,
+            )
+        )
 
     def resize(self, container: Container, record: Record) -> bool:
         """Resize a running container whose resources changed; True if it is killed for it
@@ -145,7 +167,14 @@ class Draft:
         if waiting is not None:
             self.waiting.append(waiting)
             return
-        self.sidecar_starts.append(to_start(index, records, set_aside(self.view, container.name)))
+        self.sidecar_starts.append(
+            to_start(
+                index,
+                records,
+                set_aside(self.view, container.name),
+                self.history.interrupted_starts,
+            )
+        )
 
     def sorted_kills(self) -> tuple[ContainerToKill, ...]:
         return tuple(sorted(self.kills.values(), key=lambda k: (k.name, k.container_id)))

@@ -117,4 +117,5 @@ def _start_init(
     if waiting is not None:
         plan.waiting.append(waiting)
         return False, None
-    return False, to_start(index, view.init.get(container.name), set_aside(view, container.name))
+    records, others = view.init.get(container.name), set_aside(view, container.name)
+    return False, to_start(index, records, others, plan.history.interrupted_starts)

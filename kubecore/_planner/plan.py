@@ -148,7 +148,9 @@ def _plan_new_sandbox(
         records = view.init.get(first.name)
         waiting = plan.blocked(first, crash=bool(records))
         if waiting is None:
-            next_init = to_start(0, records, set_aside(view, first.name))
+            next_init = to_start(
+                0, records, set_aside(view, first.name), history.interrupted_starts
+            )
         else:
             plan.waiting.append(waiting)
         plan.waiting.extend(Waiting(c.name, POD_INITIALIZING) for c in spec.containers)

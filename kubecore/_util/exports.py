@@ -123,11 +123,13 @@ _RUNTIME_ERRORS = (
     "ImagePullError",
     "InvalidConfig",
     "MountFailed",
+    "NameOwnedByAnotherNode",
     "NotFound",
     "RuntimeTimeout",
     "RuntimeUnavailable",
     "SandboxNotFound",
     "SandboxUnusable",
+    "StillStarting",
 )
 _PLUGIN_ERRORS = ("DuplicateRuntime", "PluginError", "PluginWarning", "UnknownRuntime")
 

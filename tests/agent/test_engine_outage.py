@@ -15,6 +15,7 @@ import pytest
 
 from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._agent.outage import Outage, OutageEnd, logs_failure
+from kubecore._agent.sync_loop import ENGINE_PROBE_EVERY
 from kubecore._contract.errors import RuntimeUnavailable
 from kubecore._contract.values import RuntimeEvent, RuntimeState
 from kubecore._util.clock import ManualClock, SystemClock
@@ -201,6 +202,67 @@ def test_relists_back_off_logs_fall_and_the_recovery_is_logged_once(
     recovered = [r.getMessage() for r in records.records if "answered again" in r.getMessage()]
     assert len(recovered) == 1, recovered
     assert recovered[0].startswith("the container runtime answered again after")
+
+
+def step(clock: ManualClock, calls: Callable[[], int]) -> None:
+    """Advance the clock by one probe interval and wait (real time) for the loop to call the
+    engine in it (a probe, or a relist at the end of a hold)."""
+    before = calls()
+    clock.advance(ENGINE_PROBE_EVERY)
+    until(lambda: calls() > before, what="a call to the engine")
+
+
+def test_the_first_answer_of_the_engine_ends_a_long_back_off(tmp_path: Path) -> None:
+    # containerd answered again while the relist held for up to 30 s: reconvergence waited
+    # for the hold's end (32 s). The loop asks the engine each second and relists at once.
+    clock = ManualClock()
+    runtime = Engine(clock)
+    kubelet = agent(tmp_path, runtime, relist_interval=3600, resync_interval=7200)
+    kubelet.set_pods([make_pod("web")])
+    kubelet.start()
+    try:
+        assert kubelet.wait_idle(10)
+        (first,) = runtime.find_containers("app", state=RuntimeState.RUNNING)
+        runtime.down = True
+        kubelet.wake()
+        until(lambda: held(kubelet, clock), what="the first back-off")
+        for _ in range(45):  # the relist at 31.5 s holds until 61.5 s
+            step(clock, lambda: runtime.refused["version"] + runtime.refused["snapshot"])
+        assert kubelet._pass.outage.delay == 30
+        hold_ends = kubelet._loop._holding_until
+        assert hold_ends is not None and hold_ends - clock.monotonic() > 10
+        relists = runtime.refused["snapshot"]
+
+        runtime.down = False
+        runtime.crash(first.id)  # the death is noticed once the engine answers
+        clock.advance(ENGINE_PROBE_EVERY)
+        until(lambda: not kubelet._pass.outage.failures, what="a relist right after the answer")
+        assert clock.monotonic() < hold_ends
+        assert runtime.refused["snapshot"] == relists  # no relist hammered the silent engine
+        assert kubelet.wait_idle(10)
+        (second,) = runtime.find_containers("app", state=RuntimeState.RUNNING)
+        assert second.id != first.id
+    finally:
+        kubelet.stop(5)
+
+
+def test_an_engine_that_answers_but_fails_relists_keeps_the_back_off(tmp_path: Path) -> None:
+    # The probe ends a hold only once the engine was seen silent: relists that fail on an
+    # engine that answers (a broken list) keep their back-off.
+    clock = ManualClock()
+    runtime = FakeRuntime(clock=clock)
+    kubelet = agent(tmp_path, runtime, relist_interval=3600, resync_interval=7200)
+    runtime.fail_next("snapshot", 1000, RuntimeUnavailable("snapshot: a broken list"))
+    kubelet.start()
+    try:
+        until(lambda: held(kubelet, clock), what="the first back-off")
+        for _ in range(30):
+            step(clock, lambda: runtime.call_count("version") + runtime.call_count("snapshot"))
+        # delays 0.5, 1, 2, 4, 8, 16: 6 relists by 31.5 s, as without probes
+        assert 5 <= runtime.call_count("snapshot") <= 7
+        assert runtime.call_count("version") >= 20  # asked each second, answered
+    finally:
+        kubelet.stop(5)
 
 
 def test_stop_ends_a_back_off(tmp_path: Path) -> None:

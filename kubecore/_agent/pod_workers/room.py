@@ -98,10 +98,12 @@ def history_of(
     active_since: float | None = None,
     *,
     resize_in_place: bool = False,
+    interrupted: frozenset[str] = frozenset(),
 ) -> PodHistory:
     """What the planner and the status need to know of the past (shared when empty)."""
     if not (
-        probes
+        interrupted
+        or probes
         or record.crash_backoff
         or record.image_backoff
         or record.post_start_failed
@@ -118,6 +120,7 @@ def history_of(
         resized=dict(record.resized) if record.resized else {},
         resize_in_place=resize_in_place,
         active_since=active_since,
+        interrupted_starts=interrupted,
     )
 
 
@@ -267,7 +270,9 @@ class PodSyncer:
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
         since = active_since(st)
         in_place = self._resizes_in_place and has_resize_policy(pod)
-        history = history_of(record, probes, since, resize_in_place=in_place)
+        history = history_of(
+            record, probes, since, resize_in_place=in_place, interrupted=self._interrupted()
+        )
         done = self._act(uid, st, pod, work, history, now)
         # Status is recomputed only when something it depends on may have changed.
         unchanged = _status_unchanged(st, pod, work, probes, done)
@@ -291,6 +296,10 @@ class PodSyncer:
         else:
             op = "sync"
         self._duration[op].observe(max(0.0, monotonic() - started))
+
+    def _interrupted(self) -> frozenset[str]:
+        journal = self._executor.containers.journal
+        return journal.interrupted if journal is not None else frozenset()
 
     def _act(
         self, uid: str, st: PodState, pod: Pod, work: Work, history: PodHistory, now: float
@@ -390,7 +399,13 @@ class PodSyncer:
                 st.published,
                 pod,
                 work.observed,
-                history_of(st.record, self._probes.states(uid), since, resize_in_place=in_place),
+                history_of(
+                    st.record,
+                    self._probes.states(uid),
+                    since,
+                    resize_in_place=in_place,
+                    interrupted=self._interrupted(),
+                ),
                 actions,
                 now,
             )

@@ -50,7 +50,7 @@ def make_pod(
         "spec": {"containers": containers, **spec},
     }
     (pod,) = load_pods_from_dict(data, source_name=f"{namespace}/{name}")
-    return assign_uid(pod, SOURCE)
+    return assign_uid(pod, SOURCE, node_name="e2e-node")
 
 
 def get_pod(kubelet: Kubelet, namespace: str, name: str) -> Pod:

@@ -194,7 +194,8 @@ def test_a_sandbox_whose_start_was_interrupted_is_hidden_then_removed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An agent killed between run_sandbox's create and start leaves a sandbox that never
-    started: it is not a sandbox of the pod (RunPodSandbox is one step), and it goes."""
+    started: it is not a sandbox of the pod (RunPodSandbox is one step), and it goes, removed
+    by a runtime of its node only."""
     config = make_sandbox(labels={NODE_LABEL: "interrupted-node"})
     args = sandbox_create_args(config, engine.pause_image)
     call = {**args, "host_config": raw.create_host_config(**args["host_config"])}
@@ -202,6 +203,9 @@ def test_a_sandbox_whose_start_was_interrupted_is_hidden_then_removed(
     assert interrupted not in {s.id for s in runtime.snapshot().sandboxes}
     assert raw.containers(all=True, filters={"id": interrupted})  # young: only hidden
     monkeypatch.setattr(docker_runtime, "INTERRUPTED_AFTER", 0.0)
+    runtime.snapshot()  # this runtime made nothing for that node yet: another node's, left
+    assert raw.containers(all=True, filters={"id": interrupted})
+    runtime.run_sandbox(make_sandbox(labels={NODE_LABEL: "interrupted-node"}))
     runtime.snapshot()
     assert not raw.containers(all=True, filters={"id": interrupted})
 

@@ -14,6 +14,8 @@ from kubecore._config.updates import Operation, PodUpdate
 from kubecore._manifest import load_pods_from_string
 from kubecore._model.v1 import Pod
 
+NODE = "node-a"
+
 POD = """
 apiVersion: v1
 kind: Pod
@@ -43,7 +45,7 @@ def created(config: PodConfig) -> dict[str, str]:
 def test_a_pod_keeps_the_time_it_was_first_received(tmp_path: Path) -> None:
     clock = Clock()
     path = tmp_path / "times.json"
-    config = PodConfig(["file"], created=CreationTimes(path, clock))
+    config = PodConfig(["file"], node_name=NODE, created=CreationTimes(path, clock))
     config.apply(PodUpdate(Operation.SET, (pod("a"),), "file"))
     first = created(config)
     assert first == {"a": "2023-11-14T22:13:20Z"}
@@ -54,7 +56,7 @@ def test_a_pod_keeps_the_time_it_was_first_received(tmp_path: Path) -> None:
 
     # A restart: a new PodConfig reads the times back.
     clock.now += 100
-    again = PodConfig(["file"], created=CreationTimes(path, clock))
+    again = PodConfig(["file"], node_name=NODE, created=CreationTimes(path, clock))
     again.apply(PodUpdate(Operation.SET, (pod("b"), pod("a")), "file"))
     assert created(again) == {"a": "2023-11-14T22:13:20Z", "b": "2023-11-14T22:15:00Z"}
 
@@ -67,7 +69,7 @@ def test_a_pod_keeps_the_time_it_was_first_received(tmp_path: Path) -> None:
 def test_a_time_the_source_gives_is_kept_and_a_bad_file_is_not_fatal(tmp_path: Path) -> None:
     path = tmp_path / "times.json"
     path.write_text("{not json")
-    config = PodConfig(["api"], created=CreationTimes(path, Clock()))
+    config = PodConfig(["api"], node_name=NODE, created=CreationTimes(path, Clock()))
     given = pod("a")
     stamped = attrs.evolve(
         given, metadata=attrs.evolve(given.metadata, creation_timestamp="2020-01-01T00:00:00Z")

@@ -24,6 +24,8 @@ from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from kubecore._util.clock import ManualClock, SystemClock
 from tests.unit.config.support import pod_yaml, write
 
+NODE = "node-a"
+
 BAD_POD = """apiVersion: v1
 kind: Pod
 metadata:
@@ -78,16 +80,20 @@ def test_directory_yaml_multidoc_and_json_skipping_dotfiles_and_subdirs(manifest
     assert names(update) == ["alpha", "beta", "gamma"]
     for pod in update.pods:
         assert pod.metadata.annotations[SOURCE_ANNOTATION] == "file"
-        assert pod.metadata.uid
+        assert not pod.metadata.uid  # the agent's PodConfig gives it the node's uid
     assert source.problems == ()
 
 
 def test_uids_are_stable_across_sources_objects(manifests: Path) -> None:
-    first = FileSource(manifests).poll(0.0)
-    second = FileSource(manifests).poll(0.0)
-    assert first is not None and second is not None
-    assert [p.uid for p in first.pods] == [p.uid for p in second.pods]
-    assert len({p.uid for p in first.pods}) == 3
+    uids = []
+    for _restart in range(2):
+        update = FileSource(manifests).poll(0.0)
+        assert update is not None
+        config = PodConfig(["file"], node_name=NODE)
+        config.apply(update)
+        uids.append([p.uid for p in config.pods()])
+    assert uids[0] == uids[1]
+    assert len(set(uids[0])) == 3
 
 
 def test_nothing_sent_when_nothing_changed_or_not_due(manifests: Path) -> None:
@@ -305,7 +311,7 @@ def test_http_source_ready_again_resends_its_pods_even_unchanged() -> None:
     fetch = ScriptedFetch(good, OSError("connection refused"), good)
     source = HTTPSource("http://example.invalid/", interval=1.0, backoff=1.0, fetch=fetch)
     first = source.poll(0.0)
-    config = PodConfig(["http"])
+    config = PodConfig(["http"], node_name=NODE)
     assert first is not None and config.apply(first)
     down = source.poll(1.0)
     assert down is not None and config.apply(down)
@@ -446,7 +452,7 @@ OPS = st.lists(
 def test_static_source_through_pod_config_matches_its_own_view(
     ops: list[tuple[str, list[str], str]],
 ) -> None:
-    config = PodConfig(["api"])
+    config = PodConfig(["api"], node_name=NODE)
     source = StaticSource(sink=config.apply)
     for op, pod_names, image in ops:
         pods = [make_pod(n, image) for n in pod_names]
@@ -483,7 +489,7 @@ def test_poller_delivers_updates_from_every_source(manifests: Path) -> None:
 
 def test_poller_feeds_pod_config_and_sources_become_ready(manifests: Path, tmp_path: Path) -> None:
     clock = ManualClock()
-    config = PodConfig(["file", "http"])
+    config = PodConfig(["file", "http"], node_name=NODE)
     http_fetch = ScriptedFetch(OSError("down"), FetchResult(200, pod_yaml("remote").encode()))
     poller = SourcePoller(
         [
@@ -545,7 +551,7 @@ def test_directory_gone_while_running_is_not_ready_and_keeps_its_pods(
     manifests: Path, tmp_path: Path
 ) -> None:
     source = FileSource(manifests, interval=1.0, settle=0)
-    config = PodConfig(["file"])
+    config = PodConfig(["file"], node_name=NODE)
     first = source.poll(0.0)
     assert first is not None
     config.apply(first)

@@ -30,6 +30,8 @@ from kubecore._contract.values import RuntimeState
 from tests.agent.support import Node, make_node
 from tests.unit.config.support import write
 
+NODE = "node-a"
+
 
 def pod_doc(name: str, image: str = "busybox:1.36") -> str:
     return (
@@ -482,7 +484,7 @@ def test_a_url_down_at_start_offers_its_remembered_pods_not_ready(tmp_path: Path
     offered = second.poll(0.0)
     assert offered is not None and offered.op is Operation.SET and len(offered.pods) == 2
     assert "Connection refused" in offered.reason
-    config = PodConfig(["http"])
+    config = PodConfig(["http"], node_name=NODE)
     config.apply(offered)
     assert not config.sources_ready() and len(config.pods()) == 2
     assert second.poll(100.0) is None  # said once

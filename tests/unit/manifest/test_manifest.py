@@ -791,15 +791,17 @@ def test_validate_pod_built_in_code() -> None:
 
 def test_assign_uid_is_deterministic() -> None:
     pod = pod_from_dict(base())
-    a = assign_uid(pod, "file:/etc/pods/web.yaml")
-    b = assign_uid(pod, "file:/etc/pods/web.yaml")
-    assert a.uid and a.uid == b.uid
+    web = "file:/etc/pods/web.yaml"
+    a = assign_uid(pod, web, node_name="node-a")
+    b = assign_uid(pod, web, node_name="node-a")
+    assert a.uid and a.uid == b.uid  # an agent restarted with its node name finds its pods
     assert len(a.uid) == 36 and a.uid.count("-") == 4
-    assert assign_uid(pod, "http://x").uid != a.uid
+    assert assign_uid(pod, web, node_name="node-b").uid != a.uid
+    assert assign_uid(pod, "http://x", node_name="node-a").uid != a.uid
     other_ns = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, namespace="other"))
-    assert assign_uid(other_ns, "file:/etc/pods/web.yaml").uid != a.uid
+    assert assign_uid(other_ns, web, node_name="node-a").uid != a.uid
     other_name = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, name="web2"))
-    assert assign_uid(other_name, "file:/etc/pods/web.yaml").uid != a.uid
+    assert assign_uid(other_name, web, node_name="node-a").uid != a.uid
     assert a.spec == pod.spec
 
 
@@ -807,7 +809,7 @@ def test_assign_uid_keeps_an_existing_uid() -> None:
     data = base()
     data["metadata"]["uid"] = "given-uid"
     pod = pod_from_dict(data)
-    assert assign_uid(pod, "anything") is pod
+    assert assign_uid(pod, "anything", node_name="node-a") is pod
 
 
 def test_stamp_source() -> None:

@@ -64,8 +64,10 @@ def test_generated_containers_fit_in_a_pod(container: m.Container) -> None:
 
 
 @EXAMPLES
-@given(pods(), st.text(max_size=20))
-def test_assign_uid_is_a_pure_function_of_source_namespace_name(pod: m.Pod, source: str) -> None:
+@given(pods(), st.text(max_size=20), st.text(max_size=20))
+def test_assign_uid_is_a_pure_function_of_node_source_namespace_name(
+    pod: m.Pod, source: str, node: str
+) -> None:
     no_uid = m.Pod(
         metadata=m.ObjectMeta(
             name=pod.metadata.name, namespace=pod.metadata.namespace, labels={"x": "y"}
@@ -76,7 +78,9 @@ def test_assign_uid_is_a_pure_function_of_source_namespace_name(pod: m.Pod, sour
         metadata=m.ObjectMeta(name=pod.metadata.name, namespace=pod.metadata.namespace),
         spec=m.PodSpec(containers=(m.Container(name="c", image="i:1"),)),
     )
-    assert assign_uid(no_uid, source).uid == assign_uid(bare, source).uid != ""
+    uid = assign_uid(no_uid, source, node_name=node).uid
+    assert uid == assign_uid(bare, source, node_name=node).uid != ""
+    assert assign_uid(bare, source, node_name=node + "-other").uid != uid
 
 
 # --- mutations: break one field, expect its path among the problems -------------------------

@@ -721,3 +721,26 @@ def test_a_restart_count_stays_above_an_unstarted_instance_set_aside_under_never
     actions = compute_pod_actions(pod, observed, H, NOW)
     init = actions.next_init_container
     assert init is not None and (init.index, init.restart_count) == (0, 2)
+
+
+def test_a_start_an_earlier_agent_never_saw_end_is_replaced_not_counted() -> None:
+    # containerd fails a start whose caller was killed (exit 128, never ran): the next agent,
+    # told by its start journal, replaces that instance at its restart count instead of
+    # counting a crash and leaving it beside a second one.
+    never_ran = attrs.evolve(
+        dead("app", 128, reason="ContainerCannotRun", id="app-cut"), started_at=None
+    )
+    observed = swap(healthy(), never_ran)
+    cut = PodHistory(interrupted_starts=frozenset({"app-cut"}))
+    replaced = compute_pod_actions(BASE_POD, observed, cut, NOW)
+    assert replaced.containers_to_start == (
+        ContainerToStart(0, restart_count=0, after_crash=True, replaces="app-cut"),
+    )
+    # Without the journal's word it is a start that failed: a restart, the instance kept.
+    counted = compute_pod_actions(BASE_POD, observed, H, NOW)
+    assert counted.containers_to_start == (ContainerToStart(0, restart_count=1, after_crash=True),)
+    # One that ran (it has a start time) crashed, journal or not.
+    ran = swap(healthy(), dead("app", 128, id="app-cut"))
+    assert compute_pod_actions(BASE_POD, ran, cut, NOW).containers_to_start == (
+        ContainerToStart(0, restart_count=1, after_crash=True),
+    )
