@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kubecore._config.base import parse_documents, prepare_pods
+from kubecore._config.base import SourceProblem, parse_documents, prepare_pods
 from kubecore._config.file_state import FileState, Fingerprint
 from kubecore._config.memory import SourceMemory
 
@@ -54,10 +54,14 @@ class FileMemory:
         file = self._own_file(Path(path))
         if file is None:
             return None
-        pods, objects, _errors = parse_documents(text, path)
+        pods, objects, errors = parse_documents(text, str(file))
+        # A file remembered with problems (its valid pods were loaded) still has them: the same
+        # text read again after a restart must report them, not pass as "no change".
+        problem = SourceProblem(str(file), errors) if errors else None
         state = FileState(
             Fingerprint(0, -1, 0, digest),
             prepare_pods(pods, self._source),
+            problem,
             objects=objects,
             text=text,
         )

@@ -716,3 +716,19 @@ def test_the_memory_failing_is_said_once_and_the_source_goes_on(
     said = [r.getMessage() for r in caplog.records if "last good state" in r.getMessage()]
     assert len(said) == 1 and "a restart will not find it" in said[0]
     assert "image" not in said[0]  # no manifest content in the log
+
+
+# --- intent: what a user clearly meant is done, and every problem is reported ---------------
+
+
+def test_a_bad_new_file_reports_its_problems_again_after_a_restart(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO.replace("image: busybox:1.36", "imagee: busybox:1.36", 1))
+    first = FileSource(pods, state_dir=tmp_path / "state", watch=False, may_be_missing=True)
+    assert first.poll(0.0) is not None
+    assert "imagee" in str(first.problems)
+    second = FileSource(pods, state_dir=tmp_path / "state", watch=False, may_be_missing=True)
+    update = second.poll(0.0)
+    assert update is not None and [p.metadata.name for p in update.pods] == ["beta"]
+    assert "imagee" in str(second.problems)  # the remembered hash does not hide the error
