@@ -369,8 +369,11 @@ class FileSource:
         previous = state if state is not None and state.known else None
         try:
             stat = path.stat()
-        except OSError:
-            return  # vanished between the listing and the stat: seen as gone at the next scan
+        except OSError as error:
+            if os.path.lexists(path):  # a dangling symlink: unreadable, not removed
+                problem = path_problem(path, f"cannot be read: {os_reason(error)}")
+                self._record_bad(path, previous, Fingerprint(0, -1), problem, known=False)
+            return  # else it vanished after the listing: seen as gone at the next scan
         quick = Fingerprint(stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
         if state is not None and state.fingerprint.same_stat(quick) and not unreadable(state):
             self._settling.forget(path)

@@ -11,20 +11,26 @@ def list_manifest_files(path: Path) -> list[Path]:
     files of a directory (not recursive), sorted by name, skipping names that start with a dot;
     [] if ``path`` does not exist."""
     try:
-        return list_root(path)
+        return [entry for entry in list_root(path) if entry.is_file()]
     except FileNotFoundError:
         return []
 
 
 def list_root(path: Path) -> list[Path]:
-    """``list_manifest_files``, raising ``OSError`` when ``path`` does not exist or cannot be
-    listed."""
+    """What a manifest source answers for under ``path``: every entry of a directory that is not
+    a directory (not recursive), sorted by name, skipping names that start with a dot, or
+    ``path`` itself. A FIFO, a socket or a dangling symlink is listed too: reading it (never
+    blocking) reports it as unreadable, which keeps the pods its file had, where leaving it out
+    would read as the file removed. Raises ``OSError`` when ``path`` does not exist or cannot
+    be listed."""
     if path.is_dir():
         return sorted(
-            child for child in path.iterdir() if not child.name.startswith(".") and child.is_file()
+            child
+            for child in path.iterdir()
+            if not child.name.startswith(".") and not child.is_dir()
         )
     path.stat()  # FileNotFoundError / PermissionError
-    return [path] if path.is_file() else []  # a FIFO or device would block or never end
+    return [path]
 
 
 def os_reason(error: OSError) -> str:

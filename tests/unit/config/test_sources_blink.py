@@ -562,6 +562,23 @@ def _unempty(rig: Rig) -> None:
     write(rig.main, TWO)
 
 
+def _replace_by(make: Callable[[Path], None]) -> Failure:
+    def replace(rig: Rig) -> None:
+        rig.main.unlink()
+        make(rig.main)
+
+    return replace
+
+
+def _dangling_symlink(path: Path) -> None:
+    path.symlink_to(path.with_name("nowhere.yaml"))
+
+
+def _write_back(rig: Rig) -> None:
+    rig.main.unlink()
+    write(rig.main, TWO)
+
+
 CUT_AT_A_DOCUMENT = TWO[: TWO.index("---")]
 CUT_MID_VALUE = TWO[: TWO.rindex("busybox:1.36") + len("busy")]
 MALFORMED = (
@@ -582,6 +599,8 @@ FILE_FAILURES: dict[str, tuple[Failure, Failure, bool]] = {
     "malformed": (_set_text(MALFORMED), _set_text(TWO), False),
     "slow writer": (_set_text(CUT_MID_VALUE), _set_text(TWO), True),
     "timing out": (_deny(TimeoutError), _allow, False),
+    "a dangling symlink": (_replace_by(_dangling_symlink), _write_back, False),
+    "a fifo": (_replace_by(os.mkfifo), _write_back, False),
 }
 
 
@@ -644,12 +663,11 @@ SKIPPED_KINDS = {
     "api": "the API's store has failures of its own (a record torn, empty, binary, invalid, of"
     " another kind, a directory): tests/api/test_api_store.py runs each across a restart",
 }
-FAILURE_NAMES = list(FILE_FAILURES)
 
 
 def _cases() -> Iterator[Any]:
-    for kind in KINDS:
-        for failure in FAILURE_NAMES:
+    for kind, (_setup, failures, _names) in KINDS.items():
+        for failure in failures:
             yield pytest.param(kind, failure, id=f"{kind}-{failure}")
     for kind, why in SKIPPED_KINDS.items():
         yield pytest.param(kind, "", id=kind, marks=pytest.mark.skip(reason=why))
