@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -40,16 +42,17 @@ class FetchResult:
 
 
 def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:
-    """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises."""
+    """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises. ``timeout``
+    bounds the whole fetch, not each read: a server that trickles its body (a byte a second)
+    raises ``TimeoutError`` once it has passed, as one that does not answer does."""
     import urllib.error  # imported here: ``kubecore validate`` needs no HTTP client
     import urllib.request
 
+    deadline = time.monotonic() + timeout
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read(MAX_MANIFEST_BYTES + 1)
-            if len(body) > MAX_MANIFEST_BYTES:
-                raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+            body = _read_body(response, deadline, timeout)
             return FetchResult(
                 response.status,
                 body,
@@ -60,6 +63,35 @@ def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResu
         if error.code == 304:
             return FetchResult(304)
         raise
+
+
+def _read_body(response: Any, deadline: float, timeout: float) -> bytes:
+    """The body of ``response``, read in the chunks that arrive, until ``deadline``."""
+    chunks: list[bytes] = []
+    size = 0
+    late = f"the manifest took longer than {timeout:g}s to arrive (a blink: its pods are kept)"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(late)
+        _wait_at_most(response, left)
+        try:
+            chunk = response.read1(MAX_MANIFEST_BYTES + 1 - size)
+        except TimeoutError:  # the socket waits only what is left: the deadline has passed
+            raise TimeoutError(late) from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_MANIFEST_BYTES:
+            raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+
+
+def _wait_at_most(response: Any, seconds: float) -> None:
+    """The next read of ``response`` waits at most ``seconds`` (its socket's timeout)."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
 
 
 class HTTPSource:

@@ -633,3 +633,44 @@ def test_duplicate_pod_name_in_a_second_file_is_logged_once(
     source.poll(1.0)
     logged = [r.getMessage() for r in caplog.records if "already defined" in r.getMessage()]
     assert len(logged) == 1 and "z.yaml" in logged[0] and "a.yaml" in logged[0]
+
+
+def test_a_url_that_trickles_its_body_times_out_as_a_whole_and_keeps_the_pods() -> None:
+    done = threading.Event()
+    body = pod_yaml("remote").encode()
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body[:60]:  # one byte every 0.2 s: each read is quick, the whole is not
+                if done.wait(0.2):
+                    return
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:  # the source gave up: the connection is closed
+                    return
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/pods.yaml"
+        source = HTTPSource(url, timeout=1.0)
+        clock = SystemClock()
+        began = clock.monotonic()
+        update = source.poll(began)
+        took = clock.monotonic() - began
+    finally:
+        done.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(5.0)
+    assert update is not None and update.op is Operation.NOT_READY
+    assert "longer than 1s" in str(source.problems[0])
+    assert took < 3.0, took
