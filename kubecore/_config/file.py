@@ -34,7 +34,13 @@ from kubecore._config.last_good import (
     cut_mid_line,
     takes_away,
 )
-from kubecore._config.listing import list_root, os_reason
+from kubecore._config.listing import (
+    DirectoryIdentity,
+    RootSeen,
+    directory_identity,
+    list_root,
+    os_reason,
+)
 from kubecore._config.objects import object_key
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._config.watch import ManifestWatch
@@ -53,6 +59,16 @@ _EMPTY_DIRECTORY = (
 )
 """Why an empty directory makes its source not ready: a reason (``/healthz``, the log), not a
 problem of a manifest (``--once`` with an empty directory runs nothing and succeeds)."""
+_UNMOUNTED_DIRECTORY = (
+    "the directory holds no manifest file and is not the one its pods were read from: its device"
+    " is its parent's (a mount point not mounted?); its pods are kept"
+)
+_REPLACED_DIRECTORY = (
+    "the directory holds no manifest file and is not the one its pods were read from (another"
+    " inode: it was replaced); its pods are kept (pass --manifest-allow-empty if no pods is meant)"
+)
+_BLINKING_DIRECTORY = (_EMPTY_DIRECTORY, _UNMOUNTED_DIRECTORY, _REPLACED_DIRECTORY)
+"""Reasons of an empty directory's blink: not problems of a manifest."""
 
 _NOT_READ_YET = "is being written or cannot be read yet"
 
@@ -142,6 +158,7 @@ class FileSource:
         self._files: dict[Path, FileState] = {}
         self._settling = Settling()
         self._seen_roots: set[Path] = set()
+        self._empty_logged: set[Path] = set()
         self._unreadable: tuple[SourceProblem, ...] = ()
         self._absent: tuple[SourceProblem, ...] = ()
         self._not_ready = False
@@ -240,7 +257,9 @@ class FileSource:
         bad_files = tuple(
             state.problem for state in self._files.values() if state.problem is not None
         )
-        unreadable = tuple(p for p in self._unreadable if p.errors[0].message != _EMPTY_DIRECTORY)
+        unreadable = tuple(
+            p for p in self._unreadable if p.errors[0].message not in _BLINKING_DIRECTORY
+        )
         return unreadable + bad_files + self._duplicates
 
     def _had_files(self, root: Path) -> bool:
@@ -251,11 +270,11 @@ class FileSource:
 
     # --- scanning -------------------------------------------------------------------------
 
-    def _list(self) -> tuple[list[Path], list[SourceProblem], dict[Path, int]]:
+    def _list(self) -> tuple[list[Path], list[SourceProblem], dict[Path, RootSeen]]:
         listed: list[Path] = []
         unready: list[SourceProblem] = []
         absent: list[SourceProblem] = []
-        counts: dict[Path, int] = {}
+        counts: dict[Path, RootSeen] = {}
         for root in self._roots:
             try:
                 files = list_root(root)
@@ -268,17 +287,41 @@ class FileSource:
             except OSError as error:
                 unready.append(path_problem(root, os_reason(error)))
                 continue
-            if not files and root.is_dir() and not self._empty_allowed(root):
-                unready.append(path_problem(root, _EMPTY_DIRECTORY))
-                continue
+            identity = directory_identity(root)
+            if not files and identity is not None and not self._empty_allowed(root):
+                blink = self._empty_directory_blink(root, identity)
+                if blink is not None:
+                    unready.append(path_problem(root, blink))
+                    continue
+            if files:
+                self._empty_logged.discard(root)
             self._seen_roots.add(root)
-            counts[root] = len(files)
+            counts[root] = RootSeen(len(files), identity)
             listed.extend(f for f in files if f not in listed)
         if tuple(absent) != self._absent:
             for problem in absent:
                 logger.info("manifest path %s does not exist yet: no pods from it", problem.where)
         self._absent = tuple(absent)
         return listed, unready, counts
+
+    def _empty_directory_blink(self, root: Path, identity: DirectoryIdentity) -> str | None:
+        """Why the empty directory ``root`` is a blink, or None when its last files were
+        removed from it: it is the very directory (device and inode) they were read from."""
+        remembered = self._memory.identity(root)
+        if remembered is None:
+            return _EMPTY_DIRECTORY
+        if remembered == identity:
+            if root not in self._empty_logged:
+                self._empty_logged.add(root)
+                logger.info(
+                    "manifest directory %s: its last manifest file was removed (the directory its"
+                    " pods were read from, same device and inode): its pods are removed",
+                    root,
+                )
+            return None
+        if identity.mount_point_unmounted(remembered):
+            return _UNMOUNTED_DIRECTORY
+        return _REPLACED_DIRECTORY
 
     def _empty_allowed(self, root: Path) -> bool:
         was_empty = self._memory.was_empty(root)

@@ -7,8 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from kubecore._config.base import SourceProblem, parse_documents, prepare_pods
 from kubecore._config.file_state import FileState, Fingerprint
+from kubecore._config.listing import DirectoryIdentity, RootSeen
 from kubecore._config.memory import SourceMemory
 
 
@@ -26,10 +29,17 @@ class FileMemory:
         self._loaded = False
         self._empty: dict[Path, bool] = {}
         """Whether each root was empty the last time it was accepted (absent: not known)."""
+        self._identity: dict[Path, DirectoryIdentity] = {}
+        """Which directory each directory root was the last time it was accepted."""
 
     def was_empty(self, root: Path) -> bool | None:
         """Whether ``root`` was empty the last time it was accepted (None: not known)."""
         return self._empty.get(root)
+
+    def identity(self, root: Path) -> DirectoryIdentity | None:
+        """Which directory ``root`` was the last time its files were accepted (None: not
+        known)."""
+        return self._identity.get(root)
 
     def load(self, files: dict[Path, FileState]) -> None:
         """Once, before the first scan: the remembered files (as the files' previous states, put
@@ -46,6 +56,9 @@ class FileMemory:
             seen = self._store.get("root", os.path.abspath(root))
             if seen is not None and isinstance(seen.get("empty"), bool):
                 self._empty[root] = seen["empty"]
+            identity = seen.get("identity") if seen is not None else None
+            if isinstance(identity, list) and [type(n) for n in identity] == [int, int, int]:
+                self._identity[root] = DirectoryIdentity(*identity)
 
     def _file_state(self, record: dict[str, Any]) -> tuple[Path, FileState] | None:
         path, text, digest = record.get("path"), record.get("text"), record.get("sha256")
@@ -87,11 +100,17 @@ class FileMemory:
         if self._store is not None:
             self._store.drop("file", os.path.abspath(path))
 
-    def remember_roots(self, counts: dict[Path, int]) -> None:
-        for root, count in counts.items():
-            empty = count == 0
-            if self._empty.get(root) is empty:
+    def remember_roots(self, seen: dict[Path, RootSeen]) -> None:
+        for root, found in seen.items():
+            empty = found.files == 0
+            if self._empty.get(root) is empty and self._identity.get(root) == found.identity:
                 continue
             self._empty[root] = empty
+            identity: list[int] | None = None
+            if found.identity is None:
+                self._identity.pop(root, None)
+            else:
+                self._identity[root] = found.identity
+                identity = list(attrs.astuple(found.identity))
             if self._store is not None:
-                self._store.put("root", os.path.abspath(root), empty=empty)
+                self._store.put("root", os.path.abspath(root), empty=empty, identity=identity)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
+
+import attrs
 
 
 def list_manifest_files(path: Path) -> list[Path]:
@@ -31,6 +35,42 @@ def list_root(path: Path) -> list[Path]:
         )
     path.stat()  # FileNotFoundError / PermissionError
     return [path]
+
+
+@attrs.frozen
+class DirectoryIdentity:
+    """Which directory a manifest directory is: its device and inode, and its parent's device
+    (they differ at a mounted mount point)."""
+
+    device: int
+    inode: int
+    parent_device: int
+
+    def mount_point_unmounted(self, before: DirectoryIdentity) -> bool:
+        """``before`` was a mounted file system and this is the mount point under it (it sits
+        on its parent's device)."""
+        return before.device != before.parent_device and self.device == self.parent_device
+
+
+@attrs.frozen
+class RootSeen:
+    """A manifest path as one scan found it: how many files it listed, and, for a directory,
+    which one it is."""
+
+    files: int
+    identity: DirectoryIdentity | None
+
+
+def directory_identity(path: Path) -> DirectoryIdentity | None:
+    """The identity of the directory ``path`` (None: not a directory, or gone)."""
+    try:
+        info = os.stat(path)
+        parent = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    return DirectoryIdentity(info.st_dev, info.st_ino, parent.st_dev)
 
 
 def os_reason(error: OSError) -> str:

@@ -22,6 +22,7 @@ import kubecore._config.file as file_source_module
 from kubecore._config.base import PodSource
 from kubecore._config.file import FileSource
 from kubecore._config.http import FetchResult, HTTPSource
+from kubecore._config.listing import DirectoryIdentity
 from kubecore._config.memory import LAST_GOOD_DIR
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import Operation, PodUpdate
@@ -173,6 +174,18 @@ class Agent:
 
     def empty_sets(self) -> list[PodUpdate]:
         return [u for u in self.updates if u.op is Operation.SET and not u.pods and not u.reason]
+
+
+def replace_by_an_empty_directory(directory: Path) -> None:
+    """Another directory (another inode), empty, where ``directory`` was: what a mount point not
+    mounted looks like, short of mounting."""
+    directory.rename(directory.with_name(directory.name + ".mounted"))
+    directory.mkdir()
+
+
+def put_the_directory_back(directory: Path) -> None:
+    directory.rmdir()
+    directory.with_name(directory.name + ".mounted").rename(directory)
 
 
 def file_source(root: Path, state: Path | None, **kw: object) -> Callable[[], FileSource]:
@@ -409,12 +422,13 @@ def test_an_empty_directory_at_start_is_refused_naming_it(tmp_path: Path) -> Non
     write(pods / "a.yaml", TWO)
     agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path), may_be_missing=False))
     agent.settle_in(["alpha", "beta"])
-    (pods / "a.yaml").rename(tmp_path / "a.yaml")  # the mount point is empty at the restart
+    replace_by_an_empty_directory(pods)  # another directory, empty, at the restart
     agent.restart()
     agent.run(3.0)
     reasons = agent.node.kubelet._rooms.pod_config.not_ready_reasons()
     assert str(pods) in reasons["file"] and "--manifest-allow-empty" in reasons["file"]
-    (tmp_path / "a.yaml").rename(pods / "a.yaml")
+    assert "replaced" in reasons["file"]
+    put_the_directory_back(pods)
     agent.run(2.0)
     agent.assert_nothing_killed()
     assert agent.node.kubelet.sources_ready()
@@ -440,7 +454,7 @@ def test_an_empty_directory_on_a_new_node_is_its_state_and_is_remembered(tmp_pat
     assert again == PodUpdate(Operation.SET, (), "file", ())
     write(pods / "a.yaml", TWO)
     assert FileSource(pods, watch=False, state_dir=state).poll(0.0) is not None
-    (pods / "a.yaml").unlink()  # it held files: empty again is an outage, new node or not
+    replace_by_an_empty_directory(pods)  # it held files: another empty one is an outage
     later = FileSource(pods, watch=False, state_dir=state, new_node=True).poll(0.0)
     assert later is not None and later.reason and len(later.pods) == 2
 
@@ -455,18 +469,48 @@ def test_an_empty_directory_is_accepted_when_it_was_empty_the_last_time(tmp_path
     assert again is not None and again.op is Operation.SET and not again.reason
 
 
-def test_a_directory_emptied_while_running_keeps_its_pods(tmp_path: Path) -> None:
+def test_a_directory_replaced_by_an_empty_one_while_running_keeps_its_pods(
+    tmp_path: Path,
+) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
     agent.settle_in(["alpha", "beta"])
-    (pods / "a.yaml").rename(tmp_path / "a.yaml")
+    replace_by_an_empty_directory(pods)
     agent.run(20.0)
     assert not agent.node.kubelet.sources_ready()
-    (tmp_path / "a.yaml").rename(pods / "a.yaml")
+    put_the_directory_back(pods)
     agent.run(2.0)
     agent.assert_nothing_killed()
+
+
+@pytest.mark.parametrize("restart", ["no restart", "restart"])
+def test_removing_the_last_manifest_of_a_directory_removes_its_pods(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, restart: str
+) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
+    agent.settle_in(["alpha", "beta"])
+    caplog.set_level("INFO")
+    (pods / "a.yaml").unlink()  # the same directory: what its pods were read from
+    if restart == "restart":
+        agent.restart()
+    agent.run(10.0)
+    assert agent.running_pods() == []
+    assert agent.node.kubelet.sources_ready()
+    said = [r.getMessage() for r in caplog.records if "last manifest file" in r.getMessage()]
+    assert said and "same device and inode" in said[0]
+
+
+def test_an_unmounted_mount_point_is_told_from_a_replaced_directory() -> None:
+    mounted = DirectoryIdentity(device=42, inode=2, parent_device=7)
+    assert DirectoryIdentity(7, 99, 7).mount_point_unmounted(mounted)
+    assert not DirectoryIdentity(42, 3, 7).mount_point_unmounted(mounted)  # another, mounted
+    plain = DirectoryIdentity(7, 5, 7)
+    assert not DirectoryIdentity(7, 6, 7).mount_point_unmounted(plain)  # replaced, not unmounted
 
 
 # --- item 3 and 8 for the URL source -----------------------------------------------------------
@@ -550,15 +594,14 @@ def _allow(rig: Rig) -> None:
 
 def _empty(rig: Rig) -> None:
     if rig.pods.is_dir():
-        for path in rig.pods.iterdir():
-            path.rename(rig.tmp / (path.name + ".out"))
+        replace_by_an_empty_directory(rig.pods)
     else:
         write(rig.main, "")
 
 
 def _unempty(rig: Rig) -> None:
-    for out in rig.tmp.glob("*.out"):
-        out.rename(rig.pods / out.name.removesuffix(".out"))
+    if rig.pods.with_name("pods.mounted").is_dir():
+        put_the_directory_back(rig.pods)
     write(rig.main, TWO)
 
 
