@@ -28,11 +28,12 @@ from kubecore._config.file_memory import FileMemory
 from kubecore._config.file_state import FileState, Fingerprint, unreadable
 from kubecore._config.last_good import (
     DEFAULT_SETTLE,
+    IN_PLACE_SETTLE_FACTOR,
     LOSS_SETTLE_FACTOR,
     Pending,
     Settling,
     cut_mid_line,
-    takes_away,
+    in_place_change,
 )
 from kubecore._config.listing import (
     DirectoryIdentity,
@@ -101,11 +102,14 @@ class FileSource:
 
     **Changes.** A file whose mtime, size, ctime and content hash changed is re-read once it has
     stayed unchanged for ``settle`` seconds; a file whose size or mtime changes while it is read is
-    not a state yet (it waits again). A change that takes pods or objects away (the file removed,
-    a pod gone from it, or its text cut short: a strict prefix of the last good text) must stay
-    unchanged for ``loss_settle`` seconds (default ``LOSS_SETTLE_FACTOR`` times ``settle``): a
-    writer that pauses mid-file keeps the pods of the documents it has not written yet, and a
-    user removing a pod sees it go after ``loss_settle``. A bad file is reported (logged and
+    not a state yet (it waits again). A file removed must stay gone for ``loss_settle`` seconds
+    (default ``LOSS_SETTLE_FACTOR`` times ``settle``). A new text is acted on after ``settle``
+    when it is evidently whole (another inode: a rename over the file, as editors and config
+    management write) or only adds; written in place (the same inode), a text that takes pods or
+    objects away, is the last good text cut short, or changes a pod must stay unchanged for
+    ``in_place_settle`` seconds (default ``IN_PLACE_SETTLE_FACTOR`` times ``settle``, 30 s): a
+    writer that pauses mid-file keeps the pods of the documents it has not written yet, and
+    replaces no container for a half-written spec. A bad file is reported (logged and
     listed in ``problems``) with its path and every field error; the other files' pods are
     unaffected, a file that was good and turned bad (unreadable, malformed, or holding no pods)
     keeps its last good pods, and a new bad file contributes the valid pods it has. A pod name
@@ -132,6 +136,7 @@ class FileSource:
         may_be_missing: bool = False,
         settle: float = DEFAULT_SETTLE,
         loss_settle: float | None = None,
+        in_place_settle: float | None = None,
         allow_empty: bool = False,
         state_dir: str | os.PathLike[str] | None = None,
         new_node: bool = False,
@@ -151,6 +156,9 @@ class FileSource:
         self._interval = interval
         self._settle = settle
         self._loss_settle = settle * LOSS_SETTLE_FACTOR if loss_settle is None else loss_settle
+        self._in_place_settle = (
+            settle * IN_PLACE_SETTLE_FACTOR if in_place_settle is None else in_place_settle
+        )
         self._allow_empty = allow_empty
         self._new_node = new_node
         self._memory = FileMemory(self._roots, name, state_dir)
@@ -417,7 +425,9 @@ class FileSource:
                 problem = path_problem(path, f"cannot be read: {os_reason(error)}")
                 self._record_bad(path, previous, Fingerprint(0, -1), problem, known=False)
             return  # else it vanished after the listing: seen as gone at the next scan
-        quick = Fingerprint(stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+        quick = Fingerprint(
+            stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns, inode=(stat.st_dev, stat.st_ino)
+        )
         if state is not None and state.fingerprint.same_stat(quick) and not unreadable(state):
             self._settling.forget(path)
             return
@@ -454,21 +464,20 @@ class FileSource:
             problem = SourceProblem(str(path), errors)
             self._record_bad(path, previous, fingerprint, problem, prepared, objects, text)
             return
-        if (
-            not trusted
-            and previous is not None
-            and takes_away(previous.before(), prepared, objects, text)
-            and self._settling.wait(now, stable, self._loss_settle)
-        ):
-            if path not in self._waiting_loss:
-                self._waiting_loss.add(path)
-                logger.info(
-                    "manifest %s now holds less than before: acted on once it has stayed so"
-                    " for %gs",
-                    path,
-                    self._loss_settle,
-                )
-            return
+        if not trusted and previous is not None and not fingerprint.replaced(previous.fingerprint):
+            # Written in place: maybe not whole yet (a writer that paused, a copy under way).
+            change = in_place_change(previous.before(), prepared, objects, text)
+            if change and self._settling.wait(now, stable, self._in_place_settle):
+                if path not in self._waiting_loss:
+                    self._waiting_loss.add(path)
+                    logger.info(
+                        "manifest %s now %s, written in place: acted on once it has stayed so"
+                        " for %gs (a rename over it is acted on at once)",
+                        path,
+                        change,
+                        self._in_place_settle,
+                    )
+                return
         self._waiting_loss.discard(path)
         self._settling.forget(path)
         if previous is not None and previous.problem is not None:
@@ -495,7 +504,9 @@ class FileSource:
             after = path.stat()
         except OSError:
             return None
-        changed = Fingerprint(after.st_mtime_ns, after.st_size, after.st_ctime_ns)
+        changed = Fingerprint(
+            after.st_mtime_ns, after.st_size, after.st_ctime_ns, inode=(after.st_dev, after.st_ino)
+        )
         if not quick.same_stat(changed):  # written to while it was read: not a state yet
             self._settling.pending[path] = Pending(changed, now)
             self._settling.wait(now, 0.0, max(self._settle, _MIN_REREAD))

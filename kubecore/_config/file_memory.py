@@ -62,6 +62,9 @@ class FileMemory:
 
     def _file_state(self, record: dict[str, Any]) -> tuple[Path, FileState] | None:
         path, text, digest = record.get("path"), record.get("text"), record.get("sha256")
+        inode = record.get("inode")
+        if not (isinstance(inode, list) and [type(n) for n in inode] == [int, int]):
+            inode = [0, 0]  # a record from before inodes were kept: not known
         if not (isinstance(path, str) and isinstance(text, str) and isinstance(digest, str)):
             return None
         file = self._own_file(Path(path))
@@ -72,7 +75,7 @@ class FileMemory:
         # text read again after a restart must report them, not pass as "no change".
         problem = SourceProblem(str(file), errors) if errors else None
         state = FileState(
-            Fingerprint(0, -1, 0, digest),
+            Fingerprint(0, -1, 0, digest, (inode[0], inode[1])),
             prepare_pods(pods, self._source),
             problem,
             objects=objects,
@@ -93,7 +96,11 @@ class FileMemory:
     def remember(self, path: Path, state: FileState) -> None:
         if self._store is not None:
             self._store.put(
-                "file", os.path.abspath(path), sha256=state.fingerprint.sha256, text=state.text
+                "file",
+                os.path.abspath(path),
+                sha256=state.fingerprint.sha256,
+                text=state.text,
+                inode=list(state.fingerprint.inode),
             )
 
     def forget(self, path: Path) -> None:

@@ -20,7 +20,12 @@ from kubecore._config.base import (
     problem_from_exception,
     sha256_hex,
 )
-from kubecore._config.last_good import DEFAULT_SETTLE, LOSS_SETTLE_FACTOR, cut_mid_line, takes_away
+from kubecore._config.last_good import (
+    DEFAULT_SETTLE,
+    IN_PLACE_SETTLE_FACTOR,
+    cut_mid_line,
+    in_place_change,
+)
 from kubecore._config.memory import SourceMemory
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.errors import FieldError
@@ -107,9 +112,11 @@ class HTTPSource:
     As for files (``FileSource``), an unknown state is never read as "these pods are gone": a body
     with no pod and no object is refused (an outage) unless ``allow_empty``, or the last good
     body was empty too, or none is known and ``new_node`` says nothing ran before; a body that
-    takes pods or objects away, or is cut short (a strict prefix of the last good body), is
-    applied only once the URL has served it unchanged for ``loss_settle`` seconds (it is fetched
-    again then). With ``state_dir`` the last good body is remembered there (``SourceMemory``): a
+    takes pods or objects away, is cut short (a strict prefix of the last good body) or changes a
+    pod it had (the file behind the URL may be being written in place) is applied only once the
+    URL has served it unchanged for ``loss_settle`` seconds (30 s by default; it is fetched again
+    then). A fetch is bounded by ``timeout`` as a whole (a server trickling its body fails).
+    With ``state_dir`` the last good body is remembered there (``SourceMemory``): a
     URL that is down or bad when the agent starts offers the remembered pods as the source's last
     known state (a ``SET`` with a reason: still not ready), and the rules above compare with it.
 
@@ -128,7 +135,7 @@ class HTTPSource:
         name: str = HTTP_SOURCE,
         fetch: Fetcher = urllib_fetch,
         allow_empty: bool = False,
-        loss_settle: float = DEFAULT_SETTLE * LOSS_SETTLE_FACTOR,
+        loss_settle: float = DEFAULT_SETTLE * IN_PLACE_SETTLE_FACTOR,
         state_dir: str | os.PathLike[str] | None = None,
         new_node: bool = False,
     ) -> None:
@@ -302,7 +309,8 @@ class HTTPSource:
             return SourceProblem(self._url, cut)
         if self._known is not None and self._text is not None:
             before = (*self._known, self._text)
-            if takes_away(before, prepared, objects, text) and self._confirming(digest, now):
+            change = in_place_change(before, prepared, objects, text)
+            if change and self._confirming(digest, change, now):
                 return None
         self._losing = None
         self._body_hash = digest
@@ -324,14 +332,15 @@ class HTTPSource:
             return self._allow_empty or self._new_node
         return self._allow_empty or (not known[0] and not known[1])
 
-    def _confirming(self, digest: str, now: float) -> bool:
-        """True while a body that takes pods away has not been served for ``loss_settle``."""
+    def _confirming(self, digest: str, change: str, now: float) -> bool:
+        """True while a body that takes pods away or changes a pod (a file behind the URL
+        maybe written in place, not whole yet) has not been served for ``loss_settle``."""
         if self._losing is None or self._losing[0] != digest:
             self._losing = (digest, now)
             logger.info(
-                "manifest URL %s now serves less than before: acted on once it has served it"
-                " for %gs",
+                "manifest URL %s now %s: acted on once it has served it for %gs",
                 self._url,
+                change.replace("holds", "serves"),
                 self._loss_settle,
             )
         since = self._losing[1]

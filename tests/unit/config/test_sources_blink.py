@@ -29,7 +29,7 @@ from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.labels import POD_NAME_LABEL
 from kubecore._contract.values import RuntimeState
 from tests.agent.support import Node, make_node
-from tests.unit.config.support import write
+from tests.unit.config.support import first_update, replace, write
 
 
 def pod_doc(name: str, image: str = "busybox:1.36") -> str:
@@ -347,15 +347,15 @@ def test_a_text_cut_mid_line_is_never_acted_on_however_long_it_stays(tmp_path: P
     assert source.problems == ()
 
 
-def test_a_text_cut_at_a_line_end_waits_out_the_loss_settle(tmp_path: Path) -> None:
+def test_a_text_cut_at_a_line_end_waits_out_the_in_place_settle(tmp_path: Path) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
     assert source.poll(0.0) is not None
-    write(pods / "a.yaml", TWO[: TWO.index("---")])  # the last document removed
-    assert [source.poll(t) for t in (1.0, 2.0, 4.0)] == [None, None, None]
-    changed = source.poll(6.0)  # it stayed so for the loss settle: it is what the user wants
+    write(pods / "a.yaml", TWO[: TWO.index("---")])  # the last document removed, in place
+    assert [source.poll(float(t)) for t in range(1, 30)] == [None] * 29
+    changed = source.poll(31.0)  # it stayed so for the in-place settle: what the user wants
     assert changed is not None
     assert [p.metadata.name for p in changed.pods] == ["alpha"]
 
@@ -375,16 +375,20 @@ def test_a_restart_finding_a_file_cut_mid_line_keeps_its_pods(tmp_path: Path) ->
     agent.assert_nothing_killed()
 
 
-def test_a_user_removing_a_pod_sees_it_go_after_the_loss_settle(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["in place", "by a rename"])
+def test_a_user_removing_a_pod_sees_it_go_once_the_write_is_whole(tmp_path: Path, how: str) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
     assert source.poll(0.0) is not None
-    write(pods / "a.yaml", pod_doc("beta"))  # alpha removed by an edit
-    assert source.poll(1.0) is None and source.poll(5.0) is None
-    update = source.poll(6.0)
+    (write if how == "in place" else replace)(pods / "a.yaml", pod_doc("beta"))  # alpha removed
+    when, update = first_update(source, 1.0, 40.0)
     assert update is not None and [p.metadata.name for p in update.pods] == ["beta"]
+    if how == "in place":  # maybe not whole: it must stay so for the in-place settle
+        assert 30.0 <= when <= 32.0
+    else:  # a rename is whole: only the settle
+        assert when <= 2.0
 
 
 def test_a_file_that_changes_while_it_is_read_is_not_a_state(
