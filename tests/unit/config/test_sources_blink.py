@@ -797,3 +797,104 @@ def test_a_bad_new_file_reports_its_problems_again_after_a_restart(tmp_path: Pat
     update = second.poll(0.0)
     assert update is not None and [p.metadata.name for p in update.pods] == ["beta"]
     assert "imagee" in str(second.problems)  # the remembered hash does not hide the error
+
+
+# --- the intent column: what the user clearly meant is done, across every kind of restart ------
+
+
+def _remove(name: str) -> Failure:
+    return lambda rig: (rig.pods / name).unlink()
+
+
+def _rewrite(how: Callable[[Path, str], None], text: str) -> Failure:
+    return lambda rig: how(rig.main, text)
+
+
+def _url_serves(text: str) -> Failure:
+    return _serve(text)
+
+
+INTENTS: dict[tuple[str, str], tuple[Failure, list[str]]] = {
+    # (kind, change): (the change, the pods that run once it is acted on)
+    ("directory", "a file removed"): (_remove("a.yaml"), ["gamma"]),
+    ("directory", "its last files removed"): (
+        lambda rig: [path.unlink() for path in rig.pods.iterdir()] and None,
+        [],
+    ),
+    ("directory", "a pod removed by a rename"): (
+        _rewrite(replace, pod_doc("alpha")),
+        ["alpha", "gamma"],
+    ),
+    ("directory", "a pod removed in place"): (
+        _rewrite(write, pod_doc("alpha")),
+        ["alpha", "gamma"],
+    ),
+    ("file", "a pod removed by a rename"): (_rewrite(replace, pod_doc("alpha")), ["alpha"]),
+    ("file", "a pod removed in place"): (_rewrite(write, pod_doc("alpha")), ["alpha"]),
+    ("url", "a pod no longer served"): (_url_serves(pod_doc("alpha")), ["alpha"]),
+}
+RESTARTS = ["no restart", "SIGTERM", "kill -9"]
+
+
+def _restart(agent: Agent, how: str) -> None:
+    if how == "no restart":
+        return
+    if how == "kill -9":  # no clean stop: the source is dropped as it is, a record half-written
+        memory = agent.root / LAST_GOOD_DIR
+        memory.mkdir(parents=True, exist_ok=True)
+        (memory / ".file-torn.json.4242.1.tmp").write_text('{"kind": "fi')
+    else:
+        close = getattr(agent.source, "close", None)
+        if callable(close):
+            close()
+    agent.restart()
+
+
+@pytest.mark.parametrize("restart", RESTARTS)
+@pytest.mark.parametrize("kind, change", list(INTENTS), ids=[f"{k}-{c}" for k, c in INTENTS])
+def test_a_change_the_user_means_is_done_across_a_restart(
+    tmp_path: Path, denied: Denied, kind: str, change: str, restart: str
+) -> None:
+    setup, _failures, names = KINDS[kind]
+    rig = Rig(tmp_path, denied)
+    agent = Agent.start(tmp_path, setup(rig))
+    agent.settle_in(names)
+    do, remaining = INTENTS[kind, change]
+    do(rig)
+    agent.run(1.0)
+    _restart(agent, restart)
+    agent.run(40.0)  # past the in-place settle (30 s) and the removal settle (5 s)
+    assert agent.running_pods() == remaining
+    assert agent.node.kubelet.sources_ready()
+    for path, name in agent.precious.items():  # the pods that stay keep their emptyDir
+        if name in remaining:
+            assert path.read_text() == name
+
+
+@pytest.mark.parametrize("restart", RESTARTS)
+@pytest.mark.parametrize(
+    "kind, failure",
+    [
+        ("directory", "truncated"),
+        ("file", "malformed"),
+        ("url", "timing out"),
+        ("directory", "a fifo"),
+        ("file", "a dangling symlink"),
+    ],
+)
+def test_a_blink_keeps_the_pods_across_every_kind_of_restart(
+    tmp_path: Path, denied: Denied, kind: str, failure: str, restart: str
+) -> None:
+    setup, failures, names = KINDS[kind]
+    rig = Rig(tmp_path, denied)
+    agent = Agent.start(tmp_path, setup(rig))
+    agent.settle_in(names)
+    do, undo, _transient = failures[failure]
+    do(rig)
+    agent.run(2.0)
+    _restart(agent, restart)
+    agent.run(20.0)
+    assert agent.running_pods() == names
+    undo(rig)
+    agent.run(6.0)
+    agent.assert_nothing_killed()
