@@ -898,3 +898,20 @@ def test_a_blink_keeps_the_pods_across_every_kind_of_restart(
     undo(rig)
     agent.run(6.0)
     agent.assert_nothing_killed()
+
+
+def test_a_pod_made_again_with_the_same_uid_keeps_its_empty_dir(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
+    agent.settle_in(["alpha", "beta"])
+    replace(pods / "a.yaml", pod_doc("alpha"))  # beta removed, for real
+    agent.run(10.0)
+    assert agent.running_pods() == ["alpha"]
+    replace(pods / "a.yaml", TWO)  # and put back: the same name, the same UID
+    agent.run(5.0)
+    assert agent.running_pods() == ["alpha", "beta"]
+    agent.run(60.0)  # past the reclaim grace of a pod that left
+    for path, text in agent.precious.items():
+        assert path.read_text() == text, path  # beta's emptyDir was not emptied
