@@ -68,8 +68,6 @@ _REPLACED_DIRECTORY = (
     "the directory holds no manifest file and is not the one its pods were read from (another"
     " inode: it was replaced); its pods are kept (pass --manifest-allow-empty if no pods is meant)"
 )
-_BLINKING_DIRECTORY = (_EMPTY_DIRECTORY, _UNMOUNTED_DIRECTORY, _REPLACED_DIRECTORY)
-"""Reasons of an empty directory's blink: not problems of a manifest."""
 
 _NOT_READ_YET = "is being written or cannot be read yet"
 
@@ -265,9 +263,9 @@ class FileSource:
         bad_files = tuple(
             state.problem for state in self._files.values() if state.problem is not None
         )
-        unreadable = tuple(
-            p for p in self._unreadable if p.errors[0].message not in _BLINKING_DIRECTORY
-        )
+        # An empty directory nothing is known of is no manifest's problem; one that replaced
+        # the directory its pods were read from is (its pods are kept: say so).
+        unreadable = tuple(p for p in self._unreadable if p.errors[0].message != _EMPTY_DIRECTORY)
         return unreadable + bad_files + self._duplicates
 
     def _had_files(self, root: Path) -> bool:

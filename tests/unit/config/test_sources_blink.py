@@ -915,3 +915,15 @@ def test_a_pod_made_again_with_the_same_uid_keeps_its_empty_dir(tmp_path: Path) 
     agent.run(60.0)  # past the reclaim grace of a pod that left
     for path, text in agent.precious.items():
         assert path.read_text() == text, path  # beta's emptyDir was not emptied
+
+
+def test_a_replaced_directory_is_a_problem_that_says_its_pods_are_kept(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    assert FileSource(pods, state_dir=tmp_path / "state", watch=False).poll(0.0) is not None
+    replace_by_an_empty_directory(pods)
+    again = FileSource(pods, state_dir=tmp_path / "state", watch=False)
+    update = again.poll(0.0)
+    assert update is not None and len(update.pods) == 2 and update.reason  # kept, not ready
+    assert "its pods are kept" in str(again.problems)  # what --once prints, exiting 1
