@@ -295,10 +295,17 @@ class FileSource:
                 continue
             identity = directory_identity(root)
             if not files and identity is not None and not self._empty_allowed(root):
-                blink = self._empty_directory_blink(root, identity)
+                blink = empty_directory_blink(self._memory.identity(root), identity)
                 if blink is not None:
                     unready.append(path_problem(root, blink))
                     continue
+                if root not in self._empty_logged:
+                    self._empty_logged.add(root)
+                    logger.info(
+                        "manifest directory %s: its last manifest file was removed (the directory"
+                        " its pods were read from, same device and inode): its pods are removed",
+                        root,
+                    )
             if files:
                 self._empty_logged.discard(root)
             self._seen_roots.add(root)
@@ -309,25 +316,6 @@ class FileSource:
                 logger.info("manifest path %s does not exist yet: no pods from it", problem.where)
         self._absent = tuple(absent)
         return listed, unready, counts
-
-    def _empty_directory_blink(self, root: Path, identity: DirectoryIdentity) -> str | None:
-        """Why the empty directory ``root`` is a blink, or None when its last files were
-        removed from it: it is the very directory (device and inode) they were read from."""
-        remembered = self._memory.identity(root)
-        if remembered is None:
-            return _EMPTY_DIRECTORY
-        if remembered == identity:
-            if root not in self._empty_logged:
-                self._empty_logged.add(root)
-                logger.info(
-                    "manifest directory %s: its last manifest file was removed (the directory its"
-                    " pods were read from, same device and inode): its pods are removed",
-                    root,
-                )
-            return None
-        if identity.mount_point_unmounted(remembered):
-            return _UNMOUNTED_DIRECTORY
-        return _REPLACED_DIRECTORY
 
     def _empty_allowed(self, root: Path) -> bool:
         was_empty = self._memory.was_empty(root)
@@ -559,6 +547,21 @@ class FileSource:
                 )
         self._duplicates = found
         return pods
+
+
+def empty_directory_blink(
+    remembered: DirectoryIdentity | None, identity: DirectoryIdentity
+) -> str | None:
+    """Why an empty manifest directory (``identity``) is a blink, or None when its last files
+    were removed from it: it is the very directory (device and inode) its pods were read from
+    (``remembered``)."""
+    if remembered is None:
+        return _EMPTY_DIRECTORY
+    if remembered == identity:
+        return None
+    if identity.mount_point_unmounted(remembered):
+        return _UNMOUNTED_DIRECTORY
+    return _REPLACED_DIRECTORY
 
 
 def merge_pods(

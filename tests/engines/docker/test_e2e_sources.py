@@ -3,9 +3,9 @@
 Two agents in turn (the second one is the restart) on one root directory, each with a
 ``FileSource`` remembering its last good state under the root directory, as ``kubecore run``
 builds it. Between them the manifests are broken as the issue found them: one document of a
-file malformed, a file cut inside a document by a writer that stopped, the directory replaced by another,
-empty one, or the manifest directory a mount point that is not there yet. The containers
-and the ``emptyDir`` data of every pod must outlive the restart and the repair.
+file malformed, a file cut inside a document by a writer that stopped, the directory replaced
+by another, empty one, or the manifest directory a mount point that is not there yet. The
+containers and the ``emptyDir`` data of every pod must outlive the restart and the repair.
 """
 
 from __future__ import annotations
