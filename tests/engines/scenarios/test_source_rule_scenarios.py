@@ -5,9 +5,11 @@ same UID finds its ``emptyDir`` as it left it (docs/operating/sources.md has the
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,3 +99,97 @@ def test_a_manifest_removed_removes_its_pod_and_put_back_finds_its_data(
     assert again["pod0", "app"] == before["pod0", "app"]
     assert again["pod1", "app"] != before["pod1", "app"]
     assert read_mark(engine, again["pod1", "app"]) == "mine", agent.output()
+
+
+class Manifests(http.server.ThreadingHTTPServer):
+    """A manifest URL on loopback: ``mode`` says what it answers (``good``, ``500``, or
+    ``trickle``: the body a byte every 0.2 s, which no fetch timeout per read would end)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.mode = "good"
+        self.closing = threading.Event()
+        super().__init__(("127.0.0.1", 0), _ManifestHandler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/pods.json"
+
+
+class _ManifestHandler(http.server.BaseHTTPRequestHandler):
+    server: Manifests
+
+    def do_GET(self) -> None:
+        mode, body = self.server.mode, self.server.body
+        self.send_response(500 if mode == "500" else 200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if mode == "good":
+            self.wfile.write(body)
+            return
+        for byte in body[:200] if mode == "trickle" else ():  # bounded: at most 40 s
+            if self.server.closing.wait(0.2):
+                return
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:  # the agent gave up on it
+                return
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def manifest_url(engine: EngineUnderTest, namespace: str) -> Iterator[Manifests]:
+    body = json.dumps(pod_manifest("web", namespace, engine.image, ("app",))).encode()
+    server = Manifests(body)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield server
+    server.closing.set()
+    server.shutdown()
+    server.server_close()
+    thread.join(10)
+
+
+def test_a_manifest_url_failing_and_trickling_across_kill_9_keeps_its_pod_and_its_data(
+    engine: EngineUnderTest, namespace: str, tmp_path: Path, manifest_url: Manifests
+) -> None:
+    empty = tmp_path / "none"
+    empty.mkdir()
+    arguments = [
+        *engine.run_arguments(tmp_path),
+        "--manifest-allow-empty",  # the directory is empty on purpose: the URL is under test
+        "--manifest-url", manifest_url.url,
+        "--http-check-interval", "1",
+    ]  # fmt: skip
+    node = f"sources-url-{namespace}"
+    started: list[AgentProcess] = []
+
+    def start() -> AgentProcess:
+        started.append(AgentProcess(empty, tmp_path / "root", arguments, node).start())
+        return started[-1]
+
+    web = {"web": ("app",)}
+    try:
+        first = start()
+        before = wait_until(lambda: converged(engine, namespace, web), 90, "web running", first)
+        mark(engine, before["web", "app"], "kept")
+        manifest_url.mode = "500"
+        first.kill(signal.SIGKILL)
+        second = start()
+        wait_until(lambda: reported_containers(second.pods()), 60, "the report", second)
+        manifest_url.mode = "trickle"  # each fetch now lasts its whole timeout, then fails
+        until = time.monotonic() + 12
+        while time.monotonic() < until:
+            assert converged(engine, namespace, web) == before, second.output()
+            time.sleep(0.5)
+        manifest_url.mode = "good"
+        wait_until(second.healthy, 60, "the URL read again", second)
+        assert converged(engine, namespace, web) == before, second.output()
+        assert read_mark(engine, before["web", "app"]) == "kept"
+    finally:
+        for agent in started:
+            if agent.running():
+                agent.kill(signal.SIGTERM)
