@@ -6,6 +6,12 @@ import typing as _typing
 from kubecore._util.exports import lazy_namespace as _lazy_namespace
 
 if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._util.exports.SURFACE
+    from kubecore._config.memory import (
+        LAST_GOOD_DIR as LAST_GOOD_DIR,
+    )
+    from kubecore._config.memory import (
+        SourceMemory as SourceMemory,
+    )
     from kubecore._contract.errors import (
         DocumentError as DocumentError,
     )

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import base64
 import collections
 import concurrent.futures
 import logging
+import os
 import threading
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from kubecore import FieldError, Operation, Pod, PodUpdate, SourceProblem, ValidationError
-from kubecore.manifest import pod_to_dict, stamp_source
+from kubecore.manifest import SourceMemory, pod_to_dict, stamp_source
 from kubecore.v1 import KubeObject
 from kubecore_etcd._client import EtcdClient, EtcdUnavailable
 from kubecore_etcd._documents import decode_object, decode_pod
@@ -48,7 +50,10 @@ class _EtcdWatch(abc.ABC, Generic[Item]):
     nothing) and retries with a back-off; when etcd answers again it queues a ``SET`` of the pods
     as they stand and the resumed watch (or the list) brings what changed meanwhile.
     A value that is not a good pod is reported (``problems``, keyed by its key, and logged) and
-    the pod it held before, if any, stays; the other keys go on. ``poll`` never blocks.
+    the pod it held before, if any, stays; the other keys go on. With ``state_dir`` each key's
+    last good value is remembered there (``SourceMemory``), so a value emptied or made garbage
+    while the agent was down keeps its pod across a restart too (a blink); a key deleted, seen
+    as a watch event or missing from a list, is the pod removed. ``poll`` never blocks.
     """
 
     what = "pod"
@@ -62,8 +67,12 @@ class _EtcdWatch(abc.ABC, Generic[Item]):
         name: str,
         backoff: float = 0.5,
         max_backoff: float = 10.0,
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self._client = client
+        self._memory = SourceMemory(state_dir, name) if state_dir is not None else None
+        self._remembered: dict[str, bytes] | None = None
+        """Each key's last good value, as remembered (None: not read yet)."""
         self._node = node
         self._prefix = key_prefix
         self._name = name
@@ -205,13 +214,22 @@ class _EtcdWatch(abc.ABC, Generic[Item]):
         revision = int(reply.header.revision)
         with self._lock:
             previous = self._pods
+            remembered = self._recall()
             self._pods = {}
             self._problems = {}
+            listed: set[str] = set()
             for kv in reply.kvs:
                 key = kv.key.decode("utf-8", "replace")
-                item = self._decode(key, bytes(kv.value)) or previous.get(key)
+                listed.add(key)
+                item = self._decode(key, bytes(kv.value))
+                if item is None:
+                    item = previous.get(key) or self._last_good(key, remembered)
+                    if item is not None:
+                        logger.warning("etcd: keeping the last good %s of %s", self.what, key)
                 if item is not None:
                     self._pods[key] = item
+            for key in set(remembered) - listed:  # deleted: the pod goes
+                self._forget(key)
             self._queue.append(self._update(Operation.SET, tuple(self._pods.values())))
             self._listed = True
             self._revision = revision
@@ -252,6 +270,7 @@ class _EtcdWatch(abc.ABC, Generic[Item]):
             old = self._pods.get(key)
             if kind == "DELETE":
                 self._problems.pop(key, None)
+                self._forget(key)
                 if old is not None:
                     del self._pods[key]
                     self._queue.append(self._update(Operation.REMOVE, (old,)))
@@ -282,7 +301,42 @@ class _EtcdWatch(abc.ABC, Generic[Item]):
             logger.warning("etcd: bad %s at %s", self.what, problem)
             return None
         self._problems.pop(key, None)
+        self._remember(key, value)
         return item
+
+    # --- the memory (under the lock) -----------------------------------------------------------
+
+    def _recall(self) -> dict[str, bytes]:
+        if self._remembered is None:
+            self._remembered = {}
+            for record in self._memory.records("key") if self._memory is not None else ():
+                key, value = record.get("path"), record.get("value")
+                if isinstance(key, str) and isinstance(value, str):
+                    self._remembered[key] = base64.b64decode(value)
+        return self._remembered
+
+    def _last_good(self, key: str, remembered: dict[str, bytes]) -> Item | None:
+        value = remembered.get(key)
+        where = split_key(key, self._prefix)
+        if value is None or where is None:
+            return None
+        try:
+            return self._decode_value(key, value, *where)
+        except Exception:  # it was good when it was remembered: a decoder changed since
+            logger.debug("etcd: the remembered value of %s no longer decodes", key, exc_info=True)
+            return None
+
+    def _remember(self, key: str, value: bytes) -> None:
+        remembered = self._recall()
+        if self._memory is None or remembered.get(key) == value:
+            return
+        remembered[key] = value
+        self._memory.put("key", key, value=base64.b64encode(value).decode("ascii"))
+
+    def _forget(self, key: str) -> None:
+        remembered = self._recall()
+        if self._memory is not None and remembered.pop(key, None) is not None:
+            self._memory.drop("key", key)
 
 
 class EtcdSource(_EtcdWatch[Pod]):
@@ -297,6 +351,7 @@ class EtcdSource(_EtcdWatch[Pod]):
         name: str = ETCD_SOURCE,
         backoff: float = 0.5,
         max_backoff: float = 10.0,
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -305,6 +360,7 @@ class EtcdSource(_EtcdWatch[Pod]):
             name=name,
             backoff=backoff,
             max_backoff=max_backoff,
+            state_dir=state_dir,
         )
 
     @property
@@ -335,6 +391,7 @@ class EtcdObjectSource(_EtcdWatch[KubeObject]):
         prefix: str = DEFAULT_PREFIX,
         backoff: float = 0.5,
         max_backoff: float = 10.0,
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.kind = kind
         self.what = kind
@@ -345,6 +402,7 @@ class EtcdObjectSource(_EtcdWatch[KubeObject]):
             name=f"{ETCD_SOURCE}-{OBJECT_RESOURCES[kind]}",
             backoff=backoff,
             max_backoff=max_backoff,
+            state_dir=state_dir,
         )
 
     @property

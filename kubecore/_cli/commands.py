@@ -91,6 +91,7 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
                     interval=settings["file_check_interval"],
                     may_be_missing=settings["manifest_may_be_missing"],
                     settle=settings["manifest_settle"],
+                    in_place_settle=settings["manifest_in_place_settle"],
                     allow_empty=settings["manifest_allow_empty"],
                     state_dir=state_dir,
                     new_node=new_node,
@@ -105,6 +106,7 @@ def build_sources(settings: Mapping[str, Any]) -> list[PodSource]:
                     settings["manifest_url"],
                     interval=settings["http_check_interval"],
                     allow_empty=settings["manifest_allow_empty"],
+                    loss_settle=settings["manifest_in_place_settle"],
                     state_dir=state_dir,
                     new_node=new_node,
                 )

@@ -10,6 +10,7 @@ sink ``kubecore run`` adds when ``--etcd-endpoints`` is given.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -22,7 +23,7 @@ from kubecore import Kubelet, Pod, ValidationError
 from kubecore._manifest.documents import parse_document
 from kubecore._model.v1 import KubeObject
 from kubecore._util.timefmt import age
-from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
+from kubecore.manifest import LAST_GOOD_DIR, load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore_etcd import (
     DEFAULT_EVENT_TTL,
     DEFAULT_LEASE_REFRESH,
@@ -360,11 +361,13 @@ def attach(
     (``Kubelet.add_recorder``) and their figures join its metrics (``EtcdCollector``)."""
     client = EtcdClient(etcd_config(endpoints, **options))
     node = kubelet.config.node_name
-    source = EtcdSource(client, node, prefix=prefix)
+    state_dir = os.path.join(kubelet.root_dir, LAST_GOOD_DIR)  # last good values, per key
+    source = EtcdSource(client, node, prefix=prefix, state_dir=state_dir)
     kubelet.register_source(source.name)
     # Not registered: they hold no pods, so deleting a pod need not wait for them.
     object_sources = tuple(
-        EtcdObjectSource(client, node, kind, prefix=prefix) for kind in OBJECT_RESOURCES
+        EtcdObjectSource(client, node, kind, prefix=prefix, state_dir=state_dir)
+        for kind in OBJECT_RESOURCES
     )
     events = EtcdEventRecorder(client, node, prefix=prefix, ttl=event_ttl)
     kubelet.add_recorder(events)

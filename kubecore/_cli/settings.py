@@ -22,7 +22,7 @@ import kubecore
 from kubecore._agent.admission.node_fit import parse_node_labels
 from kubecore._agent.config_bounds import FIELD_BOUNDS, SECONDS, Bounds
 from kubecore._cli.basic import UsageError as UsageError
-from kubecore._config.last_good import DEFAULT_SETTLE
+from kubecore._config.last_good import DEFAULT_SETTLE, IN_PLACE_SETTLE_FACTOR
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
 
 ENV_PREFIX = "KUBECORE_"
@@ -308,6 +308,16 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
         " written is never acted on half-written)",
         metavar="SECONDS",
         bounds=Bounds(0, 600),
+    ),
+    Setting(
+        "manifest_in_place_settle",
+        "float",
+        lambda: DEFAULT_SETTLE * IN_PLACE_SETTLE_FACTOR,
+        "seconds a manifest file written in place (not renamed over) must stay unchanged before"
+        " a change that removes or changes a pod is acted on, and a --manifest-url body that does"
+        " so must be served: a writer that pauses mid-file deletes nothing",
+        metavar="SECONDS",
+        bounds=Bounds(0, 3600),
     ),
     Setting(
         "http_check_interval",

@@ -28,13 +28,20 @@ from kubecore._config.file_memory import FileMemory
 from kubecore._config.file_state import FileState, Fingerprint, unreadable
 from kubecore._config.last_good import (
     DEFAULT_SETTLE,
+    IN_PLACE_SETTLE_FACTOR,
     LOSS_SETTLE_FACTOR,
     Pending,
     Settling,
     cut_mid_line,
-    takes_away,
+    in_place_change,
 )
-from kubecore._config.listing import list_root, os_reason
+from kubecore._config.listing import (
+    DirectoryIdentity,
+    RootSeen,
+    directory_identity,
+    list_root,
+    os_reason,
+)
 from kubecore._config.objects import object_key
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._config.watch import ManifestWatch
@@ -53,6 +60,14 @@ _EMPTY_DIRECTORY = (
 )
 """Why an empty directory makes its source not ready: a reason (``/healthz``, the log), not a
 problem of a manifest (``--once`` with an empty directory runs nothing and succeeds)."""
+_UNMOUNTED_DIRECTORY = (
+    "the directory holds no manifest file and is not the one its pods were read from: its device"
+    " is its parent's (a mount point not mounted?); its pods are kept"
+)
+_REPLACED_DIRECTORY = (
+    "the directory holds no manifest file and is not the one its pods were read from (another"
+    " inode: it was replaced); its pods are kept (pass --manifest-allow-empty if no pods is meant)"
+)
 
 _NOT_READ_YET = "is being written or cannot be read yet"
 
@@ -85,11 +100,14 @@ class FileSource:
 
     **Changes.** A file whose mtime, size, ctime and content hash changed is re-read once it has
     stayed unchanged for ``settle`` seconds; a file whose size or mtime changes while it is read is
-    not a state yet (it waits again). A change that takes pods or objects away (the file removed,
-    a pod gone from it, or its text cut short: a strict prefix of the last good text) must stay
-    unchanged for ``loss_settle`` seconds (default ``LOSS_SETTLE_FACTOR`` times ``settle``): a
-    writer that pauses mid-file keeps the pods of the documents it has not written yet, and a
-    user removing a pod sees it go after ``loss_settle``. A bad file is reported (logged and
+    not a state yet (it waits again). A file removed must stay gone for ``loss_settle`` seconds
+    (default ``LOSS_SETTLE_FACTOR`` times ``settle``). A new text is acted on after ``settle``
+    when it is evidently whole (another inode: a rename over the file, as editors and config
+    management write) or only adds; written in place (the same inode), a text that takes pods or
+    objects away, is the last good text cut short, or changes a pod must stay unchanged for
+    ``in_place_settle`` seconds (default ``IN_PLACE_SETTLE_FACTOR`` times ``settle``, 30 s): a
+    writer that pauses mid-file keeps the pods of the documents it has not written yet, and
+    replaces no container for a half-written spec. A bad file is reported (logged and
     listed in ``problems``) with its path and every field error; the other files' pods are
     unaffected, a file that was good and turned bad (unreadable, malformed, or holding no pods)
     keeps its last good pods, and a new bad file contributes the valid pods it has. A pod name
@@ -116,6 +134,7 @@ class FileSource:
         may_be_missing: bool = False,
         settle: float = DEFAULT_SETTLE,
         loss_settle: float | None = None,
+        in_place_settle: float | None = None,
         allow_empty: bool = False,
         state_dir: str | os.PathLike[str] | None = None,
         new_node: bool = False,
@@ -135,6 +154,9 @@ class FileSource:
         self._interval = interval
         self._settle = settle
         self._loss_settle = settle * LOSS_SETTLE_FACTOR if loss_settle is None else loss_settle
+        self._in_place_settle = (
+            settle * IN_PLACE_SETTLE_FACTOR if in_place_settle is None else in_place_settle
+        )
         self._allow_empty = allow_empty
         self._new_node = new_node
         self._memory = FileMemory(self._roots, name, state_dir)
@@ -142,6 +164,7 @@ class FileSource:
         self._files: dict[Path, FileState] = {}
         self._settling = Settling()
         self._seen_roots: set[Path] = set()
+        self._empty_logged: set[Path] = set()
         self._unreadable: tuple[SourceProblem, ...] = ()
         self._absent: tuple[SourceProblem, ...] = ()
         self._not_ready = False
@@ -240,6 +263,8 @@ class FileSource:
         bad_files = tuple(
             state.problem for state in self._files.values() if state.problem is not None
         )
+        # An empty directory nothing is known of is no manifest's problem; one that replaced
+        # the directory its pods were read from is (its pods are kept: say so).
         unreadable = tuple(p for p in self._unreadable if p.errors[0].message != _EMPTY_DIRECTORY)
         return unreadable + bad_files + self._duplicates
 
@@ -251,11 +276,11 @@ class FileSource:
 
     # --- scanning -------------------------------------------------------------------------
 
-    def _list(self) -> tuple[list[Path], list[SourceProblem], dict[Path, int]]:
+    def _list(self) -> tuple[list[Path], list[SourceProblem], dict[Path, RootSeen]]:
         listed: list[Path] = []
         unready: list[SourceProblem] = []
         absent: list[SourceProblem] = []
-        counts: dict[Path, int] = {}
+        counts: dict[Path, RootSeen] = {}
         for root in self._roots:
             try:
                 files = list_root(root)
@@ -268,11 +293,23 @@ class FileSource:
             except OSError as error:
                 unready.append(path_problem(root, os_reason(error)))
                 continue
-            if not files and root.is_dir() and not self._empty_allowed(root):
-                unready.append(path_problem(root, _EMPTY_DIRECTORY))
-                continue
+            identity = directory_identity(root)
+            if not files and identity is not None and not self._empty_allowed(root):
+                blink = empty_directory_blink(self._memory.identity(root), identity)
+                if blink is not None:
+                    unready.append(path_problem(root, blink))
+                    continue
+                if root not in self._empty_logged:
+                    self._empty_logged.add(root)
+                    logger.info(
+                        "manifest directory %s: its last manifest file was removed (the directory"
+                        " its pods were read from, same device and inode): its pods are removed",
+                        root,
+                    )
+            if files:
+                self._empty_logged.discard(root)
             self._seen_roots.add(root)
-            counts[root] = len(files)
+            counts[root] = RootSeen(len(files), identity)
             listed.extend(f for f in files if f not in listed)
         if tuple(absent) != self._absent:
             for problem in absent:
@@ -369,9 +406,14 @@ class FileSource:
         previous = state if state is not None and state.known else None
         try:
             stat = path.stat()
-        except OSError:
-            return  # vanished between the listing and the stat: seen as gone at the next scan
-        quick = Fingerprint(stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+        except OSError as error:
+            if os.path.lexists(path):  # a dangling symlink: unreadable, not removed
+                problem = path_problem(path, f"cannot be read: {os_reason(error)}")
+                self._record_bad(path, previous, Fingerprint(0, -1), problem, known=False)
+            return  # else it vanished after the listing: seen as gone at the next scan
+        quick = Fingerprint(
+            stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns, inode=(stat.st_dev, stat.st_ino)
+        )
         if state is not None and state.fingerprint.same_stat(quick) and not unreadable(state):
             self._settling.forget(path)
             return
@@ -408,21 +450,20 @@ class FileSource:
             problem = SourceProblem(str(path), errors)
             self._record_bad(path, previous, fingerprint, problem, prepared, objects, text)
             return
-        if (
-            not trusted
-            and previous is not None
-            and takes_away(previous.before(), prepared, objects, text)
-            and self._settling.wait(now, stable, self._loss_settle)
-        ):
-            if path not in self._waiting_loss:
-                self._waiting_loss.add(path)
-                logger.info(
-                    "manifest %s now holds less than before: acted on once it has stayed so"
-                    " for %gs",
-                    path,
-                    self._loss_settle,
-                )
-            return
+        if not trusted and previous is not None and not fingerprint.replaced(previous.fingerprint):
+            # Written in place: maybe not whole yet (a writer that paused, a copy under way).
+            change = in_place_change(previous.before(), prepared, objects, text)
+            if change and self._settling.wait(now, stable, self._in_place_settle):
+                if path not in self._waiting_loss:
+                    self._waiting_loss.add(path)
+                    logger.info(
+                        "manifest %s now %s, written in place: acted on once it has stayed so"
+                        " for %gs (a rename over it is acted on at once)",
+                        path,
+                        change,
+                        self._in_place_settle,
+                    )
+                return
         self._waiting_loss.discard(path)
         self._settling.forget(path)
         if previous is not None and previous.problem is not None:
@@ -449,7 +490,9 @@ class FileSource:
             after = path.stat()
         except OSError:
             return None
-        changed = Fingerprint(after.st_mtime_ns, after.st_size, after.st_ctime_ns)
+        changed = Fingerprint(
+            after.st_mtime_ns, after.st_size, after.st_ctime_ns, inode=(after.st_dev, after.st_ino)
+        )
         if not quick.same_stat(changed):  # written to while it was read: not a state yet
             self._settling.pending[path] = Pending(changed, now)
             self._settling.wait(now, 0.0, max(self._settle, _MIN_REREAD))
@@ -504,6 +547,21 @@ class FileSource:
                 )
         self._duplicates = found
         return pods
+
+
+def empty_directory_blink(
+    remembered: DirectoryIdentity | None, identity: DirectoryIdentity
+) -> str | None:
+    """Why an empty manifest directory (``identity``) is a blink, or None when its last files
+    were removed from it: it is the very directory (device and inode) its pods were read from
+    (``remembered``)."""
+    if remembered is None:
+        return _EMPTY_DIRECTORY
+    if remembered == identity:
+        return None
+    if identity.mount_point_unmounted(remembered):
+        return _UNMOUNTED_DIRECTORY
+    return _REPLACED_DIRECTORY
 
 
 def merge_pods(

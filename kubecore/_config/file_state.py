@@ -16,6 +16,13 @@ class Fingerprint:
     ctime_ns: int = 0
     """A ``chmod`` changes only this."""
     sha256: str = ""
+    inode: tuple[int, int] = (0, 0)
+    """The file's device and inode ((0, 0): not known): another one is an atomic replace (a
+    rename over it, what editors and config management do), evidence that the write is whole."""
+
+    def replaced(self, before: Fingerprint) -> bool:
+        """This is another file than ``before`` (a rename over it), as far as both are known."""
+        return (0, 0) not in (self.inode, before.inode) and self.inode != before.inode
 
     def same_stat(self, other: Fingerprint) -> bool:
         return (self.mtime_ns, self.size, self.ctime_ns) == (

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -18,7 +20,12 @@ from kubecore._config.base import (
     problem_from_exception,
     sha256_hex,
 )
-from kubecore._config.last_good import DEFAULT_SETTLE, LOSS_SETTLE_FACTOR, cut_mid_line, takes_away
+from kubecore._config.last_good import (
+    DEFAULT_SETTLE,
+    IN_PLACE_SETTLE_FACTOR,
+    cut_mid_line,
+    in_place_change,
+)
 from kubecore._config.memory import SourceMemory
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.errors import FieldError
@@ -40,16 +47,17 @@ class FetchResult:
 
 
 def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResult:
-    """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises."""
+    """GET ``url`` with urllib; a 304 is a result, any other non-2xx status raises. ``timeout``
+    bounds the whole fetch, not each read: a server that trickles its body (a byte a second)
+    raises ``TimeoutError`` once it has passed, as one that does not answer does."""
     import urllib.error  # imported here: ``kubecore validate`` needs no HTTP client
     import urllib.request
 
+    deadline = time.monotonic() + timeout
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read(MAX_MANIFEST_BYTES + 1)
-            if len(body) > MAX_MANIFEST_BYTES:
-                raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+            body = _read_body(response, deadline, timeout)
             return FetchResult(
                 response.status,
                 body,
@@ -60,6 +68,35 @@ def urllib_fetch(url: str, headers: dict[str, str], timeout: float) -> FetchResu
         if error.code == 304:
             return FetchResult(304)
         raise
+
+
+def _read_body(response: Any, deadline: float, timeout: float) -> bytes:
+    """The body of ``response``, read in the chunks that arrive, until ``deadline``."""
+    chunks: list[bytes] = []
+    size = 0
+    late = f"the manifest took longer than {timeout:g}s to arrive (a blink: its pods are kept)"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(late)
+        _wait_at_most(response, left)
+        try:
+            chunk = response.read1(MAX_MANIFEST_BYTES + 1 - size)
+        except TimeoutError:  # the socket waits only what is left: the deadline has passed
+            raise TimeoutError(late) from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_MANIFEST_BYTES:
+            raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+
+
+def _wait_at_most(response: Any, seconds: float) -> None:
+    """The next read of ``response`` waits at most ``seconds`` (its socket's timeout)."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
 
 
 class HTTPSource:
@@ -75,9 +112,11 @@ class HTTPSource:
     As for files (``FileSource``), an unknown state is never read as "these pods are gone": a body
     with no pod and no object is refused (an outage) unless ``allow_empty``, or the last good
     body was empty too, or none is known and ``new_node`` says nothing ran before; a body that
-    takes pods or objects away, or is cut short (a strict prefix of the last good body), is
-    applied only once the URL has served it unchanged for ``loss_settle`` seconds (it is fetched
-    again then). With ``state_dir`` the last good body is remembered there (``SourceMemory``): a
+    takes pods or objects away, is cut short (a strict prefix of the last good body) or changes a
+    pod it had (the file behind the URL may be being written in place) is applied only once the
+    URL has served it unchanged for ``loss_settle`` seconds (30 s by default; it is fetched again
+    then). A fetch is bounded by ``timeout`` as a whole (a server trickling its body fails).
+    With ``state_dir`` the last good body is remembered there (``SourceMemory``): a
     URL that is down or bad when the agent starts offers the remembered pods as the source's last
     known state (a ``SET`` with a reason: still not ready), and the rules above compare with it.
 
@@ -96,7 +135,7 @@ class HTTPSource:
         name: str = HTTP_SOURCE,
         fetch: Fetcher = urllib_fetch,
         allow_empty: bool = False,
-        loss_settle: float = DEFAULT_SETTLE * LOSS_SETTLE_FACTOR,
+        loss_settle: float = DEFAULT_SETTLE * IN_PLACE_SETTLE_FACTOR,
         state_dir: str | os.PathLike[str] | None = None,
         new_node: bool = False,
     ) -> None:
@@ -270,7 +309,8 @@ class HTTPSource:
             return SourceProblem(self._url, cut)
         if self._known is not None and self._text is not None:
             before = (*self._known, self._text)
-            if takes_away(before, prepared, objects, text) and self._confirming(digest, now):
+            change = in_place_change(before, prepared, objects, text)
+            if change and self._confirming(digest, change, now):
                 return None
         self._losing = None
         self._body_hash = digest
@@ -292,14 +332,15 @@ class HTTPSource:
             return self._allow_empty or self._new_node
         return self._allow_empty or (not known[0] and not known[1])
 
-    def _confirming(self, digest: str, now: float) -> bool:
-        """True while a body that takes pods away has not been served for ``loss_settle``."""
+    def _confirming(self, digest: str, change: str, now: float) -> bool:
+        """True while a body that takes pods away or changes a pod (a file behind the URL
+        maybe written in place, not whole yet) has not been served for ``loss_settle``."""
         if self._losing is None or self._losing[0] != digest:
             self._losing = (digest, now)
             logger.info(
-                "manifest URL %s now serves less than before: acted on once it has served it"
-                " for %gs",
+                "manifest URL %s now %s: acted on once it has served it for %gs",
                 self._url,
+                change.replace("holds", "serves"),
                 self._loss_settle,
             )
         since = self._losing[1]

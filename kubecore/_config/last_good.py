@@ -19,9 +19,16 @@ write in place: a half-written file must not restart pods). Short, so that with 
 complete edit is applied within a second."""
 
 LOSS_SETTLE_FACTOR = 10
-"""A change that takes pods away (a file removed, fewer pods in it, its text cut short) must stay
-unchanged ten times the settle time (5 s by default) before it is acted on: a writer that pauses
-mid-file must not kill the pods of the documents it has not written yet."""
+"""A file removed (or a URL body that serves less) must stay so ten times the settle time (5 s by
+default) before it is acted on."""
+
+IN_PLACE_SETTLE_FACTOR = 60
+"""A file written in place (the same inode, not a rename over it) whose new text takes pods or
+objects away, is its old text cut short, or changes a pod it had, must stay unchanged (size and
+mtime) sixty times the settle time (30 s by default) before it is acted on: what a writer that
+pauses (an editor saving in place, config management, ``scp``, a copy over a slow link) leaves
+for a moment must neither kill the pods of the documents not written yet nor replace a pod's
+containers twice. A rename over the file is a whole write: it is acted on after the settle."""
 
 
 @attrs.define
@@ -80,6 +87,23 @@ def takes_away(
     if {object_key(o) for o in old_objects} - {object_key(o) for o in objects}:
         return True
     return len(text) < len(old_text) and old_text.startswith(text)
+
+
+def in_place_change(
+    before: tuple[tuple[Pod, ...], tuple[KubeObject, ...], str],
+    pods: tuple[Pod, ...],
+    objects: tuple[KubeObject, ...],
+    text: str,
+) -> str:
+    """What a new text, written in place, does that must wait for it to be whole: "holds less
+    than before" (``takes_away``), "changes a pod", or "" (it only adds, or changes nothing the
+    agent runs)."""
+    if takes_away(before, pods, objects, text):
+        return "holds less than before"
+    old = {pod_key(p): p for p in before[0]}
+    if any(pod_key(p) in old and old[pod_key(p)] != p for p in pods):
+        return "changes a pod"
+    return ""
 
 
 def cut_mid_line(old_text: str, text: str) -> tuple[FieldError, ...]:

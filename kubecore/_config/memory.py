@@ -40,6 +40,7 @@ class SourceMemory:
 
     @property
     def directory(self) -> Path:
+        """Where the records are kept."""
         return self._directory
 
     def _record(self, kind: str, where: str) -> Path:
@@ -64,6 +65,7 @@ class SourceMemory:
         return found
 
     def get(self, kind: str, where: str) -> dict[str, Any] | None:
+        """The record of ``kind`` for ``where`` (a path, a URL, a key), or None."""
         path = self._record(kind, where)
         if not path.exists():
             return None
@@ -71,6 +73,7 @@ class SourceMemory:
         return record if record is not None and record.get("path") == where else None
 
     def put(self, kind: str, where: str, **fields: Any) -> None:
+        """Remember ``fields`` (JSON values) as the record of ``kind`` for ``where``."""
         record = {"kind": kind, "source": self._source, "path": where, **fields}
         path = self._record(kind, where)
         try:
@@ -83,6 +86,7 @@ class SourceMemory:
             self._warn(str(path), "written", error)
 
     def drop(self, kind: str, where: str) -> None:
+        """Forget the record of ``kind`` for ``where`` (nothing if there is none)."""
         path = self._record(kind, where)
         try:
             path.unlink(missing_ok=True)

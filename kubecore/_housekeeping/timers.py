@@ -36,6 +36,11 @@ ORPHAN_RESCAN = 300.0
 directory an earlier agent left, or one whose removal failed. Otherwise they are listed only
 when a pod has left (listing 10,000 directories every housekeeping interval is most of a pass)."""
 
+POD_DIR_RECLAIM_GRACE = 30.0
+"""Seconds a pod that left keeps its directory (its emptyDir data) before it is reclaimed: a pod
+made again with the same UID within them (a manifest rewritten, a source that came back) finds
+its emptyDir as it left it, never emptied."""
+
 
 def _watches_storage(pod: Pod) -> bool:
     """The pod has a limit on local storage to enforce."""
@@ -70,6 +75,8 @@ class Housekeeping:
         self._last_volumes = -math.inf
         self._last_volume_chores = -math.inf
         self._kept: set[str] = set()
+        self._left: dict[str, float] = {}
+        """The pods that left, and when: their directories are reclaimed once the grace is over."""
         self._last_orphan_scan = -math.inf
         """The pods whose directories the last orphan scan kept."""
         self._last_container_gc = start
@@ -98,10 +105,19 @@ class Housekeeping:
                 | {s.uid for s in snapshot.sandboxes}
                 | {c.labels.get(POD_UID_LABEL, "") for c in snapshot.containers}
             )
-            if not keep.issuperset(self._kept) or mono - self._last_orphan_scan >= ORPHAN_RESCAN:
+            for uid in self._kept - keep:
+                self._left.setdefault(uid, mono)
+            for uid in keep & self._left.keys():  # back with the same UID: its data stays
+                del self._left[uid]
+            graced = {
+                uid for uid, left in self._left.items() if mono - left < POD_DIR_RECLAIM_GRACE
+            }
+            ripe = len(graced) < len(self._left)
+            if ripe or mono - self._last_orphan_scan >= ORPHAN_RESCAN:
                 self._last_orphan_scan = mono
                 try:
-                    self._volumes.cleanup_orphans(keep)
+                    self._volumes.cleanup_orphans(keep | graced)
+                    self._left = {uid: self._left[uid] for uid in graced}
                 except OSError as exc:
                     self._last_orphan_scan = -math.inf  # retried at the next interval
                     logger.warning("orphaned volume cleanup failed: %s", exc)

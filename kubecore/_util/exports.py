@@ -347,6 +347,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "validate_pod",
             ),
             "kubecore._manifest.decoding": ("pod_status_to_dict",),
+            "kubecore._config.memory": ("LAST_GOOD_DIR", "SourceMemory"),
             "kubecore._model.v1": ("default_pull_policy",),
             "kubecore._contract.errors": ("DocumentError", "FieldError", "ValidationError"),
             "kubecore._util.timefmt": ("rfc3339",),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kubecore._housekeeping.timers import POD_DIR_RECLAIM_GRACE
 from kubecore._model.v1 import (
     EmptyDirVolumeSource,
     ExecAction,
@@ -160,6 +161,9 @@ def test_orphaned_pod_directories_are_torn_down(tmp_path: Path) -> None:
     node.kubelet.set_pods([make_pod("db")])
     node.converge()
     node.clock.advance(5)
+    node.converge()
+    assert pod_dir.is_dir()  # within the reclaim grace: a pod made again would find its data
+    node.clock.advance(POD_DIR_RECLAIM_GRACE)
     node.converge()
     assert not pod_dir.exists()
     assert (host / "file").read_text() == "data"  # hostPath is never touched

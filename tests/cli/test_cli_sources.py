@@ -159,3 +159,23 @@ def test_an_empty_manifest_directory_on_a_new_node_is_its_state(
     (root / "pods" / "some-uid").mkdir(parents=True)  # pods ran since (over the API, say)
     code, _ = run(*base, capsys=capsys)  # the directory was empty the last time: still fine
     assert code == 0 and not [r for r in caplog.records if "manifest path" in r.getMessage()]
+
+
+def test_a_bad_manifest_run_again_reports_its_errors_again_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(POD.replace("image:", "imagee:"))
+    args = (
+        "run",
+        str(typo),
+        "--once",
+        "--root-dir",
+        str(tmp_path / "root"),
+        "--log-level",
+        "error",
+    )
+    for _ in range(2):  # the second run finds the bad file's hash in the last-good memory
+        code, output = run(*args, capsys=capsys)
+        assert code == 1, output
+        assert "imagee: unknown field" in output and "no pods to run" not in output

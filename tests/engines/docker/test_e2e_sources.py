@@ -3,9 +3,9 @@
 Two agents in turn (the second one is the restart) on one root directory, each with a
 ``FileSource`` remembering its last good state under the root directory, as ``kubecore run``
 builds it. Between them the manifests are broken as the issue found them: one document of a
-file malformed, a file cut inside a document by a writer that stopped, the directory emptied, or
-the manifest directory a mount point that is not there yet. The containers
-and the ``emptyDir`` data of every pod must outlive the restart and the repair.
+file malformed, a file cut inside a document by a writer that stopped, the directory replaced
+by another, empty one, or the manifest directory a mount point that is not there yet. The
+containers and the ``emptyDir`` data of every pod must outlive the restart and the repair.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def stop(agent: Agent) -> None:
         runtime.close()
 
 
-@pytest.mark.parametrize("blink", ["malformed", "unmounted", "half-written", "emptied"])
+@pytest.mark.parametrize("blink", ["malformed", "unmounted", "half-written", "replaced"])
 def test_a_restart_while_the_manifests_blink_keeps_every_container_and_its_data(
     start_agent: Callable[[Path], Agent],
     engine: TestEngine,
@@ -136,8 +136,9 @@ def test_a_restart_while_the_manifests_blink_keeps_every_container_and_its_data(
         (mounted / "a.yaml").write_text(two + pod_doc("beta", namespace, engine.image, True))
     elif blink == "half-written":  # its writer stopped inside beta's document
         (mounted / "a.yaml").write_text(whole[: len(two) + 60])
-    elif blink == "emptied":  # every file gone from the directory
-        (mounted / "a.yaml").rename(tmp_path / "a.yaml.away")
+    elif blink == "replaced":  # another directory, empty, where it was (files removed: meant)
+        mounted.rename(tmp_path / "mounted.away")
+        mounted.mkdir()
     else:  # the manifest directory is a mount point not mounted yet
         manifests.unlink()
         manifests.symlink_to(tmp_path / "not-mounted-yet")
@@ -146,8 +147,9 @@ def test_a_restart_while_the_manifests_blink_keeps_every_container_and_its_data(
     assert {c["Id"] for c in engine_containers(raw, namespace)} == before
     if blink in ("malformed", "half-written"):
         (mounted / "a.yaml").write_text(whole)
-    elif blink == "emptied":
-        (tmp_path / "a.yaml.away").rename(mounted / "a.yaml")
+    elif blink == "replaced":
+        mounted.rmdir()
+        (tmp_path / "mounted.away").rename(mounted)
     else:
         manifests.unlink()
         manifests.symlink_to(mounted)

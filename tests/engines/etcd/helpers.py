@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kubecore import Kubelet, KubeletConfig, SourcePoller
+from kubecore.manifest import LAST_GOOD_DIR
 from kubecore.runtime import POD_NAME_LABEL
 from kubecore_fake import FakeRuntime
 
@@ -61,7 +62,8 @@ class Agent:
             ),
             sources=["etcd"],
         )
-        self.source = EtcdSource(client, node, prefix=prefix)
+        memory = tmp / node / "root" / LAST_GOOD_DIR  # where the command line keeps it
+        self.source = EtcdSource(client, node, prefix=prefix, state_dir=memory)
         self.poller = SourcePoller([self.source], self.kubelet.update, tick=0.05)
         sink.setdefault("interval", 0.1)
         sink.setdefault("qps", 0)

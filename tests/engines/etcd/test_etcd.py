@@ -667,6 +667,27 @@ def test_an_agent_that_died_adopts_its_pods_and_drops_the_stale_statuses_when_re
 
 
 @pytest.mark.etcd
+@pytest.mark.parametrize("value", ["", "{garbage: [\n"], ids=["emptied", "garbage"])
+def test_a_value_made_bad_while_the_agent_was_down_keeps_its_pod_across_the_restart(
+    client: Any, prefix: str, agents: Callable[..., Agent], value: str
+) -> None:
+    first = agents("n1", revoke_on_close=False)
+    bind(client, prefix, "n1", make_pod("stays"))
+    wait_for(lambda: first.running_pods() == {"stays"})
+    before = first.running()
+    first.stop()  # gone without a word: its containers run on
+    client.put(f"{prefix}/pods/n1/default/stays", value)
+
+    second = agents("n1", runtime=first.runtime)
+    where = wait_for(lambda: {p.where for p in second.source.problems} or None)
+    assert where == {f"{prefix}/pods/n1/default/stays"}  # reported
+    wait_for(lambda: second.kubelet.sources_ready())
+    assert second.running() == before, "the last good pod is kept: not replaced"
+    client.delete(f"{prefix}/pods/n1/default/stays")  # a deletion is what the user means
+    wait_for(lambda: second.running_pods() == set())
+
+
+@pytest.mark.etcd
 def test_a_paused_member_under_the_watch_is_left_for_another(
     client: Any, prefix: str, agents: Callable[..., Agent], members: Members
 ) -> None:

@@ -22,7 +22,7 @@ from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
 from kubecore._contract.errors import SourceUnavailable
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from kubecore._util.clock import ManualClock, SystemClock
-from tests.unit.config.support import pod_yaml, write
+from tests.unit.config.support import first_update, pod_yaml, replace, write
 
 NODE = "node-a"
 
@@ -108,7 +108,7 @@ def test_nothing_sent_when_nothing_changed_or_not_due(manifests: Path) -> None:
 def test_changed_file_updates_its_pods_once_it_has_settled(manifests: Path) -> None:
     source = FileSource(manifests, interval=1.0, settle=2.0)
     source.poll(0.0)
-    write(
+    replace(
         manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36") + "---\n" + pod_yaml("beta")
     )
     assert source.poll(1.0) is None  # changed just now: maybe still being written
@@ -639,3 +639,64 @@ def test_duplicate_pod_name_in_a_second_file_is_logged_once(
     source.poll(1.0)
     logged = [r.getMessage() for r in caplog.records if "already defined" in r.getMessage()]
     assert len(logged) == 1 and "z.yaml" in logged[0] and "a.yaml" in logged[0]
+
+
+def test_a_url_that_trickles_its_body_times_out_as_a_whole_and_keeps_the_pods() -> None:
+    done = threading.Event()
+    body = pod_yaml("remote").encode()
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body[:60]:  # one byte every 0.2 s: each read is quick, the whole is not
+                if done.wait(0.2):
+                    return
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:  # the source gave up: the connection is closed
+                    return
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/pods.yaml"
+        source = HTTPSource(url, timeout=1.0)
+        clock = SystemClock()
+        began = clock.monotonic()
+        update = source.poll(began)
+        took = clock.monotonic() - began
+    finally:
+        done.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(5.0)
+    assert update is not None and update.op is Operation.NOT_READY
+    assert "longer than 1s" in str(source.problems[0])
+    assert took < 3.0, took
+
+
+def test_a_pod_changed_in_place_waits_for_the_in_place_settle(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=0.5)
+    source.poll(0.0)
+    write(  # in place: the same inode, maybe a writer that paused
+        manifests / "a.yaml", pod_yaml("alpha", image="busybox:1.36") + "---\n" + pod_yaml("beta")
+    )
+    when, update = first_update(source, 1.0, 40.0)
+    assert 30.0 <= when <= 32.0 and update is not None  # stable for 60 times the settle: whole
+    alpha = next(p for p in update.pods if p.metadata.name == "alpha")
+    assert alpha.spec.containers[0].image == "busybox:1.36"
+
+
+def test_a_pod_added_in_place_is_not_held_back(manifests: Path) -> None:
+    source = FileSource(manifests, interval=1.0, settle=0.5)
+    source.poll(0.0)
+    write(manifests / "c.yaml", pod_yaml("delta"))
+    when, update = first_update(source, 1.0, 40.0)
+    assert when <= 2.0 and update is not None  # the settle only

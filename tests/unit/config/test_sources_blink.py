@@ -22,13 +22,14 @@ import kubecore._config.file as file_source_module
 from kubecore._config.base import PodSource
 from kubecore._config.file import FileSource
 from kubecore._config.http import FetchResult, HTTPSource
+from kubecore._config.listing import DirectoryIdentity
 from kubecore._config.memory import LAST_GOOD_DIR
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.labels import POD_NAME_LABEL
 from kubecore._contract.values import RuntimeState
 from tests.agent.support import Node, make_node
-from tests.unit.config.support import write
+from tests.unit.config.support import first_update, replace, write
 
 NODE = "node-a"
 
@@ -175,6 +176,18 @@ class Agent:
 
     def empty_sets(self) -> list[PodUpdate]:
         return [u for u in self.updates if u.op is Operation.SET and not u.pods and not u.reason]
+
+
+def replace_by_an_empty_directory(directory: Path) -> None:
+    """Another directory (another inode), empty, where ``directory`` was: what a mount point not
+    mounted looks like, short of mounting."""
+    directory.rename(directory.with_name(directory.name + ".mounted"))
+    directory.mkdir()
+
+
+def put_the_directory_back(directory: Path) -> None:
+    directory.rmdir()
+    directory.with_name(directory.name + ".mounted").rename(directory)
 
 
 def file_source(root: Path, state: Path | None, **kw: object) -> Callable[[], FileSource]:
@@ -336,15 +349,15 @@ def test_a_text_cut_mid_line_is_never_acted_on_however_long_it_stays(tmp_path: P
     assert source.problems == ()
 
 
-def test_a_text_cut_at_a_line_end_waits_out_the_loss_settle(tmp_path: Path) -> None:
+def test_a_text_cut_at_a_line_end_waits_out_the_in_place_settle(tmp_path: Path) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
     assert source.poll(0.0) is not None
-    write(pods / "a.yaml", TWO[: TWO.index("---")])  # the last document removed
-    assert [source.poll(t) for t in (1.0, 2.0, 4.0)] == [None, None, None]
-    changed = source.poll(6.0)  # it stayed so for the loss settle: it is what the user wants
+    write(pods / "a.yaml", TWO[: TWO.index("---")])  # the last document removed, in place
+    assert [source.poll(float(t)) for t in range(1, 30)] == [None] * 29
+    changed = source.poll(31.0)  # it stayed so for the in-place settle: what the user wants
     assert changed is not None
     assert [p.metadata.name for p in changed.pods] == ["alpha"]
 
@@ -364,16 +377,20 @@ def test_a_restart_finding_a_file_cut_mid_line_keeps_its_pods(tmp_path: Path) ->
     agent.assert_nothing_killed()
 
 
-def test_a_user_removing_a_pod_sees_it_go_after_the_loss_settle(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["in place", "by a rename"])
+def test_a_user_removing_a_pod_sees_it_go_once_the_write_is_whole(tmp_path: Path, how: str) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     source = FileSource(pods, interval=1.0, settle=0.5, watch=False)
     assert source.poll(0.0) is not None
-    write(pods / "a.yaml", pod_doc("beta"))  # alpha removed by an edit
-    assert source.poll(1.0) is None and source.poll(5.0) is None
-    update = source.poll(6.0)
+    (write if how == "in place" else replace)(pods / "a.yaml", pod_doc("beta"))  # alpha removed
+    when, update = first_update(source, 1.0, 40.0)
     assert update is not None and [p.metadata.name for p in update.pods] == ["beta"]
+    if how == "in place":  # maybe not whole: it must stay so for the in-place settle
+        assert 30.0 <= when <= 32.0
+    else:  # a rename is whole: only the settle
+        assert when <= 2.0
 
 
 def test_a_file_that_changes_while_it_is_read_is_not_a_state(
@@ -411,12 +428,13 @@ def test_an_empty_directory_at_start_is_refused_naming_it(tmp_path: Path) -> Non
     write(pods / "a.yaml", TWO)
     agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path), may_be_missing=False))
     agent.settle_in(["alpha", "beta"])
-    (pods / "a.yaml").rename(tmp_path / "a.yaml")  # the mount point is empty at the restart
+    replace_by_an_empty_directory(pods)  # another directory, empty, at the restart
     agent.restart()
     agent.run(3.0)
     reasons = agent.node.kubelet._rooms.pod_config.not_ready_reasons()
     assert str(pods) in reasons["file"] and "--manifest-allow-empty" in reasons["file"]
-    (tmp_path / "a.yaml").rename(pods / "a.yaml")
+    assert "replaced" in reasons["file"]
+    put_the_directory_back(pods)
     agent.run(2.0)
     agent.assert_nothing_killed()
     assert agent.node.kubelet.sources_ready()
@@ -442,7 +460,7 @@ def test_an_empty_directory_on_a_new_node_is_its_state_and_is_remembered(tmp_pat
     assert again == PodUpdate(Operation.SET, (), "file", ())
     write(pods / "a.yaml", TWO)
     assert FileSource(pods, watch=False, state_dir=state).poll(0.0) is not None
-    (pods / "a.yaml").unlink()  # it held files: empty again is an outage, new node or not
+    replace_by_an_empty_directory(pods)  # it held files: another empty one is an outage
     later = FileSource(pods, watch=False, state_dir=state, new_node=True).poll(0.0)
     assert later is not None and later.reason and len(later.pods) == 2
 
@@ -457,18 +475,48 @@ def test_an_empty_directory_is_accepted_when_it_was_empty_the_last_time(tmp_path
     assert again is not None and again.op is Operation.SET and not again.reason
 
 
-def test_a_directory_emptied_while_running_keeps_its_pods(tmp_path: Path) -> None:
+def test_a_directory_replaced_by_an_empty_one_while_running_keeps_its_pods(
+    tmp_path: Path,
+) -> None:
     pods = tmp_path / "pods"
     pods.mkdir()
     write(pods / "a.yaml", TWO)
     agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
     agent.settle_in(["alpha", "beta"])
-    (pods / "a.yaml").rename(tmp_path / "a.yaml")
+    replace_by_an_empty_directory(pods)
     agent.run(20.0)
     assert not agent.node.kubelet.sources_ready()
-    (tmp_path / "a.yaml").rename(pods / "a.yaml")
+    put_the_directory_back(pods)
     agent.run(2.0)
     agent.assert_nothing_killed()
+
+
+@pytest.mark.parametrize("restart", ["no restart", "restart"])
+def test_removing_the_last_manifest_of_a_directory_removes_its_pods(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, restart: str
+) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
+    agent.settle_in(["alpha", "beta"])
+    caplog.set_level("INFO")
+    (pods / "a.yaml").unlink()  # the same directory: what its pods were read from
+    if restart == "restart":
+        agent.restart()
+    agent.run(10.0)
+    assert agent.running_pods() == []
+    assert agent.node.kubelet.sources_ready()
+    said = [r.getMessage() for r in caplog.records if "last manifest file" in r.getMessage()]
+    assert said and "same device and inode" in said[0]
+
+
+def test_an_unmounted_mount_point_is_told_from_a_replaced_directory() -> None:
+    mounted = DirectoryIdentity(device=42, inode=2, parent_device=7)
+    assert DirectoryIdentity(7, 99, 7).mount_point_unmounted(mounted)
+    assert not DirectoryIdentity(42, 3, 7).mount_point_unmounted(mounted)  # another, mounted
+    plain = DirectoryIdentity(7, 5, 7)
+    assert not DirectoryIdentity(7, 6, 7).mount_point_unmounted(plain)  # replaced, not unmounted
 
 
 # --- item 3 and 8 for the URL source -----------------------------------------------------------
@@ -552,15 +600,31 @@ def _allow(rig: Rig) -> None:
 
 def _empty(rig: Rig) -> None:
     if rig.pods.is_dir():
-        for path in rig.pods.iterdir():
-            path.rename(rig.tmp / (path.name + ".out"))
+        replace_by_an_empty_directory(rig.pods)
     else:
         write(rig.main, "")
 
 
 def _unempty(rig: Rig) -> None:
-    for out in rig.tmp.glob("*.out"):
-        out.rename(rig.pods / out.name.removesuffix(".out"))
+    if rig.pods.with_name("pods.mounted").is_dir():
+        put_the_directory_back(rig.pods)
+    write(rig.main, TWO)
+
+
+def _replace_by(make: Callable[[Path], None]) -> Failure:
+    def replace(rig: Rig) -> None:
+        rig.main.unlink()
+        make(rig.main)
+
+    return replace
+
+
+def _dangling_symlink(path: Path) -> None:
+    path.symlink_to(path.with_name("nowhere.yaml"))
+
+
+def _write_back(rig: Rig) -> None:
+    rig.main.unlink()
     write(rig.main, TWO)
 
 
@@ -584,6 +648,8 @@ FILE_FAILURES: dict[str, tuple[Failure, Failure, bool]] = {
     "malformed": (_set_text(MALFORMED), _set_text(TWO), False),
     "slow writer": (_set_text(CUT_MID_VALUE), _set_text(TWO), True),
     "timing out": (_deny(TimeoutError), _allow, False),
+    "a dangling symlink": (_replace_by(_dangling_symlink), _write_back, False),
+    "a fifo": (_replace_by(os.mkfifo), _write_back, False),
 }
 
 
@@ -646,12 +712,11 @@ SKIPPED_KINDS = {
     "api": "the API's store has failures of its own (a record torn, empty, binary, invalid, of"
     " another kind, a directory): tests/api/test_api_store.py runs each across a restart",
 }
-FAILURE_NAMES = list(FILE_FAILURES)
 
 
 def _cases() -> Iterator[Any]:
-    for kind in KINDS:
-        for failure in FAILURE_NAMES:
+    for kind, (_setup, failures, _names) in KINDS.items():
+        for failure in failures:
             yield pytest.param(kind, failure, id=f"{kind}-{failure}")
     for kind, why in SKIPPED_KINDS.items():
         yield pytest.param(kind, "", id=kind, marks=pytest.mark.skip(reason=why))
@@ -718,3 +783,149 @@ def test_the_memory_failing_is_said_once_and_the_source_goes_on(
     said = [r.getMessage() for r in caplog.records if "last good state" in r.getMessage()]
     assert len(said) == 1 and "a restart will not find it" in said[0]
     assert "image" not in said[0]  # no manifest content in the log
+
+
+# --- intent: what a user clearly meant is done, and every problem is reported ---------------
+
+
+def test_a_bad_new_file_reports_its_problems_again_after_a_restart(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO.replace("image: busybox:1.36", "imagee: busybox:1.36", 1))
+    first = FileSource(pods, state_dir=tmp_path / "state", watch=False, may_be_missing=True)
+    assert first.poll(0.0) is not None
+    assert "imagee" in str(first.problems)
+    second = FileSource(pods, state_dir=tmp_path / "state", watch=False, may_be_missing=True)
+    update = second.poll(0.0)
+    assert update is not None and [p.metadata.name for p in update.pods] == ["beta"]
+    assert "imagee" in str(second.problems)  # the remembered hash does not hide the error
+
+
+# --- the intent column: what the user clearly meant is done, across every kind of restart ------
+
+
+def _remove(name: str) -> Failure:
+    return lambda rig: (rig.pods / name).unlink()
+
+
+def _rewrite(how: Callable[[Path, str], None], text: str) -> Failure:
+    return lambda rig: how(rig.main, text)
+
+
+def _url_serves(text: str) -> Failure:
+    return _serve(text)
+
+
+INTENTS: dict[tuple[str, str], tuple[Failure, list[str]]] = {
+    # (kind, change): (the change, the pods that run once it is acted on)
+    ("directory", "a file removed"): (_remove("a.yaml"), ["gamma"]),
+    ("directory", "its last files removed"): (
+        lambda rig: [path.unlink() for path in rig.pods.iterdir()] and None,
+        [],
+    ),
+    ("directory", "a pod removed by a rename"): (
+        _rewrite(replace, pod_doc("alpha")),
+        ["alpha", "gamma"],
+    ),
+    ("directory", "a pod removed in place"): (
+        _rewrite(write, pod_doc("alpha")),
+        ["alpha", "gamma"],
+    ),
+    ("file", "a pod removed by a rename"): (_rewrite(replace, pod_doc("alpha")), ["alpha"]),
+    ("file", "a pod removed in place"): (_rewrite(write, pod_doc("alpha")), ["alpha"]),
+    ("url", "a pod no longer served"): (_url_serves(pod_doc("alpha")), ["alpha"]),
+}
+RESTARTS = ["no restart", "SIGTERM", "kill -9"]
+
+
+def _restart(agent: Agent, how: str) -> None:
+    if how == "no restart":
+        return
+    if how == "kill -9":  # no clean stop: the source is dropped as it is, a record half-written
+        memory = agent.root / LAST_GOOD_DIR
+        memory.mkdir(parents=True, exist_ok=True)
+        (memory / ".file-torn.json.4242.1.tmp").write_text('{"kind": "fi')
+    else:
+        close = getattr(agent.source, "close", None)
+        if callable(close):
+            close()
+    agent.restart()
+
+
+@pytest.mark.parametrize("restart", RESTARTS)
+@pytest.mark.parametrize("kind, change", list(INTENTS), ids=[f"{k}-{c}" for k, c in INTENTS])
+def test_a_change_the_user_means_is_done_across_a_restart(
+    tmp_path: Path, denied: Denied, kind: str, change: str, restart: str
+) -> None:
+    setup, _failures, names = KINDS[kind]
+    rig = Rig(tmp_path, denied)
+    agent = Agent.start(tmp_path, setup(rig))
+    agent.settle_in(names)
+    do, remaining = INTENTS[kind, change]
+    do(rig)
+    agent.run(1.0)
+    _restart(agent, restart)
+    agent.run(40.0)  # past the in-place settle (30 s) and the removal settle (5 s)
+    assert agent.running_pods() == remaining
+    assert agent.node.kubelet.sources_ready()
+    for path, name in agent.precious.items():  # the pods that stay keep their emptyDir
+        if name in remaining:
+            assert path.read_text() == name
+
+
+@pytest.mark.parametrize("restart", RESTARTS)
+@pytest.mark.parametrize(
+    "kind, failure",
+    [
+        ("directory", "truncated"),
+        ("file", "malformed"),
+        ("url", "timing out"),
+        ("directory", "a fifo"),
+        ("file", "a dangling symlink"),
+    ],
+)
+def test_a_blink_keeps_the_pods_across_every_kind_of_restart(
+    tmp_path: Path, denied: Denied, kind: str, failure: str, restart: str
+) -> None:
+    setup, failures, names = KINDS[kind]
+    rig = Rig(tmp_path, denied)
+    agent = Agent.start(tmp_path, setup(rig))
+    agent.settle_in(names)
+    do, undo, _transient = failures[failure]
+    do(rig)
+    agent.run(2.0)
+    _restart(agent, restart)
+    agent.run(20.0)
+    assert agent.running_pods() == names
+    undo(rig)
+    agent.run(6.0)
+    agent.assert_nothing_killed()
+
+
+def test_a_pod_made_again_with_the_same_uid_keeps_its_empty_dir(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    agent = Agent.start(tmp_path, file_source(pods, state_dir(tmp_path)))
+    agent.settle_in(["alpha", "beta"])
+    replace(pods / "a.yaml", pod_doc("alpha"))  # beta removed, for real
+    agent.run(10.0)
+    assert agent.running_pods() == ["alpha"]
+    replace(pods / "a.yaml", TWO)  # and put back: the same name, the same UID
+    agent.run(5.0)
+    assert agent.running_pods() == ["alpha", "beta"]
+    agent.run(60.0)  # past the reclaim grace of a pod that left
+    for path, text in agent.precious.items():
+        assert path.read_text() == text, path  # beta's emptyDir was not emptied
+
+
+def test_a_replaced_directory_is_a_problem_that_says_its_pods_are_kept(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    write(pods / "a.yaml", TWO)
+    assert FileSource(pods, state_dir=tmp_path / "state", watch=False).poll(0.0) is not None
+    replace_by_an_empty_directory(pods)
+    again = FileSource(pods, state_dir=tmp_path / "state", watch=False)
+    update = again.poll(0.0)
+    assert update is not None and len(update.pods) == 2 and update.reason  # kept, not ready
+    assert "its pods are kept" in str(again.problems)  # what --once prints, exiting 1
