@@ -323,6 +323,7 @@ class _Waiting:
     """The bytes of ``buffer`` this request takes (its head, and its body when it is read)."""
     whole: bool = True
     """False when the body is not read: the connection cannot serve another request."""
+    closed: bool = False
 
     @property
     def idle(self) -> bool:
@@ -395,7 +396,7 @@ class BoundedServer:
                         self._accept()
                     elif key.fileobj is self._wake_r:
                         self._drain_wake()
-                    else:
+                    elif not key.data.closed:  # closed to make room since select returned
                         self._read(key.data)
                 now = time.monotonic()
                 self._expire(now)
@@ -663,6 +664,7 @@ class BoundedServer:
             self._close(waiting)
 
     def _close(self, waiting: _Waiting) -> None:
+        waiting.closed = True
         try:
             waiting.sock.close()
         finally:
