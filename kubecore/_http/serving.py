@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import ipaddress
 import logging
 import queue
 import re
@@ -50,11 +49,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
 from kubecore._http.rules import status_body
+from kubecore._http.seats import HEALTH_PATHS, Seat, client_of, is_health_check, seat_for
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +68,6 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 """The methods whose body a handler reads."""
 _LINGER = 2.0
 """Seconds a closed connection's remaining input is drained."""
-HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
-"""The paths a connection in the health reserve may ask for (and what is under them)."""
 _OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _FIRST_PAUSE = 0.05
 _LONGEST_PAUSE = 2.0
@@ -263,45 +261,6 @@ class RequestReader(io.RawIOBase):
         return line
 
 
-def client_of(address: Any) -> str:
-    """Whose connection this is, for the per-client share: the IPv4 address (an IPv4-mapped IPv6
-    one too), or the /64 network of an IPv6 address (one host of IPv6 may hold a whole /64)."""
-    host = str(address[0] if isinstance(address, tuple) else address).partition("%")[0]
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        if not ip.is_loopback:
-            return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
-
-
-def is_health_check(target: str) -> bool:
-    """Whether a request target asks for a health check (``HEALTH_PATHS``)."""
-    path = target.partition("?")[0]
-    return any(path == p or path.startswith(p + "/") for p in HEALTH_PATHS)
-
-
-Seat = Literal["any", "health", "none"]
-"""What a new connection may be used for: any request, health checks only, or nothing (it is
-refused)."""
-
-
-def seat_for(open_here: int, open_all: int, limits: Limits) -> Seat:
-    """The seat a new connection gets from the counts of open ones (its client's, everyone's),
-    once the idle ones that could be closed to make room have been."""
-    if open_all >= limits.max_connections:
-        return "none"
-    if open_here >= limits.max_connections_per_client:
-        return "health"
-    if open_all >= limits.max_connections - limits.health_reserve:
-        return "health"
-    return "any"
-
-
 @attrs.define(eq=False)
 class _Waiting:
     sock: socket.socket
@@ -479,7 +438,13 @@ class BoundedServer:
             self._close_oldest_idle(client)
         if self.open_connections() >= limits.max_connections - limits.health_reserve:
             self._close_oldest_idle(None)
-        return seat_for(self.open_connections(client), self.open_connections(), limits)
+        return seat_for(
+            self.open_connections(client),
+            self.open_connections(),
+            per_client=limits.max_connections_per_client,
+            most=limits.max_connections,
+            reserve=limits.health_reserve,
+        )
 
     def _close_oldest_idle(self, client: str | None) -> bool:
         """Close the oldest idle connection (of ``client``, or of anyone); False when there is

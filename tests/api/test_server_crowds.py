@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 import requests
 
+from kubecore._http.budget import Budget
+from kubecore._http.seats import client_of, is_health_check, seat_for
 from kubecore._http.server import KubeletServer, ServerConfig
 from tests.api.kubectl_support import TOKEN as API_TOKEN
 from tests.api.kubectl_support import Node, make_certs, running_node, wait_for
@@ -147,6 +149,8 @@ def test_a_refusal_on_the_tls_port_is_not_clear_text(tmp_path: Path) -> None:
 
 _STARVED_AGENT = """
 import os, resource, sys, logging
+from kubecore._http.budget import Budget
+from kubecore._http.seats import client_of, is_health_check, seat_for
 from kubecore._http.server import KubeletServer, ServerConfig
 from tests.api.support import StubKubelet
 
@@ -326,3 +330,50 @@ def test_a_tls_client_gone_mid_answer_is_no_error(
             what="the server to see each client gone",
         )
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+# --- the pure rules behind the above ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "client"),
+    [
+        (("10.0.0.7", 4000), "10.0.0.7"),
+        (("::ffff:10.0.0.7", 4000, 0, 0), "10.0.0.7"),
+        (("2001:db8:1:2:aaaa::1", 4000, 0, 0), "2001:db8:1:2::/64"),
+        (("2001:db8:1:2:bbbb::9", 4000, 0, 0), "2001:db8:1:2::/64"),
+        (("::1", 4000, 0, 0), "::1"),
+        (("127.0.0.2", 4000), "127.0.0.2"),
+        (("fe80::1%eth0", 4000, 0, 2), "fe80::1"),
+    ],
+)
+def test_a_client_is_an_ipv4_address_or_an_ipv6_64(address: tuple[Any, ...], client: str) -> None:
+    assert client_of(address) == client
+
+
+def test_the_seat_of_a_new_connection() -> None:
+    def seat(here: int, everyone: int) -> str:
+        return seat_for(here, everyone, per_client=4, most=10, reserve=2)
+
+    assert [seat(0, 0), seat(3, 7), seat(4, 4), seat(0, 8), seat(0, 9), seat(0, 10)] == [
+        "any",
+        "any",
+        "health",
+        "health",
+        "health",
+        "none",
+    ]
+    assert is_health_check("/healthz") and is_health_check("/livez?verbose")
+    assert is_health_check("/healthz/ping") and not is_health_check("/healthzz")
+    assert not is_health_check("/pods") and not is_health_check("/")
+
+
+def test_a_budget_keeps_its_share_for_token_holders() -> None:
+    budget = Budget(limit=3, anonymous_limit=1)
+    assert budget.take(anonymous=True) == ""
+    assert "without a token" in budget.take(anonymous=True)
+    assert budget.take(anonymous=False) == "" and budget.take(anonymous=False) == ""
+    assert budget.take(anonymous=False) == "at most 3 at once"
+    budget.give_back(anonymous=True)
+    assert budget.take(anonymous=False) == ""
+    assert (budget.held, budget.anonymous) == (3, 0)
