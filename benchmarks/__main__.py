@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, tuple[float, float]] = {
     "memory_per_pod": (120.0, 15.0),
     "many_nodes": (150.0, 15.0),
     "reaction": (90.0, 30.0),
+    "subscribe": (180.0, 40.0),
     "docker_requests": (150.0, 20.0),
     "docker_start": (240.0, 30.0),
     "once_start": (900.0, 60.0),

@@ -308,20 +308,45 @@ def port_forward_rows(ctx: Context, node: StreamingNode, size_mib: int, rounds: 
     sandbox = pod_sandbox(bundle.runtime)
     try:
         with forwarded(node) as local_port:
-            through = lambda: fetch(lambda: connect("127.0.0.1", local_port), size)  # noqa: E731
-            direct = lambda: fetch(lambda: connect(ip, PORT), size)  # noqa: E731
-            own = lambda: fetch(lambda: runtime.port_forward(sandbox, PORT, 10), size)  # noqa: E731
+
+            def through() -> float:
+                return fetch(lambda: connect("127.0.0.1", local_port), size)
+
+            def direct() -> float:
+                return fetch(lambda: connect(ip, PORT), size)
+
+            def own() -> float:
+                return fetch(lambda: runtime.port_forward(sandbox, PORT, 10), size)
+
+            python_client = python_client_socket(node)
+
+            def websocket() -> float:
+                return fetch(python_client, size)
+
             through()  # warm
-            ours, theirs, adapter = alternate(ctx, rounds, through, direct, own)
+            websocket()
+            ours, theirs, adapter, channels = alternate(
+                ctx, rounds, through, direct, own, websocket
+            )
     finally:
         bundle.runtime.close()
-    rates = [size / median(times) / 1e6 for times in (ours, theirs, adapter)]
+    rates = [size / median(times) / 1e6 for times in (ours, theirs, adapter, channels)]
     ctx.note(
         f"port-forward: {len(ours)} GETs of {size_mib} MiB; through kubectl {rates[0]:.0f} MB/s, "
         f"direct to the pod IP {rates[1]:.0f} MB/s, on the runtime's own port_forward socket "
-        f"(in this process, no kubectl, no protocol) {rates[2]:.0f} MB/s"
+        f"(in this process, no kubectl, no protocol) {rates[2]:.0f} MB/s, through the kubernetes "
+        f"client's WebSocket port-forward (v4.channel.k8s.io) {rates[3]:.0f} MB/s"
     )
     return [
+        Row(
+            NAME,
+            f"GET {size_mib} MiB through the kubernetes client's portforward (WebSocket)",
+            median(channels),
+            "s",
+            baseline=median(ours),
+            baseline_label="the same GET through kubectl port-forward (SPDY), in the same run",
+            note=f"{rates[3]:.0f} vs {rates[0]:.0f} MB/s; straight to the pod {rates[1]:.0f} MB/s",
+        ),
         Row(
             NAME,
             f"GET {size_mib} MiB through kubectl port-forward",
@@ -341,6 +366,32 @@ def port_forward_rows(ctx: Context, node: StreamingNode, size_mib: int, rounds: 
             note=f"{rates[2]:.0f} vs {rates[1]:.0f} MB/s",
         ),
     ]
+
+
+def python_client_socket(node: StreamingNode) -> Callable[[], socket.socket]:
+    """A new socket to the pod's port through ``kubernetes.stream.portforward`` (one session a
+    socket: closing it ends the session), with the node's kubeconfig."""
+    try:
+        from kubernetes import client, config, stream
+    except ImportError:
+        raise Skip("the kubernetes client is not installed (the test extra has it)") from None
+    configuration = client.Configuration()
+    config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(node.kubeconfig), client_configuration=configuration
+    )
+    api = client.CoreV1Api(client.ApiClient(configuration))
+
+    def connect() -> socket.socket:
+        session = stream.portforward(
+            api.connect_get_namespaced_pod_portforward, POD, NAMESPACE, ports=str(PORT)
+        )
+        # The client's socket is a wrapper of one end of a socketpair: the end itself is what a
+        # program reads (a plain socket, usable in a with block).
+        sock: socket.socket = session.socket(PORT)._socket
+        sock.setblocking(True)
+        return sock
+
+    return connect
 
 
 def pod_sandbox(runtime: ContainerRuntime) -> str:

@@ -13,6 +13,7 @@ lives in a few public namespaces:
 * ``kubecore.events``: the events the agent records, their reasons (``EventReason``), recorders
 * ``kubecore.server``: the HTTP API and the metrics
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
+* ``kubecore.aio``: the agent for asyncio and trio programs (``AsyncKubelet``)
 * ``kubecore.testing``: ``FakeNode``, ``ManualClock``, strategies and the runtime conformance suite
 
 Everything else (the modules whose names start with ``_``) is private. The public names are
@@ -30,6 +31,7 @@ from kubecore._util.exports import lazy_namespace as _lazy_namespace
 from kubecore._version import __version__ as __version__
 
 if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._util.exports.SURFACE
+    from kubecore import aio as aio
     from kubecore import credentials as credentials
     from kubecore import events as events
     from kubecore import manifest as manifest
@@ -37,6 +39,18 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore import server as server
     from kubecore import testing as testing
     from kubecore import v1 as v1
+    from kubecore._agent.changes import (
+        ChangeSubscription as ChangeSubscription,
+    )
+    from kubecore._agent.changes import (
+        EventChange as EventChange,
+    )
+    from kubecore._agent.changes import (
+        FellBehind as FellBehind,
+    )
+    from kubecore._agent.changes import (
+        PodChange as PodChange,
+    )
     from kubecore._agent.config import (
         KubeletConfig as KubeletConfig,
     )
@@ -99,6 +113,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._contract.errors import (
         SourceUnavailable as SourceUnavailable,
+    )
+    from kubecore._contract.errors import (
+        SubscriptionClosed as SubscriptionClosed,
     )
     from kubecore._contract.errors import (
         ValidationError as ValidationError,

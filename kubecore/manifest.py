@@ -28,6 +28,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         dump_pods_yaml as dump_pods_yaml,
     )
     from kubecore._manifest import (
+        load_manifest_from_dict as load_manifest_from_dict,
+    )
+    from kubecore._manifest import (
         load_manifest_lenient as load_manifest_lenient,
     )
     from kubecore._manifest import (
@@ -44,6 +47,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._manifest import (
         object_to_dict as object_to_dict,
+    )
+    from kubecore._manifest import (
+        parse_document as parse_document,
     )
     from kubecore._manifest import (
         pod_from_dict as pod_from_dict,

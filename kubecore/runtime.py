@@ -24,6 +24,12 @@ import typing as _typing
 from kubecore._util.exports import lazy_namespace as _lazy_namespace
 
 if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._util.exports.SURFACE
+    from kubecore._agent.outage import (
+        Outage as Outage,
+    )
+    from kubecore._agent.outage import (
+        OutageEnd as OutageEnd,
+    )
     from kubecore._config.updates import (
         SOURCE_ANNOTATION as SOURCE_ANNOTATION,
     )
@@ -41,6 +47,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._contract.capabilities import (
         HostMemoryVolumes as HostMemoryVolumes,
+    )
+    from kubecore._contract.capabilities import (
+        InProcessMounts as InProcessMounts,
     )
     from kubecore._contract.capabilities import (
         NodeClaim as NodeClaim,

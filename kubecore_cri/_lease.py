@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kubecore._util.files import replace_file
 from kubecore.runtime import (
     Clock,
     InvalidConfig,
@@ -131,6 +132,4 @@ class CriNodeLeases:
 
     @staticmethod
     def _write(path: Path, lease: NodeLease) -> None:
-        fresh = path.with_suffix(".json.new")
-        fresh.write_text(json.dumps(_lease_data(lease)))
-        os.replace(fresh, path)
+        replace_file(path, json.dumps(_lease_data(lease)).encode())

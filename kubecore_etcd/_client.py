@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import itertools
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -27,9 +26,16 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kubecore.runtime import Outage
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+RETRY_PAUSE_INITIAL = 0.05
+RETRY_PAUSE_MAX = 10.0
+"""The pause after a full round of endpoints failed in a row: 0.05 s, doubling up to 10 s (as
+the sources' relist), shared by every caller of the client."""
 
 MAX_TXN_OPS = 128
 """etcd's default ``--max-txn-ops``."""
@@ -170,6 +176,10 @@ class EtcdClient:
         self._unauthenticated = aetcd.exceptions.UnauthenticatedError
         self._index = 0
         self._client: Any = None
+        self._failed_in_row = 0
+        self._outage = Outage(initial=RETRY_PAUSE_INITIAL, cap=RETRY_PAUSE_MAX)
+        self._retry_at = 0.0
+        """Loop time before which no call tries again (after a full round failed)."""
         self.requests = 0
         """Requests made (each try counts)."""
         self._loop = asyncio.new_event_loop()
@@ -218,7 +228,9 @@ class EtcdClient:
         return self._client
 
     async def fail_over(self, client: Any) -> None:
-        """``client`` did not answer: drop it and move to the next endpoint (on the loop)."""
+        """``client`` did not answer: drop it and move to the next endpoint (on the loop). After
+        a full round of endpoints failed in a row, every caller waits the outage's growing pause
+        before the next try; the outage is logged when it starts and when it ends."""
         if client is not self._client:
             return  # someone else moved on already
         self._client = None
@@ -227,26 +239,45 @@ class EtcdClient:
             await client.close()
         except Exception:  # closing a broken channel may fail too; it is gone either way
             logger.debug("closing the etcd client failed", exc_info=True)
-        logger.info("etcd: moving to endpoint %s", self.endpoint)
+        logger.debug("etcd: moving to endpoint %s", self.endpoint)
+        self._failed_in_row += 1
+        if self._failed_in_row % len(self.config.endpoints):
+            return
+        now = asyncio.get_running_loop().time()
+        self._outage.fail(now)
+        self._retry_at = now + self._outage.delay
+        if self._outage.failures == 1:
+            logger.warning(
+                "etcd: no endpoint answers (%s); trying again with a pause growing to %.0fs",
+                ", ".join(self.config.endpoints),
+                self._outage.cap,
+            )
+
+    def _answered(self) -> None:
+        if not self._failed_in_row and not self._outage.failures:
+            return
+        self._failed_in_row = 0
+        self._retry_at = 0.0
+        ended = self._outage.answer(asyncio.get_running_loop().time())
+        if ended is not None:
+            logger.warning("etcd: %s answers again, %s", self.endpoint, ended.describe())
 
     async def call(self, op: Callable[[Any], Awaitable[T]]) -> T:
         """``await op(client)`` with failover (on the loop): every endpoint in turn, passes
-        over them with a growing pause, for ``timeout`` seconds (a leader election leaves every
-        member without a leader for a second or two)."""
+        over them with the client's growing pause (``fail_over``), for ``timeout`` seconds (a
+        leader election leaves every member without a leader for a second or two)."""
         last: BaseException | None = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.timeout
-        pause = 0.05
-        for attempt in itertools.count():
-            if attempt and attempt % len(self.config.endpoints) == 0:
-                if loop.time() + pause > deadline:
+        while True:
+            if self._retry_at > loop.time():
+                await asyncio.sleep(max(0.0, min(self._retry_at, deadline) - loop.time()))
+                if self._retry_at > loop.time():
                     break
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 1.0)
             client = await self.current()
             self.requests += 1
             try:
-                return await asyncio.wait_for(op(client), self.config.timeout * 2)
+                result = await asyncio.wait_for(op(client), self.config.timeout * 2)
             except self._unreachable as error:
                 last = error
                 await self.fail_over(client)
@@ -260,8 +291,12 @@ class EtcdClient:
                     raise
                 # Another caller failed over and closed this client under the request: retry.
                 last = error
+            else:
+                self._answered()
+                return result
         raise EtcdUnavailable(
-            f"no etcd endpoint answered ({', '.join(self.config.endpoints)}): {last}"
+            f"no etcd endpoint answered ({', '.join(self.config.endpoints)}): "
+            f"{last or 'none answered the last tries; waiting before the next'}"
         ) from last
 
     def close(self) -> None:

@@ -1,30 +1,27 @@
-"""Reading stored values: a pod, ConfigMap or Secret as JSON or YAML, named by its key."""
+"""Reading stored values: a pod, ConfigMap or Secret as JSON or YAML, named by its key, read by
+the one document reader (``parse_document``) with the bounds of every document kubecore reads:
+a value is anybody's text, and an alias bomb must not take every agent reading it."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import yaml
-
 from kubecore import FieldError, Pod, ValidationError
-from kubecore.manifest import load_manifest_lenient, load_pods_from_dict
+from kubecore.manifest import load_manifest_from_dict, load_pods_from_dict, parse_document
 from kubecore.v1 import KubeObject
-
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_document(value: bytes) -> object:
-    """A stored value, JSON or YAML. A JSON object (what ``kubecore etcd apply`` and most
-    writers store) is read by the JSON parser, twenty times faster than a YAML one; anything
-    else, or what it refuses, by YAML. Raises ``UnicodeDecodeError`` or ``yaml.YAMLError``."""
-    text = value.decode("utf-8")
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass  # a YAML flow mapping, or not a document at all: YAML says which
-    return yaml.load(text, Loader=_SAFE_LOADER)
+    """A stored value, JSON or YAML, read as every document is (``parse_document``). Raises
+    ``ValidationError``: not UTF-8, not a document, too large, too deep, aliases that expand
+    beyond the text, duplicate keys."""
+    try:
+        return parse_document(value)
+    except ValidationError as error:
+        problems = [
+            FieldError("", f"not a YAML or JSON document: {p.message}") for p in error.problems
+        ]
+        raise ValidationError(problems) from None
 
 
 def _named_by_key(data: object, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -50,11 +47,7 @@ def _named_by_key(data: object, kind: str, namespace: str, name: str) -> dict[st
 def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
     """The pod stored at ``key`` (v1 Pod, JSON or YAML). Its namespace and name come from the key
     when the document leaves them out and must match it otherwise. Raises ``ValidationError``."""
-    try:
-        data = load_document(value)
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ValidationError((FieldError("", f"not a YAML or JSON document: {error}"),)) from None
-    data = _named_by_key(data, "Pod", namespace, name)
+    data = _named_by_key(load_document(value), "Pod", namespace, name)
     pods = load_pods_from_dict(data, source_name=key)
     return pods[0]
 
@@ -62,14 +55,8 @@ def decode_pod(value: bytes, key: str, namespace: str, name: str) -> Pod:
 def decode_object(value: bytes, key: str, kind: str, namespace: str, name: str) -> KubeObject:
     """The ConfigMap or Secret stored at ``key`` (JSON or YAML), named by the key as a pod is.
     Raises ``ValidationError``; no message quotes the value (it may be a Secret's)."""
-    try:
-        data = load_document(value)
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ValidationError((FieldError("", f"not a YAML or JSON document{where}"),)) from None
-    data = {"apiVersion": "v1", **_named_by_key(data, kind, namespace, name), "kind": kind}
-    _, objects, problems = load_manifest_lenient(json.dumps(data, default=str), source_name=key)
+    data = {"apiVersion": "v1", **_named_by_key(load_document(value), kind, namespace, name)}
+    _, objects, problems = load_manifest_from_dict({**data, "kind": kind}, source_name=key)
     if problems:
         raise ValidationError(tuple(p for e in problems for p in e.problems))
     return objects[0]

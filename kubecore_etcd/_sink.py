@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubecore import Kubelet, Pod
+from kubecore import ChangeSubscription, Kubelet, Pod, SubscriptionClosed
 from kubecore.runtime import SystemClock
 from kubecore.server import TokenBucket, node_document
 from kubecore.v1 import PodStatus
@@ -58,10 +58,13 @@ class SinkStats:
 class EtcdStatusSink:
     """Writes what the agent sees back to etcd, on a thread of its own.
 
-    Every ``interval`` seconds it reads ``kubelet.pods()`` and queues the status document of each
-    pod whose document changed since it was last written (one pending write per pod: the latest),
-    and a delete of the status key of each pod that is gone (once the agent's sources have all
-    reported, so a starting agent does not wipe statuses it has not rebuilt yet). Pending writes
+    It subscribes to the agent's pod changes (``Kubelet.subscribe``): when one comes (and
+    until the agent's sources have all reported) it reads ``kubelet.pod_reports()`` and queues
+    the status document of each pod whose document changed since it was last written (one
+    pending write per pod: the latest), and a delete of the status key of each pod that is gone
+    (once the agent's sources have all reported, so a starting agent does not wipe statuses it
+    has not rebuilt yet). A quiet node costs no pod reads; the node key is looked at every
+    ``interval`` seconds. Pending writes
     go out in transactions of up to ``batch`` operations, at most ``qps`` transactions a second
     with bursts of ``burst``. A failed transaction stays pending and is retried: while etcd is
     down nothing is lost but intermediate states, and the latest status lands when it is back.
@@ -118,6 +121,9 @@ class EtcdStatusSink:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._changes: ChangeSubscription | None = None
+        self._stale = True
+        """Pods may have changed since the last look (a change came, or a look failed)."""
         self.stats = SinkStats()
 
     @property
@@ -141,11 +147,15 @@ class EtcdStatusSink:
         if self._thread is not None:
             raise RuntimeError("the etcd status sink is already running")
         self._stop.clear()
+        self._changes = self._kubelet.subscribe(events=False, initial=False, maxsize=64)
+        self._stale = True
         self._thread = threading.Thread(target=self._loop, name="kubecore-etcd-status", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
         self._stop.set()
+        if self._changes is not None:
+            self._changes.close()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(self._client.config.timeout * 2)
@@ -157,12 +167,33 @@ class EtcdStatusSink:
                 logger.debug("revoking the node lease failed", exc_info=True)
 
     def _loop(self) -> None:
+        changes = self._changes
+        assert changes is not None
         while not self._stop.is_set():
             try:
-                self.sync_once()
+                self._round()
             except Exception:
                 logger.exception("writing status to etcd failed")
-            self._stop.wait(self._interval)
+            try:
+                if changes.get(self._interval) is not None:
+                    self._stale = True
+                    while changes.get(0) is not None:  # one look for all that came
+                        pass
+            except SubscriptionClosed:
+                return
+
+    def _round(self) -> None:
+        """``sync_once``, with the pods looked at only when they may have changed."""
+        try:
+            self._keep_node()
+        except EtcdUnavailable as error:
+            self.stats.failures += 1
+            logger.warning("etcd: keeping the node key failed: %s", error)
+        if self._stale or self._written is None or not self._kubelet.sources_ready():
+            self._stale = False
+            if not self._queue_changes():
+                self._stale = True
+        self._flush()
 
     def sync_once(self) -> bool:
         """One round: node lease, status diff, as many transactions as the rate allows.
@@ -177,14 +208,15 @@ class EtcdStatusSink:
 
     # --- status ---------------------------------------------------------------------------
 
-    def _queue_changes(self) -> None:
+    def _queue_changes(self) -> bool:
+        """Queue what changed; False when the status keys could not be read first."""
         if self._written is None:
             try:
                 existing, _ = self._client.get_prefix(self._status_prefix)
             except EtcdUnavailable as error:
                 self.stats.failures += 1
                 logger.warning("etcd: reading the status keys failed: %s", error)
-                return
+                return False
             self._written = {key: document_digest(value) for key, value in existing.items()}
         reports = self._kubelet.pod_reports()
         ready = self._kubelet.sources_ready()
@@ -214,6 +246,7 @@ class EtcdStatusSink:
             if ready:
                 for key in self._written.keys() - current:
                     self._pending[key] = None
+        return True
 
     def _document(self, key: str, report: PodReport) -> bytes:
         head = self._heads.get(key)

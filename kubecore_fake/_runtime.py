@@ -295,6 +295,11 @@ class FakeRuntime:
         ``httpd`` serves its files and anything else echoes (``kubecore_fake._ports``)."""
         self._ports.serve(port, handler)
 
+    def reads_mounts_in_process(self) -> bool:
+        """``InProcessMounts``: a container's files are read through its mounts' host paths by
+        this process, so a subPath comes as the path the agent verified, never as a bind."""
+        return True
+
     # == ContainerRuntime =======================================================================
 
     def version(self) -> RuntimeVersion:

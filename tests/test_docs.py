@@ -86,6 +86,27 @@ def test_the_readme_test_runs_as_written(tmp_path: Path) -> None:
     assert result.returncode == 0 and "1 passed" in result.stdout, explain(result)
 
 
+def test_the_embedding_examples_type_check_strictly(tmp_path: Path) -> None:
+    """The README's embedding snippet and the embedding guide's programs pass ``mypy --strict``
+    as written: what a typed embedder copies type-checks."""
+    from mypy import api
+
+    readme = [block for block in PYTHON_BLOCK.findall(README.read_text()) if "Kubelet." in block]
+    guide = PYTHON_BLOCK.findall((DOCS / "guides" / "embedding.md").read_text())
+    blocks = [block for block in (*readme, *guide) if "--8<--" not in block]
+    assert len(readme) == 1 and len(blocks) >= 4
+    paths = []
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"example_{index}.py"
+        path.write_text(block)
+        paths.append(str(path))
+    out, err, status = api.run(
+        ["--strict", "--no-incremental", "--config-file", os.devnull, "--follow-imports", "silent",
+         "--python-version", "3.11", *paths]
+    )  # fmt: skip
+    assert status == 0, out + err
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
 def test_every_generated_section_renders(page: Path) -> None:
     text = page.read_text()

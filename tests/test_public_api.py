@@ -23,9 +23,12 @@ from kubecore._util.exports import SURFACE, public_home
 from tests.paths import REPO
 
 EXPECTED_ALL = [
+    "ChangeSubscription",
     "ContainerRuntime",
     "ContainerRuntimeError",
+    "EventChange",
     "EventRecorder",
+    "FellBehind",
     "FieldError",
     "FileSource",
     "HTTPSource",
@@ -38,6 +41,7 @@ EXPECTED_ALL = [
     "Operation",
     "PluginError",
     "Pod",
+    "PodChange",
     "PodConfig",
     "PodReport",
     "PodSource",
@@ -49,6 +53,7 @@ EXPECTED_ALL = [
     "SourceProblem",
     "SourceUnavailable",
     "StaticSource",
+    "SubscriptionClosed",
     "SyncReport",
     "ValidationError",
     "hookimpl",
@@ -61,7 +66,7 @@ EXPECTED_ALL = [
 ]
 """What embedding the agent needs; a name added to the top level is a decision, made here."""
 
-NAMESPACES = ["credentials", "events", "manifest", "runtime", "server", "testing", "v1"]
+NAMESPACES = ["aio", "credentials", "events", "manifest", "runtime", "server", "testing", "v1"]
 """The public namespaces below ``kubecore``; every other module is private (``_`` names) but the
 CLI entry (``__main__``)."""
 

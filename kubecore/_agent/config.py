@@ -5,6 +5,11 @@ from __future__ import annotations
 import attrs
 
 from kubecore._agent.admission.node_fit import node_labels, parse_node_labels
+from kubecore._agent.admission.pod_security import (
+    DEFAULT_ALLOWED_HOST_PORTS,
+    PodSecurityPolicy,
+    make_policy,
+)
 from kubecore._agent.config_bounds import config_problems
 from kubecore._contract.errors import InvalidKubeletConfig
 
@@ -20,8 +25,19 @@ class KubeletConfig:
     relist_interval: float = 1.0
     housekeeping_interval: float = 2.0
     allow_privileged: bool = False
+    """Privileged containers and host namespaces (hostNetwork, hostPID, hostIPC) are let in,
+    by the node's own rule and by the pod-security policy."""
     allowed_unsafe_sysctls: tuple[str, ...] = ()
-    """Sysctls outside the safe set that pods may set (``name`` or ``prefix*``), if namespaced."""
+    """Sysctls outside the safe set that pods may set (``name`` or ``prefix*``), if namespaced;
+    the pod-security policy lets them in too."""
+    pod_security: str = "baseline"
+    """The Pod Security Standards level new pods must meet: ``privileged`` (no check),
+    ``baseline`` or ``restricted`` (``kubecore._agent.admission.pod_security``)."""
+    allowed_host_paths: tuple[str, ...] = ()
+    """Host paths pods may mount under ``baseline`` and ``restricted`` (``PREFIX`` or
+    ``PREFIX:ro``: the path and what is under it; a socket only when named exactly)."""
+    allowed_host_ports: tuple[str, ...] = DEFAULT_ALLOWED_HOST_PORTS
+    """The known list of host ports pods may use (``PORT`` or ``LOW-HIGH``; ``none``)."""
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
     resolv_conf: str = "/etc/resolv.conf"
@@ -68,3 +84,13 @@ class KubeletConfig:
     def labels(self) -> dict[str, str]:
         """The node's labels: the well-known ones, then ``node_labels`` (which may override)."""
         return node_labels(self.node_name, parse_node_labels(self.node_labels))
+
+    def pod_security_policy(self) -> PodSecurityPolicy:
+        """The pod-security policy these settings make."""
+        return make_policy(
+            self.pod_security,
+            self.allowed_host_paths,
+            self.allowed_host_ports,
+            self.allowed_unsafe_sysctls,
+            self.allow_privileged,
+        )

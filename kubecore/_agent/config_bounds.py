@@ -109,6 +109,12 @@ def config_problems(fields: tuple[attrs.Attribute[Any], ...], values: Any) -> li
             eviction_thresholds(eviction_hard)
         except ValueError as error:
             problems.append(f"eviction_hard: {error}")
+    if hasattr(values, "pod_security"):
+        from kubecore._agent.admission.pod_security import policy_problems
+
+        problems += policy_problems(
+            values.pod_security, values.allowed_host_paths, values.allowed_host_ports
+        )
     max_size = getattr(values, "container_log_max_size", None)
     if isinstance(max_size, str):
         problem = log_size_problem(max_size)

@@ -32,6 +32,7 @@ class DesiredPods:
         *,
         on_leave: Callable[[Pod], None],
         on_desired: Callable[[Mapping[str, PodState]], None],
+        on_changed: Callable[[], None] = lambda: None,
         node_name: str = "",
     ) -> None:
         self._admission = admission
@@ -39,6 +40,7 @@ class DesiredPods:
         self._status = status
         self._on_leave = on_leave
         self._on_desired = on_desired
+        self._on_changed = on_changed
         self._lock = threading.Lock()
         self.states: dict[str, PodState] = {}
         """Admitted pods by UID; replaced whole, never changed in place."""
@@ -56,6 +58,7 @@ class DesiredPods:
                 return
             self._generation = generation
             self._take(list(pods()), now)
+        self._on_changed()
 
     def _take(self, pods: list[Pod], now: float) -> None:
         first_seen = self._first_seen
@@ -107,6 +110,19 @@ class DesiredPods:
             self._on_leave(old.pod)
             self._on_desired(states)
             self.states = states
+        self._on_changed()
+
+    def report(self, uid: str) -> PodReport | None:
+        """The report of one pod (``reports``), or None for a pod the node does not show."""
+        with self._lock:
+            st = self.states.get(uid)
+            if st is not None:
+                return PodReport(st.pod, st.published.status, st.first_seen, self._node_name)
+            refused = self._rejected.get(uid)
+        if refused is None:
+            return None
+        pod, status = refused
+        return PodReport(pod, status, parse_time(status.start_time) or 0.0, self._node_name)
 
     def reports(self) -> list[PodReport]:
         """Desired pods (in first-seen order) and refused ones, each with its status as

@@ -19,6 +19,7 @@ import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubecore._agent.changes import DEFAULT_QUEUE, Change, ChangeFeed, ChangeSubscription
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.desired import PodReport
 from kubecore._agent.event_stream import EventStream
@@ -85,6 +86,8 @@ class Kubelet:
         self._loop = SyncLoop(rooms, signals, self._pass, stream)
         self._reads = Reads(rooms, self._loop.problem)
         rooms.metrics.attach_resource_source(self._reads.resource_summary)
+        self._changes = signals.changes = ChangeFeed(rooms.desired.report, rooms.desired.reports)
+        self.add_recorder(self._changes)
 
     @classmethod
     def from_bundle(cls, bundle: RuntimeBundle, **kwargs: Any) -> Kubelet:
@@ -260,6 +263,30 @@ class Kubelet:
         ``report.as_pod()`` is the pod ``pods`` shows)."""
         return self._reads.pod_reports()
 
+    def subscribe(
+        self,
+        *,
+        pods: bool = True,
+        events: bool = True,
+        initial: bool = True,
+        maxsize: int = DEFAULT_QUEUE,
+        callback: Callable[[Change], object] | None = None,
+    ) -> ChangeSubscription:
+        """Changes pushed as they happen: a ``PodChange`` (ADDED, MODIFIED, DELETED, the pod
+        as ``pods()`` shows it) when a pod comes, its spec or status changes, or it goes, and an
+        ``EventChange`` for each event recorded; ``pods`` and ``events`` choose which. With
+        ``initial`` the first changes are an ADDED for each pod the node has now.
+
+        Iterate the subscription (or ``get(timeout)``) in a thread of yours, or pass
+        ``callback`` to have each change handed to it on a thread of the subscription's own.
+        Nothing waits for a consumer: past ``maxsize`` unread changes the rest are dropped and
+        the consumer reads one ``FellBehind``, after which it re-lists ``pods()``. ``close`` the
+        subscription when done (closing the agent closes them all). ``kubecore.aio`` gives
+        the same as an async iterator."""
+        return self._changes.subscribe(
+            pods=pods, events=events, initial=initial, maxsize=maxsize, callback=callback
+        )
+
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         """The desired pod ``namespace/name`` with its status (None: not on this node)."""
         return self._reads.get_pod(namespace, name)
@@ -401,8 +428,9 @@ class Kubelet:
     # --- closing ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the loop (if started). Containers keep running."""
+        """Stop the loop (if started) and close every subscription. Containers keep running."""
         self.stop()
+        self._changes.close()
 
     def __enter__(self) -> Kubelet:
         return self

@@ -30,6 +30,7 @@ class OutageEnd:
     """From the first failure of the run to the answer."""
 
     def describe(self) -> str:
+        """How the run went, for a log line: ``after 3 failed tries over 1.5s``."""
         tries = "try" if self.failures == 1 else "tries"
         return f"after {self.failures} failed {tries} over {self.seconds:.1f}s"
 

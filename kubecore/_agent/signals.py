@@ -7,9 +7,19 @@ small object rather than the loop itself."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
+from typing import Protocol
 
 from kubecore._agent.pod_workers.queue import Inbox
 from kubecore._agent.pod_workers.room import Outcome
+
+
+class ChangeListener(Protocol):
+    """Who learns that pods may have changed (``kubecore._agent.changes.ChangeFeed``)."""
+
+    def pods_changed(self, uids: Iterable[str]) -> None: ...
+
+    def all_changed(self) -> None: ...
 
 
 class Signals:
@@ -28,6 +38,8 @@ class Signals:
         """The number of the newest pass."""
         self.looping = False
         """The background loop has been started and not stopped."""
+        self.changes: ChangeListener | None = None
+        """Told of every published status and every new set of desired pods."""
         self._outcomes: list[Outcome] = []
         self._outcomes_lock = threading.Lock()
 
@@ -49,6 +61,16 @@ class Signals:
         self.stop.set()
         self.wake.set()
         self.resume.set()
+
+    def pods_changed(self, uids: Iterable[str]) -> None:
+        """These pods' workers published a status."""
+        if self.changes is not None:
+            self.changes.pods_changed(uids)
+
+    def desired_changed(self) -> None:
+        """The desired pods were taken again (pods may have come or gone)."""
+        if self.changes is not None:
+            self.changes.all_changed()
 
     def report(self, outcome: Outcome) -> None:
         """A pod sync's line for the report of the pass."""

@@ -30,7 +30,7 @@ from kubecore._config.created import CREATION_TIMES_FILE, CreationTimes
 from kubecore._config.objects import ObjectStore
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import is_static
-from kubecore._contract.capabilities import HostMemoryVolumes
+from kubecore._contract.capabilities import HostMemoryVolumes, InProcessMounts
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.log_rotation import ContainerLogRotation, LogRotationPolicy
@@ -144,6 +144,9 @@ def build_rooms(
         objects=objects,
         pvc_dir=cfg.pvc_dir,
         host_tmpfs=isinstance(runtime, HostMemoryVolumes) and runtime.binds_host_memory_volumes(),
+        bind_sub_paths=not (
+            isinstance(runtime, InProcessMounts) and runtime.reads_mounts_in_process()
+        ),
     )
     volumes.acquire()  # RootDirInUse now, not at the first pod
     admission = _admission(cfg)
@@ -282,6 +285,7 @@ def _syncing(
         status_manager,
         on_leave=functools.partial(_leave, prober, terminations),
         on_desired=functools.partial(_desired_again, terminations, metrics),
+        on_changed=signals.desired_changed,
         node_name=cfg.node_name,
     )
     syncer = PodSyncer(
@@ -300,6 +304,7 @@ def _syncing(
         generation=signals.current_generation,
         report=signals.report,
         wake=signals.wake_loop,
+        published=signals.pods_changed,
     )
     workers: PodWorkers[Work] = PodWorkers(
         syncer, max_workers=cfg.workers, on_replaced=lambda _uid: metrics.work_evictions.inc()
@@ -344,6 +349,7 @@ def _admission(cfg: KubeletConfig) -> Admission:
         host_security=detect_host_security(),
         allowed_unsafe_sysctls=cfg.allowed_unsafe_sysctls,
         cordon=NodeRecordFile(cfg.root_dir).cordon,
+        pod_security=cfg.pod_security_policy(),
     )
 
 

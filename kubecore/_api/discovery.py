@@ -10,8 +10,10 @@ from kubecore._version import __version__
 
 API_HEADS = frozenset({"api", "apis", "version", "openapi"})
 """The first path segments the Kubernetes API answers."""
-KUBERNETES_VERSION = (1, 32)
-"""The API version this subset follows (kubectl warns past one minor version of skew)."""
+KUBERNETES_VERSION = (1, 34)
+"""The Kubernetes API level this subset serves: the newest fields of its Pod are 1.34's
+(``restartPolicyRules``, ``env[].valueFrom.fileKeyRef``). kubectl warns past one minor version
+of skew, as it would against a cluster of that version."""
 API_GROUPS: dict[str, Any] = {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
 API_GROUPS["groups"].append(LEASE_GROUP)
 
@@ -70,7 +72,7 @@ API_RESOURCES: dict[str, Any] = {
         _resource(
             "pods",
             "Pod",
-            ["create", "delete", "get", "list", "patch", "update", "watch"],
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             short=["po"],
         ),
         _resource("pods/attach", "PodAttachOptions", ["create", "get"]),
@@ -82,10 +84,14 @@ API_RESOURCES: dict[str, Any] = {
         _resource(
             "configmaps",
             "ConfigMap",
-            ["create", "delete", "get", "list", "patch", "update"],
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             short=["cm"],
         ),
-        _resource("secrets", "Secret", ["create", "delete", "get", "list", "patch", "update"]),
+        _resource(
+            "secrets",
+            "Secret",
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        ),
         _resource("namespaces", "Namespace", ["get", "list"], namespaced=False, short=["ns"]),
         _resource(
             "nodes",
@@ -96,6 +102,28 @@ API_RESOURCES: dict[str, Any] = {
         ),
     ],
 }
+
+_CORE_NAMES = frozenset(r["name"] for r in API_RESOURCES["resources"] if "/" not in r["name"])
+_NAMESPACED_NAMES = frozenset(
+    r["name"] for r in API_RESOURCES["resources"] if "/" not in r["name"] and r["namespaced"]
+)
+
+
+def serves(segments: tuple[str, ...]) -> bool:
+    """Whether the path names a document or a resource the node serves (whatever the verb): a
+    request for anything else is answered 404, as ``GET`` of it is, never 405."""
+    head = segments[:1]
+    if head in (("version",), ("openapi",)) or segments in (("api",), ("apis",), ("api", "v1")):
+        return True
+    if head == ("apis",):
+        return segments[1] in {group["name"] for group in API_GROUPS["groups"]}
+    if segments[:2] != ("api", "v1"):
+        return False
+    rest = segments[2:]
+    if rest[:1] == ("namespaces",) and len(rest) >= 3:
+        return rest[2] in _NAMESPACED_NAMES
+    return rest[0] in _CORE_NAMES
+
 
 METRICS_RESOURCES: dict[str, Any] = {
     "kind": "APIResourceList",

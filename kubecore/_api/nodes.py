@@ -33,6 +33,7 @@ from kubecore._agent.admission.cordon import (
     NodeRecordFile,
 )
 from kubecore._agent.admission.node_fit import machine_arch
+from kubecore._agent.admission.pod_security import PodSecurityPolicy
 from kubecore._agent.node_pressure import (
     Filesystem,
     HostReader,
@@ -100,6 +101,8 @@ class NodeFacts(Protocol):
 class _ServedConfig(NodeConfig, Protocol):
     @property
     def eviction_hard(self) -> tuple[str, ...]: ...
+
+    def pod_security_policy(self) -> PodSecurityPolicy: ...
 
 
 class NodeKubelet(Protocol):
@@ -259,6 +262,9 @@ def _node_info(kubelet: NodeFacts) -> dict[str, str]:
         "architecture": machine_arch(),
         "osImage": os_image(),
         "kernelVersion": platform.release(),
+        # Required by the v1 schema (and so by the typed clients' models), deprecated since 1.31:
+        # the kubelet reports it empty.
+        "kubeProxyVersion": "",
     }
 
 

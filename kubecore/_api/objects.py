@@ -7,8 +7,8 @@ Objects written over the API belong to the API's source (its ``StaticSource``); 
 sources (manifest files, a URL, etcd) are read-only here (403), as pods are. Each gets a uid and
 its creation time when it is created, kept by every later write, and each change is in the API's
 store (``kubecore._api.storage``) before it is applied. Secrets are read only with the bearer
-token, even on loopback: their values are never served to an anonymous reader. There is no watch
-of these resources.
+token, even on loopback: their values are never served to an anonymous reader. Each kind has its
+change log (``kubecore._api.watch.ChangeLog``): its objects' resourceVersions, and its watch.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from kubecore._api.protobuf import PROTOBUF_TYPE, object_from_protobuf
 from kubecore._api.request import (
     SERVER_FIELDS,
     Exchange,
+    Request,
     body_metadata,
     content_type,
     in_namespace,
@@ -34,6 +35,7 @@ from kubecore._api.resources import Resource
 from kubecore._api.selectors import CONFIG_MAP_FIELDS, SECRET_FIELDS, object_fields
 from kubecore._api.storage import Storage
 from kubecore._api.tables import CONFIG_MAP_COLUMNS, SECRET_COLUMNS, object_cells
+from kubecore._api.watch import ChangeLog, Render, public, serve_watch
 from kubecore._config.objects import ObjectKey, ObjectStore, object_key
 from kubecore._config.static import StaticSource
 from kubecore._contract.errors import ValidationError
@@ -45,6 +47,8 @@ from kubecore._util.timefmt import rfc3339
 
 OBJECT_RESOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}
 """The resources besides pods served, by their URL name."""
+_OBJECT = "_object"
+"""Where a shown object keeps the object it shows (``public`` leaves it out)."""
 
 
 def _contents(obj: KubeObject) -> tuple[object, ...]:
@@ -73,7 +77,7 @@ def _immutable(kind: str, name: str) -> ApiError:
     )
 
 
-class ObjectResource(Resource[KubeObject, KubeObject]):
+class ObjectResource(Resource[dict[str, Any], KubeObject]):
     """``configmaps`` or ``secrets``: read from the agent's object store, written to the API's
     source."""
 
@@ -91,52 +95,76 @@ class ObjectResource(Resource[KubeObject, KubeObject]):
         self._owned: dict[ObjectKey, KubeObject] = {}
         self._created: dict[ObjectKey, str] = {}
         """When the API first showed an object of another source."""
+        self.log = ChangeLog()
+
+    watchable = True
 
     def adopt(self, objects: Iterable[KubeObject]) -> None:
         self._owned = {object_key(obj): obj for obj in objects if obj.kind == self.kind}
 
     # --- reads
 
-    def listed(self, namespace: str | None) -> tuple[list[KubeObject], str]:
-        objects = [
-            obj
-            for obj in self.store.objects()
-            if obj.kind == self.kind and namespace in (None, obj.metadata.namespace)
-        ]
-        return objects, str(self.store.revision)
+    def _body(self, obj: KubeObject) -> dict[str, Any]:
+        """``obj`` as the API shows it, without its resourceVersion (the log's), the object
+        itself under ``_object`` (for selectors and the ``Table``)."""
+        key = object_key(obj)
+        body = object_to_dict(obj)
+        meta = body["metadata"]
+        meta.setdefault("namespace", obj.metadata.namespace)
+        created = obj.metadata.creation_timestamp or self._created.get(key)
+        if not created:
+            created = self._created[key] = rfc3339(self._now())
+        meta["creationTimestamp"] = created
+        if isinstance(obj, Secret) and "type" not in body:
+            body["type"] = obj.type
+        body[_OBJECT] = obj
+        return body
+
+    def look(self) -> tuple[list[dict[str, Any]], int]:
+        """Every object of the kind as the API shows it, the change log brought up to date, and
+        the resourceVersion of exactly that list."""
+        return self.log.take(
+            self._body(obj) for obj in self.store.objects() if obj.kind == self.kind
+        )
+
+    def listed(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
+        objects, version = self.look()
+        return [
+            view for view in objects if namespace in (None, view["metadata"]["namespace"])
+        ], str(version)
 
     def _get(self, namespace: str, name: str) -> KubeObject | None:
         if self.kind == "ConfigMap":
             return self.store.get_config_map(namespace, name)
         return self.store.get_secret(namespace, name)
 
-    def find(self, namespace: str, name: str) -> KubeObject:
-        found = self._get(namespace, name)
-        if found is None:
-            raise not_found(self.name, name)
-        return found
+    def find(self, namespace: str, name: str) -> dict[str, Any]:
+        for view in self.look()[0]:
+            if (view["metadata"]["namespace"], view["metadata"]["name"]) == (namespace, name):
+                return view
+        raise not_found(self.name, name)
 
     def version(self) -> str:
-        return str(self.store.revision)
+        return str(self.log.version)
 
-    def selected(self, view: KubeObject) -> tuple[str, Mapping[str, str], Mapping[str, str]]:
-        return view.metadata.namespace, view.metadata.labels, object_fields(view)
+    def selected(self, view: dict[str, Any]) -> tuple[str, Mapping[str, str], Mapping[str, str]]:
+        obj: KubeObject = view[_OBJECT]
+        return obj.metadata.namespace, obj.metadata.labels, object_fields(obj)
 
-    def shown(self, view: KubeObject) -> dict[str, Any]:
-        key = object_key(view)
-        body = object_to_dict(view)
-        meta = body["metadata"]
-        created = view.metadata.creation_timestamp or self._created.get(key)
-        if not created:
-            created = self._created[key] = rfc3339(self._now())
-        meta["creationTimestamp"] = created
-        meta["resourceVersion"] = str(self.store.revision)
-        if isinstance(view, Secret) and "type" not in body:
-            body["type"] = view.type
-        return body
+    def shown(self, view: dict[str, Any]) -> dict[str, Any]:
+        return public(view)
 
-    def cells(self, view: KubeObject, now: float) -> list[Any]:
-        return object_cells(view, self.shown(view)["metadata"]["creationTimestamp"], now)
+    def cells(self, view: dict[str, Any], now: float) -> list[Any]:
+        return object_cells(view[_OBJECT], view["metadata"]["creationTimestamp"], now)
+
+    def watch(
+        self,
+        exchange: Exchange,
+        request: Request,
+        match: Callable[[dict[str, Any]], bool],
+        render: Render,
+    ) -> None:
+        serve_watch(exchange, request, match, self, render, self.kind)
 
     # --- writes
 
@@ -211,7 +239,13 @@ class ObjectResource(Resource[KubeObject, KubeObject]):
         self.source.put_objects(item)
 
     def written(self, item: KubeObject, dry_run: bool) -> dict[str, Any]:
-        return self.shown(item)
+        meta = item.metadata
+        if not dry_run:
+            return self.shown(self.find(meta.namespace, meta.name))
+        # What would be stored, at the version shown now.
+        body = public(self._body(item))
+        body["metadata"]["resourceVersion"] = self.version()
+        return body
 
     def delete(
         self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool
@@ -220,7 +254,7 @@ class ObjectResource(Resource[KubeObject, KubeObject]):
         owned = self.owned(namespace, name)
         if owned is None:
             self.refuse_foreign(namespace, name)
-        last = self.shown(owned)
+        last = self.shown(self.find(namespace, name))
         if not dry_run:
             storage.forget(owned)
             key = object_key(owned)

@@ -15,7 +15,19 @@ from kubecore._api.discovery import API_RESOURCES
 from kubecore._api.errors import not_found
 from kubecore._api.protobuf import message_field, string_field
 from kubecore._api.request import JSON_TYPE
-from kubecore._api.schemas import REF, SWAGGER_TYPES, component_schemas, kind_schema_names
+from kubecore._api.schemas import (
+    CORE,
+    META,
+    REF,
+    SWAGGER_TYPES,
+    component_schemas,
+    kind_schema_names,
+)
+
+
+def _query(name: str, kind: str, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "description": description, "schema": {"type": kind}}
+
 
 _FIELD_VALIDATION: dict[str, Any] = {
     "name": "fieldValidation",
@@ -23,7 +35,41 @@ _FIELD_VALIDATION: dict[str, Any] = {
     "description": "Strict: unknown fields are refused (kubecore always refuses them).",
     "schema": {"type": "string", "uniqueItems": True},
 }
-_WRITES = frozenset({"post", "put", "patch"})
+_DRY_RUN = {
+    **_query("dryRun", "string", "All: the write is checked, not made."),
+    "schema": {"type": "string", "enum": ["All"]},
+}
+_FIELD_MANAGER = _query("fieldManager", "string", "Who makes the change (managedFields).")
+_SELECTORS = [
+    _query("labelSelector", "string", "Only the objects whose labels it selects."),
+    _query("fieldSelector", "string", "Only the objects whose fields it selects."),
+]
+_GRACE = _query("gracePeriodSeconds", "integer", "Seconds a pod has to stop (0: at once).")
+_TIMEOUT = _query("timeoutSeconds", "integer", "Seconds a watch lasts at most.")
+_LIST_PARAMETERS = [
+    *_SELECTORS,
+    _query("watch", "boolean", "Stream the changes (watch events) instead of listing."),
+    _query("allowWatchBookmarks", "boolean", "A watch may send BOOKMARK events."),
+    _query("sendInitialEvents", "boolean", "A watch sends the current state first."),
+    _query("resourceVersion", "string", "The version a watch resumes from."),
+    _TIMEOUT,
+]
+_WRITE_PARAMETERS = [_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION]
+_PATCH_TYPES = {
+    "application/json-patch+json": {"schema": {"type": "array", "items": {"type": "object"}}},
+    "application/merge-patch+json": {"schema": {"type": "object"}},
+    "application/apply-patch+yaml": {"schema": {"type": "object"}},
+}
+"""The patches a PATCH body may be. The strategic merge patch the node also takes is left out
+on purpose: given it, kubectl computes apply's patch from these schemas, which carry no merge
+keys, instead of its built-in types (with the merge keys of the pod's lists)."""
+_STATUS = REF + META + "Status"
+_ERRORS = {
+    "default": {
+        "description": "The request was refused: a v1 Status says why.",
+        "content": {"application/json": {"schema": {"$ref": _STATUS}}},
+    }
+}
 _VERBS = {  # discovery verb -> (HTTP method, on the item?, operation, x-kubernetes-action)
     "create": ("post", False, "create", "post"),
     "list": ("get", False, "list", "list"),
@@ -31,31 +77,69 @@ _VERBS = {  # discovery verb -> (HTTP method, on the item?, operation, x-kuberne
     "update": ("put", True, "replace", "put"),
     "patch": ("patch", True, "patch", "patch"),
     "delete": ("delete", True, "delete", "delete"),
+    "deletecollection": ("delete", False, "deletecollection", "deletecollection"),
 }
+_PARAMETERS: dict[str, list[dict[str, Any]]] = {
+    "create": _WRITE_PARAMETERS,
+    "list": _LIST_PARAMETERS,
+    "update": _WRITE_PARAMETERS,
+    "patch": [*_WRITE_PARAMETERS, _query("force", "boolean", "Apply takes fields over.")],
+    "delete": [_DRY_RUN, _GRACE],
+    "deletecollection": [*_SELECTORS, _DRY_RUN, _GRACE],
+}
+
+
+def _json_body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
 def _operation(verb: str, kind: str, resource: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     method, _, operation, action = _VERBS[verb]
     scope = "Namespaced" if resource["namespaced"] else ""
     schema = {"$ref": REF + kind_schema_names()[kind]}
-    code, phrase = ("201", "Created") if method == "post" else ("200", "OK")
+    answered = (
+        {"$ref": REF + CORE + kind + "List"} if verb in ("list", "deletecollection") else schema
+    )
+    codes = {"post": ("200", "201"), "put": ("200", "201")}.get(method, ("200",))
+    content = {"application/json": {"schema": answered}}
     body: dict[str, Any] = {
         "operationId": f"{operation}CoreV1{scope}{kind}",
-        "responses": {
-            code: {"description": phrase, "content": {"application/json": {"schema": schema}}}
-        },
+        "parameters": _PARAMETERS.get(verb, []),
+        "responses": {**{code: {"description": "OK", "content": content} for code in codes}},
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": {"group": "", "version": "v1", "kind": kind},
     }
-    # No requestBody on purpose: kubectl then computes apply's strategic merge patch from its
-    # own built-in types (with the merge keys of the pod's lists), not from these schemas.
-    if method in _WRITES:
-        body["parameters"] = [_FIELD_VALIDATION]
+    body["responses"].update(_ERRORS)
+    if verb == "list":
+        body["responses"]["200"]["content"]["application/json;stream=watch"] = {
+            "schema": {"$ref": REF + META + "WatchEvent"}
+        }
+    if method in ("post", "put"):
+        body["requestBody"] = _json_body(schema)
+    elif method == "patch":
+        body["requestBody"] = {"required": True, "content": _PATCH_TYPES}
+    elif method == "delete":
+        body["requestBody"] = _json_body({"$ref": REF + META + "DeleteOptions"}, required=False)
     return method, body
 
 
+def _path_parameters(namespaced: bool, item: bool) -> list[dict[str, Any]]:
+    names = (["namespace"] if namespaced else []) + (["name"] if item else [])
+    return [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "description": f"The object's {name}.",
+            "schema": {"type": "string", "uniqueItems": True},
+        }
+        for name in names
+    ]
+
+
 def _paths() -> dict[str, Any]:
-    """The operations discovery lists, for every kind with a schema."""
+    """The operations discovery lists, for every kind with a schema, with their path and query
+    parameters, bodies and answers."""
     kinds = kind_schema_names()
     paths: dict[str, Any] = {}
     for resource in API_RESOURCES["resources"]:
@@ -67,8 +151,12 @@ def _paths() -> dict[str, Any]:
             if verb not in _VERBS:
                 continue
             method, body = _operation(verb, kind, resource)
-            path = prefix + name + ("/{name}" if _VERBS[verb][1] else "")
-            paths.setdefault(path, {})[method] = body
+            item = _VERBS[verb][1]
+            path = paths.setdefault(
+                prefix + name + ("/{name}" if item else ""),
+                {"parameters": _path_parameters(resource["namespaced"], item)},
+            )
+            path[method] = body
     return paths
 
 
@@ -113,6 +201,11 @@ def openapi_v2() -> dict[str, Any]:
     for path, operations in _paths().items():
         paths[path] = {}
         for method, operation in operations.items():
+            if method == "parameters":
+                continue
+            operation = {
+                k: v for k, v in operation.items() if k not in ("requestBody", "parameters")
+            }
             parameters = [
                 {"name": "fieldValidation", "in": "query", "type": "string", "uniqueItems": True}
             ]
@@ -123,7 +216,7 @@ def openapi_v2() -> dict[str, Any]:
             paths[path][method] = {
                 **operation,
                 "responses": responses,
-                **({"parameters": parameters} if "parameters" in operation else {}),
+                **({"parameters": parameters} if method in ("post", "put", "patch") else {}),
             }
     return {
         "swagger": "2.0",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kubecore._api.errors import bad_request
 from kubecore._api.request import Exchange
+from kubecore._http.rules import Query
 from kubecore._streaming.portforward_http import (
     PortForwarding,
     connector,
@@ -15,12 +16,13 @@ from kubecore._streaming.portforward_http import (
 
 
 def serve_pod_port_forward(
-    exchange: Exchange, kubelet: PortForwarding, namespace: str, name: str
+    exchange: Exchange, query: Query, kubelet: PortForwarding, namespace: str, name: str
 ) -> None:
     if not wants_port_forward(exchange.headers):
         raise bad_request(
-            "pods/portforward needs an upgrade: a WebSocket (SPDY/3.1+portforward.k8s.io) "
+            "pods/portforward needs an upgrade: a WebSocket (SPDY/3.1+portforward.k8s.io, "
+            "v4.channel.k8s.io, ...) "
             "or Upgrade: SPDY/3.1"
         )
     connect = connector(kubelet, namespace, name)
-    serve_port_forward(exchange, connect, f"{namespace}/{name}", exchange.server)
+    serve_port_forward(exchange, connect, f"{namespace}/{name}", exchange.server, query)

@@ -14,11 +14,17 @@ from typing import Any, NoReturn
 
 import attrs
 
+from kubecore._agent.admission.pod_security import (
+    PodSecurityPolicy,
+    forbidden_message,
+    violations,
+)
 from kubecore._api.ephemeral_rules import keep_ephemeral_containers, refuse_ephemeral_change
 from kubecore._api.errors import bad_request, forbidden, not_allowed, not_found
 from kubecore._api.kubelet import ApiKubelet
 from kubecore._api.patch import strategic_merge_patch
 from kubecore._api.pod_logs import serve_log
+from kubecore._api.pod_update import update_problems
 from kubecore._api.request import (
     READS,
     SERVER_FIELDS,
@@ -63,6 +69,14 @@ def clean_manifest(data: object, namespace: str) -> dict[str, Any]:
         meta.pop("labels", None)
     body["metadata"] = meta
     return body
+
+
+def refuse_insecure(pod: Pod, policy: PodSecurityPolicy) -> None:
+    """403 for a pod the node's pod-security policy forbids, in PSA's words (as an API server
+    running Pod Security Admission refuses its create)."""
+    found = violations(pod, policy)
+    if found:
+        raise forbidden("pods", pod.metadata.name, forbidden_message(found, policy.level))
 
 
 def grace_period(options: object, request: Request) -> int | None:
@@ -175,6 +189,10 @@ class PodResource(Resource[dict[str, Any], Pod]):
             name = (data.get("metadata") or {}).get("name", "")
             raise error_for(error, kind="Pod", name=name) from None
         refuse_ephemeral_change(pod, owned)
+        if owned is None:
+            refuse_insecure(pod, self.kubelet.config.pod_security_policy())
+        elif problems := update_problems(pod, owned, self.node_name):
+            raise error_for(ValidationError(problems), kind="Pod", name=pod.metadata.name)
         return pod
 
     def owned(self, namespace: str, name: str) -> Pod | None:
@@ -244,6 +262,11 @@ class PodResource(Resource[dict[str, Any], Pod]):
     def delete_options(self, exchange: Exchange, request: Request) -> object:
         options = read_body(exchange) if has_body(exchange) else {}
         return grace_period(options, request)
+
+    def deletable(self, namespace: str, name: str) -> bool:
+        """The API's pods, and those terminating (a shorter grace period may apply)."""
+        owned = self.owned(namespace, name) is not None
+        return owned or self.deletions.get(namespace, name) is not None
 
     def delete(
         self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool

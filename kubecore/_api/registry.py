@@ -1,7 +1,8 @@
 """The one path every kind the API serves goes through, as the API server's generic registry:
 list (with selectors, as a ``Table`` when asked, or as a watch), get, create, replace, patch
 (JSON, merge and strategic merge patches, server-side apply with ``managedFields``:
-``kubecore._api.managed_fields``) and delete, over a kind's ``Resource``. Every write
+``kubecore._api.managed_fields``), delete and deletecollection (selected as a list is), over a
+kind's ``Resource``. Every write
 takes the store's lock, is refused while the store cannot be read, and is on disk before it is
 applied and answered (``kubecore._api.storage``)."""
 
@@ -81,6 +82,8 @@ class Registry(Generic[View, Item]):
             self._list(exchange, request, namespace)
         elif method == "POST" and namespace is not None:
             self._create(exchange, request, namespace)
+        elif method == "DELETE" and namespace is not None:
+            self._delete_collection(exchange, request, namespace)
         else:
             watch = " with watch" if not resource.watchable and request.flag("watch") else ""
             raise not_allowed(f"{method}{watch} is not supported on {resource.name}")
@@ -293,3 +296,33 @@ class Registry(Generic[View, Item]):
             self._storage.check_writable()
             answer = resource.delete(self._storage, namespace, name, options, dry_run)
         send_json(exchange, self._shown(answer))
+
+    def _delete_collection(self, exchange: Exchange, request: Request, namespace: str) -> None:
+        """``deletecollection``: a delete of each of the API's objects the selectors select (of
+        another source's, none: they are not the API's to delete), with the one request's
+        options (a pod's grace period); the answer lists them as each delete answers."""
+        resource = self.resource
+        options = resource.delete_options(exchange, request)
+        dry_run = request.dry_run()
+        selects = self._filter(request, namespace)
+        with self._storage.lock:
+            self._storage.check_writable()
+            names = [
+                resource.shown(view)["metadata"]["name"]
+                for view in resource.listed(namespace)[0]
+                if selects(view)
+            ]
+            deleted = [
+                self._shown(resource.delete(self._storage, namespace, name, options, dry_run))
+                for name in names
+                if resource.deletable(namespace, name)
+            ]
+        send_json(
+            exchange,
+            {
+                "kind": f"{resource.kind}List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": resource.version()},
+                "items": deleted,
+            },
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from email.message import Message
 from http import HTTPStatus
@@ -17,7 +17,7 @@ import attrs
 from kubecore._api.errors import bad_request
 from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import query_flag, query_int, query_value
-from kubecore._manifest.documents import parse_yaml_document
+from kubecore._manifest.documents import MAX_NESTING_DEPTH, nested_deeper_than, parse_yaml_document
 
 if TYPE_CHECKING:
     from kubecore._streaming.remotecommand import Live
@@ -26,9 +26,8 @@ READS = ("GET", "HEAD")
 """The methods that read (and take no body)."""
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
-MAX_BODY_DEPTH = 100
-"""How deeply a written body may nest (a pod nests about 10 levels): deeper ones are refused
-before anything walks them (patches, decoding, copies all recurse)."""
+MAX_BODY_DEPTH = MAX_NESTING_DEPTH
+"""How deeply a written body may nest: as deeply as any document kubecore reads."""
 SERVER_FIELDS = (
     "creationTimestamp",
     "resourceVersion",
@@ -140,29 +139,12 @@ def parse_body(raw: bytes, content_type: str) -> object:
         value = None
         deep = True
     else:
-        deep = nests_deeper(value, MAX_BODY_DEPTH)
+        deep = nested_deeper_than(value, MAX_BODY_DEPTH)
     if deep:
         raise bad_request(
             f"the body is not valid {syntax}: nested more than {MAX_BODY_DEPTH} levels"
         )
     return value
-
-
-def nests_deeper(value: object, limit: int) -> bool:
-    """Whether ``value`` has lists or mappings nested more than ``limit`` levels (no recursion)."""
-    pending: list[tuple[object, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: Iterable[object] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in children)
-    return False
 
 
 def body_metadata(body: Mapping[str, Any]) -> dict[str, Any]:

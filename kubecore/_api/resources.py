@@ -143,6 +143,10 @@ class Resource(abc.ABC, Generic[View, Item]):
             exchange._read_body()
         return None
 
+    def deletable(self, namespace: str, name: str) -> bool:
+        """Whether a ``deletecollection`` deletes the object: the API's own only."""
+        return self.owned(namespace, name) is not None
+
     @abc.abstractmethod
     def delete(
         self, storage: Storage, namespace: str, name: str, options: object, dry_run: bool

@@ -65,6 +65,75 @@ _BASE_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+_STRING = {"type": "string"}
+_API_SCHEMAS: dict[str, dict[str, Any]] = {
+    META + "ListMeta": {
+        "description": "A list's metadata: the resourceVersion it was read at.",
+        "type": "object",
+        "properties": {
+            "resourceVersion": {**_STRING, "description": "The version of the list."},
+            "continue": {**_STRING, "description": "Where a list in pages goes on (unused)."},
+            "remainingItemCount": {"type": "integer", "format": "int64"},
+            "selfLink": _STRING,
+        },
+    },
+    META + "Status": {
+        "description": "Why a request was refused (or that a delete is done).",
+        "type": "object",
+        "properties": {
+            "apiVersion": _STRING,
+            "kind": _STRING,
+            "metadata": {"allOf": [{"$ref": REF + META + "ListMeta"}]},
+            "status": {**_STRING, "description": "Success or Failure."},
+            "message": {**_STRING, "description": "What happened, for a person."},
+            "reason": {**_STRING, "description": "Why, for a program (NotFound, Invalid, ...)."},
+            "details": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "code": {"type": "integer", "format": "int32", "description": "The HTTP status."},
+        },
+    },
+    META + "WatchEvent": {
+        "description": "One change a watch streams: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.",
+        "type": "object",
+        "required": ["type", "object"],
+        "properties": {
+            "type": _STRING,
+            "object": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    },
+    META + "DeleteOptions": {
+        "description": "How a delete is made.",
+        "type": "object",
+        "properties": {
+            "apiVersion": _STRING,
+            "kind": _STRING,
+            "gracePeriodSeconds": {
+                "type": "integer",
+                "format": "int64",
+                "description": "Seconds a pod has to stop (0: at once).",
+            },
+            "dryRun": {"type": "array", "items": _STRING},
+            "propagationPolicy": _STRING,
+        },
+    },
+}
+"""The API machinery's schemas the operations refer to (lists, errors, watch events, deletes)."""
+
+
+def list_schema(kind: str, item: str) -> dict[str, Any]:
+    """The schema of a ``<kind>List``, whose items are of the schema named ``item``."""
+    return {
+        "description": f"A list of {kind} objects.",
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {**_STRING, "description": TOP_FIELDS["apiVersion"]},
+            "kind": {**_STRING, "description": TOP_FIELDS["kind"]},
+            "metadata": {"allOf": [ref(META + "ListMeta")], "description": "The list's version."},
+            "items": {"type": "array", "items": ref(item)},
+        },
+    }
+
+
 SWAGGER_TYPES = {QUANTITY: {"type": "string"}, INT_OR_STRING: {"type": "string"}}
 """What Swagger 2.0 says of the schemas that are one of two types."""
 
@@ -211,7 +280,7 @@ def component_schemas() -> dict[str, dict[str, Any]]:
     """Every schema the v1 document holds, by upstream name; top-level kinds (those with a
     model, and an outline of every other kind discovery lists) carry their
     ``x-kubernetes-group-version-kind``."""
-    schemas: dict[str, dict[str, Any]] = {**_BASE_SCHEMAS, **API_SERVER_SCHEMAS}
+    schemas: dict[str, dict[str, Any]] = {**_BASE_SCHEMAS, **API_SERVER_SCHEMAS, **_API_SCHEMAS}
     for model in model_shapes():
         schemas[schema_name(model)] = _object_schema(model)
     for kind in _served_kinds():
@@ -220,6 +289,7 @@ def component_schemas() -> dict[str, dict[str, Any]]:
         schemas[name]["x-kubernetes-group-version-kind"] = [
             {"group": "", "kind": kind, "version": "v1"}
         ]
+        schemas.setdefault(CORE + kind + "List", list_schema(kind, name))
     return dict(sorted(schemas.items()))
 
 

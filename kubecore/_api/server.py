@@ -20,7 +20,14 @@ import attrs
 
 from kubecore._api import metrics_api
 from kubecore._api.auth import Gate, is_loopback, read_token_file
-from kubecore._api.discovery import API_GROUPS, API_HEADS, API_RESOURCES, api_versions, version
+from kubecore._api.discovery import (
+    API_GROUPS,
+    API_HEADS,
+    API_RESOURCES,
+    api_versions,
+    serves,
+    version,
+)
 from kubecore._api.ephemeral import SUBRESOURCE as EPHEMERAL
 from kubecore._api.ephemeral import EphemeralContainers
 from kubecore._api.errors import ApiError, not_allowed
@@ -30,6 +37,8 @@ from kubecore._api.nodes import NodeReads
 from kubecore._api.objects import OBJECT_RESOURCES, ObjectResource
 from kubecore._api.openapi import openapi_document
 from kubecore._api.pod_portforward import serve_pod_port_forward
+from kubecore._api.pod_resize import SUBRESOURCE as RESIZE
+from kubecore._api.pod_resize import PodResize
 from kubecore._api.pod_streams import REMOTE_COMMANDS, serve_pod_stream
 from kubecore._api.pods import PodResource
 from kubecore._api.registry import Registry
@@ -89,6 +98,7 @@ class KubeApi:
         }
         self.reads = EventsAndNamespaces(kubelet, self.pods)
         self.ephemeral = EphemeralContainers(self.pods, self.storage)
+        self.resize = PodResize(self.pods, self.storage)
         self.nodes = NodeReads(kubelet, kubelet.clock.now(), self.pods.version)
 
     @property
@@ -134,9 +144,8 @@ class KubeApi:
             self._node_write(exchange, request)
             return
         s = request.segments
-        if request.method not in READS and not (
-            len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
-        ):
+        registry = len(s) >= 5 and s[:3] == ("api", "v1", "namespaces") and s[4] in self.registries
+        if request.method not in READS and serves(s) and not registry:
             raise not_allowed(f"{request.method} is not supported on /{'/'.join(s)}")
         if s in (("version",), ("version", "")):
             send_json(exchange, version())
@@ -207,6 +216,8 @@ class KubeApi:
             self.reads.get_event(exchange, namespace, rest[1])
         elif kind == "pods" and rest[2:] == (EPHEMERAL,):
             self.ephemeral.handle(exchange, request, namespace, rest[1])
+        elif kind == "pods" and rest[2:] == (RESIZE,):
+            self.resize.handle(exchange, request, namespace, rest[1])
         elif kind == "pods" and len(rest) == 3 and rest[2] in (*REMOTE_COMMANDS, "portforward"):
             self._remote_command(exchange, request, namespace, rest[1], rest[2])
         elif kind in self.registries:
@@ -238,7 +249,7 @@ class KubeApi:
         )
         pod = self.pods.find(namespace, name)
         if what == "portforward":
-            serve_pod_port_forward(exchange, self.kubelet, namespace, name)
+            serve_pod_port_forward(exchange, request.query, self.kubelet, namespace, name)
         else:
             serve_pod_stream(exchange, request, self.kubelet, pod, what)
 

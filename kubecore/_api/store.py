@@ -11,7 +11,12 @@ in its file, base64 as the API serves them)::
     configmaps/<namespace>_<name>.json   the v1 ConfigMap
     secrets/<namespace>_<name>.json      the v1 Secret
 
-Names and namespaces are DNS names (no ``_``), so a file names exactly one object. Each write goes
+    store-version                        ``1``: made with every kind's directory, so a missing
+                                         one is lost state, not an empty one
+
+Names and namespaces are DNS names (no ``_``), so a file names exactly one object; a name too
+long for a file name (over 255 bytes with its namespace) is stored as the SHA-256 of
+``namespace/name`` (no ``_`` either), the file holding the full name. Each write goes
 to a temporary file in the same directory, is flushed to disk (``fsync``) and renamed over the old
 file, and the directory is flushed too: a crash at any point leaves the old file or the new one,
 never half of one (a leftover temporary file is the write that did not happen: never read, and
@@ -25,11 +30,13 @@ is gone.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
 import logging
 import os
 import re
-import tempfile
+import stat
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,6 +50,13 @@ from kubecore._manifest import pod_from_dict, pod_to_dict
 from kubecore._manifest.decoding import object_to_dict
 from kubecore._manifest.validation import decode_object
 from kubecore._model.v1 import KubeObject, Pod
+from kubecore._util.files import (
+    TEMP_PREFIX,
+    read_own_file,
+    remove_file,
+    replace_file,
+    sync_directory,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +65,12 @@ STORE_DIR = "api"
 DIRECTORIES = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets"}
 """Each kind's directory in the store."""
 _SUFFIX = ".json"
-_TEMP_PREFIX = ".tmp-"
+_TEMP_PREFIX = TEMP_PREFIX
+MARKER = "store-version"
+"""The file the store is made with (``1``): a store that has it holds every kind's directory,
+so one found missing is lost state, not an empty one (a store made before it may lack some)."""
+_MAX_FILE_NAME = 255
+"""The longest file name of the file systems the root directory is on (ext4, xfs, btrfs)."""
 STALE_TEMP_SECONDS = 600.0
 """A temporary file older than this is from a write that died (and is removed)."""
 _NAME_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?")
@@ -83,43 +102,6 @@ class StoredState:
     """Each object's ``metadata.managedFields`` as stored, by (kind, namespace, name)."""
 
 
-def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Make ``path`` hold ``data`` (with ``mode``) atomically and durably: a reader, or the file
-    after a crash, shows the old contents or the new ones, never a mix."""
-    directory = os.path.dirname(path)
-    fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), mode)
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _sync_directory(directory)
-
-
-def remove_file(path: str) -> bool:
-    """Unlink ``path`` durably; False when it was not there."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    _sync_directory(os.path.dirname(path))
-    return True
-
-
-def _sync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _make_private_dir(path: str) -> None:
     """``path`` as a directory of mode 0700, flushed into its parent when new. Its parents are
     made as ``makedirs`` makes them, and left as they are."""
@@ -132,15 +114,20 @@ def _make_private_dir(path: str) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     os.chmod(path, 0o700)  # whatever the umask
-    _sync_directory(parent)
+    sync_directory(parent)
 
 
 def file_name(namespace: str, name: str) -> str:
-    """The file of the object ``namespace/name`` in its kind's directory."""
+    """The file of the object ``namespace/name`` in its kind's directory: ``<namespace>_<name>``,
+    or for one too long to be a file name (a name is up to 253 characters) the SHA-256 of
+    ``namespace/name`` (no ``_``: never a short one's), the file holding the full name."""
     for part in (namespace, name):
         if not _NAME_RE.fullmatch(part):
             raise ValueError(f"cannot hold {part!r}: not a DNS name")
-    return f"{namespace}_{name}{_SUFFIX}"
+    plain = f"{namespace}_{name}{_SUFFIX}"
+    if len(plain) <= _MAX_FILE_NAME:
+        return plain
+    return hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest() + _SUFFIX
 
 
 def document_of(item: Pod | KubeObject) -> dict[str, Any]:
@@ -203,11 +190,21 @@ class ApiStore:
         path = self.path_of(item.kind, meta.namespace, meta.name)
         data = json.dumps(document, indent=1, sort_keys=True).encode() + b"\n"
         try:
-            _make_private_dir(self.directory)
+            self._make()
             _make_private_dir(os.path.dirname(path))
             replace_file(path, data)
         except OSError as error:
             raise _failed(error, f"cannot write {path}") from None
+
+    def _make(self) -> None:
+        """The store's directory with every kind's directory and the marker that says so."""
+        marker = os.path.join(self.directory, MARKER)
+        if os.path.lexists(marker):
+            return
+        _make_private_dir(self.directory)
+        for directory in DIRECTORIES.values():
+            _make_private_dir(os.path.join(self.directory, directory))
+        replace_file(marker, b"1\n")
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         path = self.path_of(kind, namespace, name)
@@ -218,15 +215,20 @@ class ApiStore:
 
     def load(self) -> StoredState:
         """Everything stored (nothing when the store was never written). A file that cannot be
-        read, is not JSON, is not a valid object of its directory's kind or does not match its
-        name is a problem; a temporary file (a write not renamed in) is never read."""
+        read, is not a regular file, is not JSON, is not a valid object of its directory's kind
+        or does not match its name is a problem; so is a kind's directory that is missing from a
+        store made with all of them (``MARKER``), or is not a directory: the store is the
+        agent's own state, and what cannot be read of it is unknown, never empty. A temporary
+        file (a write not renamed in) is never read."""
         pods: list[Pod] = []
         objects: list[KubeObject] = []
         problems: list[StoreProblem] = []
         deleting: list[Deletion] = []
         managed: dict[tuple[str, str, str], Any] = {}
+        complete = os.path.lexists(os.path.join(self.directory, MARKER))
         for kind, directory in DIRECTORIES.items():
-            for item, fields in _read_kind(kind, os.path.join(self.directory, directory)):
+            path = os.path.join(self.directory, directory)
+            for item, fields in _read_kind(kind, path, complete):
                 if fields and not isinstance(item, StoreProblem):
                     meta = item.pod.metadata if isinstance(item, Deletion) else item.metadata
                     managed[kind, meta.namespace, meta.name] = fields
@@ -245,10 +247,18 @@ _Read = tuple[Pod | KubeObject | Deletion | StoreProblem, Any]
 """A file read back, and the ``managedFields`` it holds (None when it holds none)."""
 
 
-def _read_kind(kind: str, directory: str) -> Iterator[_Read]:
+def _read_kind(kind: str, directory: str, complete: bool) -> Iterator[_Read]:
+    """The files of one kind's directory; its absence is a problem in a ``complete`` store."""
     try:
+        mode = os.lstat(directory).st_mode
+        if not stat.S_ISDIR(mode):
+            what = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
+            yield StoreProblem(directory, f"{what}, not the store's directory"), None
+            return
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
+        if complete:
+            yield StoreProblem(directory, _MISSING), None
         return
     except OSError as error:
         yield StoreProblem(directory, _why(error)), None
@@ -264,6 +274,9 @@ def _read_kind(kind: str, directory: str) -> Iterator[_Read]:
         yield _read_file(kind, path, entry)
 
 
+_MISSING = "missing from the store (made with it): what it held is unknown, and is kept as it runs"
+
+
 def _remove_if_stale(path: str) -> None:
     """A temporary file is a write not renamed in yet (never part of the state): removed once
     it is old enough to be from a writer that died, not one at work (a store is read before the
@@ -276,9 +289,10 @@ def _remove_if_stale(path: str) -> None:
 
 def _read_file(kind: str, path: str, entry: str) -> _Read:
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw, _ = read_own_file(path)
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            return StoreProblem(path, "a symbolic link, not a file of the store"), None
         return StoreProblem(path, _why(error)), None
     try:
         text = raw.decode("utf-8")

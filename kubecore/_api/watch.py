@@ -1,6 +1,7 @@
-"""The change log behind pods' ``resourceVersion`` and watches (``?watch=true``): each look at
-the agent's pods that finds one added, changed or removed records a watch event, and a watch
-streams them as ADDED / MODIFIED / DELETED lines, from now or from a version a client kept."""
+"""The change logs behind the ``resourceVersion`` of the objects the node stores (pods, ConfigMaps,
+Secrets) and their watches (``?watch=true``): each look at a kind's objects that finds one added,
+changed or removed records a watch event, and a watch streams them as ADDED / MODIFIED / DELETED
+lines, from now or from a version a client kept."""
 
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ POLL_TICK = 1.0
 """How often a polled watch (``serve_polled``) looks again."""
 """Seconds between two looks at the pods while a watch waits for a change."""
 MAX_WATCH_SECONDS = 1800.0
+BOOKMARK_SECONDS = 60.0
+"""How long a watch that allows bookmarks (``allowWatchBookmarks``) goes without an event before
+it is sent a BOOKMARK of the version it has reached (the API server's: about a minute), so that
+a client resumes from there, not from an older version the history may no longer hold."""
 HISTORY = 1000
 """Watch events kept for a client that resumes from an older resourceVersion."""
 
@@ -42,25 +47,87 @@ class WatchEvent:
     version: int
     type: str
     object: dict[str, Any]
+    previous: dict[str, Any] | None = None
+    """The object before the change (None for ADDED)."""
 
 
 class Gone(Exception):
     """The resourceVersion a watch asked to resume from is older than the kept history."""
 
 
-class PodLog:
-    """The pods as the API shows them, with a resourceVersion bumped on each change.
+class ChangeLog:
+    """The objects of one kind as the API shows them, with a resourceVersion bumped on each
+    change: ``take`` compares what is there now with the last look and records one watch event
+    per object added, changed or removed; a watch reads ``events_after`` and waits on
+    ``wait_past``. Objects are JSON documents keyed by namespace and name; a key starting with
+    ``_`` is the API's own (``public`` drops it)."""
 
-    ``refresh(pods)`` compares the agent's pods with the last look and records one watch event per
-    added, changed or removed pod; a watch waits on ``wait_past``."""
-
-    def __init__(self, now: Callable[[], float], history: int = HISTORY) -> None:
-        self._now = now
+    def __init__(self, history: int = HISTORY) -> None:
         self._cond = threading.Condition()
         self.version = 1
         self._objects: dict[PodKey, dict[str, Any]] = {}
-        self._created: dict[str, str] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history)
+
+    def take(self, fresh: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+        """Take the objects there now (without their resourceVersion); answer them with theirs
+        (in the order given), and the resourceVersion of exactly that list."""
+        with self._cond:
+            seen: dict[PodKey, dict[str, Any]] = {}
+            changed = False
+            for obj in fresh:
+                key = _key(obj)
+                old = self._objects.get(key)
+                if old is not None and _without_version(old) == obj:
+                    seen[key] = old
+                    continue
+                self._record("ADDED" if old is None else "MODIFIED", obj, old)
+                seen[key] = obj
+                changed = True
+            for key, old in self._objects.items():
+                if key not in seen:
+                    self._record("DELETED", copy.deepcopy(old), old)
+                    self._forget(old)
+                    changed = True
+            self._objects = seen
+            if changed:
+                self._cond.notify_all()
+            return list(seen.values()), self.version
+
+    def _forget(self, obj: dict[str, Any]) -> None:
+        """What a subclass keeps of an object that is gone, dropped."""
+
+    def _record(self, kind: str, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        self.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        self._history.append(WatchEvent(self.version, kind, obj, previous))
+
+    def events_after(self, version: int) -> list[WatchEvent]:
+        with self._cond:
+            if version > self.version:
+                # Handed out before a restart of the agent (versions start again at 1): waiting
+                # for it would miss every change until then; the client lists again instead.
+                raise Gone(
+                    f"too large resource version: {version} ({self.version}): the agent "
+                    "restarted since"
+                )
+            if version == self.version:
+                return []
+            if not self._history or self._history[0].version > version + 1:
+                raise Gone(f"too old resource version: {version} ({self.version})")
+            return [event for event in self._history if event.version > version]
+
+    def wait_past(self, version: int, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.version > version, timeout)
+
+
+class PodLog(ChangeLog):
+    """The pods as the API shows them (``ChangeLog``), from the agent's pods."""
+
+    def __init__(self, now: Callable[[], float], history: int = HISTORY) -> None:
+        super().__init__(history)
+        self._now = now
+        self._created: dict[str, str] = {}
 
     def refresh(
         self,
@@ -70,35 +137,10 @@ class PodLog:
     ) -> list[dict[str, Any]]:
         """Take the agent's current pods; answer them as API objects (in the agent's order),
         with the metadata ``marks`` gives a pod's uid (a deletion's fields)."""
-        with self._cond:
-            seen: dict[PodKey, dict[str, Any]] = {}
-            changed = False
-            for pod in pods:
-                key = (pod.metadata.namespace, pod.metadata.name)
-                fresh = self._object(pod, node_name)
-                if marks and pod.uid in marks:
-                    fresh["metadata"].update(marks[pod.uid])
-                old = self._objects.get(key)
-                if old is not None and _without_version(old) == fresh:
-                    seen[key] = old
-                    continue
-                self._record("ADDED" if old is None else "MODIFIED", fresh)
-                seen[key] = fresh
-                changed = True
-            for key, old in self._objects.items():
-                if key not in seen:
-                    self._record("DELETED", copy.deepcopy(old))
-                    self._created.pop(old["metadata"].get("uid", ""), None)
-                    changed = True
-            self._objects = seen
-            if changed:
-                self._cond.notify_all()
-            return list(seen.values())
+        return self.listed(pods, node_name, marks)[0]
 
-    def _record(self, kind: str, obj: dict[str, Any]) -> None:
-        self.version += 1
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        self._history.append(WatchEvent(self.version, kind, obj))
+    def _forget(self, obj: dict[str, Any]) -> None:
+        self._created.pop(obj["metadata"].get("uid", ""), None)
 
     def _object(self, pod: Pod, node_name: str) -> dict[str, Any]:
         body = pod_to_dict(pod)
@@ -128,26 +170,13 @@ class PodLog:
     ) -> tuple[list[dict[str, Any]], int]:
         """``refresh``, with the resourceVersion of exactly that list."""
         with self._cond:
-            return self.refresh(pods, node_name, marks), self.version
-
-    def events_after(self, version: int) -> list[WatchEvent]:
-        with self._cond:
-            if version > self.version:
-                # Handed out before a restart of the agent (versions start again at 1): waiting
-                # for it would miss every change until then; the client lists again instead.
-                raise Gone(
-                    f"too large resource version: {version} ({self.version}): the agent "
-                    "restarted since"
-                )
-            if version == self.version:
-                return []
-            if not self._history or self._history[0].version > version + 1:
-                raise Gone(f"too old resource version: {version} ({self.version})")
-            return [event for event in self._history if event.version > version]
-
-    def wait_past(self, version: int, timeout: float) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self.version > version, timeout)
+            fresh = []
+            for pod in pods:
+                body = self._object(pod, node_name)
+                if marks and pod.uid in marks:
+                    body["metadata"].update(marks[pod.uid])
+                fresh.append(body)
+            return self.take(fresh)
 
 
 def _without_version(obj: dict[str, Any]) -> dict[str, Any]:
@@ -164,17 +193,17 @@ def public(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Watched(Protocol):
-    """The pods a watch follows (``kubecore._api.pods.PodResource``)."""
+    """The objects a watch follows (``kubecore._api.pods.PodResource``, ``kubecore._api.objects.
+    ObjectResource``): ``look`` brings their ``log`` up to date."""
 
-    log: PodLog
+    @property
+    def log(self) -> ChangeLog: ...
 
     def look(self) -> tuple[list[dict[str, Any]], int]: ...
 
-    def current_pods(self) -> list[dict[str, Any]]: ...
-
 
 Match = Callable[[dict[str, Any]], bool]
-"""Whether a watch shows a pod (its selectors)."""
+"""Whether a watch shows an object (its selectors)."""
 Render = Callable[[dict[str, Any]], dict[str, Any]]
 """What a watch line shows of an object (the object, or its one-row ``Table``)."""
 
@@ -187,15 +216,15 @@ def initial_events_end(kind: str, version: int) -> bytes:
     """The BOOKMARK line that tells a client asking for ``sendInitialEvents`` (kubectl 1.35 and
     later, through client-go's watch-list) that the state it has been sent is whole, as of
     ``version``: without it such a client waits for it, then gives up."""
-    marker = {
-        "kind": kind,
-        "apiVersion": "v1",
-        "metadata": {
-            "resourceVersion": str(version),
-            "annotations": {INITIAL_EVENTS_END: "true"},
-        },
-    }
-    return _line("BOOKMARK", marker)
+    return bookmark(kind, version, {INITIAL_EVENTS_END: "true"})
+
+
+def bookmark(kind: str, version: int, annotations: dict[str, str] | None = None) -> bytes:
+    """A BOOKMARK line: the watch has seen every change of ``kind`` up to ``version``."""
+    meta: dict[str, Any] = {"resourceVersion": str(version)}
+    if annotations:
+        meta["annotations"] = annotations
+    return _line("BOOKMARK", {"kind": kind, "apiVersion": "v1", "metadata": meta})
 
 
 def serve_watch(
@@ -208,15 +237,17 @@ def serve_watch(
 ) -> None:
     """Stream the watch events of the objects (of ``kind``) that ``match`` selects, until
     ``timeoutSeconds``, the client goes away or the server stops. With ``sendInitialEvents``
-    the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it."""
+    the current state comes first, whatever ``resourceVersion`` says, and a bookmark ends it;
+    with ``allowWatchBookmarks`` a quiet watch gets a bookmark each ``BOOKMARK_SECONDS``."""
     timeout = min(float(request.number("timeoutSeconds") or MAX_WATCH_SECONDS), MAX_WATCH_SECONDS)
     raw_version = request.param("resourceVersion")
     start = int(raw_version) if raw_version.isdigit() and raw_version != "0" else None
     initial_end = kind if request.flag("sendInitialEvents") else None
     if initial_end is not None:
         start = None
+    bookmarks = kind if request.flag("allowWatchBookmarks") else None
     with exchange.server.watch_slot(exchange.headers.get("Authorization") or ""):
-        lines = _watch_lines(exchange, match, start, timeout, pods, render, initial_end)
+        lines = _watch_lines(exchange, match, start, timeout, pods, render, initial_end, bookmarks)
         exchange._stream(b"", lines, JSON_TYPE)
 
 
@@ -283,10 +314,15 @@ def _watch_lines(
     pods: Watched,
     render: Render,
     initial_end: str | None,
+    bookmarks: str | None,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
+    marked = time.monotonic()
     initial, version = pods.look()
     shown = {_key(pod) for pod in initial if match(pod)}
+    if start is not None:
+        with contextlib.suppress(Gone):  # answered below, as the first events are read
+            shown = _shown_at(pods.log.events_after(start), initial, match)
     if start is None:
         for pod in initial:
             if _key(pod) in shown:
@@ -306,11 +342,28 @@ def _watch_lines(
             version = event.version
             kind = _seen_as(event, match(event.object), shown)
             if kind:
+                marked = time.monotonic()
                 yield _line(kind, render(event.object))
-        if not pending:
+        if not pending and bookmarks is not None and time.monotonic() - marked >= BOOKMARK_SECONDS:
+            marked = time.monotonic()
+            yield bookmark(bookmarks, version)
+        elif not pending:
             yield b""  # lets the stream see a stopping server
             pods.log.wait_past(version, WATCH_TICK)
-            pods.current_pods()
+            pods.look()
+
+
+def _shown_at(events: list[WatchEvent], now: list[dict[str, Any]], match: Match) -> set[PodKey]:
+    """The objects a watch selecting ``match`` showed at the version ``events`` follow: an
+    object's first event since tells what it was then (ADDED: not there); one without any is
+    as it is ``now``."""
+    first: dict[PodKey, WatchEvent] = {}
+    for event in events:
+        first.setdefault(_key(event.object), event)
+    shown = {_key(obj) for obj in now if _key(obj) not in first and match(obj)}
+    return shown | {
+        key for key, event in first.items() if event.previous is not None and match(event.previous)
+    }
 
 
 def _line(kind: str, obj: dict[str, Any]) -> bytes:

@@ -43,6 +43,7 @@ from kubecore._contract.protocols import Puller
 from kubecore._model.v1 import Pod
 from kubecore._status.compute import Verdict, pod_verdict, verdict_settled
 from kubecore._util.clock import Clock, ManualClock, SystemClock
+from kubecore._util.watchdog import stack_dump_after
 
 if TYPE_CHECKING:
     from kubecore._agent.kubelet import Kubelet
@@ -527,6 +528,11 @@ def _install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
     return restore
 
 
+STOP_GRACE = 30.0
+"""Seconds the agent's stop may take (the workers' drain is 10) before every thread's stack is
+logged, to say where a stop that hangs is stuck; the stop goes on after."""
+
+
 def run_forever(
     kubelet: Kubelet,
     poller: SourcePoller,
@@ -537,6 +543,7 @@ def run_forever(
     tracker: PullTracker,
     stop: threading.Event | None = None,
     start_extras: Callable[[], None] | None = None,
+    stop_grace: float = STOP_GRACE,
 ) -> int:
     from kubecore._http.server import KubeletServer, ServerConfig
 
@@ -592,11 +599,12 @@ def run_forever(
         logger.info("stopping: sources, workers, then the API server; containers keep running")
         return EXIT_OK
     finally:
-        poller.stop()
-        kubelet.stop()
-        if server is not None:
-            server.stop()
-        close_runtime()
+        with stack_dump_after(stop_grace, "stopping the agent"):
+            poller.stop()
+            kubelet.stop()
+            if server is not None:
+                server.stop()
+            close_runtime()
         restore()
         if live:
             out.write("\n")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import attrs
-import yaml
 
 from kubecore import Kubelet, Pod, ValidationError
+from kubecore._manifest.documents import parse_document
 from kubecore._model.v1 import KubeObject
 from kubecore._util.timefmt import age
 from kubecore.manifest import load_manifest_lenient, object_to_dict, pod_to_dict
@@ -214,8 +214,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def _document(value: bytes) -> dict[str, Any]:
     """A stored JSON or YAML object, or {} when it is not one."""
     try:
-        data = yaml.safe_load(value.decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError):
+        data = parse_document(value)
+    except ValidationError:
         return {}
     return data if isinstance(data, dict) else {}
 

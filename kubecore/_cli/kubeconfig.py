@@ -5,17 +5,24 @@ the node's names and addresses (``server.crt``, ``server.key``), a random API to
 and a kubeconfig (``kubeconfig``: the cluster with the CA, a user with the token, a context,
 current-context), and prints the ``kubecore run`` flags that serve with them and the
 ``export KUBECONFIG=...`` line. Run again, it keeps what is there and still fits: it never
-replaces a CA that clients may already trust, and says what it kept and what it made."""
+replaces a CA that clients may already trust, and says what it kept and what it made.
+
+It trusts nobody else's files: DIR must be the caller's and writable by nobody else (nor may
+anyone else replace a directory above it), and a file in it is kept only when kubecore can tell
+it wrote it (a regular file of the caller's, one link, a key or token readable by nobody else);
+anything else is refused, naming the path and what is wrong."""
 
 from __future__ import annotations
 
 import argparse
 import base64
+import errno
 import ipaddress
 import os
 import secrets
 import shlex
 import socket
+import stat
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,6 +33,7 @@ import yaml
 
 from kubecore._cli.basic import EXIT_OK, UsageError
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._util.files import read_own_file, replace_file
 
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
 SERVING_CERT, SERVING_KEY = "server.crt", "server.key"
@@ -173,7 +181,8 @@ def _is_label(label: str) -> bool:
 
 
 def prepare_directory(directory: Path) -> None:
-    """DIR made (0700) if missing; a ``UsageError`` naming it when it is not a writable one."""
+    """DIR made (0700) if missing; a ``UsageError`` naming it when it is not a writable one, or
+    one another user could change (``check_directory``)."""
     try:
         directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -182,46 +191,97 @@ def prepare_directory(directory: Path) -> None:
         raise UsageError(f"cannot make {directory}: {error.strerror or error}") from None
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory")
+    check_directory(directory)
     probe = directory / f".kubecore-probe-{os.getpid()}"
     try:
-        write_secret(probe, b"")
+        replace_file(probe, b"")
         probe.unlink()
     except OSError as error:
         raise UsageError(f"cannot write in {directory}: {error.strerror or error}") from None
 
 
+def check_directory(directory: Path) -> None:
+    """Refuse (``UsageError``) DIR unless it is the caller's and only the caller may change it,
+    and each directory above it is root's or the caller's and writable by nobody else (unless
+    sticky, as ``/tmp``): whoever can rename in a directory can swap the keys in it."""
+    uid = os.geteuid()
+    info = os.stat(directory)
+    problem = _not_owned(info, uid) or _writable_by_others(info)
+    if problem:
+        raise UsageError(
+            f"{directory}: {problem}: it cannot hold keys others may change"
+            f" (use a directory of yours with mode 0700)"
+        )
+    for parent in directory.parents:
+        info = os.stat(parent)
+        problem = "" if info.st_uid in (0, uid) else _not_owned(info, uid)
+        if not problem and not info.st_mode & stat.S_ISVTX:
+            problem = _writable_by_others(info)
+        if problem:
+            raise UsageError(f"{parent}, above {directory}: {problem}: others may replace it")
+
+
+def _not_owned(info: os.stat_result, uid: int) -> str:
+    return "" if info.st_uid == uid else f"owned by uid {info.st_uid}, not by you (uid {uid})"
+
+
+def _writable_by_others(info: os.stat_result) -> str:
+    mode = stat.S_IMODE(info.st_mode)
+    return f"writable by group or others (mode {mode:04o})" if mode & 0o022 else ""
+
+
 def write_secret(path: Path, data: bytes) -> None:
     """``data`` into ``path`` atomically, readable by its owner only (0600) from the start."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SECRET_MODE)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    replace_file(path, data, SECRET_MODE)
 
 
 def write_public(path: Path, data: bytes) -> None:
-    write_secret(path, data)
-    os.chmod(path, 0o644)
+    replace_file(path, data, 0o644)
 
 
-def _read(path: Path) -> bytes | None:
+@attrs.frozen
+class Found:
+    """A file of DIR that kubecore wrote: its bytes, and whether only its owner can read it."""
+
+    data: bytes
+    private: bool
+
+
+def _read(path: Path) -> Found | None:
+    """The file at ``path`` as kubecore wrote it (None when there is none). Refused
+    (``UsageError`` naming it) when it may be someone else's: not a regular file, a symbolic
+    link, not the caller's, writable by others, or with another hard link."""
     try:
-        return path.read_bytes()
+        data, info = read_own_file(path)
     except FileNotFoundError:
         return None
+    except OSError as error:
+        why = "a symbolic link" if error.errno == errno.ELOOP else (error.strerror or str(error))
+        raise UsageError(f"{path}: {why}{_NOT_KEPT}") from None
+    problem = _not_owned(info, os.geteuid()) or _writable_by_others(info)
+    if not problem and info.st_nlink != 1:
+        problem = f"it has {info.st_nlink} hard links"
+    if problem:
+        raise UsageError(f"{path}: {problem}{_NOT_KEPT}")
+    return Found(data, not info.st_mode & 0o077)
 
 
-def _tighten(path: Path, say: list[str]) -> None:
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
-        os.chmod(path, SECRET_MODE)
-        say.append(f"{path}: was readable by others (mode {mode:o}), now 0600")
+_NOT_KEPT = "; kubecore keeps only the files it wrote: remove it to have a new one made"
+
+
+def _secret(path: Path, say: list[str]) -> bytes | None:
+    """The key or token at ``path`` when it is kubecore's and was never readable by others
+    (None otherwise: one others could read is not kept)."""
+    found = _read(path)
+    if found is not None and not found.private:
+        say.append(f"{path}: readable by group or others, not kept")
+        return None
+    return found.data if found is not None else None
+
+
+def _data(path: Path) -> bytes | None:
+    found = _read(path)
+    return found.data if found is not None else None
 
 
 # --- the steps ---------------------------------------------------------------------------
@@ -232,7 +292,14 @@ def ensure_ca(plan: Plan, say: list[str]) -> tuple[bytes, bytes | None]:
     from kubecore._cli.certs import ca_problem, make_ca
 
     cert_path, key_path = plan.directory / CA_CERT, plan.directory / CA_KEY
-    cert, key = _read(cert_path), _read(key_path)
+    cert, found_key = _data(cert_path), _read(key_path)
+    if found_key is not None and not found_key.private:
+        raise UsageError(
+            f"{key_path}: readable by group or others: the CA's key may be known. Clients may "
+            f"trust this CA, so kubecore does not replace it: remove {CA_CERT} and {CA_KEY} "
+            f"from {plan.directory} to make a new one"
+        )
+    key = found_key.data if found_key is not None else None
     if cert is None:
         # no ca.crt: nobody can trust this CA yet (a lone ca.key is a half-made one)
         made = make_ca(f"kubecore {plan.name} CA")
@@ -246,8 +313,6 @@ def ensure_ca(plan: Plan, say: list[str]) -> tuple[bytes, bytes | None]:
             f"{cert_path}: {problem}. Clients may trust this CA, so kubecore does not replace "
             f"it: remove {CA_CERT} and {CA_KEY} from {plan.directory} to make a new one"
         )
-    if key is not None:
-        _tighten(key_path, say)
     say.append(f"CA {cert_path}: kept (clients that trust it keep working)")
     return cert, key
 
@@ -256,12 +321,11 @@ def ensure_serving(plan: Plan, ca_cert: bytes, ca_key: bytes | None, say: list[s
     from kubecore._cli.certs import Issued, issue_serving, serving_problem
 
     cert_path, key_path = plan.directory / SERVING_CERT, plan.directory / SERVING_KEY
-    cert, key = _read(cert_path), _read(key_path)
+    cert, key = _data(cert_path), _secret(key_path, say)
     why = "missing"
     if cert is not None and key is not None:
         why = serving_problem(Issued(cert, key), ca_cert, plan.names)
         if not why:
-            _tighten(key_path, say)
             say.append(f"serving certificate {cert_path}: kept")
             return
     if ca_key is None:
@@ -278,10 +342,9 @@ def ensure_serving(plan: Plan, ca_cert: bytes, ca_key: bytes | None, say: list[s
 
 def ensure_token(plan: Plan, say: list[str]) -> str:
     path = plan.directory / TOKEN
-    found = _read(path)
+    found = _secret(path, say)
     token = found.decode("utf-8", "replace").strip() if found is not None else ""
     if token:
-        _tighten(path, say)
         say.append(f"token {path}: kept")
         return token
     token = secrets.token_urlsafe(32)
@@ -316,13 +379,13 @@ def kubeconfig_text(plan: Plan, ca_cert: bytes, token: str) -> str:
 def ensure_kubeconfig(plan: Plan, ca_cert: bytes, token: str, say: list[str]) -> Path:
     path = plan.directory / KUBECONFIG
     text = kubeconfig_text(plan, ca_cert, token).encode()
-    if _read(path) == text:
-        _tighten(path, say)
+    found = _secret(path, say)
+    if found == text:
         say.append(f"kubeconfig {path}: unchanged")
-    elif path.exists():
+    elif found is not None:
         # edited by hand, or for another address: kept beside the new one, never lost
         previous = path.with_name(KUBECONFIG + ".previous")
-        write_secret(previous, path.read_bytes())
+        write_secret(previous, found)
         write_secret(path, text)
         say.append(f"kubeconfig {path}: rewritten (the one before is {previous})")
     else:

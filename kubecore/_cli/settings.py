@@ -89,12 +89,34 @@ CONFIG_FIELD_HELP: Mapping[str, FieldHelp] = {
         "seconds between housekeeping passes (orphans, volumes, status)", "SECONDS"
     ),
     "allow_privileged": FieldHelp(
-        "allow containers with securityContext.privileged (refused otherwise)"
+        "allow containers with securityContext.privileged and host namespaces (hostNetwork,"
+        " hostPID, hostIPC), refused otherwise; lifts those checks of --pod-security too"
     ),
     "allowed_unsafe_sysctls": FieldHelp(
         "a sysctl outside the safe set that pods may set, or a prefix ending in *"
-        " (repeatable; env: comma separated)",
+        " (repeatable; env: comma separated); --pod-security lets these in too",
         "SYSCTL",
+    ),
+    "pod_security": FieldHelp(
+        "the Pod Security Standards level new pods must meet: privileged (no check), baseline"
+        " (no host namespaces, privileged containers, extra capabilities, hostPath volumes,"
+        " unlisted host ports, Unconfined seccomp or AppArmor, ...) or restricted (baseline,"
+        " and non-root, capabilities dropped, no privilege escalation, seccomp set)",
+        "LEVEL",
+    ),
+    "allowed_host_paths": FieldHelp(
+        "a host path pods may mount as a hostPath volume, it and what is under it (compared"
+        " normalised, by whole components); PREFIX:ro allows it read-only; a socket"
+        " (/var/run/docker.sock), and a directory holding an engine's socket, only when the"
+        " socket is named exactly (repeatable; env: comma separated)",
+        "PREFIX[:ro]",
+        flag_name="allowed_host_path",
+    ),
+    "allowed_host_ports": FieldHelp(
+        "a host port (PORT or LOW-HIGH) pods may use under --pod-security baseline or"
+        " restricted, or none (repeatable; env: comma separated; default: 1024-65535)",
+        "PORT[-PORT]",
+        flag_name="allowed_host_port",
     ),
     "cluster_dns": FieldHelp(
         "a DNS server for pods with dnsPolicy ClusterFirst (repeatable; env: comma separated)",

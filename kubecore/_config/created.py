@@ -23,8 +23,8 @@ from pathlib import Path
 
 import attrs
 
-from kubecore._config.memory import write_private_file
 from kubecore._model.v1 import Pod
+from kubecore._util.files import replace_file
 from kubecore._util.timefmt import parse_time, rfc3339
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class CreationTimes:
         data = json.dumps(self._times, indent=0, sort_keys=True).encode() + b"\n"
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            write_private_file(self._path, data)
+            replace_file(self._path, data)
         except OSError as error:
             self._warn(f"cannot be written ({error.strerror or error})")
 

@@ -3,15 +3,14 @@ URL, under the agent's root directory."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
 from kubecore._config.base import sha256_hex
+from kubecore._util.files import replace_file
 
 logger = logging.getLogger(__name__)
 
@@ -19,28 +18,6 @@ logger = logging.getLogger(__name__)
 LAST_GOOD_DIR = "manifests-last-good"
 """The directory under the agent's root directory where the manifest sources keep their last good
 state (``SourceMemory``)."""
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` atomically, mode 0600 whatever the umask: a temporary file in
-    the same directory, written and synced, renamed over it. A crash leaves the old file or the
-    new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class SourceMemory:
@@ -101,7 +78,7 @@ class SourceMemory:
                 self._directory.mkdir(mode=0o700, parents=True, exist_ok=True)
                 os.chmod(self._directory, 0o700)
                 self._made = True
-            write_private_file(path, json.dumps(record).encode())
+            replace_file(path, json.dumps(record).encode())
         except OSError as error:
             self._warn(str(path), "written", error)
 

@@ -121,6 +121,19 @@ class HostMemoryVolumes(Protocol):
         ...
 
 
+@runtime_checkable
+class InProcessMounts(Protocol):
+    """A runtime that reads its containers' mounts itself (the in-memory runtime), not through
+    kernel bind mounts: nothing resolves a host path again after the agent has verified it, so
+    a subPath comes to it as that path. Any other runtime is given a bind of the verified inode
+    under the pod's directory (``kubecore._volumes.subpath``), which needs the agent to run as
+    root."""
+
+    def reads_mounts_in_process(self) -> bool:
+        """True: no kernel binds this runtime's mounts (subPaths come as verified paths)."""
+        ...
+
+
 OPTIONAL_CAPABILITIES: tuple[type, ...] = (
     ResourceUpdater,
     NodeClaims,
@@ -128,6 +141,7 @@ OPTIONAL_CAPABILITIES: tuple[type, ...] = (
     PortForwarder,
     ContainerLogReopener,
     HostMemoryVolumes,
+    InProcessMounts,
 )
 """The protocols a runtime may implement beyond ``ContainerRuntime`` (the module docstring)."""
 

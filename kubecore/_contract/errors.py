@@ -75,6 +75,11 @@ class DocumentError(ValidationError):
         return rebuild, (self.problems, self.source)
 
 
+class SubscriptionClosed(KubecoreError):
+    """A change subscription (``Kubelet.subscribe``) was closed: by its consumer, or by the
+    agent closing."""
+
+
 class PluginError(KubecoreError):
     """A runtime plugin is broken, duplicated or misconfigured."""
 

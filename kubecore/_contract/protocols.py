@@ -28,8 +28,9 @@ Contract for every adapter:
 * Optional capabilities (``OPTIONAL_CAPABILITIES``) are small ``runtime_checkable`` protocols of
   their own, found by type with ``isinstance`` (or ``capabilities(runtime)``): ``ResourceUpdater``
   (resize in place), ``NodeClaims`` (one agent per node name on the engine),
-  ``ContainerLogReopener`` (log files the agent rotates) and ``HostMemoryVolumes`` (the agent
-  mounts memory-backed emptyDirs on the host). A wrapper of a
+  ``ContainerLogReopener`` (log files the agent rotates), ``HostMemoryVolumes`` (the agent
+  mounts memory-backed emptyDirs on the host) and ``InProcessMounts`` (no kernel binds the
+  mounts: subPaths come as verified paths, not as binds). A wrapper of a
   runtime (the agent's metrics wrapper, ``instrument_runtime``) is built with exactly the
   capabilities of the runtime it wraps, so the same ``isinstance`` answers on it and no caller
   reaches under a wrapper. The event stream and the stats are not optional parts: every runtime

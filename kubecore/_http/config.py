@@ -11,10 +11,11 @@ import attrs
 
 from kubecore._contract.values import ExecResult
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogReader
 
-MAX_BODY_BYTES = 1024 * 1024
+MAX_BODY_BYTES = MAX_DOCUMENT_BYTES
 
 
 class _Metrics(Protocol):

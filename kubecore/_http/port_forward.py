@@ -26,9 +26,10 @@ def port_forward(handler: Handler, rest: list[str], query: dict[str, list[str]])
     if not wants_port_forward(handler.headers):
         raise HTTPError(
             HTTPStatus.BAD_REQUEST,
-            "port forwarding needs an upgrade: a WebSocket (SPDY/3.1+portforward.k8s.io) "
+            "port forwarding needs an upgrade: a WebSocket (SPDY/3.1+portforward.k8s.io, "
+            "v4.channel.k8s.io, ...) "
             "or Upgrade: SPDY/3.1",
         )
     namespace, pod = rest
     connect = connector(handler.server.kubelet, namespace, pod)
-    serve_port_forward(handler, connect, f"{namespace}/{pod}", handler.server)
+    serve_port_forward(handler, connect, f"{namespace}/{pod}", handler.server, query)

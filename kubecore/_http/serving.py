@@ -55,6 +55,7 @@ import attrs
 
 from kubecore._http.rules import status_body
 from kubecore._http.seats import HEALTH_PATHS, Seat, client_of, is_health_check, seat_for
+from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,7 @@ class Limits:
     start its next request)."""
     body_timeout: float = 10.0
     """Seconds a client has, once its head has arrived, to send the whole body."""
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = MAX_DOCUMENT_BYTES
     """The largest body a request may send; a larger one is refused (413) before it is read."""
 
 

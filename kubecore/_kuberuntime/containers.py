@@ -328,7 +328,7 @@ class Containers:
         resolved ``env``; one that does not expand, or a subPath that cannot be prepared, fails
         the start (CreateContainerConfigError) with a Failed event."""
         resolved: dict[tuple[str, str], str] = {}
-        for mount in container.volume_mounts:
+        for index, mount in enumerate(container.volume_mounts):
             written = mount.sub_path or mount.sub_path_expr
             if not written or mount.name not in volumes:
                 continue
@@ -339,7 +339,9 @@ class Containers:
             try:
                 if volume.memory_backed:
                     raise ValueError("a subPath of an emptyDir of medium Memory is not supported")
-                resolved[(mount.name, written)] = self.volumes.sub_path_source(volume, sub_path)
+                resolved[(mount.name, written)] = self.volumes.sub_path_source(
+                    pod.uid, mount.name, volume, sub_path, container=container.name, index=index
+                )
             except (ValueError, OSError) as exc:
                 message = (
                     f"failed to prepare subPath for volumeMount {mount.name!r} of container"

@@ -314,7 +314,11 @@ class Executor:
                 image = next(
                     (
                         c.image
-                        for c in (*pod.spec.init_containers, *pod.spec.containers)
+                        for c in (
+                            *pod.spec.init_containers,
+                            *pod.spec.containers,
+                            *pod.spec.ephemeral_containers,
+                        )
                         if c.name == waiting.name
                     ),
                     "",

@@ -268,13 +268,14 @@ def _is_ipc_sysctl(name: str) -> bool:
     return name in _IPC_SYSCTLS or name.startswith(_IPC_SYSCTL_PREFIXES)
 
 
-def _allowed_unsafe(name: str, patterns: Sequence[str]) -> bool:
+def allowed_unsafe_sysctl(name: str, patterns: Sequence[str]) -> bool:
+    """Whether ``--allowed-unsafe-sysctls`` (names, or prefixes ending in ``*``) names it."""
     return any(fnmatch.fnmatchcase(name, p) if p.endswith("*") else name == p for p in patterns)
 
 
 def sysctl_problem(pod: Pod, name: str, allowed_unsafe: Sequence[str]) -> str | None:
     """Why the node refuses this sysctl (the kubelet's rules), else None."""
-    if name not in SAFE_SYSCTLS and not _allowed_unsafe(name, allowed_unsafe):
+    if name not in SAFE_SYSCTLS and not allowed_unsafe_sysctl(name, allowed_unsafe):
         return f'forbidden sysctl: "{name}" not allowlisted'
     if not is_namespaced_sysctl(name):
         return f'forbidden sysctl: "{name}" is not namespaced'

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -528,8 +527,8 @@ def container_mounts(
 ) -> list[Mount]:
     """The container's volume mounts. ``volumes`` maps each volume name to its host directory
     (or its ``PodVolume``); ``sub_paths`` maps (volume, subPath or subPathExpr as written) to
-    the host path the agent resolved for it (default for a subPath: joined to the volume's
-    directory; a subPathExpr, which needs the container's environment, must be there)."""
+    the host path the agent prepared for it (``VolumeManager.sub_path_source``), which must be
+    there: a path joined here could be swapped by a container before the engine resolves it."""
     mounts: list[Mount] = []
     for vm in container.volume_mounts:
         try:
@@ -541,17 +540,15 @@ def container_mounts(
             ) from None
         volume = PodVolume(found) if isinstance(found, str) else found
         host_path = volume.host_path
-        if vm.sub_path:
-            host_path = (sub_paths or {}).get(
-                (vm.name, vm.sub_path), os.path.join(host_path, vm.sub_path)
-            )
-        elif vm.sub_path_expr:
+        written = vm.sub_path or vm.sub_path_expr
+        if written:
             try:
-                host_path = (sub_paths or {})[(vm.name, vm.sub_path_expr)]
+                host_path = (sub_paths or {})[(vm.name, written)]
             except KeyError:
+                field = "subPath" if vm.sub_path else "subPathExpr"
                 raise ValueError(
-                    f"container {container.name!r} mounts volume {vm.name!r} with subPathExpr"
-                    f" {vm.sub_path_expr!r}, which has no expanded host path"
+                    f"container {container.name!r} mounts volume {vm.name!r} with {field}"
+                    f" {written!r}, which the agent has not prepared"
                 ) from None
         mounts.append(
             Mount(

@@ -239,18 +239,23 @@ def _parse_json_stream(text: str) -> _RawDocuments:
             return _RawDocuments(documents, FieldError("", message))
         except RecursionError:
             return _RawDocuments(documents, _too_deep("JSON", text, pos))
-        if _nested_deeper_than(value, _JSON_MAX_DEPTH):  # Python 3.13's parser goes on
+        if nested_deeper_than(value, MAX_NESTING_DEPTH):  # Python 3.13's parser goes on
             return _RawDocuments(documents, _too_deep("JSON", text, start))
         documents.append(value)
 
 
-_JSON_MAX_DEPTH = 512
-"""The deepest JSON value read, whatever the Python: its parser gives up about 990 levels deep
-before 3.13 (a ``RecursionError``) and goes on from 3.13; a deeper value is refused as too
-deep, as YAML's parser (libyaml: 1,000 levels) refuses it."""
+MAX_NESTING_DEPTH = 100
+"""The deepest document read, JSON or YAML, from a file, a request or etcd (a pod nests about
+10 levels): deeper ones are refused before anything walks them (patches, decoding and copies
+recurse). JSON's parser gives up about 990 levels deep before Python 3.13 and goes on from
+3.13, libyaml at 1,000 levels: the bound is kubecore's, whatever the parser."""
+
+MAX_DOCUMENT_BYTES = 1024 * 1024
+"""The largest single document read from a stream (a request's body, an etcd value); a
+manifest file may hold many documents, up to ``MAX_MANIFEST_BYTES``."""
 
 
-def _nested_deeper_than(value: object, limit: int) -> bool:
+def nested_deeper_than(value: object, limit: int) -> bool:
     """Whether lists and mappings nest in ``value`` more than ``limit`` levels deep."""
     pending: list[tuple[object, int]] = [(value, 1)]
     while pending:
@@ -285,7 +290,7 @@ def _too_deep(syntax: str, text: str, start: int) -> FieldError:
             in_string = True
         elif char in "[{":
             depth += 1
-            if depth > _MAX_DEPTH:
+            if depth > MAX_NESTING_DEPTH:
                 line, column = _line_and_column(text, offset)
                 return FieldError(
                     "", f"invalid {syntax} at line {line}, column {column}: {_NESTED_TOO_DEEP}"
@@ -295,10 +300,7 @@ def _too_deep(syntax: str, text: str, start: int) -> FieldError:
     return FieldError("", f"invalid {syntax}: {_NESTED_TOO_DEEP}")
 
 
-_MAX_DEPTH = 100
-"""Far deeper than any pod (about 10 levels); only used to point at the place in an error
-(the parsers give up far deeper)."""
-_NESTED_TOO_DEEP = f"nested more than {_MAX_DEPTH} levels deep"
+_NESTED_TOO_DEEP = f"nested more than {MAX_NESTING_DEPTH} levels deep"
 
 
 def _parse_yaml(text: str) -> _RawDocuments:
@@ -312,6 +314,8 @@ def _parse_yaml(text: str) -> _RawDocuments:
             budget = _remaining_budget(document, budget)
             if budget < 0:
                 return _RawDocuments(documents, _TOO_MANY_VALUES, notes)
+            if nested_deeper_than(document, MAX_NESTING_DEPTH):
+                return _RawDocuments(documents, _too_deep("YAML", text, 0), notes)
             if loader.duplicate_keys:
                 notes[len(documents)] = loader.duplicate_keys
                 loader.duplicate_keys = []
@@ -330,7 +334,10 @@ def parse_yaml_document(text: str) -> object:
     """The one YAML document of ``text`` (None when it has none), read as a manifest is: with
     kubectl's flavour, numbers, nesting and aliases bounded, duplicate keys refused. Raises
     ``ValidationError`` for anything else, with a position where known."""
-    raw = _parse_yaml(text)
+    return _only_document(_parse_yaml(text))
+
+
+def _only_document(raw: _RawDocuments) -> object:
     problems = [note for notes in raw.notes.values() for note in notes]
     if raw.error is not None:
         problems.append(raw.error.message)
@@ -339,6 +346,21 @@ def parse_yaml_document(text: str) -> object:
     if problems:
         raise ValidationError([FieldError("", problem) for problem in problems])
     return raw.documents[0] if raw.documents else None
+
+
+def parse_document(data: bytes) -> object:
+    """The one JSON or YAML document of a stored or sent value (None when it has none), read by
+    the manifest reader with its bounds: at most ``MAX_DOCUMENT_BYTES``, nesting, numbers and
+    aliases bounded, duplicate keys refused. Raises ``ValidationError``, quoting no value."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        limit = MAX_DOCUMENT_BYTES
+        message = f"{len(data)} bytes is larger than the {limit} bytes a document may have"
+        raise ValidationError([FieldError("", message)])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError([FieldError("", f"not UTF-8 text: {exc.reason}")]) from None
+    return _only_document(_parse_text(text))
 
 
 _TOO_MANY_VALUES = FieldError(
@@ -591,6 +613,14 @@ def load_pods_from_dict(data: object, *, source_name: str = "<dict>") -> list[m.
     pods, _objects, errors = _load_documents([data], source_name)
     _raise_all(errors, source_name)
     return pods
+
+
+def load_manifest_from_dict(
+    data: object, *, source_name: str = "<dict>"
+) -> tuple[list[m.Pod], list[m.KubeObject], list[ValidationError]]:
+    """``load_manifest_lenient`` of already parsed data (as ``parse_document`` reads it): the
+    good pods, ConfigMaps and Secrets, and one error per bad document."""
+    return _load_documents([data], source_name)
 
 
 def load_pods_lenient(

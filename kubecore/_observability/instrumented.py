@@ -14,6 +14,7 @@ from prometheus_client import Counter
 from kubecore._contract.capabilities import (
     ContainerLogReopener,
     HostMemoryVolumes,
+    InProcessMounts,
     NodeClaim,
     NodeClaims,
     NodeHolder,
@@ -264,6 +265,13 @@ class _HostMemoryVolumes(InstrumentedRuntime):
         return cast(HostMemoryVolumes, self.inner).binds_host_memory_volumes()
 
 
+class _InProcessMounts(InstrumentedRuntime):
+    """``InProcessMounts``, for a wrapped runtime that is one (nothing to time)."""
+
+    def reads_mounts_in_process(self) -> bool:
+        return cast(InProcessMounts, self.inner).reads_mounts_in_process()
+
+
 _CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
     ResourceUpdater: _TimedResourceUpdates,
     NodeClaims: _TimedNodeClaims,
@@ -271,6 +279,7 @@ _CAPABILITY_WRAPPERS: dict[type, type[InstrumentedRuntime]] = {
     PortForwarder: _TimedPortForwards,
     ContainerLogReopener: _TimedLogReopens,
     HostMemoryVolumes: _HostMemoryVolumes,
+    InProcessMounts: _InProcessMounts,
 }
 """The wrapper part of each optional capability (``OPTIONAL_CAPABILITIES``)."""
 

@@ -1,7 +1,7 @@
 """``kubectl port-forward`` over HTTP: the request that opens a session, answered on the API's
 ``pods/{name}/portforward`` and the kubelet's ``/portForward/{namespace}/{pod}``.
 
-Two ways in, both carrying the same SPDY/3.1 connection (``kubecore._streaming.portforward``):
+Three ways in. Two carry the same SPDY/3.1 connection (``kubecore._streaming.portforward``):
 
 * a WebSocket with the subprotocol ``SPDY/3.1+portforward.k8s.io`` (KEP-4006, what kubectl
   1.31 and later try first): SPDY bytes travel in binary messages;
@@ -10,6 +10,10 @@ Two ways in, both carrying the same SPDY/3.1 connection (``kubecore._streaming.p
   ``KUBECTL_PORT_FORWARD_WEBSOCKETS=false``), answered ``101 Switching Protocols``; a request
   without a protocol version is a 400, one with none this server speaks a 403 that lists them in
   ``X-Accepted-Stream-Protocol-Versions``, as the kubelet answers.
+
+The third is a WebSocket with one of the ``channel.k8s.io`` subprotocols (``v5``, ``v4`` and
+their elders), the ports in the query (``kubecore._streaming.portforward_ws``): what the
+``kubernetes`` Python client and kr8s speak.
 
 A session keeps a worker of the HTTP server for as long as it lasts: it holds one of the
 server's stream slots (``max_stream_sessions``, shared with exec and attach; past it, 429), and
@@ -29,18 +33,24 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from email.message import Message
 from http import HTTPStatus
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from kubecore._contract.errors import KubecoreError, StreamingUnsupported
-from kubecore._http.rules import HTTPError, error_for
+from kubecore._contract.errors import BadParameter, KubecoreError, StreamingUnsupported
+from kubecore._http.rules import HTTPError, Query, error_for
+from kubecore._streaming.channels import dialect
 from kubecore._streaming.portforward import PROTOCOL, WEBSOCKET_PROTOCOL, Connect
 from kubecore._streaming.portforward import PortForwardSession as Session
+from kubecore._streaming.portforward_ws import (
+    CHANNEL_PROTOCOLS,
+    ChannelPortForward,
+    requested_ports,
+)
 from kubecore._streaming.remotecommand import Live
 from kubecore._streaming.websocket import (
     WRITE_TIMEOUT,
     WebSocket,
     WebSocketClosed,
-    accept,
+    handshake,
     wants_websocket,
 )
 
@@ -184,16 +194,30 @@ def wants_port_forward(headers: Message) -> bool:
     return wants_websocket(headers) or "spdy" in (headers.get("Upgrade") or "").lower()
 
 
+class _Session(Protocol):
+    def stop(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=_Session)
+
+
 class _Stoppable(Live):
     """A port-forward session as the server's stop ends it (``stream_slot``)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self) -> None:
         super().__init__()
+        self._session: _Session | None = None
+
+    def serve(self, session: _S) -> _S:
         self._session = session
+        if self.ended:  # the server stopped before the session began
+            session.stop()
+        return session
 
     def end(self) -> None:
         self.ended = True
-        self._session.stop()
+        if self._session is not None:
+            self._session.stop()
 
 
 class StreamSlots(Protocol):
@@ -202,23 +226,41 @@ class StreamSlots(Protocol):
     def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
 
-def serve_port_forward(exchange: Exchange, connect: Connect, pod: str, slots: StreamSlots) -> None:
+SERVED_WEBSOCKET_PROTOCOLS = (WEBSOCKET_PROTOCOL, *CHANNEL_PROTOCOLS)
+"""The WebSocket subprotocols of a port-forward, in the server's order of preference."""
+
+
+def serve_port_forward(
+    exchange: Exchange, connect: Connect, pod: str, slots: StreamSlots, query: Query
+) -> None:
     """Open the session the request asks for and serve it until it ends (it holds one of the
     server's stream slots). Errors before the upgrade are ``HTTPError`` (nothing has been sent
     then)."""
-    session = Session(connect, pod)
-    with slots.stream_slot(_Stoppable(session)):
+    live = _Stoppable()
+    with slots.stream_slot(live):
         sock = exchange.connection
         headers = exchange.headers
-        if wants_websocket(headers):
-            ws = accept(sock, exchange.command, exchange.path, headers, [WEBSOCKET_PROTOCOL])
+        if not wants_websocket(headers):
+            protocol = negotiate(headers)
+            exchange.close_connection = True
+            sock.sendall(switching_protocols(protocol))
+            live.serve(Session(connect, pod)).serve(SocketTransport(sock, IDLE_TIMEOUT))
+            return
+        agreed = handshake(exchange.command, exchange.path, headers, SERVED_WEBSOCKET_PROTOCOLS)
+        if agreed.subprotocol == WEBSOCKET_PROTOCOL:
+            exchange.close_connection = True
+            ws = agreed.complete(sock)
             ws.idle_timeout = IDLE_TIMEOUT
-            transport: SocketTransport | WebSocketTransport = WebSocketTransport(ws)
-        else:
-            sock.sendall(switching_protocols(negotiate(headers)))
-            transport = SocketTransport(sock, IDLE_TIMEOUT)
+            live.serve(Session(connect, pod)).serve(WebSocketTransport(ws))
+            return
+        try:
+            ports = requested_ports(query)
+        except BadParameter as error:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, str(error)) from None
         exchange.close_connection = True
-        session.serve(transport)
+        ws = agreed.complete(sock)
+        ws.idle_timeout = IDLE_TIMEOUT
+        live.serve(ChannelPortForward(ws, dialect(agreed.subprotocol), connect, pod, ports)).serve()
 
 
 class PortForwarding(Protocol):

@@ -135,6 +135,12 @@ SURFACE: dict[str, dict[str, str]] = {
     "kubecore": _homes(
         {
             "kubecore._agent.kubelet": ("Kubelet",),
+            "kubecore._agent.changes": (
+                "ChangeSubscription",
+                "EventChange",
+                "FellBehind",
+                "PodChange",
+            ),
             "kubecore._agent.config": ("KubeletConfig",),
             "kubecore._agent.sync_pass": ("SyncReport",),
             "kubecore._agent.desired": ("PodReport",),
@@ -163,6 +169,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "PluginError",
                 "RootDirInUse",
                 "SourceUnavailable",
+                "SubscriptionClosed",
                 "ValidationError",
             ),
             "kubecore._contract.protocols": (*_PROTOCOLS, "EventRecorder"),
@@ -186,10 +193,12 @@ SURFACE: dict[str, dict[str, str]] = {
                 "RuntimeVersioner",
                 "Subscription",
             ),
+            "kubecore._agent.outage": ("Outage", "OutageEnd"),
             "kubecore._contract.capabilities": (
                 "OPTIONAL_CAPABILITIES",
                 "ContainerLogReopener",
                 "HostMemoryVolumes",
+                "InProcessMounts",
                 "NodeClaim",
                 "NodeClaims",
                 "NodeHolder",
@@ -322,12 +331,14 @@ SURFACE: dict[str, dict[str, str]] = {
                 "dump_pod_json",
                 "dump_pod_yaml",
                 "dump_pods_yaml",
+                "load_manifest_from_dict",
                 "load_manifest_lenient",
                 "load_pods_from_dict",
                 "load_pods_from_file",
                 "load_pods_from_string",
                 "load_pods_lenient",
                 "object_to_dict",
+                "parse_document",
                 "pod_from_dict",
                 "pod_to_dict",
                 "stamp_source",
@@ -387,6 +398,7 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._contract.errors": ("RegistryConfigError",),
         }
     ),
+    "kubecore.aio": _homes({"kubecore._agent.aio": ("AsyncKubelet",)}),
     "kubecore.testing": _homes(
         {
             "kubecore.testing._node": ("FakeNode", "NotReached"),

@@ -11,6 +11,8 @@ Layout under the agent's root dir (as the kubelet's)::
     <root>/pods/<uid>/volumes/kubernetes.io~projected/<volume>        plugin dirs are 0700)
     <root>/pods/<uid>/containers/<container>/<restart>/termination-log
     <root>/pods/<uid>/etc-hosts                             the pod's managed /etc/hosts
+    <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>   a subPath's bind (see
+                                                            ``kubecore._volumes.subpath``)
 
 One agent uses a root dir at a time (an exclusive ``flock`` on the lock file against other
 processes, and the same rule inside one process: a harness restarting its agent stops the old one
@@ -19,6 +21,7 @@ first), and an agent removes only the pod directories made for its own node name
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gc
 import logging
@@ -36,6 +39,7 @@ from kubecore._kuberuntime.security import fs_group
 from kubecore._model.v1 import Pod, Volume
 from kubecore._util.host import directory_usage
 from kubecore._volumes.atomic_writer import write_atomically
+from kubecore._volumes.host_mounts import mount_points_under
 from kubecore._volumes.sources import (
     DictObjects,
     NodeCapacity,
@@ -43,6 +47,14 @@ from kubecore._volumes.sources import (
     check_host_path,
     node_capacity,
     object_payload,
+)
+from kubecore._volumes.subpath import (
+    SUB_PATHS_DIR,
+    bind_sub_path,
+    open_sub_path,
+    read_opened,
+    release_sub_paths,
+    sub_path_target,
 )
 from kubecore._volumes.tmpfs import mount_tmpfs, tmpfs_size, unmount_below
 
@@ -151,16 +163,23 @@ MAX_ENV_FILE_BYTES = 1024 * 1024
 
 def read_volume_file(volume_dir: str, path: str) -> str | None:
     """The text of ``path`` inside the volume at ``volume_dir`` (a container wrote it), None
-    when it is not there. A path that leads out of the volume (a symbolic link a container
-    made) is refused rather than followed, as is a file over ``MAX_ENV_FILE_BYTES``."""
-    root = os.path.realpath(volume_dir)
-    full = os.path.realpath(os.path.join(root, path))
-    if os.path.commonpath([root, full]) != root:
-        raise ValueError(f"{path} leads out of its volume")
+    when it is not there. It is opened as a subPath is (``open_sub_path``): a path that leads
+    out of the volume (a symbolic link a container made, even one swapped in meanwhile) is
+    refused rather than followed, as is anything but a regular file and a file over
+    ``MAX_ENV_FILE_BYTES``."""
     try:
-        with open(full, "rb") as file:
-            data = file.read(MAX_ENV_FILE_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        fd, _ = open_sub_path(volume_dir, path, make_mode=None)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError as exc:
+        raise ValueError(f"{path} leads out of its volume") from exc
+    try:
+        data = read_opened(fd, MAX_ENV_FILE_BYTES + 1)
+    except ValueError as exc:
+        raise ValueError(f"{path} is {exc}") from exc
+    finally:
+        os.close(fd)
+    if data is None:
         return None
     if len(data) > MAX_ENV_FILE_BYTES:
         raise ValueError(f"{path} is larger than {MAX_ENV_FILE_BYTES} bytes")
@@ -286,7 +305,9 @@ class VolumeManager:
     ``objects`` serves configMap and secret volumes (none: every ConfigMap and Secret is
     missing); ``pvc_dir`` maps a persistentVolumeClaim to ``<pvc_dir>/<namespace>/<claim>``;
     ``host_tmpfs``: each emptyDir of medium Memory is a tmpfs the agent mounts on the host
-    (``kubecore._volumes.tmpfs``), for a runtime that binds host paths only.
+    (``kubecore._volumes.tmpfs``), for a runtime that binds host paths only;
+    ``bind_sub_paths`` False: a subPath is handed over as the path the agent verified, for a
+    runtime that reads its mounts itself rather than by a kernel bind (``InProcessMounts``).
     """
 
     def __init__(
@@ -297,8 +318,10 @@ class VolumeManager:
         objects: ObjectLookup | None = None,
         pvc_dir: str = "",
         host_tmpfs: bool = False,
+        bind_sub_paths: bool = True,
     ) -> None:
         self.host_tmpfs = host_tmpfs
+        self.bind_sub_paths = bind_sub_paths
         self.root_dir = os.path.abspath(root_dir)
         self.pods_dir = os.path.join(self.root_dir, "pods")
         self.node_name = node_name
@@ -491,19 +514,41 @@ class VolumeManager:
                     logger.debug("volume %s of pod %s not refreshed: %s", volume.name, pod.uid, exc)
         return changed
 
-    def sub_path_source(self, volume: PodVolume, sub_path: str) -> str:
-        """The host path a ``subPath`` mount binds, made (as a directory with the volume's
-        mode) when missing; ``ValueError`` when it would leave the volume. A symlink inside
-        the volume is resolved now, so the mount keeps what it points to today (a subPath of a
-        configMap volume is not updated, as in Kubernetes)."""
-        base = os.path.realpath(volume.host_path)
-        path = os.path.join(volume.host_path, sub_path)
-        if not os.path.lexists(path):
-            os.makedirs(path, mode=os.stat(base).st_mode & 0o7777, exist_ok=True)
-        real = os.path.realpath(path)
-        if real != base and not real.startswith(base.rstrip("/") + "/"):
-            raise ValueError(f"subPath {sub_path!r} leaves the volume (it resolves to {real})")
-        return real
+    def sub_path_source(
+        self,
+        uid: str,
+        volume_name: str,
+        volume: PodVolume,
+        sub_path: str,
+        *,
+        container: str,
+        index: int,
+    ) -> str:
+        """The host path a container's ``index``-th volumeMount, a ``subPath`` of the volume,
+        binds; missing directories are made with the volume's mode. ``ValueError`` when it
+        would leave the volume. The subPath is resolved once, by the agent
+        (``kubecore._volumes.subpath``): a symlink inside the volume is followed now, so the
+        mount keeps what it points to today (a subPath of a configMap volume is not updated,
+        as in Kubernetes). On a runtime whose mounts are kernel binds the answer is a bind of
+        the verified inode under the pod's directory, which a container cannot swap; one that
+        cannot be made (the agent is not root) refuses the subPath."""
+        mode = os.stat(volume.host_path).st_mode & 0o7777
+        fd, resolved = open_sub_path(volume.host_path, sub_path, make_mode=mode)
+        try:
+            if not self.bind_sub_paths:
+                return resolved
+            self._claim(uid)
+            target = sub_path_target(self.pod_dir(uid), volume_name, container, index)
+            try:
+                bind_sub_path(fd, target)
+            except PermissionError as exc:
+                raise ValueError(
+                    f"cannot bind-mount it safely ({exc.strerror}): a subPath on this runtime"
+                    " needs the agent to run as root (CAP_SYS_ADMIN)"
+                ) from exc
+            return target
+        finally:
+            os.close(fd)
 
     def empty_dir_usage(self, pod: Pod) -> dict[str, int]:
         """Disk bytes used by each of the pod's disk (not Memory) emptyDir volumes set up."""
@@ -591,7 +636,8 @@ class VolumeManager:
     def cleanup_orphans(self, keep: Iterable[str] | Mapping[str, object]) -> list[str]:
         """Remove the directories of pods not in ``keep`` (desired, or still with containers)
         that this node made. hostPath volumes are never under the pod directory, so they are
-        never touched. Returns the UIDs removed.
+        never touched. Its subPath binds and tmpfs mounts are unmounted first (found in the
+        kernel's mount table); a directory with a mount left is kept. Returns the UIDs removed.
         """
         keep_set = set(keep)
         removed: list[str] = []
@@ -602,9 +648,14 @@ class VolumeManager:
             if owner is not None and owner != self.node_name:
                 continue
             self.acquire()
+            pod_dir = os.path.join(self.pods_dir, uid)
             try:
-                unmount_below([os.path.join(self.pods_dir, uid, "volumes", EMPTY_DIR_PLUGIN)])
-                shutil.rmtree(os.path.join(self.pods_dir, uid))
+                release_sub_paths(os.path.join(pod_dir, SUB_PATHS_DIR))
+                unmount_below([os.path.join(pod_dir, "volumes", EMPTY_DIR_PLUGIN)])
+                left = mount_points_under(pod_dir)
+                if left:  # removing through a mount would delete what it shows
+                    raise OSError(errno.EBUSY, f"still mounted: {', '.join(left)}")
+                shutil.rmtree(pod_dir)
             except OSError as exc:
                 logger.warning("could not remove orphaned pod directory %s: %s", uid, exc)
                 continue

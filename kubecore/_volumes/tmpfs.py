@@ -8,30 +8,12 @@ up with the kernel's reason, and the pod waits, as any volume that cannot be mou
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import errno
-import functools
 import os
 from collections.abc import Iterable
 
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Container, Pod, Volume
-
-_MS_NOSUID = 2
-_MS_NODEV = 4
-_MNT_DETACH = 2
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def _check(result: int, what: str, path: str) -> None:
-    if result != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"{what} {path}: {os.strerror(code)}", path)
+from kubecore._volumes.host_mounts import MS_NODEV, MS_NOSUID, check, libc, unmount
 
 
 def _memory_limit(container: Container) -> int | None:
@@ -78,23 +60,10 @@ def mount_tmpfs(path: str, size_bytes: int | None, mode: int) -> None:
     if os.path.ismount(path):
         return
     options = f"mode={mode:o}" + (f",size={size_bytes}" if size_bytes else "")
-    result = _libc().mount(
-        b"tmpfs", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()
+    result = libc().mount(
+        b"tmpfs", os.fsencode(path), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode()
     )
-    _check(result, "mount tmpfs at", path)
-
-
-def unmount(path: str) -> None:
-    """Unmount what is mounted at ``path`` (detached when still busy); nothing if nothing is."""
-    if not os.path.ismount(path):
-        return
-    target = os.fsencode(path)
-    if _libc().umount2(target, 0) == 0:
-        return
-    if ctypes.get_errno() == errno.EBUSY:
-        _check(_libc().umount2(target, _MNT_DETACH), "unmount", path)
-        return
-    _check(-1, "unmount", path)
+    check(result, "mount tmpfs at", path)
 
 
 def unmount_below(directories: Iterable[str]) -> None:

@@ -50,6 +50,7 @@ NAMESPACES = (
     "kubecore.events",
     "kubecore.server",
     "kubecore.credentials",
+    "kubecore.aio",
     "kubecore.testing",
 )
 

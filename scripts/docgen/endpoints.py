@@ -74,6 +74,7 @@ _METHODS = {
     "update": "PUT",
     "patch": "PATCH",
     "delete": "DELETE",
+    "deletecollection": "DELETE",
 }
 
 

@@ -23,9 +23,9 @@ def node(tmp_path: Path) -> Node:
 
 def debugger(name: str = "debugger", target: str = "app", **kw: object) -> EphemeralContainer:
     kw.setdefault("command", ("debug-shell",))
+    kw.setdefault("image", "busybox:1.36")
     return EphemeralContainer(
         name=name,
-        image="busybox:1.36",
         target_container_name=target,
         **kw,  # type: ignore[arg-type]
     )
@@ -154,3 +154,17 @@ def test_its_one_run_survives_container_gc_and_an_agent_restart(tmp_path: Path) 
     assert [c.id for c in node.all("web", "debugger")] == [dbg.id]
     assert {c.name: c.id for c in node.running("web")} == apps
     assert ephemeral_status(node).state.terminated is not None
+
+
+def test_its_pull_back_off_event_names_its_image(tmp_path: Path) -> None:
+    node = make_node(tmp_path, images=["busybox:1.36"])
+    pod = running_pod(node)
+    node.kubelet.set_pods([with_ephemeral(pod, debugger(image="nowhere/debug:1"))])
+    node.run_until(
+        lambda: (
+            ephemeral_status(node).state.waiting is not None
+            and ephemeral_status(node).state.waiting.reason == "ImagePullBackOff"
+        )
+    )
+    messages = [e.message for e in node.kubelet.recent_events(name="web") if e.reason == "BackOff"]
+    assert 'Back-off pulling image "nowhere/debug:1"' in messages, messages

@@ -105,7 +105,8 @@ def test_grace_period_is_never_under_two_seconds(node: Node) -> None:
     assert stop_timeouts(node, app.id)[0] == 2
 
 
-def test_empty_dir_and_host_path_volumes(node: Node, tmp_path: Path) -> None:
+def test_empty_dir_and_host_path_volumes(tmp_path: Path) -> None:
+    node = make_node(tmp_path, allowed_host_paths=(f"{tmp_path}/host-data:ro",))
     host = tmp_path / "host-data"
     host.mkdir()
     pod = make_pod(
@@ -136,7 +137,8 @@ def test_empty_dir_and_host_path_volumes(node: Node, tmp_path: Path) -> None:
     assert mounts["/dev/termination-log"].host_path == str(term) and term.exists()
 
 
-def test_orphaned_pod_directories_are_torn_down(node: Node, tmp_path: Path) -> None:
+def test_orphaned_pod_directories_are_torn_down(tmp_path: Path) -> None:
+    node = make_node(tmp_path, allowed_host_paths=(f"{tmp_path}/keep-me",))
     host = tmp_path / "keep-me"
     host.mkdir()
     (host / "file").write_text("data")

@@ -84,6 +84,15 @@ def test_container_mounts_needs_the_expanded_sub_path() -> None:
     assert (mount.host_path, mount.container_path) == ("/vol/web", "/logs")
 
 
+def test_container_mounts_never_joins_a_sub_path_itself() -> None:
+    """A path joined there could be swapped by a container before the engine resolves it."""
+    container = Container(
+        name="app", image="busybox:1.35", volume_mounts=(VolumeMount("v", "/d", sub_path="a"),)
+    )
+    with pytest.raises(ValueError, match="subPath 'a', which the agent has not prepared"):
+        container_mounts(container, {"v": "/vol"})
+
+
 # --- validation -----------------------------------------------------------------------------
 
 

@@ -288,14 +288,15 @@ def is_ready(kubelet: Kubelet, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_node(tmp_path: Path) -> Iterator[Node]:
+def running_node(tmp_path: Path, **config: Any) -> Iterator[Node]:
     """A started agent on the fake runtime (real time) with the static pod ``talker`` ready,
-    its Kubernetes API on 127.0.0.1 over HTTP; stopped on exit."""
+    its Kubernetes API on 127.0.0.1 over HTTP; stopped on exit. ``config``: more of its
+    ``KubeletConfig``."""
     bundle = load_runtime("fake")
     kubelet = Kubelet.from_bundle(
         bundle,
         config=KubeletConfig(
-            node_name="node-1", root_dir=str(tmp_path / "root"), backoff_initial=0.2
+            node_name="node-1", root_dir=str(tmp_path / "root"), backoff_initial=0.2, **config
         ),
         sources=("file",),
     )

@@ -209,8 +209,9 @@ def test_the_store_holds_each_object_in_a_private_file(agent: Agent) -> None:
         "pods/default_db.json",
         "pods/default_web.json",
         "secrets/default_db.json",
+        "store-version",
     ]
-    for path in [root, *root.iterdir()]:
+    for path in [root, *(p for p in root.iterdir() if p.is_dir())]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
     assert stat.S_IMODE(root.parent.stat().st_mode) == 0o755  # the root dir is left as it was
     secret_file = root / "secrets/default_db.json"
@@ -261,9 +262,16 @@ def test_a_dry_run_writes_nothing_to_the_store(agent: Agent) -> None:
         (lambda p: p.write_bytes(b"\xff\xfe"), "not UTF-8"),
         (lambda p: p.write_text('{"kind": "Pod", "metadata": {}}'), "not a valid Pod"),
         (lambda p: p.write_text('{"kind": "Secret"}'), "holds kind 'Secret', not 'Pod'"),
-        (lambda p: (p.unlink(), p.mkdir()), "Is a directory"),
+        (lambda p: (p.unlink(), p.mkdir()), "not a regular file (a directory)"),
+        # Opening a FIFO blocked the agent at its start, before the API listened.
+        pytest.param(
+            lambda p: (p.unlink(), os.mkfifo(p)),
+            "not a regular file (a FIFO)",
+            marks=pytest.mark.timeout(60),
+        ),
+        (lambda p: (p.unlink(), p.symlink_to("/etc/hostname")), "a symbolic link"),
     ],
-    ids=["torn", "empty", "binary", "invalid", "wrong-kind", "unreadable"],
+    ids=["torn", "empty", "binary", "invalid", "wrong-kind", "unreadable", "fifo", "symlink"],
 )
 def test_a_stored_file_that_cannot_be_read_kills_nothing(
     agent: Agent, damage: Any, reason: str
@@ -548,3 +556,68 @@ def test_managed_fields_are_kept_across_a_restart(agent: Agent) -> None:
     answer = agent.send("PATCH", PODS + "/web?fieldManager=kubectl", data=body, headers=apply)
     assert answer.status_code == 200, answer.text
     assert answer.json()["metadata"]["labels"] == {"app": "web", "team": "a"}
+
+
+# --- names too long for a file name, and a store missing its pods -------------------------------
+
+
+@pytest.mark.parametrize("length", [245, 246, 253])
+def test_a_name_too_long_for_a_file_name_is_stored_and_read_back(agent: Agent, length: int) -> None:
+    name = ("a" * 63 + ".") * 3 + "b" * (length - 192)
+    assert len(name) == length
+    pod = api_pod("long")
+    pod["metadata"]["name"] = name
+    created = agent.send("POST", PODS, json=pod)
+    assert created.status_code == 201, created.text  # it was a 500 from 246 characters on
+    config = {**CONFIG, "metadata": {"name": name}}
+    assert agent.send("POST", CONFIGMAPS, json=config).status_code == 201
+    files = {p.name for p in store_dir(agent.node).rglob("*.json")}
+    assert all(len(f) <= 255 for f in files)
+    assert (f"default_{name}.json" in files) == (length <= 242)
+    store = ApiStore(str(store_dir(agent.node)))
+    assert os.path.basename(store.path_of("Pod", "default", name)) in files  # O(1): computed
+
+    agent = restart(agent)
+    agent.node.converge()
+    assert agent.get(PODS + "/" + name)["metadata"]["uid"] == created.json()["metadata"]["uid"]
+    assert agent.get(CONFIGMAPS + "/" + name)["data"] == CONFIG["data"]
+    assert agent.node.kubelet._rooms.pod_config.not_ready_reasons() == {}
+    assert agent.send("DELETE", PODS + "/" + name).status_code == 200
+
+
+@pytest.mark.parametrize("damage", ["removed", "dangling-symlink"])
+def test_a_store_that_lost_its_pods_directory_keeps_the_pods_not_ready(
+    agent: Agent, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    node = agent.node
+    populate(agent)
+    ids = running_ids(node)
+    pods = store_dir(node) / "pods"
+    for path in pods.iterdir():
+        path.unlink()
+    pods.rmdir()
+    if damage == "dangling-symlink":
+        pods.symlink_to(store_dir(node) / "nowhere")
+
+    agent = restart(agent)
+    for _ in range(5):
+        node.converge()
+        node.clock.advance(60)
+    assert running_ids(node) == ids  # the API's pods were replaced: unknown is not empty
+    reasons = node.kubelet._rooms.pod_config.not_ready_reasons()
+    assert list(reasons) == ["kube-apiserver"]
+    assert reasons["kube-apiserver"].startswith(f"cannot read {pods}: ")
+    assert f"API store file {pods} cannot be read" in caplog.text
+
+
+def test_a_store_made_before_the_marker_reads_a_missing_directory_as_empty(
+    tmp_path: Path,
+) -> None:
+    store = ApiStore(str(tmp_path / "api"))
+    assert store.load() == ApiStore(str(tmp_path / "api")).load()  # no store at all: empty
+    assert store.load().problems == ()
+    store.put(ConfigMap(metadata=ObjectMeta(name="c", namespace="default")))
+    (tmp_path / "api" / "store-version").unlink()
+    (tmp_path / "api" / "pods").rmdir()  # an older store wrote only the kinds it held
+    state = store.load()
+    assert (state.problems, [o.metadata.name for o in state.objects]) == ((), ["c"])

@@ -103,6 +103,7 @@ def test_kubectl_debug_adds_a_container_in_the_targets_pid_namespace(
         "web",
         "--image=busybox:1.35",
         "--target=main",
+        "--profile=baseline",  # kubectl's general profile adds SYS_PTRACE: refused
         f"--container={name}",
         "--",
         "sleep",

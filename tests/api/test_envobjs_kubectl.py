@@ -125,9 +125,9 @@ def test_objects_with_kubectl(node: Node, certs: Certs) -> None:
     again = kubectl.run("create", "-f", str(objects), check=False)
     assert again.returncode == 1 and 'configmaps "settings" already exists' in again.stderr
 
-    assert kubectl.out("delete", "-f", str(objects)) == (
-        'configmap "settings" deleted\nsecret "db" deleted\n'
-    )
+    # kubectl 1.35 and later name the namespace too ("... deleted from default namespace").
+    deleted = kubectl.out("delete", "-f", str(objects)).replace(" from default namespace", "")
+    assert deleted == 'configmap "settings" deleted\nsecret "db" deleted\n'
     assert node.kubelet.objects.get_config_map("default", "settings") is None
     gone = kubectl.run("get", "configmap", "settings", check=False)
     assert gone.returncode == 1 and 'configmaps "settings" not found' in gone.stderr

@@ -269,9 +269,9 @@ def test_bad_writes_are_answered_with_a_status(client: Client) -> None:
     assert exec_.status_code == 400 and "SPDY is not served" in exec_.json()["message"]
     on_version = client.send("POST", "/version")
     assert on_version.status_code == 405
-    collection = client.send("DELETE", PODS)
+    collection = client.send("PUT", PODS, json=web())
     assert collection.status_code == 405 and collection.json()["message"] == (
-        "DELETE is not supported on pods"
+        "PUT is not supported on pods"
     )
     services = client.get("/api/v1/namespaces/default/services")
     assert services.status_code == 404 and "services" in services.json()["message"]

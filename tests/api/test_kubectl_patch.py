@@ -120,7 +120,7 @@ def test_json_patch(node: Node, certs: Certs) -> None:
         {"op": "copy", "from": "/metadata/labels/team", "path": "/metadata/labels/owner"},
         {"op": "move", "from": "/metadata/labels/owner", "path": "/metadata/labels/lead"},
         {"op": "test", "path": "/spec/containers/0/name", "value": "main"},
-        {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "MORE", "value": "1"}},
+        {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": 3600},
     ]
     out = kubectl.out("patch", "pod", "web", "--type=json", "-p", json.dumps(patch))
     assert out == "pod/web patched\n"
@@ -131,8 +131,15 @@ def test_json_patch(node: Node, certs: Certs) -> None:
         "team": "a",
         "lead": "a",
     }
-    assert [e["name"] for e in got["spec"]["containers"][0]["env"]] == ["MODE", "MORE"]
+    assert got["spec"]["activeDeadlineSeconds"] == 3600
     assert ("kubectl-patch", "Update") in managers(kubectl)
+    more = [{"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "M", "value": "1"}}]
+    refused = kubectl.run("patch", "pod", "web", "--type=json", "-p", json.dumps(more), check=False)
+    assert refused.returncode == 1
+    assert 'The Pod "web" is invalid: spec: Forbidden: pod updates may not change fields' in (
+        refused.stderr
+    )
+    assert "(changed: spec.containers[0].env)" in refused.stderr
 
     failed = kubectl.run(
         "patch", "pod", "web", "--type=json",
@@ -190,3 +197,16 @@ def test_a_client_side_applied_pod_moves_to_server_side_apply(node: Node, certs:
         ("kubectl-last-applied", "Apply"),
     }
     assert pod(kubectl)["metadata"]["labels"] == {"app": "web", "team": "a"}
+
+
+def test_kubectl_resizes_through_the_resize_subresource(node: Node, certs: Certs) -> None:
+    kubectl = node.writer(certs)
+    manifest = node.tmp / "web.json"
+    manifest.write_text(applied_pod({"app": "web"}))
+    kubectl.out("apply", "-f", str(manifest))
+    limits = {"spec": {"containers": [{"name": "main", "resources": {"limits": {"cpu": "300m"}}}]}}
+    refused = kubectl.run("patch", "pod", "web", "-p", json.dumps(limits), check=False)
+    assert refused.returncode == 1 and "pod updates may not change fields" in refused.stderr
+    out = kubectl.out("patch", "pod", "web", "--subresource", "resize", "-p", json.dumps(limits))
+    assert out == "pod/web patched\n"
+    assert pod(kubectl)["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "300m"}

@@ -183,10 +183,12 @@ def test_the_index_names_the_document_by_its_hash_and_it_is_built_once() -> None
 
 
 @pytest.mark.parametrize("kind", ["pods", "configmaps", "secrets"])
-def test_writes_declare_field_validation_and_no_patch_body(kind: str) -> None:
+def test_writes_declare_field_validation_and_no_strategic_merge_patch_body(kind: str) -> None:
     path = _document()["paths"][f"/api/v1/namespaces/{{namespace}}/{kind}/{{name}}"]
     for method in ("put", "patch"):
         names = [p["name"] for p in path[method]["parameters"]]
-        assert names == ["fieldValidation"]
-        # without a requestBody kubectl computes apply's patch from its built-in types
-        assert "requestBody" not in path[method]
+        assert "fieldValidation" in names
+    # without a strategic merge patch body kubectl computes apply's patch from its built-in types
+    patches = path["patch"]["requestBody"]["content"]
+    assert "application/merge-patch+json" in patches
+    assert "application/strategic-merge-patch+json" not in patches

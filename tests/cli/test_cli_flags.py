@@ -11,6 +11,7 @@ import attrs
 import pytest
 
 import kubecore
+from kubecore._agent.admission.pod_security import HostPathRule, PodSecurityPolicy
 from kubecore._cli import RUN_SETTINGS, resolve_settings
 from kubecore._cli.commands import kubelet_config
 from kubecore._cli.settings import CONFIG_FIELD_HELP, Setting, config_settings, field_kind
@@ -86,6 +87,49 @@ def test_list_fields_from_env_and_file(tmp_path: Path) -> None:
 def test_contradicting_settings_are_a_usage_error(tmp_path: Path) -> None:
     code, _, err = run_cli("run", "--once", "--image-gc-low", "90", "--image-gc-high", "80")
     assert code == 2 and "--image-gc-low" in err
+
+
+def test_pod_security_flags_reach_the_policy() -> None:
+    flags = parsed_flags(
+        "--pod-security",
+        "restricted",
+        "--allowed-host-path",
+        "/data/:ro",
+        "--allowed-host-path",
+        "/srv",
+        "--allowed-host-port",
+        "80",
+    )
+    made = kubelet_config(resolve_settings(flags, {}, None))
+    assert made.pod_security_policy() == PodSecurityPolicy(
+        "restricted", (HostPathRule("/data", read_only=True), HostPathRule("/srv")), ((80, 80),)
+    )
+    env = {"KUBECORE_ALLOWED_HOST_PATH": "/a,/b:ro", "KUBECORE_ALLOWED_HOST_PORT": "none"}
+    from_env = kubelet_config(resolve_settings({}, env, None)).pod_security_policy()
+    assert from_env.host_paths == (HostPathRule("/a"), HostPathRule("/b", read_only=True))
+    assert from_env.host_ports == ()
+    default = kubelet_config(resolve_settings({}, {}, None)).pod_security_policy()
+    assert (default.level, default.host_paths, default.host_ports) == (
+        "baseline",
+        (),
+        ((1024, 65535),),
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--pod-security", "root"], ["--pod-security", "privileged, baseline, restricted"]),
+        (["--allowed-host-path", "data"], ["--allowed-host-path", "absolute path"]),
+        (["--allowed-host-port", "0"], ["--allowed-host-port", "from 1 to 65535"]),
+    ],
+)
+def test_a_bad_pod_security_setting_is_a_usage_error_naming_the_flag(
+    argv: list[str], words: list[str]
+) -> None:
+    code, _, err = run_cli("run", "--once", *argv)
+    assert code == 2, err
+    assert all(word in err for word in words), err
 
 
 # --- ranges -------------------------------------------------------------------------------------

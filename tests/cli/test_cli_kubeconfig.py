@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import os
 import stat
 from pathlib import Path
 
@@ -103,12 +104,23 @@ def test_a_ca_without_its_key_keeps_a_fitting_serving_certificate(tmp_path: Path
     assert "ca.key is missing" in err
 
 
-def test_loose_modes_are_tightened(tmp_path: Path) -> None:
+def test_a_token_others_could_read_is_not_kept(tmp_path: Path) -> None:
     assert run_cli("kubeconfig", str(tmp_path))[0] == 0
+    before = (tmp_path / "token").read_bytes()
     (tmp_path / "token").chmod(0o644)
     code, out, _ = run_cli("kubeconfig", str(tmp_path))
-    assert code == 0 and "now 0600" in out
+    assert code == 0 and "token: readable by group or others, not kept" in out
     assert _mode(tmp_path / "token") == 0o600
+    assert (tmp_path / "token").read_bytes() != before
+    token = yaml.safe_load((tmp_path / "kubeconfig").read_text())["users"][0]["user"]["token"]
+    assert token == (tmp_path / "token").read_text().strip()
+
+
+def test_a_ca_key_others_could_read_is_refused(tmp_path: Path) -> None:
+    assert run_cli("kubeconfig", str(tmp_path))[0] == 0
+    (tmp_path / "ca.key").chmod(0o640)
+    code, _, err = run_cli("kubeconfig", str(tmp_path))
+    assert code == 2 and f"{tmp_path / 'ca.key'}: readable by group or others" in err
 
 
 def test_a_directory_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
@@ -148,3 +160,79 @@ def test_an_ipv6_address_is_bracketed_in_the_url(tmp_path: Path) -> None:
     cluster = yaml.safe_load((tmp_path / "kubeconfig").read_text())["clusters"][0]["cluster"]
     assert cluster["server"] == "https://[::1]:7443"
     assert ipaddress.ip_address("::1").compressed in _sans(tmp_path / "server.crt")
+
+
+# --- a directory or a file someone else made ------------------------------------------------
+
+NOBODY = 65534
+
+
+def _as_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("building another user's files needs root (chown)")
+
+
+def test_a_directory_another_user_made_is_refused(tmp_path: Path) -> None:
+    _as_root()
+    directory = tmp_path / "kube"
+    directory.mkdir(mode=0o777)
+    directory.chmod(0o777)
+    os.chown(directory, NOBODY, NOBODY)
+    (directory / "token").write_text("known-to-nobody\n")
+    os.chown(directory / "token", NOBODY, NOBODY)
+    code, out, err = run_cli("kubeconfig", str(directory))
+    assert code == 2, out
+    assert f"{directory}: owned by uid {NOBODY}, not by you (uid 0)" in err
+    assert sorted(p.name for p in directory.iterdir()) == ["token"]  # nothing written there
+
+
+def test_a_directory_others_may_write_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "kube"
+    directory.mkdir()
+    directory.chmod(0o777)
+    code, _, err = run_cli("kubeconfig", str(directory))
+    assert code == 2 and f"{directory}: writable by group or others (mode 0777)" in err
+    inner = directory / "inner"
+    inner.mkdir(mode=0o700)
+    code, _, err = run_cli("kubeconfig", str(inner))
+    assert code == 2 and f"{directory}, above {inner}: writable by group or others" in err
+
+
+@pytest.mark.timeout(60)  # reading a FIFO blocked for ever
+@pytest.mark.parametrize("planted", ["other-owner", "hard-link", "symlink", "fifo"])
+def test_a_file_kubecore_did_not_write_is_never_kept(tmp_path: Path, planted: str) -> None:
+    directory = tmp_path / "kube"
+    assert run_cli("kubeconfig", str(directory))[0] == 0
+    token = directory / "token"
+    token.unlink()
+    outside = tmp_path / "outside"
+    outside.write_text("planted\n")
+    outside.chmod(0o600)
+    if planted == "other-owner":
+        _as_root()
+        token.write_text("planted\n")
+        token.chmod(0o600)
+        os.chown(token, NOBODY, NOBODY)
+        why = f"owned by uid {NOBODY}"
+    elif planted == "hard-link":
+        os.link(outside, token)
+        why = "it has 2 hard links"
+    elif planted == "symlink":
+        token.symlink_to(outside)
+        why = "a symbolic link"
+    else:
+        os.mkfifo(token, 0o600)
+        why = "not a regular file (a FIFO)"
+    code, _, err = run_cli("kubeconfig", str(directory))
+    assert code == 2
+    assert f"{token}: {why}" in err and "keeps only the files it wrote" in err
+
+
+def test_a_new_directory_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0)
+    try:
+        assert run_cli("kubeconfig", str(tmp_path / "kube"))[0] == 0
+    finally:
+        os.umask(previous)
+    assert _mode(tmp_path / "kube") == 0o700
+    assert _mode(tmp_path / "kube" / "token") == 0o600

@@ -7,7 +7,9 @@ An expectation line (one per pod of the file)::
     # expect: <pod-name> <Phase> [<container>=running|waiting:<Reason>|terminated:<Reason>] ...
 
 ``<pod-name>`` is ``name`` (namespace ``default``) or ``namespace/name``; containers are app or
-init containers, by name; a container not listed is not checked. The node runs until every
+init containers, by name; a container not listed is not checked. A file whose pods Kubernetes runs
+only in a namespace of a looser Pod Security level says so (``# pod-security: privileged``), and
+its node is given that level. The node runs until every
 expectation of the file holds at once, for at most ``DEADLINE`` virtual seconds.
 """
 
@@ -21,7 +23,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore import Pod
+from kubecore import KubeletConfig, Pod
 from kubecore._cli.basic import validate_paths
 from kubecore.testing import FakeNode, NotReached
 from kubecore.testing._node import pod_key
@@ -33,6 +35,16 @@ DEADLINE = 600.0
 """Virtual seconds a file's pods get to reach their expectations."""
 
 _EXPECT = re.compile(r"^#\s*expect:\s*(?P<rest>.*)$")
+_POD_SECURITY = re.compile(r"^#\s*pod-security:\s*(?P<level>\w+)\s*$", re.MULTILINE)
+
+
+def pod_security_level(text: str) -> str:
+    """The Pod Security level a corpus file's pods need (``baseline``, the node's default, when
+    the file says none)."""
+    found = _POD_SECURITY.search(text)
+    return found.group("level") if found else "baseline"
+
+
 _CONTAINER = re.compile(
     r"^(?P<name>[^=\s]+)=(?P<state>running|waiting|terminated)(?::(?P<reason>\S+))?$"
 )
@@ -131,7 +143,8 @@ def test_corpus_file(path: Path, tmp_path: Path) -> None:
     assert problems == []
     expectations = parse_expectations(text)
     assert expectations, f"{path.name}: no '# expect:' line"
-    with FakeNode(tmp_path) as node:
+    config = KubeletConfig(pod_security=pod_security_level(text))
+    with FakeNode(tmp_path, config=config) as node:
         # ConfigMap and Secret documents may sit beside the pods: only pods are expected.
         pods = [p for p in node.apply(text) if isinstance(p, Pod)]
         names = {"/".join(pod_key(p)) for p in pods}

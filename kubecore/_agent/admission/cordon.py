@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
-from kubecore._api.store import replace_file
 from kubecore._config.updates import SOURCE_ANNOTATION, SourceName
 from kubecore._model.v1 import Pod, Toleration
+from kubecore._util.files import replace_file
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Pod admission: privileged containers and host namespaces, the security context the node can
+"""Pod admission: privileged containers and host namespaces, the node's pod-security policy
+(``pod_security``: the Pod Security Standards' levels), the security context the node can
 honour (sysctls, AppArmor, SELinux, user namespaces), gRPC probes without the gRPC client,
 persistentVolumeClaims without ``--pvc-dir``, the node's pod limit, the resources the node does not
 have (hugepages, extended resources), the node's labels (``nodeSelector``, required node affinity)
@@ -30,6 +31,12 @@ from kubecore._agent.admission.node_fit import (
     node_labels,
     pod_matches_node,
     scheduler_only_fields,
+)
+from kubecore._agent.admission.pod_security import (
+    POD_SECURITY,
+    PodSecurityPolicy,
+    forbidden_message,
+    violations,
 )
 from kubecore._kuberuntime.security import HostSecurity, security_refusal
 from kubecore._model.v1 import Pod
@@ -64,6 +71,14 @@ def privileged_rejection(pod: Pod) -> Rejection | None:
                 " False)",
             )
     return None
+
+
+def pod_security_rejection(pod: Pod, policy: PodSecurityPolicy) -> Rejection | None:
+    """A pod that breaks the node's pod-security policy, with every violation."""
+    found = violations(pod, policy)
+    if not found:
+        return None
+    return Rejection(POD_SECURITY, f"Pod was rejected: {forbidden_message(found, policy.level)}")
 
 
 def claim_rejection(pod: Pod) -> Rejection | None:
@@ -182,6 +197,7 @@ class Admission:
         host_security: HostSecurity | None = None,
         allowed_unsafe_sysctls: tuple[str, ...] = (),
         cordon: Callable[[], CordonView] = lambda: SCHEDULABLE,
+        pod_security: PodSecurityPolicy | None = None,
     ) -> None:
         self.max_pods = max_pods
         self.allow_privileged = allow_privileged
@@ -192,6 +208,10 @@ class Admission:
         self.host_security = host_security or HostSecurity()
         self.allowed_unsafe_sysctls = allowed_unsafe_sysctls
         self.cordon = cordon
+        self.pod_security = pod_security or PodSecurityPolicy(
+            unsafe_sysctls=allowed_unsafe_sysctls, host_namespaces=allow_privileged
+        )
+        """The Pod Security Standards level new pods must meet (``pod_security``)."""
         """Whether the node is cordoned, the API pods it keeps and refused (read once a pass
         that has new pods: ``kubecore._agent.admission.cordon``)."""
         self._admitted: dict[str, Pod] = {}
@@ -267,6 +287,8 @@ class Admission:
         security = security_refusal(pod, self.host_security, self.allowed_unsafe_sysctls)
         if security is not None:
             return Rejection(*security)
+        if (refused := pod_security_rejection(pod, self.pod_security)) is not None:
+            return refused
         if (refused := grpc_rejection(pod)) is not None:
             return refused
         if count >= self.max_pods:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 import attrs
@@ -216,6 +216,7 @@ class PodSyncer:
         generation: Callable[[], int],
         report: Callable[[Outcome], None],
         wake: Callable[[], None],
+        published: Callable[[Iterable[str]], None] = lambda _uids: None,
     ) -> None:
         self._clock = clock
         self._executor = executor
@@ -228,6 +229,7 @@ class PodSyncer:
         self._generation = generation
         self._report = report
         self._wake = wake
+        self._published = published
         self._duration = {
             op: metrics.pod_worker_duration.labels(op)
             for op in ("create", "update", "sync", "kill")
@@ -274,6 +276,7 @@ class PodSyncer:
             self._metrics.sync_errors.inc()
         if not unchanged:
             self._publish(uid, st, pod, work, since, in_place, done.actions, now)
+            self._published((uid,))
         if st.published.start_reported and not was_started:
             # The kubelet's SLI leaves image pulls out of a pod's start.
             started_in = max(0.0, now - st.first_seen - record.pull_seconds)

@@ -108,7 +108,7 @@ def test_a_host_network_pod_with_host_aliases_sees_the_nodes_hosts_and_its_alias
         hostNetwork=True,
         hostAliases=[{"ip": "10.9.8.7", "hostnames": ["alias.example"]}],
     )
-    kubelet = make_agent([pod])
+    kubelet = make_agent([pod], allow_privileged=True)  # hostNetwork is a host namespace
     running = wait_pod(kubelet, namespace, "hn", all_running, what="hn running")
     inspected = raw.inspect_container(running_ids(running)["app"])
     assert {m["Destination"] for m in inspected["Mounts"]} >= {"/etc/hosts"}

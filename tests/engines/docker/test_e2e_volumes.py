@@ -125,7 +125,7 @@ def test_host_to_container_propagation_shows_a_later_host_mount(
         [{"name": "h", "hostPath": {"path": str(shared_dir)}}],
         [{"name": "h", "mountPath": "/h", "mountPropagation": "HostToContainer"}],
     )
-    kubelet = agent([pod])
+    kubelet = agent([pod], allowed_host_paths=(str(shared_dir),))
     running = wait_pod(kubelet, namespace, "p", all_running, timeout=30)
     (status,) = running.status.container_statuses  # type: ignore[union-attr]
     data = raw.inspect_container(status.container_id.removeprefix("docker://"))
@@ -153,7 +153,7 @@ def test_propagation_from_a_private_mount_is_refused_clearly(
         [{"name": "h", "hostPath": {"path": str(tmp_path)}}],
         [{"name": "h", "mountPath": "/h", "mountPropagation": "HostToContainer"}],
     )
-    kubelet = agent([pod])
+    kubelet = agent([pod], allowed_host_paths=(str(tmp_path),))
 
     def refused() -> list[str]:
         return [

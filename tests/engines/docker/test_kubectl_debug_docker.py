@@ -135,6 +135,7 @@ def test_kubectl_debug_adds_a_container_that_sees_the_apps_processes(
         POD,
         f"--image={engine.image}",
         "--target=main",
+        "--profile=baseline",  # kubectl's general profile adds SYS_PTRACE: refused
         f"--container={name}",
         "--",
         "sleep",
@@ -183,6 +184,7 @@ def test_kubectl_debug_it_attaches_a_terminal_to_the_debug_container(
             POD,
             f"--image={engine.image}",
             "--target=main",
+            "--profile=baseline",  # kubectl's general profile adds SYS_PTRACE: refused
             f"--container={name}",
             "--",
             "sh",

@@ -40,7 +40,9 @@ def test_a_host_network_pod_whose_probes_name_no_host_becomes_ready(
         [container("server", engine.image, server, readinessProbe=probe)],
         hostNetwork=True,
     )
-    kubelet = make_agent([pod], node_name=OWN_NODE[NODE_LABEL], host_ip=host_ip)
+    kubelet = make_agent(
+        [pod], node_name=OWN_NODE[NODE_LABEL], host_ip=host_ip, allow_privileged=True
+    )
     wait_pod(kubelet, namespace, "hostnet", ready, timeout=30, what="ready")
     # (a first probe may fail before the server listens; none may fail to run at all)
     unhealthy = kubelet.recent_events(namespace=namespace, name="hostnet", reason="Unhealthy")

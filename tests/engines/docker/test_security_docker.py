@@ -79,7 +79,7 @@ def test_the_docs_security_context_demo_as_docker_is_told(
 def test_capabilities_read_only_root_and_seccomp_as_docker_is_told(
     agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
 ) -> None:
-    kubelet = agent([locked_pod(namespace, engine.image)])
+    kubelet = agent([locked_pod(namespace, engine.image)], pod_security="privileged")
     running = wait_pod(kubelet, namespace, "locked", all_running)
     host = inspect(raw, namespace, running, "app")["HostConfig"]
     assert (host["CapAdd"], host["CapDrop"], host["ReadonlyRootfs"]) == (
@@ -186,3 +186,37 @@ def test_app_armor_is_refused_on_a_host_without_it(
     )
     assert failed.status is not None and failed.status.reason == "AppArmorNotSupported"
     assert "appArmorProfile" in failed.status.message
+
+
+def host_root_pod(namespace: str, image: str) -> Any:
+    """The attack: the host's ``/`` (mounted read-only here) with SYS_ADMIN, as uid 0."""
+    app = container(
+        "app",
+        image,
+        securityContext={"capabilities": {"add": ["SYS_ADMIN"]}},
+        volumeMounts=[{"name": "root", "mountPath": "/host", "readOnly": True}],
+    )
+    return make_pod(
+        "attack", namespace, [app], volumes=[{"name": "root", "hostPath": {"path": "/"}}]
+    )
+
+
+def test_the_host_root_pod_is_refused_by_default_and_runs_only_with_the_flags(
+    agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+) -> None:
+    pod = host_root_pod(namespace, engine.image)
+    kubelet = agent([pod])
+    refused = wait_pod(
+        kubelet, namespace, "attack", lambda p: p.status is not None and p.status.phase == "Failed"
+    )
+    assert refused.status is not None and refused.status.reason == "PodSecurity"
+    assert 'hostPath volumes (volume "root")' in refused.status.message
+    assert '"SYS_ADMIN"' in refused.status.message
+    assert engine_containers(raw, namespace) == []  # not even a sandbox
+    kubelet.stop(timeout=10)
+
+    loosened = agent([pod], pod_security="privileged")
+    wait_pod(loosened, namespace, "attack", all_running, timeout=30)
+    seen = exec_until(loosened, namespace, "attack", "app", ["sh", "-c", "id -u; ls /host"])
+    assert seen.exit_code == 0 and seen.stdout.split(b"\n")[0] == b"0", seen
+    assert b"etc" in seen.stdout.split(b"\n")

@@ -1,10 +1,11 @@
 """``volumeMounts[].subPathExpr`` through the agent on the real Docker engine: a file the
 container writes under its mount lands in the volume's sub-directory named by the expansion of
 the container's env (seen from a second container mounting the whole volume, on the host, and in
-``docker inspect``)."""
+``docker inspect``, which binds the agent's bind of that directory)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from kubecore._util.clock import SystemClock
 from kubecore_docker import DockerConnection, DockerOptions, DockerPuller, DockerRuntime
 from tests.engines.docker.conftest import TestEngine, remove_labelled
 from tests.engines.docker.e2e_helpers import all_running, container, exec_until, make_pod, wait_pod
+from tests.engines.engine_support import unmount_under
 
 pytestmark = pytest.mark.docker
 
@@ -66,6 +68,7 @@ def agent(engine: TestEngine, tmp_path: Path, node_root: Path) -> Iterator[Kubel
     finally:
         kubelet.stop(timeout=10)
         runtime.close()
+        unmount_under(tmp_path)  # a stopped agent leaves its running pod's subPath binds
 
 
 def run(kubelet: Kubelet, namespace: str, ctr: str, command: str) -> str:
@@ -118,4 +121,7 @@ def test_a_file_lands_in_the_expanded_sub_directory(
     statuses = running.status.container_statuses if running.status is not None else ()
     (app_id,) = [s.container_id.split("://")[-1] for s in statuses if s.name == "app"]
     binds = {m["Destination"]: m["Source"] for m in raw.inspect_container(app_id)["Mounts"]}
-    assert binds["/logs"] == str(expanded.resolve())
+    # The engine binds the agent's bind of the expanded directory (the inode it verified).
+    target = node_root / "pods" / pod.uid / "volume-subpaths" / "workdir" / "app" / "0"
+    assert binds["/logs"] == str(target)
+    assert os.stat(binds["/logs"]).st_ino == expanded.stat().st_ino

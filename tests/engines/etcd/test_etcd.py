@@ -393,6 +393,28 @@ def test_deleting_the_key_stops_the_pod_and_removes_its_status(
 
 
 @pytest.mark.etcd
+def test_a_change_is_pushed_to_etcd_without_waiting_for_the_interval(
+    client: Any, prefix: str, agents: Callable[..., Agent]
+) -> None:
+    # The sink looks at the node key once a minute here: a status that lands sooner came from
+    # the agent's change subscription, not from a poll.
+    agent = agents("n1", interval=60.0)
+    bind(client, prefix, "n1", make_pod("web"))
+    wait_for(lambda: phase(client, prefix, "n1", "web") == "Running", what="web running")
+    (app,) = [c for c in agent.runtime.find_containers() if c.name == "app"]
+    agent.runtime.crash(app.id, code=3)
+
+    def restarted() -> bool:
+        document = statuses(client, prefix, "n1").get("default/web") or {}
+        counts = [c.get("restartCount", 0) for c in document.get("status", {}).get(
+            "containerStatuses", []
+        )]  # fmt: skip
+        return counts == [1]
+
+    wait_for(restarted, timeout=20, what="the restart pushed to etcd")
+
+
+@pytest.mark.etcd
 def test_editing_a_pod_changes_only_what_changed(
     client: Any, prefix: str, agents: Callable[..., Agent]
 ) -> None:

@@ -78,7 +78,7 @@ def test_the_docs_security_context_demo(
 def test_capabilities_read_only_root_and_seccomp(
     agent: AgentFactory, engine: EngineUnderTest, namespace: str
 ) -> None:
-    kubelet = agent([locked_pod(namespace, engine.image)])
+    kubelet = agent([locked_pod(namespace, engine.image)], pod_security="privileged")
     wait_pod(kubelet, namespace, "locked", all_running)
     assert status_line(kubelet, namespace, "locked", "app", "CapEff") == CAP_NET_ADMIN
     assert status_line(kubelet, namespace, "locked", "app", "Seccomp") == "0"

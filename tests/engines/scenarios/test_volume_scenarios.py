@@ -264,7 +264,7 @@ def test_host_path_types(
             {"name": "c", "mountPath": "/null"},
         ],
     )
-    kubelet = agent([pod])
+    kubelet = agent([pod], allowed_host_paths=(str(tmp_path), "/dev/null"))
 
     def failed_mount() -> list[str]:
         return [e.message for e in kubelet.recent_events(namespace=namespace, reason="FailedMount")]

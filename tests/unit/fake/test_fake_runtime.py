@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 import kubecore_fake._runtime
-from kubecore import ContainerRuntime, ContainerRuntimeError, HealthChecker, Puller
+from kubecore import ContainerRuntime, ContainerRuntimeError, HealthChecker, KubeletConfig, Puller
 from kubecore._contract.labels import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
 from kubecore.runtime import (
     Conflict,
@@ -1047,7 +1047,8 @@ def test_files_written_into_an_empty_dir_are_seen_by_the_pods_other_containers(
         )
     )
     assert "echo x > /host/x" in text and "mountPath: /host" in text and str(host) in text
-    with FakeNode(tmp_path / "node") as node:
+    config = KubeletConfig(allowed_host_paths=(str(host),))
+    with FakeNode(tmp_path / "node", config=config) as node:
         node.apply(text)
         node.run_until(
             lambda: node.status("startup-coordination-example").phase == "Running", timeout=60

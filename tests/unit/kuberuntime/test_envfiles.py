@@ -4,6 +4,7 @@ env file a container wrote into one of the pod's emptyDir volumes."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,33 @@ def test_the_docs_pod_prints_the_variable_its_init_container_wrote(tmp_path: Pat
         (app,) = [c for c in runtime.list_containers() if c.name.endswith("use-envfile")]
         lines = b"".join(runtime.logs(app.id)).decode().splitlines()
         assert [line for line in lines if line.startswith("DB_ADDRESS")] == ["DB_ADDRESS=address"]
+
+
+def test_a_fifo_in_place_of_the_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "config.env")
+    answer: list[object] = []
+
+    def read() -> None:
+        try:
+            answer.append(read_volume_file(str(tmp_path), "config.env"))
+        except ValueError as exc:
+            answer.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # blocked on the FIFO: a writer frees it
+        os.close(os.open(tmp_path / "config.env", os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(5)
+    (found,) = answer
+    assert isinstance(found, ValueError) and "not a regular file" in str(found)
+
+
+def test_a_directory_linked_out_of_the_volume_is_not_followed(tmp_path: Path) -> None:
+    volume, outside = tmp_path / "volume", tmp_path / "outside"
+    volume.mkdir()
+    outside.mkdir()
+    (outside / "config.env").write_text("DB_ADDRESS='from the node'\n")
+    os.symlink(outside, volume / "sub")
+    with pytest.raises(ValueError, match="leads out of its volume"):
+        read_volume_file(str(volume), "sub/config.env")

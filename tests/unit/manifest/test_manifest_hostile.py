@@ -87,10 +87,14 @@ def test_an_integer_too_long_to_print_in_parsed_data_has_its_path() -> None:
 
 
 def test_deep_nesting_is_refused_with_a_position() -> None:
-    # 994 levels: too deep for json's recursion, fine for libyaml (a list, not a pod).
-    assert problems_of("[" * 994 + "]" * 994) == [
+    # One bound for every parser (json's recursion gives up about 990 levels, libyaml at 1,000).
+    assert problems_of("[" * 100 + "]" * 100) == [
         "expected a mapping (a Pod or a List), got a list"
     ]
+    assert problems_of("[" * 994 + "]" * 994) == [
+        "invalid JSON at line 1, column 101: nested more than 100 levels deep"
+    ]
+    assert problems_of("- " * 101 + "x") == ["invalid YAML: nested more than 100 levels deep"]
     assert problems_of("[" * 5000 + "]" * 5000) == [
         "invalid JSON at line 1, column 101: nested more than 100 levels deep"
     ]

@@ -44,7 +44,10 @@ def host_network_node(tmp_path: Path, host_ip: str) -> tuple[Kubelet, ManualCloc
     runtime = FakeRuntime(clock=clock, node_ip="")  # as on Docker: no sandbox address
     (tmp_path / "resolv.conf").write_text("nameserver 192.0.2.53\n")
     config = KubeletConfig(
-        root_dir=str(tmp_path / "root"), resolv_conf=str(tmp_path / "resolv.conf"), host_ip=host_ip
+        root_dir=str(tmp_path / "root"),
+        resolv_conf=str(tmp_path / "resolv.conf"),
+        host_ip=host_ip,
+        allow_privileged=True,  # hostNetwork is a host namespace
     )
     kubelet = Kubelet(
         runtime, runtime, config=config, health_checker=DefaultHealthChecker(runtime), clock=clock

@@ -174,7 +174,7 @@ def test_each_type_accepts_its_kind(tmp_path: Path) -> None:
 
 
 def test_a_failed_host_path_check_waits_in_container_creating(tmp_path: Path) -> None:
-    node = node_with(tmp_path)
+    node = node_with(tmp_path, allowed_host_paths=(str(tmp_path),))
     path = tmp_path / "later"
     node.kubelet.set_pods(
         [pod_with_volume(f"{{name: v, hostPath: {{path: {path}, type: Directory}}}}")]
@@ -527,7 +527,7 @@ def test_sub_path_leaving_the_volume_fails_the_container(tmp_path: Path) -> None
 
 
 def test_mount_propagation_reaches_the_runtime(tmp_path: Path) -> None:
-    node = node_with(tmp_path)
+    node = node_with(tmp_path, allowed_host_paths=(str(tmp_path),))
     node.kubelet.set_pods(
         [
             pod_with_volume(
