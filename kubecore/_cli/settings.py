@@ -379,7 +379,7 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_connections_per_client",
         "int",
-        lambda: 128,
+        lambda: 256,
         "open connections to the API port from one client address (an IPv6 /64; loopback too)"
         " at most; past it that client's oldest idle one is closed",
         metavar="N",

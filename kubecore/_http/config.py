@@ -74,7 +74,7 @@ class ServerConfig:
     max_connections: int = 1024
     """Open connections; past it the oldest idle one is closed to make room, or a new one is
     answered 503 at once (over TLS, closed)."""
-    max_connections_per_client: int = 128
+    max_connections_per_client: int = 256
     """Open connections from one client address (an IPv6 /64), loopback included; past it the
     client's oldest idle one is closed to make room."""
     health_connections: int = 8

@@ -222,7 +222,7 @@ class Limits:
     max_connections: int = 1024
     """Open connections (waiting, idle or being answered); past it a new one gets a 503 (an idle
     one is closed first to make room)."""
-    max_connections_per_client: int = 128
+    max_connections_per_client: int = 256
     """Open connections from one client (``client_of``); past it the client's oldest idle one is
     closed to make room, or the new one refused."""
     health_reserve: int = 8

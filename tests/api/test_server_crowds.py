@@ -71,7 +71,7 @@ def closed_by_server(sockets: list[socket.socket]) -> int:
     ("limits", "share"),
     [
         ({"max_connections": 64, "max_connections_per_client": 16, "health_connections": 4}, 16),
-        ({}, 128),  # the defaults: 1024 in all, 128 per client
+        ({}, 256),  # the defaults: 1024 in all, 256 per client
     ],
     ids=["lowered", "default"],
 )
