@@ -152,7 +152,7 @@ class EventsAndNamespaces:
             return None
 
         lines = _event_lines(exchange, self._log, start, timeout, shown, namespace, initial_end)
-        with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
+        with exchange.server.watch_slot(exchange.headers.get("Authorization") or ""):
             exchange._stream(b"", lines, JSON_TYPE)
 
     def get_namespace(self, exchange: Exchange, name: str) -> None:

@@ -32,7 +32,8 @@ def serve_log(
         _send_log(exchange, kubelet, (namespace, name, container), options)
         return
     # The slot is taken before the runtime's stream is opened: a refused follow opens none.
-    with exchange.server.follow_slot((namespace, name, container)):
+    authorization = exchange.headers.get("Authorization") or ""
+    with exchange.server.follow_slot((namespace, name, container), authorization):
         _send_log(exchange, kubelet, (namespace, name, container), options)
 
 

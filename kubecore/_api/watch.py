@@ -245,7 +245,7 @@ def serve_watch(
     if initial_end is not None:
         start = None
     bookmarks = kind if request.flag("allowWatchBookmarks") else None
-    with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
+    with exchange.server.watch_slot(exchange.headers.get("Authorization") or ""):
         lines = _watch_lines(exchange, match, start, timeout, pods, render, initial_end, bookmarks)
         exchange._stream(b"", lines, JSON_TYPE)
 
@@ -264,7 +264,7 @@ def serve_polled(exchange: Exchange, request: Request, look: Look, render: Rende
     initial_end = request.flag("sendInitialEvents")
     raw_version = request.param("resourceVersion")
     listed = raw_version if raw_version not in ("", "0") and not initial_end else None
-    with exchange.server.follow_slot(("", "watch", str(id(exchange)))):
+    with exchange.server.watch_slot(exchange.headers.get("Authorization") or ""):
         lines = _polled_lines(exchange, look, timeout, render, initial_end, listed)
         exchange._stream(b"", lines, JSON_TYPE)
 
@@ -386,8 +386,10 @@ def _seen_as(event: WatchEvent, matches: bool, shown: set[PodKey]) -> str:
 
 
 def _client_gone(sock: socket.socket) -> bool:
-    """A watch client sends nothing: input (or end of input) means it went away."""
+    """A watch client sends nothing: input (or end of input, or an error) means it went away.
+    ``poll``, not ``select``, which cannot watch a descriptor above 1023."""
     with contextlib.suppress(OSError, ValueError):
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable)
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
     return True

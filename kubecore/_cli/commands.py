@@ -566,6 +566,8 @@ def run_forever(
                         log_dir=settings["log_dir"] or None,
                         tls_cert_file=settings["tls_cert_file"] or None,
                         tls_private_key_file=settings["tls_private_key_file"] or None,
+                        max_connections=settings["max_connections"],
+                        max_connections_per_client=settings["max_connections_per_client"],
                     ),
                     api=kube_api(kubelet, settings),
                 )

@@ -387,6 +387,24 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
         metavar="FILE",
     ),
     Setting(
+        "max_connections",
+        "int",
+        lambda: 1024,
+        "open connections to the API port at most; past it the oldest idle one is closed (the"
+        " last few are kept for /healthz, /readyz and /livez)",
+        metavar="N",
+        bounds=Bounds(16, 65536),
+    ),
+    Setting(
+        "max_connections_per_client",
+        "int",
+        lambda: 256,
+        "open connections to the API port from one client address (an IPv6 /64; loopback too)"
+        " at most; past it that client's oldest idle one is closed",
+        metavar="N",
+        bounds=Bounds(1, 65536),
+    ),
+    Setting(
         "etcd_endpoints",
         "str",
         lambda: "",

@@ -39,6 +39,18 @@ MAX_QUERY_FIELDS = 256
 
 Route = Callable[["Handler", list[str], dict[str, list[str]]], None]
 """An endpoint: the handler, the path's segments after the first (unquoted), the query."""
+ANSWERED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+"""The methods some endpoint answers; any other (``TRACE``, ``QUERY``, ...) is a 405."""
+PEER_GONE = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    TimeoutError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+"""What writing to a client that went away (or stopped reading) raises: not the server's
+fault, so one debug line and the connection is closed."""
 
 
 class Site(Protocol):
@@ -56,7 +68,11 @@ class Site(Protocol):
     host_names: tuple[str, ...]
     """The names a plain-HTTP request's ``Host`` may give besides loopback ones."""
 
-    def follow_slot(self, container: tuple[str, str, str]) -> AbstractContextManager[None]: ...
+    def follow_slot(
+        self, container: tuple[str, str, str], authorization: str
+    ) -> AbstractContextManager[None]: ...
+
+    def watch_slot(self, authorization: str) -> AbstractContextManager[None]: ...
 
     def stream_slot(self, live: Live) -> AbstractContextManager[None]: ...
 
@@ -135,6 +151,30 @@ class Handler(BaseHTTPRequestHandler):
             self.request_version = "HTTP/1.0"
         self._send_bytes(status, status_body(status, message or status.phrase), JSON_TYPE)
 
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self.command in ANSWERED_METHODS:
+            return True
+        path = urllib.parse.urlsplit(self.path).path
+        allowed = ", ".join(sorted(self._allowed(path)))
+        message = f"{self.command} is not allowed on {path}; use {allowed}"
+        self._fail(HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, message, {"Allow": allowed}))
+        return False
+
+    def _allowed(self, path: str) -> set[str]:
+        """The methods ``path`` answers (any a node answers, for a path of the node's API or
+        none at all)."""
+        segments = path.split("/")[1:]
+        route = self.server.routes.get(segments[0] if segments else "")
+        api = self.server.api
+        if route is None or (api is not None and segments[0] in api.heads):
+            return set(ANSWERED_METHODS)
+        allowed = set(route[0].split("|"))
+        if allowed == {"GET"}:
+            allowed.add("HEAD")
+        return allowed
+
     # every method goes through one dispatcher so that a wrong method gets a 405, not a 501
     def do_GET(self) -> None:
         self._dispatch()
@@ -167,7 +207,8 @@ class Handler(BaseHTTPRequestHandler):
             self._fail(error)
         except BadParameter as error:
             self._fail(error_for(error))
-        except (TimeoutError, BrokenPipeError, ConnectionResetError):
+        except PEER_GONE as gone:
+            logger.debug("%s %s: the client went away (%r)", self.command, self.path, gone)
             self.close_connection = True
         except Exception:
             logger.exception("request %s %s failed", self.command, self.path)
@@ -202,9 +243,7 @@ class Handler(BaseHTTPRequestHandler):
         if head not in routes:
             raise HTTPError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
         method, route = routes[head]
-        allowed = set(method.split("|"))
-        if allowed == {"GET"}:
-            allowed.add("HEAD")
+        allowed = self._allowed(path)
         if self.command not in allowed:
             raise HTTPError(
                 HTTPStatus.METHOD_NOT_ALLOWED,

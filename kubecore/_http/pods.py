@@ -55,7 +55,8 @@ def container_logs(handler: Handler, rest: list[str], query: dict[str, list[str]
     except KubecoreError as error:
         raise error_for(error) from None
     if options.follow:
-        with handler.server.follow_slot(container):
+        authorization = handler.headers.get("Authorization") or ""
+        with handler.server.follow_slot(container, authorization):
             _send_logs(handler, container, options)
     else:
         _send_logs(handler, container, options)

@@ -50,9 +50,10 @@ import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from kubecore._api.auth import OPEN_GATE, Gate
+from kubecore._http.budget import Budget
 from kubecore._http.config import MAX_BODY_BYTES, ServedKubelet, ServerConfig
 from kubecore._http.handler import Handler, Route
 from kubecore._http.health import healthz
@@ -114,10 +115,14 @@ class _Server:
         self.stopping = threading.Event()
         self._follows: dict[tuple[str, str, str], int] = {}
         self._follows_lock = threading.Lock()
+        self._follow_budget = Budget(config.max_follow_streams, config.max_anonymous_follows)
+        self._watch_budget = Budget(config.max_watches, config.max_anonymous_watches)
         self._streams: list[Live] = []
         limits = Limits(
             workers=config.workers,
             max_connections=config.max_connections,
+            max_connections_per_client=config.max_connections_per_client,
+            health_reserve=config.health_connections,
             head_timeout=config.request_timeout,
             body_timeout=config.request_timeout,
             max_body_bytes=config.max_body_bytes,
@@ -152,34 +157,57 @@ class _Server:
             return check_bearer(authorization, self.config.exec_token) is Credentials.VALID
         return False
 
+    def carries_token(self, authorization: str) -> bool:
+        """Whether an ``Authorization`` header carries a token this node accepts: the exec
+        token, or the API's (asked as for a write, which anonymous reads never let through)."""
+        if self.config.exec_token and (
+            check_bearer(authorization, self.config.exec_token) is Credentials.VALID
+        ):
+            return True
+        return self.gate.has_token and self.gate.authenticated(authorization, "POST")
+
     @contextlib.contextmanager
-    def follow_slot(self, container: tuple[str, str, str]) -> Iterator[None]:
-        """Hold one of the few ``follow`` streams (each keeps a worker busy), or answer 429."""
+    def follow_slot(self, container: tuple[str, str, str], authorization: str) -> Iterator[None]:
+        """Hold one of the few ``follow`` streams (each keeps a worker busy), or answer 429;
+        requests without a token share only ``max_anonymous_follows`` of them."""
         config = self.config
+        anonymous = not self.carries_token(authorization)
         with self._follows_lock:
-            total = sum(self._follows.values())
             here = self._follows.get(container, 0)
-            if total >= config.max_follow_streams or here >= config.max_follow_per_container:
-                limit = (
-                    f"{config.max_follow_per_container} on one container"
-                    if here >= config.max_follow_per_container
-                    else f"{config.max_follow_streams} in all"
+            if here >= config.max_follow_per_container:
+                _too_many(
+                    "log streams being followed"
+                    f" (at most {config.max_follow_per_container} on one container)"
                 )
-                raise HTTPError(
-                    HTTPStatus.TOO_MANY_REQUESTS,
-                    f"too many log streams being followed (at most {limit})",
-                    {"Retry-After": "5"},
-                )
+            refused = self._follow_budget.take(anonymous)
+            if refused:
+                _too_many(f"log streams being followed ({refused})")
             self._follows[container] = here + 1
         try:
             yield
         finally:
             with self._follows_lock:
+                self._follow_budget.give_back(anonymous)
                 left = self._follows[container] - 1
                 if left:
                     self._follows[container] = left
                 else:
                     del self._follows[container]
+
+    @contextlib.contextmanager
+    def watch_slot(self, authorization: str) -> Iterator[None]:
+        """Hold one of the few watches (each keeps a worker busy), or answer 429; requests
+        without a token share only ``max_anonymous_watches`` of them."""
+        anonymous = not self.carries_token(authorization)
+        with self._follows_lock:
+            refused = self._watch_budget.take(anonymous)
+        if refused:
+            _too_many(f"watches ({refused})")
+        try:
+            yield
+        finally:
+            with self._follows_lock:
+                self._watch_budget.give_back(anonymous)
 
     @contextlib.contextmanager
     def stream_slot(self, live: Live) -> Iterator[None]:
@@ -208,6 +236,10 @@ class _Server:
             live = list(self._streams)
         for session in live:
             session.end()
+
+
+def _too_many(what: str) -> NoReturn:
+    raise HTTPError(HTTPStatus.TOO_MANY_REQUESTS, f"too many {what}", {"Retry-After": "5"})
 
 
 class KubeletServer:

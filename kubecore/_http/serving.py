@@ -8,8 +8,20 @@ has fully arrived is handed to a fixed pool of workers, which never read from th
 that sends nothing, or sends its head or body slowly, costs a socket and a buffer, never a worker:
 it has ``head_timeout`` for the head and then ``body_timeout`` for the body, in all (not per
 read), as Go's ``ReadHeaderTimeout`` and ``ReadTimeout``. Idle keep-alive connections go back to
-the selector between requests. Past ``max_connections`` open connections a new one is answered
-``503`` at once and closed.
+the selector between requests.
+
+Connections are bounded in all (``max_connections``) and per client (``max_connections_per_client``,
+one IPv4 address or IPv6 /64, loopback included: ``client_of``). A connection that is idle (its
+head not all arrived, or between keep-alive requests) may be closed to make room: when a client is
+at its share, its own oldest idle connection; when the server is full, the oldest idle one of
+anyone. Connections being answered (a stream, a watch, an exec session) are never closed for room.
+The last ``health_reserve`` connections are kept for the health checks (``/healthz``, ``/readyz``,
+``/livez``): a connection that takes one of them may send only such a request. With no room left
+a new connection is answered ``503`` and closed (over TLS, only closed: an answer must not go out
+in clear text on a TLS port). When ``accept`` fails for want of file descriptors (``EMFILE``,
+``ENFILE``), the oldest idle connection is closed and, when there is none, the listener is left
+unwatched for a growing pause (the kernel keeps new clients in its backlog), so that the selector
+never spins on a listener it cannot accept from; that is logged once a minute at most, with a count.
 
 The head is checked before any byte of the body is read (``read_head``): a request whose framing
 is ambiguous (two ``Content-Length`` headers, ``Transfer-Encoding`` with ``Content-Length``, a
@@ -25,6 +37,7 @@ answered without their body, and their connection closed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import logging
 import queue
@@ -41,6 +54,7 @@ from typing import Any
 import attrs
 
 from kubecore._http.rules import status_body
+from kubecore._http.seats import HEALTH_PATHS, Seat, client_of, is_health_check, seat_for
 from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 
 logger = logging.getLogger(__name__)
@@ -55,6 +69,13 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 """The methods whose body a handler reads."""
 _LINGER = 2.0
 """Seconds a closed connection's remaining input is drained."""
+_OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_FIRST_PAUSE = 0.05
+_LONGEST_PAUSE = 2.0
+"""Seconds the listener is left unwatched after ``accept`` ran out of descriptors with no idle
+connection to close: the first pause, doubled each time it fails again, up to the longest."""
+_REPORT_EVERY = 60.0
+"""Seconds between two warnings that ``accept`` ran out of descriptors."""
 
 
 def status_response(code: HTTPStatus, message: str) -> bytes:
@@ -68,6 +89,10 @@ def status_response(code: HTTPStatus, message: str) -> bytes:
 
 
 _BUSY = status_response(HTTPStatus.SERVICE_UNAVAILABLE, "too many connections")
+_HEALTH_ONLY = status_response(
+    HTTPStatus.SERVICE_UNAVAILABLE,
+    f"too many connections: only the health checks ({', '.join(HEALTH_PATHS)}) are answered now",
+)
 _TOO_LARGE = status_response(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request head too large")
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -195,7 +220,13 @@ class Limits:
     workers: int = 16
     """Requests answered at once."""
     max_connections: int = 1024
-    """Open connections (waiting, idle or being answered); past it a new one gets a 503."""
+    """Open connections (waiting, idle or being answered); past it a new one gets a 503 (an idle
+    one is closed first to make room)."""
+    max_connections_per_client: int = 256
+    """Open connections from one client (``client_of``); past it the client's oldest idle one is
+    closed to make room, or the new one refused."""
+    health_reserve: int = 8
+    """Of ``max_connections``, the last ones, kept for health checks (``HEALTH_PATHS``)."""
     head_timeout: float = 10.0
     """Seconds a client has to send a request's head (and an idle keep-alive connection to
     start its next request)."""
@@ -237,6 +268,12 @@ class _Waiting:
     address: Any
     buffer: bytearray
     deadline: float
+    client: str
+    since: float
+    """When the connection was accepted or came back from a worker: the oldest idle one is
+    closed first to make room."""
+    health_only: bool = False
+    """It holds a connection of the health reserve: one health check, then it closes."""
     draining: bool = False
     """Answered and shut for writing: what the client still sends is read and dropped until it
     closes (closing with unread input would reset the connection and lose the answer)."""
@@ -246,6 +283,13 @@ class _Waiting:
     """The bytes of ``buffer`` this request takes (its head, and its body when it is read)."""
     whole: bool = True
     """False when the body is not read: the connection cannot serve another request."""
+    closed: bool = False
+
+    @property
+    def idle(self) -> bool:
+        """Its request head has not all arrived (a new connection, or one kept alive between
+        requests), or it is closing: not collecting a body, nor with a worker."""
+        return self.head is None or self.draining
 
 
 Handle = Callable[[socket.socket, Any, RequestReader], bool]
@@ -258,6 +302,9 @@ def _admit_all(head: RequestHead, sock: socket.socket) -> bool:
 
 class BoundedServer:
     """Accepts on ``(address, port)`` and answers complete requests with ``handle`` on a pool."""
+
+    refusal: bytes = _BUSY
+    """What a connection refused for want of room is sent before it is closed."""
 
     def __init__(
         self,
@@ -287,9 +334,16 @@ class BoundedServer:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._open = 0
+        self._per_client: dict[str, int] = {}
         self._open_lock = threading.Lock()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
+        self._paused_until: float | None = None
+        """While accepting is paused (out of descriptors): when the listener is watched again."""
+        self._pause = _FIRST_PAUSE
+        self._starved = 0
+        """Accepts that failed for want of descriptors since the last warning."""
+        self._next_report = 0.0
 
     def serve_forever(self) -> None:
         sel = self._selector
@@ -297,18 +351,22 @@ class BoundedServer:
         sel.register(self._wake_r, selectors.EVENT_READ, None)
         try:
             while not self._stopping.is_set():
-                for key, _ in sel.select(timeout=0.5):
+                for key, _ in sel.select(timeout=self._select_timeout()):
                     if key.fileobj is self._listener:
                         self._accept()
                     elif key.fileobj is self._wake_r:
                         self._drain_wake()
-                    else:
+                    elif not key.data.closed:  # closed to make room since select returned
                         self._read(key.data)
-                self._expire(time.monotonic())
+                now = time.monotonic()
+                self._expire(now)
+                if self._paused_until is not None and now >= self._paused_until:
+                    self._paused_until = None
+                    sel.register(self._listener, selectors.EVENT_READ, None)
         finally:
             for key in list(sel.get_map().values()):
                 if isinstance(key.data, _Waiting):
-                    self._close(key.data.sock)
+                    self._close(key.data)
             sel.close()
             self._stopped.set()
 
@@ -323,7 +381,17 @@ class BoundedServer:
         self._wake_r.close()
         self._wake_w.close()
 
+    def open_connections(self, client: str | None = None) -> int:
+        """The connections open now: in all, or of one client (``client_of``)."""
+        with self._open_lock:
+            return self._open if client is None else self._per_client.get(client, 0)
+
     # --- the selector thread
+
+    def _select_timeout(self) -> float:
+        if self._paused_until is None:
+            return 0.5
+        return max(0.0, min(0.5, self._paused_until - time.monotonic()))
 
     def _accept(self) -> None:
         for _ in range(64):
@@ -332,23 +400,94 @@ class BoundedServer:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as error:
-                logger.warning("accepting a connection failed: %s", error)
-                return
-            with self._open_lock:
-                full = self._open >= self._limits.max_connections
-                if not full:
-                    self._open += 1
-            if full:
-                try:
-                    sock.setblocking(False)
-                    sock.send(_BUSY)
-                except OSError:
-                    pass
-                sock.close()
+                if error.errno not in _OUT_OF_DESCRIPTORS:
+                    logger.debug("accepting a connection failed: %s", error)
+                    return
+                self._out_of_descriptors(error)
+                if self._paused_until is not None:
+                    return
+                continue  # an idle connection was closed: its descriptor is free again
+            self._pause = _FIRST_PAUSE
+            self._take(sock, address)
+
+    def _take(self, sock: socket.socket, address: Any) -> None:
+        client = client_of(address)
+        seat = self._seat(client)
+        if seat == "none":
+            try:
+                sock.setblocking(False)
+                if self.refusal:
+                    sock.send(self.refusal)
+            except OSError:
+                pass
+            sock.close()
+            return
+        with self._open_lock:
+            self._open += 1
+            self._per_client[client] = self._per_client.get(client, 0) + 1
+        sock.setblocking(False)
+        now = time.monotonic()
+        deadline = now + self._limits.head_timeout
+        waiting = _Waiting(sock, address, bytearray(), deadline, client, now, seat == "health")
+        self._wait(waiting)
+
+    def _seat(self, client: str) -> Seat:
+        """The seat a new connection from ``client`` gets, once idle connections are closed to
+        make room: the client's own oldest when it is at its share, else anyone's oldest."""
+        limits = self._limits
+        if self.open_connections(client) >= limits.max_connections_per_client:
+            self._close_oldest_idle(client)
+        if self.open_connections() >= limits.max_connections - limits.health_reserve:
+            self._close_oldest_idle(None)
+        return seat_for(
+            self.open_connections(client),
+            self.open_connections(),
+            per_client=limits.max_connections_per_client,
+            most=limits.max_connections,
+            reserve=limits.health_reserve,
+        )
+
+    def _close_oldest_idle(self, client: str | None) -> bool:
+        """Close the oldest idle connection (of ``client``, or of anyone); False when there is
+        none. Idle: in the selector and not collecting a body (a connection being answered is
+        with a worker, not in the selector)."""
+        oldest: _Waiting | None = None
+        for key in self._selector.get_map().values():
+            waiting = key.data
+            if not isinstance(waiting, _Waiting) or not waiting.idle:
                 continue
-            sock.setblocking(False)
-            deadline = time.monotonic() + self._limits.head_timeout
-            self._wait(_Waiting(sock, address, bytearray(), deadline))
+            if client is not None and waiting.client != client:
+                continue
+            if oldest is None or waiting.since < oldest.since:
+                oldest = waiting
+        if oldest is None:
+            return False
+        logger.debug("closing the idle connection of %s to make room", oldest.address)
+        self._selector.unregister(oldest.sock)
+        self._close(oldest)
+        return True
+
+    def _out_of_descriptors(self, error: OSError) -> None:
+        """``accept`` failed for want of descriptors: free one by closing the oldest idle
+        connection, or stop watching the listener for a while (the selector would see it ready
+        again at once, and spin)."""
+        now = time.monotonic()
+        self._starved += 1
+        if now >= self._next_report:
+            logger.warning(
+                "cannot accept connections: %s (%d time(s) since the last warning); closing idle"
+                " connections and pausing accepts (the limit on open files is too low for"
+                " max_connections, or something else holds the descriptors)",
+                error.strerror or error,
+                self._starved,
+            )
+            self._starved = 0
+            self._next_report = now + _REPORT_EVERY
+        if self._close_oldest_idle(None):
+            return
+        self._selector.unregister(self._listener)
+        self._paused_until = now + self._pause
+        self._pause = min(self._pause * 2, _LONGEST_PAUSE)
 
     def _wait(self, waiting: _Waiting) -> None:
         """Move the request on, or (back) into the selector (it is not in it now)."""
@@ -358,7 +497,7 @@ class BoundedServer:
                     return
             except Exception:  # never let one client end the selector thread
                 logger.exception("reading a request from %s failed", waiting.address)
-                self._close(waiting.sock)
+                self._close(waiting)
                 return
         self._selector.register(waiting.sock, selectors.EVENT_READ, waiting)
 
@@ -368,7 +507,7 @@ class BoundedServer:
             return
         if not data:
             self._selector.unregister(waiting.sock)
-            self._close(waiting.sock)
+            self._close(waiting)
             return
         if waiting.draining:
             return
@@ -409,6 +548,9 @@ class BoundedServer:
             except Refused as refused:
                 self._refuse(waiting, status_response(refused.code, refused.message))
                 return True
+            if waiting.health_only and not is_health_check(head.target):
+                self._refuse(waiting, _HEALTH_ONLY)
+                return True
             waiting.head = head
             waiting.end = end + head.length
             if head.length and head.method in BODY_METHODS and not self._admit(head, waiting.sock):
@@ -444,7 +586,7 @@ class BoundedServer:
             waiting.sock.send(answer)
             waiting.sock.shutdown(socket.SHUT_WR)
         except OSError:
-            self._close(waiting.sock)
+            self._close(waiting)
             return
         waiting.draining = True
         waiting.deadline = time.monotonic() + _LINGER
@@ -459,7 +601,7 @@ class BoundedServer:
                     message = f"the body did not arrive within {self._limits.body_timeout:g} s"
                     self._refuse(waiting, status_response(HTTPStatus.REQUEST_TIMEOUT, message))
                 else:
-                    self._close(waiting.sock)
+                    self._close(waiting)
 
     def _drain_wake(self) -> None:
         try:
@@ -473,7 +615,7 @@ class BoundedServer:
             except queue.Empty:
                 return
             if self._stopping.is_set():
-                self._close(waiting.sock)
+                self._close(waiting)
             else:
                 self._wait(waiting)
 
@@ -485,14 +627,20 @@ class BoundedServer:
         try:
             self._pool.submit(self._serve, waiting)
         except RuntimeError:  # the pool is shut down
-            self._close(waiting.sock)
+            self._close(waiting)
 
-    def _close(self, sock: socket.socket) -> None:
+    def _close(self, waiting: _Waiting) -> None:
+        waiting.closed = True
         try:
-            sock.close()
+            waiting.sock.close()
         finally:
             with self._open_lock:
                 self._open -= 1
+                left = self._per_client[waiting.client] - 1
+                if left:
+                    self._per_client[waiting.client] = left
+                else:
+                    del self._per_client[waiting.client]
 
     # --- a worker
 
@@ -506,22 +654,30 @@ class BoundedServer:
         except Exception:
             logger.debug("connection from %s ended with an error", waiting.address, exc_info=True)
         if self._stopping.is_set():
-            self._close(sock)
+            self._close(waiting)
             return
         try:
-            if not keep:
+            if not keep or waiting.health_only:
                 sock.shutdown(socket.SHUT_WR)
             sock.setblocking(False)
         except OSError:
-            self._close(sock)
+            self._close(waiting)
             return
-        if keep:
-            deadline = time.monotonic() + self._limits.head_timeout
+        now = time.monotonic()
+        if keep and not waiting.health_only:
+            deadline = now + self._limits.head_timeout
             rest = waiting.buffer[waiting.end :]
-            self._returned.put(_Waiting(sock, waiting.address, rest, deadline))
+            self._returned.put(_Waiting(sock, waiting.address, rest, deadline, waiting.client, now))
         else:
-            deadline = time.monotonic() + _LINGER
             self._returned.put(
-                _Waiting(sock, waiting.address, bytearray(), deadline, draining=True)
+                _Waiting(
+                    sock,
+                    waiting.address,
+                    bytearray(),
+                    now + _LINGER,
+                    waiting.client,
+                    now,
+                    draining=True,
+                )
             )
         self._wake()

@@ -31,7 +31,10 @@ def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
 
 class TLSBoundedServer(BoundedServer):
     """``BoundedServer`` over TLS: connections are accepted with the handshake left to the
-    first read, which the selector drives without blocking."""
+    first read, which the selector drives without blocking. A connection refused for want of
+    room is only closed: before its handshake nothing can be said to it in TLS."""
+
+    refusal = b""
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,16 @@ def live_server(tmp_path: Path) -> Iterator[Live]:
     finally:
         server.stop()
         kubelet.stop()
+
+
+def mid_body_clients(address: tuple[str, int], count: int) -> list[socket.socket]:
+    """``count`` connections each in the middle of a request's body (the server said "100
+    Continue" to its head): none of them is idle."""
+    clients = []
+    head = b"GET /pods HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n"
+    for _ in range(count):
+        sock = socket.create_connection(address, timeout=10)
+        clients.append(sock)
+        sock.sendall(head)
+        assert sock.recv(4096).startswith(b"HTTP/1.1 100 Continue")
+    return clients

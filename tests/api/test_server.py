@@ -17,7 +17,7 @@ import requests
 from kubecore._http.server import KubeletServer, ServerConfig, serve
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import MAX_TAIL_LINES
-from tests.api.support import END, TOKEN, StubKubelet, assert_status, get
+from tests.api.support import END, TOKEN, StubKubelet, assert_status, get, mid_body_clients
 
 
 @pytest.fixture
@@ -579,8 +579,8 @@ def test_slow_clients_hold_no_worker_and_healthz_still_answers(
 
 
 def test_connections_past_the_cap_get_a_503_at_once(start_server: ServerFactory) -> None:
-    server = start_server(max_connections=20)
-    clients = _slow_clients((server.address, server.port), 20)
+    server = start_server(max_connections=20, health_connections=0)
+    clients = mid_body_clients((server.address, server.port), 20)
     try:
         extra = socket.create_connection((server.address, server.port), timeout=10)
         with extra:

@@ -26,7 +26,7 @@ from tests.api.kubectl_support import TOKEN as API_TOKEN
 from tests.api.kubectl_support import Node, running_node
 from tests.api.support import TOKEN, StubKubelet
 
-WORKERS = 4
+WORKERS = 5
 
 
 @pytest.fixture
