@@ -23,7 +23,6 @@ from kubecore._manifest.decoding import (
 from kubecore._manifest.documents import (
     MAX_MANIFEST_BYTES,
     DocumentError,
-    assign_uid,
     decode_manifest_bytes,
     load_manifest_from_dict,
     load_manifest_lenient,
@@ -34,8 +33,8 @@ from kubecore._manifest.documents import (
     parse_document,
     read_manifest_bytes,
     read_manifest_text,
-    stamp_source,
 )
+from kubecore._manifest.identity import assign_uid, stamp_source
 from kubecore._manifest.validation import pod_from_dict, validate_pod
 
 __all__ = [

@@ -5,7 +5,7 @@ import pytest
 
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
-from kubecore._manifest.documents import pod_uid
+from kubecore._manifest.identity import pod_uid
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
 NODE = "node-a"
