@@ -293,10 +293,12 @@ def is_ready(kubelet: Kubelet, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_node(tmp_path: Path, **config: Any) -> Iterator[Node]:
+def running_node(
+    tmp_path: Path, *, anonymous_reads: bool = False, **config: Any
+) -> Iterator[Node]:
     """A started agent on the fake runtime (real time) with the static pod ``talker`` ready,
-    its Kubernetes API on 127.0.0.1 over HTTP; stopped on exit. ``config``: more of its
-    ``KubeletConfig``."""
+    its Kubernetes API on 127.0.0.1 over HTTP with a token (reads open to anyone with
+    ``anonymous_reads``); stopped on exit. ``config``: more of its ``KubeletConfig``."""
     bundle = load_runtime("fake")
     kubelet = Kubelet.from_bundle(
         bundle,
@@ -308,7 +310,11 @@ def running_node(tmp_path: Path, **config: Any) -> Iterator[Node]:
     StaticSource(load_pods_from_string(STATIC_POD), name="file", sink=kubelet.update)
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    api = attach_api(kubelet, ApiServerConfig(token_file=str(token_file)), address="127.0.0.1")
+    api = attach_api(
+        kubelet,
+        ApiServerConfig(token_file=str(token_file), anonymous_reads=anonymous_reads),
+        address="127.0.0.1",
+    )
     kubelet.start()
     http = KubeletServer(kubelet, ServerConfig(port=0, request_timeout=10.0), api=api).start()
     found = Node(kubelet, bundle.runtime, api, http, tmp_path)

@@ -128,7 +128,7 @@ def test_a_refusal_on_the_tls_port_is_not_clear_text(tmp_path: Path) -> None:
     )
     context = ssl.create_default_context(cafile=str(certs.ca))
     # health checks, so that the reserve takes them too: then every connection is in use
-    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\nExpect: 100-continue\r\n\r\n"
+    head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 9\r\nExpect: 100-continue\r\n\r\n"
     with KubeletServer(StubKubelet(), config) as server:
         busy: list[socket.socket] = []
         try:
@@ -197,7 +197,7 @@ def test_accept_out_of_descriptors_neither_spins_nor_floods_the_log() -> None:
     try:
         port = int(agent.stdout.readline())
         with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
-            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             wait_for(
                 lambda: any("Too many open files" in line for line in errors),
                 what="the agent to warn that it is out of descriptors",
@@ -230,7 +230,8 @@ def test_accept_out_of_descriptors_neither_spins_nor_floods_the_log() -> None:
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
-    with running_node(tmp_path) as found:
+    # Reads open to anyone (--anonymous-reads): the case where anonymous watches can crowd.
+    with running_node(tmp_path, anonymous_reads=True) as found:
         yield found
 
 
@@ -323,7 +324,7 @@ def test_a_tls_client_gone_mid_answer_is_no_error(
         for _ in range(3):
             raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
             with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
-                tls.sendall(b"GET /logs/big.log HTTP/1.1\r\nHost: x\r\n\r\n")
+                tls.sendall(b"GET /logs/big.log HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 assert tls.recv(4096).startswith(b"HTTP/1.1 200")
                 # gone at once, unread answer and all: the kernel resets the connection
                 tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
