@@ -107,6 +107,13 @@ class PodResource(Resource[dict[str, Any], Pod]):
         self.source = source
         self.log = PodLog(kubelet.clock.now)
         self.deletions = PodDeletions(kubelet, source, storage)
+        subscribe = getattr(kubelet, "subscribe", None)
+        if subscribe is not None:  # the agent pushes its changes: watches look when told
+            subscribe(events=False, initial=False, maxsize=1, callback=self._pushed)
+            self.log.pushed = True
+
+    def _pushed(self, _change: object) -> None:
+        self.log.nudge()
 
     @property
     def node_name(self) -> str:
@@ -121,6 +128,7 @@ class PodResource(Resource[dict[str, Any], Pod]):
 
     def look(self) -> tuple[list[dict[str, Any]], int]:
         """``current_pods``, with the resourceVersion of exactly that list."""
+        self.log.looking()
         pods = self.deletions.with_terminating(self.kubelet.pods())
         return self.log.listed(pods, self.node_name, self.deletions.marks())
 

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from kubecore._config.base import PodKey
 
 WATCH_TICK = 0.2
+"""Seconds a watch waits for a change before it looks whether its client or the server went."""
+LOOK_AGAIN = 1.0
+"""Seconds after which a watch with nothing pushed to it looks at the objects anyway (what no
+subscription tells: a termination that ended, an object a source changed)."""
 POLL_TICK = 1.0
 """How often a polled watch (``serve_polled``) looks again."""
 """Seconds between two looks at the pods while a watch waits for a change."""
@@ -67,6 +71,11 @@ class ChangeLog:
         self.version = 1
         self._objects: dict[PodKey, dict[str, Any]] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history)
+        self.pushed = False
+        """Changes are pushed (``nudge``): a watch looks when told, and once a ``LOOK_AGAIN``
+        otherwise. A log not pushed is looked at every ``WATCH_TICK``."""
+        self._nudges = 0
+        self._looked_at = 0
 
     def take(self, fresh: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         """Take the objects there now (without their resourceVersion); answer them with theirs
@@ -117,8 +126,26 @@ class ChangeLog:
             return [event for event in self._history if event.version > version]
 
     def wait_past(self, version: int, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a version past ``version``, or a ``nudge``."""
         with self._cond:
-            self._cond.wait_for(lambda: self.version > version, timeout)
+            self._cond.wait_for(lambda: self.version > version or self.stale, timeout)
+
+    @property
+    def stale(self) -> bool:
+        """Whether a ``nudge`` came since the last look began (``looking``)."""
+        return self._nudges != self._looked_at
+
+    def nudge(self) -> None:
+        """The objects changed (pushed by the agent's change subscription): the watches waiting
+        look again now."""
+        with self._cond:
+            self._nudges += 1
+            self._cond.notify_all()
+
+    def looking(self) -> None:
+        """A look at the objects begins (before they are read): the nudges until now are
+        answered by it; one that comes while it reads makes the log stale again."""
+        self._looked_at = self._nudges
 
 
 class PodLog(ChangeLog):
@@ -316,7 +343,7 @@ def _watch_lines(
     bookmarks: str | None,
 ) -> Iterator[bytes]:
     deadline = time.monotonic() + timeout
-    marked = time.monotonic()
+    marked = looked = time.monotonic()
     initial, version = pods.look()
     shown = {_key(pod) for pod in initial if match(pod)}
     if start is not None:
@@ -349,7 +376,10 @@ def _watch_lines(
         elif not pending:
             yield b""  # lets the stream see a stopping server
             pods.log.wait_past(version, WATCH_TICK)
-            pods.look()
+            log = pods.log
+            if not log.pushed or log.stale or time.monotonic() - looked >= LOOK_AGAIN:
+                looked = time.monotonic()
+                pods.look()
 
 
 def _shown_at(events: list[WatchEvent], now: list[dict[str, Any]], match: Match) -> set[PodKey]:
