@@ -95,7 +95,8 @@ def test_kill_9_during_starts_makes_each_container_once(
                 manifest = starting_pod(name, namespace, engine.image, starts)
                 (manifests / f"{name}.json").write_text(json.dumps(manifest))
             root = tmp_path / f"root-{trial}"
-            arguments = engine.run_arguments(tmp_path)
+            # The start file is a hostPath: allowed for it alone (the default policy refuses it).
+            arguments = [*engine.run_arguments(tmp_path), "--allowed-host-path", str(starts)]
             node = f"kill-start-{trial}-{namespace}"
             for _ in range(KILLS_PER_TRIAL):
                 agent = AgentProcess(manifests, root, arguments, node).start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from kubecore._housekeeping.timers import POD_DIR_RECLAIM_GRACE
 from kubecore._model.v1 import Pod
 from kubecore._volumes.pod_dirs import EMPTY_DIR_PLUGIN
 from kubecore._volumes.subpath import SUB_PATHS_DIR
@@ -102,7 +103,10 @@ def test_a_symlink_swapped_into_a_sub_path_never_reaches_the_host(
 
     kubelet.set_pods([])
     wait_for(
-        lambda: not pod_dir.exists(), timeout=30, interval=0.2, what="the pod's directory removed"
+        lambda: not pod_dir.exists(),
+        timeout=POD_DIR_RECLAIM_GRACE + 60,  # a departed pod's directory is kept that long first
+        interval=0.2,
+        what="the pod's directory removed",
     )
     assert host_mounts_under(tmp_path / "root") == []
     assert _host_entries(host_dir) == ["marker"]
