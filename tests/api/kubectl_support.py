@@ -293,9 +293,7 @@ def is_ready(kubelet: Kubelet, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_node(
-    tmp_path: Path, *, anonymous_reads: bool = False, **config: Any
-) -> Iterator[Node]:
+def running_node(tmp_path: Path, *, anonymous_reads: bool = False, **config: Any) -> Iterator[Node]:
     """A started agent on the fake runtime (real time) with the static pod ``talker`` ready,
     its Kubernetes API on 127.0.0.1 over HTTP with a token (reads open to anyone with
     ``anonymous_reads``); stopped on exit. ``config``: more of its ``KubeletConfig``."""

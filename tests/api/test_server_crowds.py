@@ -128,7 +128,10 @@ def test_a_refusal_on_the_tls_port_is_not_clear_text(tmp_path: Path) -> None:
     )
     context = ssl.create_default_context(cafile=str(certs.ca))
     # health checks, so that the reserve takes them too: then every connection is in use
-    head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 9\r\nExpect: 100-continue\r\n\r\n"
+    head = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 9\r\n"
+        b"Expect: 100-continue\r\n\r\n"
+    )
     with KubeletServer(StubKubelet(), config) as server:
         busy: list[socket.socket] = []
         try:

@@ -101,10 +101,13 @@ class OptionalCapabilityChecks(PluginFixtures):
         sandbox = harness.run_sandbox()
         container_id = harness.start(sandbox, harness.workloads.run_forever)
         harness.wait_state(container_id, RuntimeState.RUNNING)
+        every = list(harness.runtime.container_stats())
+        # Listed after the stats: a container another client started meanwhile is in both.
         running = {
             c.id for c in harness.runtime.list_containers() if c.state is RuntimeState.RUNNING
         }
-        for stats in harness.runtime.container_stats():
+        assert container_id in {stats.container_id for stats in every}
+        for stats in every:
             assert stats.container_id in running
             for figure in (
                 stats.cpu_usage_nanos,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kubecore._agent.kubelet import Kubelet
+from kubecore._housekeeping.timers import POD_DIR_RECLAIM_GRACE
 from kubecore._volumes.sources import DictObjects
 from tests.engines.docker.e2e_helpers import (
     AgentFactory,
@@ -99,7 +100,7 @@ def test_a_memory_empty_dir_is_a_sized_tmpfs_shared_by_the_containers(
     kubelet.set_pods([])
     wait_for(
         lambda: not engine.pod_volumes(namespace) and not host_mounts_under(root),
-        timeout=30,
+        timeout=POD_DIR_RECLAIM_GRACE + 60,  # a departed pod's directory is kept that long first
         what="the tmpfs removed with the pod",
     )
 
