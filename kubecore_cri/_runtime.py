@@ -479,8 +479,20 @@ class CriRuntime:
             "ListContainerStats",
             pb.ListContainerStatsRequest(filter=pb.ContainerStatsFilter(label_selector=_MANAGED)),
         )
+        # containerd reports a created container that never ran too: the contract is the
+        # running ones (Docker's stats are).
+        running = self._call(
+            "ListContainers",
+            pb.ListContainersRequest(
+                filter=pb.ContainerFilter(
+                    state=pb.ContainerStateValue(state=pb.CONTAINER_RUNNING),
+                    label_selector=_MANAGED,
+                )
+            ),
+        ).containers
+        ids = {container.id for container in running}
         now = self._clock.now()
-        return [stats_from(item, now) for item in answer.stats]
+        return [stats_from(item, now) for item in answer.stats if item.attributes.id in ids]
 
     def watch_events(self, handler: Callable[[RuntimeEvent], None]) -> Subscription | None:
         return self._events.watch(handler)

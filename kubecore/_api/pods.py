@@ -92,6 +92,14 @@ def grace_period(options: object, request: Request) -> int | None:
     return given
 
 
+def _nudged_by_the_agent(kubelet: object, log: PodLog) -> None:
+    """The agent pushes its changes (``Kubelet.subscribe``): watches look when told."""
+    subscribe = getattr(kubelet, "subscribe", None)
+    if subscribe is not None:
+        subscribe(events=False, initial=False, maxsize=1, callback=lambda _change: log.nudge())
+        log.pushed = True
+
+
 class PodResource(Resource[dict[str, Any], Pod]):
     """``pods``: read from the agent (through the change log), written to the API's source."""
 
@@ -107,13 +115,7 @@ class PodResource(Resource[dict[str, Any], Pod]):
         self.source = source
         self.log = PodLog(kubelet.clock.now)
         self.deletions = PodDeletions(kubelet, source, storage)
-        subscribe = getattr(kubelet, "subscribe", None)
-        if subscribe is not None:  # the agent pushes its changes: watches look when told
-            subscribe(events=False, initial=False, maxsize=1, callback=self._pushed)
-            self.log.pushed = True
-
-    def _pushed(self, _change: object) -> None:
-        self.log.nudge()
+        _nudged_by_the_agent(kubelet, self.log)
 
     @property
     def node_name(self) -> str:

@@ -603,7 +603,10 @@ def test_the_cluster_stopped_and_started_again_keeps_every_pod(
 ) -> None:
     agent = agents("n1")
     bind(client, prefix, "n1", *(make_pod(f"p{i}") for i in range(5)))
-    wait_for(lambda: len(statuses(client, prefix, "n1")) == 5)
+    # Every pod running and its status written (a status is written as soon as it changes, so
+    # five documents alone may still be Pending ones).
+    wait_for(lambda: all(phase(client, prefix, "n1", f"p{i}") == "Running" for i in range(5)))
+    wait_for(lambda: len(agent.running()) == 5, what="the five containers running")
     before = agent.running()
     members.down()
     wait_for(lambda: not agent.kubelet.sources_ready(), what="the source not ready")
