@@ -127,7 +127,7 @@ class Containers:
         """Start one container as the plan says; returns its runtime id."""
         container = spec_of(pod, start, is_init=is_init)
         if start.replaces:
-            self._remove_interrupted(start.replaces)
+            self._remove_interrupted(pod, container.name, start)
         if start.after_crash:
             now = self.clock.now()
             name = container.name
@@ -150,9 +150,19 @@ class Containers:
             self._kill_after_post_start(pod, container.name, container_id)
         return container_id
 
-    def _remove_interrupted(self, container_id: str) -> None:
+    def _remove_interrupted(self, pod: Pod, name: str, start: ContainerToStart) -> None:
         """Remove the instance an interrupted start left; one the runtime will not remove may
         still start, and no second instance is made beside it (``StillStarting``)."""
+        container_id = start.replaces
+        logger.warning(
+            "pod %s/%s: container %s's instance %s was cut off in its start (%s): replaced,"
+            " not counted as a restart",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            name,
+            container_id[:13],
+            start.replaced_end or "never started",
+        )
         try:
             self.runtime.remove_container(container_id)
         except ContainerNotFound:

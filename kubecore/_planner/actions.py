@@ -118,6 +118,9 @@ class ContainerToStart:
     """The id of its newest instance when that one was created but never started (an agent
     stopped between the two calls): it is removed first and its restart count reused, so an
     interrupted start is neither left behind nor counted as a restart."""
+    replaced_end: str = ""
+    """How the replaced instance ended, as the runtime says (exit code, reason, message): for
+    the log line that tells an operator an interrupted start was replaced."""
     target_id: str = ""
     """An ephemeral container's: the runtime id of the running container whose process
     namespace it joins (its ``targetContainerName``); '' for the pod's."""

@@ -46,6 +46,15 @@ def interrupted_start(record: Record, interrupted: frozenset[str]) -> bool:
     return c.id in interrupted and c.started_at is None and not record.live
 
 
+def ended(record: Record) -> str:
+    """How ``record``'s instance ended, in the runtime's words ('' if it never did)."""
+    c = record.c
+    if c.exit_code is None:
+        return ""
+    said = f"exit {c.exit_code}" + (f" {c.reason}" if c.reason else "")
+    return f"{said}: {c.message}" if c.message else said
+
+
 def to_start(
     index: int,
     records: list[Record] | None,
@@ -63,7 +72,9 @@ def to_start(
         # takes its place: the count it had, above every other instance
         below = max((r.restart_count for r in records[1:]), default=-1)
         count = max(newest.restart_count, max(below, floor) + 1)
-        return ContainerToStart(index, count, after_crash=True, replaces=newest.c.id)
+        return ContainerToStart(
+            index, count, after_crash=True, replaces=newest.c.id, replaced_end=ended(newest)
+        )
     return ContainerToStart(
         index,
         restart_count=max(max(r.restart_count for r in records), floor) + 1,

@@ -3,7 +3,14 @@ every engine: once it has converged, each container has exactly one instance on 
 its start command ran once (each start appends a line to a hostPath file the test reads). On
 containerd an interrupted start may still be going on in the runtime when the new agent relists
 (the container is listed as created, and ``RemoveContainer`` refuses it as "in starting state"):
-the agent must wait for it and adopt it, not make another."""
+the agent must wait for it and adopt it, not make another.
+
+One double run is containerd's and no agent can prevent it: when the killed agent's connection
+drops after containerd has begun the task (the shim runs the command), containerd cancels the
+start, kills the task and reports the instance as exit 128 "failed to start containerd task";
+the command has run once by then. A second run is allowed for exactly those pods, on the
+agent's logged evidence of such an instance; an instance whose task was never made (``failed to
+create containerd task``, the common case) never ran, and its pod must run once."""
 
 from __future__ import annotations
 
@@ -74,6 +81,18 @@ def relists(agent: AgentProcess) -> int:
     return int(float(found.group(1))) if found else 0
 
 
+def cut_after_its_task_began(agents: list[AgentProcess], namespace: str) -> set[str]:
+    """The pods of which some agent replaced an instance containerd had ended with exit 128
+    after making its task (the start itself cut off: its command may have run)."""
+    logged = "".join(agent.log.read_text(errors="replace") for agent in agents)
+    cut = re.finditer(
+        rf"pod {re.escape(namespace)}/(\S+): container app's instance \w+ was cut off in its"
+        r" start \(exit 128 [^:]*: (?!failed to create containerd task)",
+        logged,
+    )
+    return {found.group(1) for found in cut}
+
+
 def wait_relists(agent: AgentProcess, count: int) -> None:
     seen = relists(agent)
     wait_until(lambda: relists(agent) >= seen + count, 60, f"{count} relists more", agent)
@@ -111,7 +130,11 @@ def test_kill_9_during_starts_makes_each_container_once(
             instances = Counter(c.pod for c in engine.containers(namespace) if c.pod in names)
             assert instances == dict.fromkeys(names, 1), agent.output()
             ran = {name: (starts / name).read_text().count("started") for name in names}
-            assert ran == dict.fromkeys(names, 1), agent.output()
+            twice = {name for name, count in ran.items() if count == 2}
+            once = dict.fromkeys(names, 1) | dict.fromkeys(
+                twice & cut_after_its_task_began(agents, namespace), 2
+            )
+            assert ran == once, agent.output()
             agent.kill(signal.SIGTERM)
     finally:
         for agent in agents:

@@ -734,7 +734,13 @@ def test_a_start_an_earlier_agent_never_saw_end_is_replaced_not_counted() -> Non
     cut = PodHistory(interrupted_starts=frozenset({"app-cut"}))
     replaced = compute_pod_actions(BASE_POD, observed, cut, NOW)
     assert replaced.containers_to_start == (
-        ContainerToStart(0, restart_count=0, after_crash=True, replaces="app-cut"),
+        ContainerToStart(
+            0,
+            restart_count=0,
+            after_crash=True,
+            replaces="app-cut",
+            replaced_end="exit 128 ContainerCannotRun",
+        ),
     )
     # Without the journal's word it is a start that failed: a restart, the instance kept.
     counted = compute_pod_actions(BASE_POD, observed, H, NOW)
