@@ -154,15 +154,6 @@ class Containers:
         """Remove the instance an interrupted start left; one the runtime will not remove may
         still start, and no second instance is made beside it (``StillStarting``)."""
         container_id = start.replaces
-        logger.warning(
-            "pod %s/%s: container %s's instance %s was cut off in its start (%s): replaced,"
-            " not counted as a restart",
-            pod.metadata.namespace,
-            pod.metadata.name,
-            name,
-            container_id[:13],
-            start.replaced_end or "never started",
-        )
         try:
             self.runtime.remove_container(container_id)
         except ContainerNotFound:
@@ -174,6 +165,15 @@ class Containers:
             ) from error
         if self.journal is not None:
             self.journal.end(container_id)
+        logger.warning(
+            "pod %s/%s: container %s's instance %s was cut off in its start (%s): replaced,"
+            " not counted as a restart",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            name,
+            container_id[:13],
+            start.replaced_end or "never started",
+        )
 
     def start_ephemeral(
         self, pod: Pod, start: ContainerToStart, *, target: Target, record: PodRecord
