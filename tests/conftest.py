@@ -49,3 +49,15 @@ def live(tmp_path: Path) -> Iterator[Live]:
 
     with live_server(tmp_path) as found:
         yield found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run that requires every engine (CI) also requires kubectl, whose tests otherwise skip."""
+    import shutil
+    import sys
+
+    from tests.engines.availability import REQUIRE_ENGINES, engines_required
+
+    beside_python = Path(sys.executable).parent / "kubectl"
+    if engines_required() and not (shutil.which("kubectl") or beside_python.exists()):
+        pytest.exit(f"{REQUIRE_ENGINES} is set and no kubectl binary is installed", returncode=1)

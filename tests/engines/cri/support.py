@@ -19,6 +19,8 @@ from typing import Any
 import attrs
 import pytest
 
+from tests.engines.availability import engine_unavailable
+
 DEFAULT_STATE = Path("/var/tmp/kubecore-test-containerd")
 NAMESPACE = "k8s.io"
 """The containerd namespace the CRI plugin keeps its images, sandboxes and containers in."""
@@ -114,23 +116,23 @@ def find_containerd() -> TestContainerd:
     """The test containerd's settings once it answers (a skip saying why it cannot be used;
     a failure when it lacks the test images)."""
     if os.environ.get("KUBECORE_TEST_CRI_ENDPOINT") == "":
-        pytest.skip(
+        engine_unavailable(
             "KUBECORE_TEST_CRI_ENDPOINT is empty: the test containerd could not start "
             "(scripts/test says why)"
         )
     endpoint = setting("KUBECORE_TEST_CRI_ENDPOINT")
     if not endpoint:
-        pytest.skip(
+        engine_unavailable(
             "no test containerd: KUBECORE_TEST_CRI_ENDPOINT is not set and "
             f"{state_dir() / 'env'} does not exist (run `bash scripts/test-containerd.sh up` "
             "as root, or `bash scripts/test`)"
         )
     if shutil.which("ctr") is None:
-        pytest.skip("`ctr` is not installed (package containerd)")
+        engine_unavailable("`ctr` is not installed (package containerd)")
     try:
         ctr(endpoint, "version", timeout=10)
     except (AssertionError, subprocess.TimeoutExpired) as error:
-        pytest.skip(f"the test containerd at {endpoint} does not answer: {error}")
+        engine_unavailable(f"the test containerd at {endpoint} does not answer: {error}")
     found = TestContainerd(
         endpoint=endpoint,
         image=setting("KUBECORE_TEST_CRI_IMAGE") or "docker.io/kubecore-test/busybox:1.35",
@@ -163,7 +165,7 @@ def find_registries() -> TestRegistries:
         auth_password=get("KUBECORE_TEST_AUTH_PASSWORD"),
     )
     if not found.pullable_image:
-        pytest.skip("no test engine settings (run `bash scripts/test-engine.sh up`)")
+        engine_unavailable("no test engine settings (run `bash scripts/test-engine.sh up`)")
     return found
 
 

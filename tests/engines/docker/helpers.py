@@ -15,6 +15,7 @@ import pytest
 from kubecore._contract.values import ContainerConfig, SandboxConfig
 from kubecore.runtime import container_labels
 from kubecore_docker import DockerRuntime
+from tests.engines.availability import engine_unavailable
 
 TEST_LABEL = "io.kubecore.test"
 
@@ -70,7 +71,7 @@ def find_docker_engine() -> TestEngine:
         client = docker.APIClient(base_url=base_url, version="auto", timeout=5)
         client.ping()
     except Exception as error:
-        pytest.skip(
+        engine_unavailable(
             f"no Docker engine answers at {base_url} ({type(error).__name__}); "
             "start one with `scripts/test-engine.sh up`"
         )

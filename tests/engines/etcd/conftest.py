@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.engines.availability import engine_unavailable
 from tests.engines.etcd.helpers import Agent
 
 
@@ -19,7 +20,9 @@ from tests.engines.etcd.helpers import Agent
 def etcd_endpoints() -> tuple[str, ...]:
     text = os.environ.get("KUBECORE_TEST_ETCD_ENDPOINTS", "")
     if not text:
-        pytest.skip("no etcd cluster: KUBECORE_TEST_ETCD_ENDPOINTS is unset (scripts/test-etcd.sh)")
+        engine_unavailable(
+            "no etcd cluster: KUBECORE_TEST_ETCD_ENDPOINTS is unset (scripts/test-etcd.sh)"
+        )
     pytest.importorskip("aetcd", reason="the etcd extra is not installed (pip install .[etcd])")
     from kubecore_etcd import EtcdClient, EtcdConfig, EtcdUnavailable, parse_endpoints
 
@@ -28,7 +31,7 @@ def etcd_endpoints() -> tuple[str, ...]:
         try:
             client.revision()
         except EtcdUnavailable as error:
-            pytest.skip(f"no etcd cluster answers at {text}: {error}")
+            engine_unavailable(f"no etcd cluster answers at {text}: {error}")
     return endpoints
 
 
