@@ -1,6 +1,7 @@
 """What ``pip install kubecore`` gives and what needs an extra: the strategies need hypothesis
-(``kubecore[testing]``) and say so when it is missing; the library itself needs nothing that
-only tests use."""
+and the conformance suite pytest (both ``kubecore[testing]``), and each says so when it is
+missing; the library itself needs nothing that only tests use; the ``docs`` extra builds the
+site."""
 
 from __future__ import annotations
 
@@ -19,6 +20,17 @@ except ImportError as error:
     print(error)
 else:
     raise SystemExit("imported without hypothesis")
+"""
+
+WITHOUT_PYTEST = """
+import sys
+sys.modules["pytest"] = None  # as if it were not installed
+try:
+    import kubecore.testing.conformance
+except ImportError as error:
+    print(error)
+else:
+    raise SystemExit("imported without pytest")
 """
 
 TEST_ONLY = {"pytest", "hypothesis", "pytest-timeout", "pytest-benchmark", "requests"}
@@ -48,6 +60,27 @@ def test_the_strategies_say_which_extra_they_need() -> None:
     )
     assert "needs hypothesis" in done.stdout
     assert "pip install kubecore[testing]" in done.stdout
+
+
+def test_the_conformance_suite_says_which_extra_it_needs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PYTEST],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    assert "pytest is not installed" in done.stdout
+    assert "pip install kubecore[testing]" in done.stdout
+
+
+def test_the_docs_extra_brings_the_site_builder_and_what_its_pages_read() -> None:
+    """mkdocs and its plugins (mkdocs.yml), and the test kit the generated pages import (the
+    conformance checks, the strategies): ``pip install -e '.[docs]'`` is enough to build."""
+    docs = requirement_names(extras()["docs"])
+    assert {"mkdocs", "mkdocs-material", "mkdocstrings-python"} <= docs
+    assert requirement_names(extras()["testing"]) <= docs
 
 
 def test_a_plain_install_pulls_nothing_test_only() -> None:
