@@ -103,8 +103,7 @@ def test_the_sdist_holds_the_tracked_files_and_nothing_left_by_work(tmp_path: Pa
     ).stdout.split()  # fmt: skip
     assert sorted(ignored) == sorted(LEFT_BY_WORK), "every file left by work is git-ignored"
     build = (
-        "import sys; from setuptools import build_meta; "
-        "print(build_meta.build_sdist(sys.argv[1]))"
+        "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", build, str(tmp_path / "dist")], cwd=tree, capture_output=True,
