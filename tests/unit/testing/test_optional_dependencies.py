@@ -8,6 +8,7 @@ from __future__ import annotations
 import configparser
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.paths import REPO
 
@@ -31,6 +32,16 @@ except ImportError as error:
     print(error)
 else:
     raise SystemExit("imported without pytest")
+"""
+
+LOADED_BY_A_ONCE_RUN = """
+import sys
+from kubecore._cli import main
+import kubecore, kubecore.runtime
+kubecore.Kubelet, kubecore.load_runtime
+code = main(["run", "examples/pods", "--runtime", "fake", "--once", "--log-level", "error",
+             "--root-dir", sys.argv[1]])
+print(sorted({name.split(".")[0] for name in sys.modules} & {"watchfiles", "wsproto"}))
 """
 
 TEST_ONLY = {"pytest", "hypothesis", "pytest-timeout", "pytest-benchmark", "requests"}
@@ -92,3 +103,14 @@ def test_a_plain_install_pulls_nothing_test_only() -> None:
 
 def test_the_testing_extra_brings_what_the_test_kit_imports() -> None:
     assert {"hypothesis", "pytest"} <= requirement_names(extras()["testing"])
+
+
+def test_the_watcher_and_websocket_libraries_load_only_when_used(tmp_path: Path) -> None:
+    """Why watchfiles and wsproto stay core dependencies (setup.cfg): the file source's
+    watcher and the API's streams need them, and nothing else loads them, so neither
+    ``import kubecore`` nor a ``--once`` run (no API, no watcher) pays their import time."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_BY_A_ONCE_RUN, str(tmp_path / "root")],
+        capture_output=True, text=True, cwd=REPO, timeout=120, check=True,
+    )  # fmt: skip
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
