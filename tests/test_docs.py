@@ -205,3 +205,20 @@ def test_the_readme_figures_are_the_benchmarks_pages() -> None:
         assert f"| {kubecore.strip()} |" in page, kubecore
         assert baseline.split("(")[0].strip() in page, baseline
         assert command.strip().strip("`").startswith("python -m benchmarks --only ")
+
+
+def test_the_readme_tour_shows_what_once_prints(tmp_path: Path) -> None:
+    """The tour's ``--once`` block is the command's output as it is: the table, the failure
+    line and the exit code."""
+    text = README.read_text()
+    prompt = (
+        "$ bash scripts/run run examples/pods --runtime fake --once --log-level error;"
+        ' echo "exit $?"\n'
+    )
+    shown = text.split(prompt, 1)[1].split("```", 1)[0]
+    result = subprocess.run(
+        [sys.executable, "-m", "kubecore", "run", "examples/pods", "--runtime", "fake", "--once",
+         "--log-level", "error", "--root-dir", str(tmp_path / "root")],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.stdout + f"exit {result.returncode}\n" == shown, explain(result)

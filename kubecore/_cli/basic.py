@@ -21,13 +21,16 @@ EXIT_USAGE = 2
 
 def setup_logging(level: int) -> None:
     """The command's logs on stderr from ``level`` up: the library itself prints nothing (its
-    ``NullHandler``), so the command, which owns its process, configures logging. A handler
-    the host installed first (a test's, say) is kept."""
+    ``NullHandler``), so the command, which owns its process, configures logging. Each line
+    names the room that logged (``kubecore.agent``, not ``kubecore._agent.pod_workers``). A
+    handler the host installed first (a test's, say) is kept."""
+    from kubecore._util.log_names import RoomFormatter
+
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
+            RoomFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
         )
         root.addHandler(handler)
     root.setLevel(level)

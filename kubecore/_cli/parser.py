@@ -1,5 +1,5 @@
-"""The argument parser and ``main``: every error names its flag, shows the usage of the command
-it belongs to and, for a mistyped flag, the closest one."""
+"""The argument parser and ``main``: every error is one line that names its flag (for a mistyped
+flag, with the closest one), then where the help is."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -51,10 +52,12 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(allow_abbrev=False, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        """The error and where the help is, not the usage: a command with many flags has a
+        usage of dozens of lines, which would bury the one line that says what is wrong."""
         match = _INVALID_CHOICE.search(message)
         if match:
             message += did_you_mean(match.group(1), self._command_names())
-        super().error(message)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
 
     def _command_names(self) -> list[str]:
         return [
@@ -102,7 +105,7 @@ def _default_text(setting: Setting) -> str:
     )
 
 
-def _add_setting(run: argparse.ArgumentParser, setting: Setting) -> None:
+def _add_setting(run: argparse._ActionsContainer, setting: Setting) -> None:
     text = f"{setting.help}{_default_text(setting)} [env {setting.env}]"
     if setting.kind == "list":
         run.add_argument(
@@ -201,20 +204,30 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _add_run(commands: Any) -> None:
+    from kubecore._cli.run_help import RUN_EXAMPLES, RUN_FLAG_GROUPS
     from kubecore._cli.settings import ENV_PREFIX, RUN_SETTINGS
 
     run = commands.add_parser(
         "run",
         help=_RUN_HELP,
-        description=(
+        usage="kubecore run [flags] [MANIFEST ...]",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the examples' lines as written
+        description=textwrap.fill(
             "Run the node agent: keep the pods of the manifests running on a container runtime "
             "and serve the kubelet HTTP API. Every flag can also be set with an environment "
             f"variable {ENV_PREFIX}<FLAG> (--node-name -> {ENV_PREFIX}NODE_NAME) or in a YAML "
             "config file (--config, keys named like the flags); flags win over the environment, "
-            "the environment over the file."
+            "the environment over the file.",
+            78,
         ),
     )
-    for setting in RUN_SETTINGS:
+    by_dest = {setting.dest: setting for setting in RUN_SETTINGS}
+    for title, what, dests in RUN_FLAG_GROUPS:
+        group = run.add_argument_group(title, what)
+        for dest in dests:
+            _add_setting(group, by_dest.pop(dest))
+    for setting in by_dest.values():  # a setting no group names yet (a test requires none)
         _add_setting(run, setting)
     run.add_argument(
         "--config",

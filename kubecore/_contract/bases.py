@@ -1,13 +1,18 @@
 """Bases a plugin builds on: ``RuntimeBase`` derives six of ``ContainerRuntime``'s calls from
-``snapshot``, ``PullerWrapper`` forwards every ``Puller`` call to the puller it wraps."""
+``snapshot``, ``PullerWrapper`` forwards every ``Puller`` call to the puller it wraps.
+
+Each of their methods carries the contract text of the protocol's method of the same name, so
+that ``help()`` on a plugin's class (whose methods inherit these docstrings) says what each
+method must do; the API reference shows the same text (``scripts/docgen/griffe_contract.py``)."""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from kubecore._contract.errors import ContainerNotFound, SandboxNotFound
-from kubecore._contract.protocols import Puller, Subscription
+from kubecore._contract.protocols import ContainerRuntime, Puller, Subscription
 from kubecore._contract.values import (
     ContainerConfig,
     ContainerStats,
@@ -149,3 +154,18 @@ class PullerWrapper:
 
     def image_fs_usage(self) -> ImageFsUsage | None:
         return self.inner.image_fs_usage()
+
+
+CONTRACTS: dict[type, Any] = {RuntimeBase: ContainerRuntime, PullerWrapper: Puller}
+"""Each base and the protocol whose contract its methods carry."""
+
+
+def _take_the_contract_docs() -> None:
+    for base, protocol in CONTRACTS.items():
+        for name, member in vars(base).items():
+            contract = getattr(protocol, name, None)
+            if callable(member) and not member.__doc__ and contract is not None:
+                member.__doc__ = contract.__doc__
+
+
+_take_the_contract_docs()

@@ -88,10 +88,15 @@ class UnknownRuntime(PluginError, LookupError):
     """``load_runtime`` was asked for a runtime no installed plugin provides."""
 
     def __init__(self, name: str, installed: list[str]) -> None:
+        import difflib  # only when a name is mistyped
+
         self.name = name
         self.installed = installed
+        close = difflib.get_close_matches(name, installed, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
         super().__init__(
-            f"unknown runtime {name!r}; installed runtimes: {', '.join(installed) or '(none)'}"
+            f"unknown runtime {name!r}{hint}; installed runtimes: "
+            f"{', '.join(installed) or '(none)'}"
         )
 
     def __reduce__(self) -> tuple[type[UnknownRuntime], tuple[str, list[str]]]:

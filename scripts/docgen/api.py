@@ -42,6 +42,16 @@ MODULE_TITLES = {
 }
 """A section title for each defining module (others are titled by their own name)."""
 
+RUNTIME_PAGES = (
+    ("bases", ("kubecore._contract.bases",)),
+    ("protocols", ("kubecore._contract.protocols", "kubecore._contract.capabilities")),
+    ("values", ("kubecore._contract.values",)),
+    ("streaming", ("kubecore._contract.streaming",)),
+)
+"""The plugin author's pages of ``kubecore.runtime``, each from its defining modules (marker
+``api-kubecore-runtime-<page>``); the namespace's page (``api-kubecore-runtime``) holds the rest:
+labels, errors, plugins and their registry, clocks, image references, log files."""
+
 NAMESPACES = (
     "kubecore",
     "kubecore.v1",
@@ -96,9 +106,24 @@ def _groups(namespace: str) -> list[tuple[str, list[str]]]:
     return [(_title(module), names) for module, names in by_module.items()]
 
 
-def render_namespace(namespace: str) -> str:
+def _on_pages_of_their_own(namespace: str) -> set[str]:
+    if namespace != "kubecore.runtime":
+        return set()
+    return {module for _, modules in RUNTIME_PAGES for module in modules}
+
+
+def render_namespace(namespace: str, modules: tuple[str, ...] = ()) -> str:
+    """Every public name of ``namespace`` by group; with ``modules``, only those they define
+    (else those no page of their own holds)."""
+    homes = _surface()[namespace]
+    elsewhere = _on_pages_of_their_own(namespace)
     parts = []
     for title, names in _groups(namespace):
+        names = [
+            name
+            for name in names
+            if (homes[name] in modules if modules else homes[name] not in elsewhere)
+        ]
         if not names:
             continue
         parts += [f"## {title}", ""]
@@ -120,5 +145,9 @@ def generators() -> dict[str, Callable[[], str]]:
         "api-" + namespace.replace(".", "-"): (lambda ns=namespace: render_namespace(ns))
         for namespace in NAMESPACES
     }
+    for page, modules in RUNTIME_PAGES:
+        found[f"api-kubecore-runtime-{page}"] = lambda modules=modules: render_namespace(
+            "kubecore.runtime", modules
+        )
     found["api-plugins"] = render_plugins
     return found

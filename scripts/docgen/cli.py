@@ -1,5 +1,6 @@
 """The CLI reference: every command and flag of ``kubecore``, read from its argparse parser
-(``kubecore._cli.parser.build_parser``), as ``--help`` prints them."""
+(``kubecore._cli.parser.build_parser``), as ``--help`` prints them: in the groups and with the
+examples ``--help`` shows."""
 
 from __future__ import annotations
 
@@ -37,10 +38,12 @@ def _spelling(action: argparse.Action) -> str:
     return ", ".join(f"{option} {value}" for option in action.option_strings)
 
 
-def _arguments(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+def _arguments(
+    parser: argparse.ArgumentParser, actions: list[argparse.Action]
+) -> list[tuple[str, str]]:
     formatter = parser._get_formatter()
     rows = []
-    for action in parser._actions:
+    for action in actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue
         if action.help == argparse.SUPPRESS:
@@ -65,9 +68,25 @@ def _command(path: str, parser: argparse.ArgumentParser, summary: str, depth: in
     parts += ["```", usage, "```", ""]
     if parser.description and parser.description != summary:
         parts += [rst_to_md(parser.description), ""]
-    rows = _arguments(parser)
-    if rows:
+    groups = parser._action_groups
+    if len(groups) <= 2:  # argparse's own two: positional arguments and options
+        rows = _arguments(parser, parser._actions)
+        if rows:
+            parts += [table(("argument", "meaning"), rows)]
+    for group in groups if len(groups) > 2 else ():  # as --help shows them
+        rows = _arguments(parser, group._group_actions)
+        if not rows:
+            continue
+        title = group.title or ""
+        parts += [
+            f"**{title[0].upper() + title[1:]}**"
+            + (f": {group.description}." if group.description else ""),
+            "",
+        ]
         parts += [table(("argument", "meaning"), rows)]
+    if parser.epilog:  # the examples, as --help ends with them
+        title, _, lines = parser.epilog.partition("\n")
+        parts += [f"**{title.rstrip(':').capitalize()}**", "", "```", lines.rstrip(), "```", ""]
     for name, sub in _subcommands(parser):
         parts += _command(f"{path} {name}", sub, _help_of(parser, name), depth + 1)
     return parts

@@ -77,9 +77,20 @@ it: the ``report_security`` workload prints its identity, capabilities, no-new-p
 seccomp mode, whether its root filesystem is writable, its security label and a sysctl. A runtime
 that cannot run that workload reads the same facts its own way through the ``observe_security``
 fixture (the in-memory ``fake`` reads what it recorded).
+
+Needs pytest: ``pip install kubecore[testing]`` (importing this package without it raises an
+``ImportError`` that says so).
 """
 
 from __future__ import annotations
+
+try:
+    import pytest as _pytest  # noqa: F401  (the checks are pytest tests, their fixtures pytest's)
+except ImportError as missing:
+    raise ImportError(
+        "kubecore.testing.conformance is a pytest suite, and pytest is not installed: "
+        "pip install kubecore[testing]"
+    ) from missing
 
 from kubecore.testing.conformance._capabilities import OptionalCapabilityChecks
 from kubecore.testing.conformance._configs import ConfigChecks
