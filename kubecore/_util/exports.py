@@ -229,6 +229,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "parse_record",
             ),
             "kubecore._util.timefmt": ("epoch_nanos", "format_timestamp", "parse_rfc3339"),
+            "kubecore._util.files": ("replace_file",),
             "kubecore._contract.values": (
                 "Capability",
                 "ContainerConfig",

@@ -28,6 +28,7 @@ MODULE_TITLES = {
     "kubecore._plugins.registry": "Plugins and their registry",
     "kubecore._util.clock": "Clocks",
     "kubecore._util.timefmt": "Times",
+    "kubecore._util.files": "Files",
     "kubecore._model.imageref": "Image references",
     "kubecore._model.v1": "Objects",
     "kubecore._model.quantity": "Quantities",
