@@ -402,6 +402,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._observability.cri_logs import (
         read_cri_log as read_cri_log,
     )
+    from kubecore._planner.backoff import (
+        backoff_delay as backoff_delay,
+    )
     from kubecore._plugins.registry import (
         BrokenPlugin as BrokenPlugin,
     )

@@ -22,6 +22,7 @@ import attrs
 from kubecore import Kubelet, Pod, ValidationError
 from kubecore._manifest.documents import parse_document
 from kubecore._model.v1 import KubeObject
+from kubecore._util.tables import text_table
 from kubecore._util.timefmt import age
 from kubecore.manifest import LAST_GOOD_DIR, load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore_etcd import (
@@ -204,14 +205,6 @@ def _pod_line(
     )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-    return "".join(
-        "   ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() + "\n"
-        for line in [header, *rows]
-    )
-
-
 def _document(value: bytes) -> dict[str, Any]:
     """A stored JSON or YAML object, or {} when it is not one."""
     try:
@@ -273,7 +266,7 @@ def get_pods(
         header.insert(0, "NAMESPACE")
         for row, line in zip(rows, lines, strict=True):
             row.insert(0, line.namespace)
-    return _table(header, rows)
+    return text_table([header, *rows])
 
 
 def _node_ready(document: dict[str, Any]) -> bool:
@@ -305,7 +298,7 @@ def get_nodes(endpoints: Endpoints, prefix: str = DEFAULT_PREFIX, **options: Any
         version = ((document.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
         status = "Ready" if _node_ready(document) else "NotReady"
         rows.append([name, status, str(pods.get(name, 0)), version or "<unknown>"])
-    return _table(["NAME", "STATUS", "PODS", "VERSION"], rows)
+    return text_table([["NAME", "STATUS", "PODS", "VERSION"], *rows])
 
 
 # --- kubecore run --etcd-endpoints ------------------------------------------------------------

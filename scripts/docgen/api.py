@@ -29,6 +29,7 @@ MODULE_TITLES = {
     "kubecore._util.clock": "Clocks",
     "kubecore._util.timefmt": "Times",
     "kubecore._util.files": "Files",
+    "kubecore._planner.backoff": "Back-off",
     "kubecore._model.imageref": "Image references",
     "kubecore._model.v1": "Objects",
     "kubecore._model.quantity": "Quantities",
