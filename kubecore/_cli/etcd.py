@@ -22,7 +22,7 @@ import attrs
 from kubecore import Kubelet, Pod, ValidationError
 from kubecore._manifest.documents import parse_document
 from kubecore._model.v1 import KubeObject
-from kubecore._util.tables import text_table
+from kubecore._util.tables import ready_and_restarts, text_table
 from kubecore._util.timefmt import age
 from kubecore.manifest import LAST_GOOD_DIR, load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore_etcd import (
@@ -191,17 +191,15 @@ def _status_text(document: dict[str, Any]) -> str:
 def _pod_line(
     node: str, namespace: str, name: str, document: dict[str, Any], now: float
 ) -> PodLine:
-    status = document.get("status") or {}
-    containers = (document.get("spec") or {}).get("containers") or ()
-    statuses = status.get("containerStatuses") or ()
+    ready, restarts = ready_and_restarts(document)
     return PodLine(
         namespace=namespace,
         name=name,
         node=node,
-        ready=f"{sum(1 for c in statuses if c.get('ready'))}/{len(containers)}",
+        ready=ready,
         status=_status_text(document),
-        restarts=sum(int(c.get("restartCount") or 0) for c in statuses),
-        age=age(status.get("startTime", ""), now),
+        restarts=restarts,
+        age=age((document.get("status") or {}).get("startTime", ""), now),
     )
 
 
