@@ -385,9 +385,6 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
         encode_output as encode_output,
     )
     from kubecore._observability.cri_log_format import (
-        format_timestamp as format_timestamp,
-    )
-    from kubecore._observability.cri_log_format import (
         parse_record as parse_record,
     )
     from kubecore._observability.cri_logs import (
@@ -404,6 +401,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._observability.cri_logs import (
         read_cri_log as read_cri_log,
+    )
+    from kubecore._planner.backoff import (
+        backoff_delay as backoff_delay,
     )
     from kubecore._plugins.registry import (
         BrokenPlugin as BrokenPlugin,
@@ -443,6 +443,18 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     )
     from kubecore._util.clock import (
         missing_clock_members as missing_clock_members,
+    )
+    from kubecore._util.files import (
+        replace_file as replace_file,
+    )
+    from kubecore._util.timefmt import (
+        epoch_nanos as epoch_nanos,
+    )
+    from kubecore._util.timefmt import (
+        format_timestamp as format_timestamp,
+    )
+    from kubecore._util.timefmt import (
+        parse_rfc3339 as parse_rfc3339,
     )
     from kubecore._volumes.pod_dirs import (
         EMPTY_DIR_PLUGIN as EMPTY_DIR_PLUGIN,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,36 +22,26 @@ from kubecore.runtime import (
     SandboxState,
     parse_image_ref,
     parse_image_user,
+    parse_rfc3339,
     pod_identity,
 )
 from kubecore_docker._names import SANDBOX_ID_LABEL, attempt_from_name, split_labels
 
 Json = Mapping[str, Any]
 
-_TIME = re.compile(
-    r"^(?P<base>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?P<frac>\.\d+)?(?P<tz>Z|[+-]\d{2}:\d{2})$"
-)
 _EXIT_IN_STATUS = re.compile(r"^Exited \((?P<code>-?\d+)\)")
 
 
 def parse_time(text: str | None) -> float | None:
     """An RFC 3339 time with up to nanoseconds as epoch seconds; the zero time (year 1) is None."""
-    if not text:
+    if not text or (text[-1:] not in "Zz" and text[-6:-5] not in ("+", "-")):
         return None
-    match = _TIME.match(text)
-    if match is None:
+    if text[:4] < "1970":  # Docker's zero time, 0001-01-01T00:00:00Z
         return None
-    base = datetime.datetime.strptime(match["base"], "%Y-%m-%dT%H:%M:%S")
-    if base.year < 1970:
+    try:
+        return parse_rfc3339(text)
+    except ValueError:
         return None
-    tz = match["tz"]
-    if tz == "Z":
-        offset = datetime.timedelta(0)
-    else:
-        sign = 1 if tz[0] == "+" else -1
-        offset = sign * datetime.timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
-    stamp = base.replace(tzinfo=datetime.timezone(offset)).timestamp()
-    return stamp + (float(match["frac"]) if match["frac"] else 0.0)
 
 
 @attrs.frozen

@@ -9,18 +9,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubecore.runtime import MANAGED_LABEL, RuntimeEvent
+from kubecore.runtime import MANAGED_LABEL, RuntimeEvent, backoff_delay
 from kubecore_docker._client import DockerConnection
 from kubecore_docker._convert import event_from
 
 log = logging.getLogger(__name__)
 
 EventKey = tuple[int, str, str]
-
-
-def backoff_delay(failures: int, initial: float, cap: float) -> float:
-    """Seconds before the next try after ``failures`` in a row: ``initial`` doubling to ``cap``."""
-    return min(cap, initial * 2.0 ** min(max(0, failures - 1), 64))
 
 
 def logs_failure(failures: int, since_logged: float, log_every: float) -> bool:

@@ -4,20 +4,10 @@ blocks (in real time, on the runtime's condition) for new lines while the contai
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
-from kubecore.runtime import RuntimeState
+from kubecore.runtime import RuntimeState, epoch_nanos, format_timestamp
 from kubecore_fake._engine import Engine
 from kubecore_fake._records import ContainerRecord
-
-
-def rfc3339(timestamp: float) -> str:
-    seconds = int(timestamp // 1)
-    nanos = round((timestamp - seconds) * 1e9)
-    if nanos >= 1_000_000_000:
-        seconds, nanos = seconds + 1, nanos - 1_000_000_000
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{nanos:09d}Z"
 
 
 def read_logs(
@@ -75,5 +65,5 @@ def _follow(
 
 def _log_line(entry: tuple[float, str], timestamps: bool) -> bytes:
     timestamp, line = entry
-    text = f"{rfc3339(timestamp)} {line}\n" if timestamps else f"{line}\n"
+    text = f"{format_timestamp(epoch_nanos(timestamp))} {line}\n" if timestamps else f"{line}\n"
     return text.encode()

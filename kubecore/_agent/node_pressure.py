@@ -17,6 +17,7 @@ from typing import Protocol
 import attrs
 
 from kubecore._model.quantity import parse_quantity
+from kubecore._util.host import read_meminfo, read_pid_max, read_statvfs
 
 MEMORY_AVAILABLE = "memory.available"
 NODEFS_AVAILABLE = "nodefs.available"
@@ -56,8 +57,6 @@ CONDITION_OF: Mapping[str, str] = {
 }
 """The node condition each signal drives."""
 
-MEMINFO = "/proc/meminfo"
-PID_MAX = "/proc/sys/kernel/pid_max"
 PROC = "/proc"
 
 
@@ -199,29 +198,12 @@ def crossed(figures: HostFigures, thresholds: Mapping[str, Threshold]) -> dict[s
 # --- the host's own figures ---------------------------------------------------------------
 
 
-def meminfo(path: str = MEMINFO) -> dict[str, int]:
-    """``/proc/meminfo`` in bytes (``MemTotal``, ``MemAvailable``, ...); {} when unreadable."""
-    out: dict[str, int] = {}
-    try:
-        with open(path, encoding="ascii", errors="replace") as file:
-            for line in file:
-                key, _, rest = line.partition(":")
-                words = rest.split()
-                if words and words[0].isdigit():
-                    scale = 1024 if words[1:2] == ["kB"] else 1
-                    out[key.strip()] = int(words[0]) * scale
-    except OSError:
-        return {}
-    return out
-
-
 def statvfs_figures(path: str) -> Filesystem | None:
     """The filesystem holding ``path`` (its nearest existing parent), None when unreadable."""
     while path and not os.path.exists(path):
         path = os.path.dirname(path)
-    try:
-        stat = os.statvfs(path or "/")
-    except OSError:
+    stat = read_statvfs(path or "/")
+    if stat is None:
         return None
     return Filesystem(
         available=stat.f_bavail * stat.f_frsize,
@@ -229,14 +211,6 @@ def statvfs_figures(path: str) -> Filesystem | None:
         inodes_free=stat.f_ffree if stat.f_files else None,
         inodes=stat.f_files or None,
     )
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path, encoding="ascii") as file:
-            return int(file.read().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def process_count(proc: str = PROC) -> int | None:
@@ -253,13 +227,13 @@ def host_reader(
     runtime's image filesystem, None when it has none of its own), process ids."""
 
     def read() -> HostFigures:
-        memory = meminfo()
+        memory = read_meminfo()
         return HostFigures(
             memory_available=memory.get("MemAvailable"),
             memory_capacity=memory.get("MemTotal"),
             nodefs=statvfs_figures(root_dir),
             imagefs=image_fs(),
-            pid_max=_read_int(PID_MAX),
+            pid_max=read_pid_max(),
             processes=process_count(),
         )
 

@@ -22,6 +22,7 @@ from kubecore._agent.wiring import Rooms, static_label
 from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.errors import ContainerRuntimeError
 from kubecore._contract.values import RuntimeSnapshot, RuntimeState
+from kubecore._model.v1 import TERMINAL_PHASES
 
 logger = logging.getLogger(__name__)
 
@@ -309,7 +310,7 @@ class SyncPass:
         active = {"true": 0, "false": 0}
         for st in states.values():
             status = st.published.status
-            if status is None or status.phase not in ("Succeeded", "Failed"):
+            if status is None or status.phase not in TERMINAL_PHASES:
                 active[static_label(st.pod)] += 1
         metrics = rooms.metrics
         for label in ("true", "false"):
@@ -349,7 +350,7 @@ def working_pod_counts(
     }
     for st in desired.values():
         status = st.published.status
-        terminal = status is not None and status.phase in ("Succeeded", "Failed")
+        terminal = status is not None and status.phase in TERMINAL_PHASES
         counts["terminated" if terminal else "sync", "desired", static_label(st.pod)] += 1
     for uid in on_node:
         if uid in desired or not uid:

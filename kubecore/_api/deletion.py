@@ -17,12 +17,11 @@ from typing import Any
 
 import attrs
 
-from kubecore._model.v1 import Pod
+from kubecore._model.v1 import TERMINAL_PHASES, Pod
 from kubecore._util.timefmt import parse_time, rfc3339
 
 DELETION_TIMESTAMP = "deletionTimestamp"
 DELETION_GRACE = "deletionGracePeriodSeconds"
-_ENDED_PHASES = ("Succeeded", "Failed")
 
 
 @attrs.frozen
@@ -46,7 +45,7 @@ class Deletion:
 
 def first_deletion(pod: Pod, asked: int | None, phase: str, now: float) -> Deletion:
     """The deletion a first delete of ``pod`` (in ``phase``) starts at ``now``."""
-    if phase in _ENDED_PHASES:
+    if phase in TERMINAL_PHASES:
         grace = 0  # nothing left to stop
     elif asked is not None:
         grace = asked

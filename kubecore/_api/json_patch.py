@@ -9,7 +9,7 @@ A patch is small (the body is bounded) but ``copy`` is not: each one may double 
 copies of a value into itself made gigabytes). So the size every ``add``, ``replace``, ``copy``
 and ``move`` puts in (``weight``: values plus the characters of strings and keys) is counted
 before the value is placed, against ``MAX_PATCHED_WEIGHT`` in all, and the depth it reaches
-against ``MAX_BODY_DEPTH``: a patch past either is a 422 before anything large is built."""
+against ``MAX_NESTING_DEPTH``: a patch past either is a 422 before anything large is built."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from http import HTTPStatus
 from typing import Any
 
 from kubecore._api.errors import ApiError, bad_request
-from kubecore._api.request import MAX_BODY_DEPTH
+from kubecore._manifest.documents import MAX_NESTING_DEPTH
 
 JSON_PATCH = "application/json-patch+json"
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
@@ -133,7 +133,7 @@ class _Budget:
     def __init__(self, document: Any) -> None:
         used, depth = weight(document, MAX_PATCHED_WEIGHT)
         self.left = MAX_PATCHED_WEIGHT - used
-        if self.left < 0 or depth > MAX_BODY_DEPTH:
+        if self.left < 0 or depth > MAX_NESTING_DEPTH:
             raise PatchFailed("the object is too large to patch")
 
     def spend(self, value: Any, tokens: list[str], *, moved: bool = False) -> None:
@@ -147,8 +147,8 @@ class _Budget:
                 f"the patched object would weigh more than {MAX_PATCHED_WEIGHT} "
                 "(values plus characters)"
             )
-        if len(tokens) + depth > MAX_BODY_DEPTH:
-            raise PatchFailed(f"the patched object would nest more than {MAX_BODY_DEPTH} levels")
+        if len(tokens) + depth > MAX_NESTING_DEPTH:
+            raise PatchFailed(f"the patched object would nest more than {MAX_NESTING_DEPTH} levels")
         self.left -= cost
 
 

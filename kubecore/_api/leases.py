@@ -6,7 +6,6 @@ kube-node-lease`` and ``kubectl describe node`` read it."""
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Callable
 from http import HTTPStatus
@@ -19,7 +18,7 @@ from kubecore._api.request import Exchange, Request, send_json
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import column, table, wants_table
 from kubecore._api.watch import serve_polled
-from kubecore._util.timefmt import age
+from kubecore._util.timefmt import age, rfc3339_micro
 
 GROUP = "coordination.k8s.io"
 VERSION = "v1"
@@ -67,12 +66,6 @@ class LeaseHolder(Protocol):
     def heartbeat(self) -> Heartbeat: ...
 
 
-def micro_time(ts: float) -> str:
-    """A v1 ``MicroTime``: ``2026-12-01T14:34:25.123456Z``."""
-    moment = datetime.datetime.fromtimestamp(ts, tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def lease_document(node: LeaseHolder, now: float) -> dict[str, Any]:
     """The node's Lease as of ``now``."""
     record = node.record
@@ -93,7 +86,7 @@ def lease_document(node: LeaseHolder, now: float) -> dict[str, Any]:
         "spec": {
             "holderIdentity": node.name,
             "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-            "renewTime": micro_time(renewed),
+            "renewTime": rfc3339_micro(renewed),
         },
     }
 

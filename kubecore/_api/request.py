@@ -18,8 +18,6 @@ from kubecore._api.errors import bad_request
 from kubecore._contract.errors import ValidationError
 from kubecore._http.rules import query_flag, query_int, query_value
 from kubecore._manifest.documents import (
-    MAX_NESTING_DEPTH,
-    nested_deeper_than,
     parse_json_document,
     parse_yaml_document,
 )
@@ -32,8 +30,6 @@ READS = ("GET", "HEAD")
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
 LIST_INTEGERS = ("limit", "timeoutSeconds")
-MAX_BODY_DEPTH = MAX_NESTING_DEPTH
-"""How deeply a written body may nest: as deeply as any document kubecore reads."""
 SERVER_FIELDS = (
     "creationTimestamp",
     "resourceVersion",
@@ -146,26 +142,17 @@ def read_body(exchange: Exchange) -> object:
 def parse_body(raw: bytes, content_type: str) -> object:
     """A request's JSON or YAML body, read as manifests are (the one bounded decoder of
     ``kubecore._manifest.documents``: aliases, numbers and nesting bounded, a repeated key
-    refused with its path); a 400 for one that does not parse or nests too deeply."""
-    syntax = "YAML" if content_type.endswith("yaml") else "JSON"
+    refused with its path, nesting past ``MAX_NESTING_DEPTH`` refused); a 400 for one that does
+    not parse."""
     try:
         text = raw.decode()
-        value = parse_yaml_document(text) if syntax == "YAML" else parse_json_document(text)
+        yaml = content_type.endswith("yaml")
+        return parse_yaml_document(text) if yaml else parse_json_document(text)
     except ValidationError as error:
         problems = "; ".join(p.message for p in error.problems)
         raise bad_request(f"the body is not valid {content_type}: {problems}") from None
     except ValueError as error:
         raise bad_request(f"the body is not valid {content_type or 'JSON'}: {error}") from None
-    except RecursionError:  # the parser gave up: far deeper than the limit
-        value = None
-        deep = True
-    else:
-        deep = nested_deeper_than(value, MAX_BODY_DEPTH)
-    if deep:
-        raise bad_request(
-            f"the body is not valid {syntax}: nested more than {MAX_BODY_DEPTH} levels"
-        )
-    return value
 
 
 def body_metadata(body: Mapping[str, Any]) -> dict[str, Any]:

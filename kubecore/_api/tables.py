@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubecore._model.v1 import KubeObject, Secret
+from kubecore._util.tables import ready_and_restarts
 from kubecore._util.timefmt import age as time_age
 
 
@@ -106,14 +107,12 @@ def node_cells(node: dict[str, Any], now: float) -> list[Any]:
 def pod_cells(pod: dict[str, Any], now: float, node_name: str) -> list[Any]:
     status = pod.get("status") or {}
     spec = pod.get("spec") or {}
-    statuses = status.get("containerStatuses") or []
-    ready = sum(1 for cs in statuses if cs.get("ready"))
-    restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
+    ready, restarts = ready_and_restarts(pod)
     created = pod["metadata"].get("creationTimestamp")
     age = time_age(created, now)
     return [
         pod["metadata"]["name"],
-        f"{ready}/{len(spec.get('containers') or [])}",
+        ready,
         "Terminating" if pod["metadata"].get("deletionTimestamp") else pod.get("_statusText", ""),
         str(restarts),
         age,

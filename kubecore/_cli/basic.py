@@ -69,6 +69,7 @@ def cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
 
 def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
     from kubecore._plugins.registry import PluginWarning, plugin_manager
+    from kubecore._util.tables import text_table
 
     manager = plugin_manager()
     # a broken plugin is listed below; any other warning goes to stderr
@@ -80,9 +81,7 @@ def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
         plugin = info.plugin + (f" ({info.distribution})" if info.distribution else "")
         note = f" (unavailable: {info.unavailable})" if info.unavailable else ""
         rows.append([info.name, info.description + note, plugin])
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        out.write("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.write(text_table(rows))
     for bad in broken:
         where = f" ({bad.distribution})" if bad.distribution else ""
         out.write(f"broken plugin {bad.name}{where}: {bad.error}\n")

@@ -22,6 +22,7 @@ import attrs
 from kubecore import Kubelet, Pod, ValidationError
 from kubecore._manifest.documents import parse_document
 from kubecore._model.v1 import KubeObject
+from kubecore._util.tables import ready_and_restarts, text_table
 from kubecore._util.timefmt import age
 from kubecore.manifest import LAST_GOOD_DIR, load_manifest_lenient, object_to_dict, pod_to_dict
 from kubecore_etcd import (
@@ -190,25 +191,15 @@ def _status_text(document: dict[str, Any]) -> str:
 def _pod_line(
     node: str, namespace: str, name: str, document: dict[str, Any], now: float
 ) -> PodLine:
-    status = document.get("status") or {}
-    containers = (document.get("spec") or {}).get("containers") or ()
-    statuses = status.get("containerStatuses") or ()
+    ready, restarts = ready_and_restarts(document)
     return PodLine(
         namespace=namespace,
         name=name,
         node=node,
-        ready=f"{sum(1 for c in statuses if c.get('ready'))}/{len(containers)}",
+        ready=ready,
         status=_status_text(document),
-        restarts=sum(int(c.get("restartCount") or 0) for c in statuses),
-        age=age(status.get("startTime", ""), now),
-    )
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-    return "".join(
-        "   ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() + "\n"
-        for line in [header, *rows]
+        restarts=restarts,
+        age=age((document.get("status") or {}).get("startTime", ""), now),
     )
 
 
@@ -273,7 +264,7 @@ def get_pods(
         header.insert(0, "NAMESPACE")
         for row, line in zip(rows, lines, strict=True):
             row.insert(0, line.namespace)
-    return _table(header, rows)
+    return text_table([header, *rows])
 
 
 def _node_ready(document: dict[str, Any]) -> bool:
@@ -305,7 +296,7 @@ def get_nodes(endpoints: Endpoints, prefix: str = DEFAULT_PREFIX, **options: Any
         version = ((document.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
         status = "Ready" if _node_ready(document) else "NotReady"
         rows.append([name, status, str(pods.get(name, 0)), version or "<unknown>"])
-    return _table(["NAME", "STATUS", "PODS", "VERSION"], rows)
+    return text_table([["NAME", "STATUS", "PODS", "VERSION"], *rows])
 
 
 # --- kubecore run --etcd-endpoints ------------------------------------------------------------

@@ -31,6 +31,7 @@ from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.errors import FieldError
 from kubecore._manifest import MAX_MANIFEST_BYTES
 from kubecore._model.v1 import KubeObject, Pod
+from kubecore._planner.backoff import backoff_delay
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +259,7 @@ class HTTPSource:
         self._failures += 1
         self._problem = problem
         self._losing = None
-        delay = min(self._backoff * 2 ** (self._failures - 1), self._max_backoff)
+        delay = backoff_delay(self._failures, self._backoff, self._max_backoff)
         self._next_due = now + delay
         # A bad body must be parsed again after the backoff so the problem stays visible.
         self._body_hash = ""

@@ -15,8 +15,6 @@ from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogReader
 
-MAX_BODY_BYTES = MAX_DOCUMENT_BYTES
-
 
 class _Metrics(Protocol):
     def render(self) -> bytes: ...
@@ -64,7 +62,7 @@ class ServerConfig:
     exec_token: str = ""
     log_dir: str | None = None
     """The directory ``/logs/`` serves; None answers 404."""
-    max_body_bytes: int = MAX_BODY_BYTES
+    max_body_bytes: int = MAX_DOCUMENT_BYTES
     request_timeout: float = 30.0
     """The time a client has to send a request's head (an idle keep-alive connection, its next
     request), then again to send its body, each in all rather than per read; also the socket

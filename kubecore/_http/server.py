@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from kubecore._api.auth import OPEN_GATE, Gate
 from kubecore._http.budget import Budget
-from kubecore._http.config import MAX_BODY_BYTES, ServedKubelet, ServerConfig
+from kubecore._http.config import ServedKubelet, ServerConfig
 from kubecore._http.handler import Handler, Route
 from kubecore._http.health import healthz
 from kubecore._http.metrics import metrics, stats
@@ -72,6 +72,7 @@ from kubecore._http.serving import (
     RequestReader,
 )
 from kubecore._http.streams import attach, exec_session
+from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
     from kubecore._api.server import KubeApi
@@ -319,7 +320,7 @@ def serve(
     enable_exec: bool = False,
     exec_token: str = "",
     log_dir: str | None = None,
-    max_body_bytes: int = MAX_BODY_BYTES,
+    max_body_bytes: int = MAX_DOCUMENT_BYTES,
     request_timeout: float = 30.0,
 ) -> KubeletServer:
     """Start the kubelet HTTP API for ``kubelet`` and return the running server."""

@@ -22,6 +22,8 @@ PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 DNSPolicy = Literal["ClusterFirst", "Default", "None", "ClusterFirstWithHostNet"]
 Protocol_ = Literal["TCP", "UDP", "SCTP"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+TERMINAL_PHASES: tuple[PodPhase, ...] = ("Succeeded", "Failed")
+"""The phases of a pod that has ended: it never starts anything again."""
 ContainerRestartPolicy = Literal["Always", "OnFailure", "Never"]
 TerminationMessagePolicy = Literal["File", "FallbackToLogsOnError"]
 

@@ -11,12 +11,12 @@ runtime does (for runtimes that write such files and for tests).
 
 from __future__ import annotations
 
-import calendar
-import re
-import time
 from collections.abc import Iterator
 
 import attrs
+
+from kubecore._util import timefmt
+from kubecore._util.timefmt import format_timestamp
 
 STDOUT = "stdout"
 STDERR = "stderr"
@@ -29,10 +29,6 @@ a longer line is written as partial records."""
 MAX_LINE_BYTES = 1024 * 1024
 """A record line longer than this is malformed: skipped, so garbage without newlines cannot
 grow a reader's buffer without bound."""
-
-_TIME = re.compile(
-    rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)\Z"
-)
 
 
 @attrs.frozen
@@ -63,26 +59,10 @@ class LogLine:
 
 def parse_time(text: bytes) -> float | None:
     """An RFC 3339 time (``2026-12-01T15:04:05.123456789Z``) in seconds since the epoch, or
-    None if ``text`` is not one."""
-    match = _TIME.match(text)
-    if match is None:
+    None if ``text`` is not one with a zone (``timefmt.parse_rfc3339``, the one reader)."""
+    if text[-1:] not in b"Zz" and text[-6:-5] not in (b"+", b"-"):
         return None
-    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
-        return None
-    fraction, zone = match.group(7), match.group(8)
-    offset = 0
-    if zone != b"Z":
-        zone_hours, zone_minutes = int(zone[1:3]), int(zone[4:6])
-        if zone_hours > 23 or zone_minutes > 59:
-            return None
-        offset = (zone_hours * 60 + zone_minutes) * 60 * (1 if zone[:1] == b"+" else -1)
-    try:
-        seconds = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
-    except (ValueError, OverflowError):
-        return None
-    nanos = int(fraction.ljust(9, b"0")) if fraction else 0
-    return seconds - offset + nanos / 1e9
+    return timefmt.parse_time(text)
 
 
 def parse_record(line: bytes) -> LogRecord | None:
@@ -103,19 +83,6 @@ def parse_record(line: bytes) -> LogRecord | None:
         return None
     partial = tags.split(b":", 1)[0] == PARTIAL_TAG
     return LogRecord(stamp.decode("ascii"), time, stream_name, partial, content)
-
-
-def format_timestamp(nanos: int) -> str:
-    """Nanoseconds since the epoch as Go's ``time.RFC3339Nano`` writes them in UTC (trailing
-    zeros of the fraction dropped): ``2026-12-01T15:04:05.12Z``."""
-    seconds, fraction = divmod(nanos, 1_000_000_000)
-    moment = _utc(seconds)
-    digits = f"{fraction:09d}".rstrip("0")
-    return f"{moment}.{digits}Z" if digits else f"{moment}Z"
-
-
-def _utc(seconds: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def format_record(record: LogRecord) -> bytes:

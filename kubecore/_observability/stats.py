@@ -23,7 +23,14 @@ from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import ContainerStats, ImageFsUsage, RuntimeState
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod, PodStatus
-from kubecore._util.host import directory_usage, parse_key_values
+from kubecore._util.host import (
+    directory_usage,
+    parse_key_values,
+    read_meminfo,
+    read_pid_max,
+    read_proc_file,
+    read_statvfs,
+)
 from kubecore._util.timefmt import rfc3339
 
 Json = dict[str, Any]
@@ -36,14 +43,6 @@ def _present(document: Mapping[str, Any]) -> Json:
 
 
 # --- /proc ------------------------------------------------------------------------------------
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 def parse_proc_stat(text: str) -> tuple[int | None, float | None]:
@@ -123,9 +122,8 @@ def default_interface(route_text: str) -> str:
 
 def fs_stats(path: str, time: str, used_bytes: int | None = None) -> Json:
     """The filesystem holding ``path``; ``used_bytes`` what of it is ours (else all used)."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
+    st = read_statvfs(path)
+    if st is None:
         return _present({"time": time, "usedBytes": used_bytes})
     capacity = st.f_blocks * st.f_frsize
     used = used_bytes if used_bytes is not None else (st.f_blocks - st.f_bfree) * st.f_frsize
@@ -237,10 +235,10 @@ class StatsProvider:
 
     def _node(self, now: float, cpu_and_memory_only: bool) -> Json:
         time = rfc3339(now)
-        cpu_nanos, boot = parse_proc_stat(_read(f"{self._proc}/stat") or "")
+        cpu_nanos, boot = parse_proc_stat(read_proc_file(self._proc, "stat") or "")
         memory = node_memory(
-            parse_key_values(_read(f"{self._proc}/meminfo") or ""),
-            parse_key_values(_read(f"{self._proc}/vmstat") or ""),
+            read_meminfo(self._proc),
+            parse_key_values(read_proc_file(self._proc, "vmstat") or ""),
         )
         node: Json = {"nodeName": self._node_name}
         agent = self._agent(now, boot)
@@ -259,9 +257,9 @@ class StatsProvider:
             node["memory"] = {"time": time, **memory}
         if cpu_and_memory_only:
             return node
-        interfaces = parse_net_dev(_read(f"{self._proc}/net/dev") or "")
+        interfaces = parse_net_dev(read_proc_file(self._proc, "net/dev") or "")
         if interfaces:
-            main = default_interface(_read(f"{self._proc}/net/route") or "")
+            main = default_interface(read_proc_file(self._proc, "net/route") or "")
             chosen = next((i for i in interfaces if i["name"] == main), interfaces[0])
             node["network"] = {"time": time, **chosen, "interfaces": interfaces}
         node["fs"] = fs_stats(self._root_dir, time)
@@ -280,8 +278,8 @@ class StatsProvider:
 
     def _agent(self, now: float, boot: float | None) -> Json | None:
         """The agent's own process, as the kubelet reports its ``kubelet`` system container."""
-        process = parse_process_stat(_read(f"{self._proc}/self/stat") or "")
-        status = parse_key_values(_read(f"{self._proc}/self/status") or "")
+        process = parse_process_stat(read_proc_file(self._proc, "self/stat") or "")
+        status = parse_key_values(read_proc_file(self._proc, "self/status") or "")
         if process is None or boot is None:
             return None
         cpu_nanos, started = process
@@ -303,14 +301,13 @@ class StatsProvider:
         }
 
     def _rlimit(self, time: str) -> Json:
-        pid_max = (_read(f"{self._proc}/sys/kernel/pid_max") or "").strip()
-        loadavg = (_read(f"{self._proc}/loadavg") or "").split()
+        loadavg = (read_proc_file(self._proc, "loadavg") or "").split()
         # The fourth field is running/total scheduling entities, as sysinfo's procs counts them.
         current = loadavg[3].partition("/")[2] if len(loadavg) > 3 else ""
         return _present(
             {
                 "time": time,
-                "maxpid": int(pid_max) if pid_max.isdigit() else None,
+                "maxpid": read_pid_max(self._proc),
                 "curproc": int(current) if current.isdigit() else None,
             }
         )

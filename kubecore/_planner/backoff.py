@@ -37,6 +37,12 @@ def next_backoff(
     return BackoffEntry(delay=delay, until=now + delay, last_failure=now)
 
 
+def backoff_delay(failures: int, initial: float, cap: float) -> float:
+    """The closed form of ``next_backoff`` without a reset: seconds before the next try after
+    ``failures`` in a row, ``initial`` doubling up to ``cap`` (0 or fewer failures: ``initial``)."""
+    return min(cap, initial * 2.0 ** min(max(0, failures - 1), 64))
+
+
 def in_backoff(entry: BackoffEntry | None, now: float) -> bool:
     """True while a retry must still wait."""
     return entry is not None and now < entry.until

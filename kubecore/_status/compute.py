@@ -17,6 +17,7 @@ from kubecore._contract.observed import Record, View
 from kubecore._contract.values import RuntimeState
 from kubecore._model.qos import qos_class
 from kubecore._model.v1 import (
+    TERMINAL_PHASES,
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -47,7 +48,6 @@ CONTAINER_CREATING = "ContainerCreating"
 POD_COMPLETED = "PodCompleted"
 UNKNOWN_EXIT_CODE = 1
 """Reported (and judged, by the planner, as a failure) when a dead container has no exit code."""
-_TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def _terminated(record: Record, prefix: str, messages: Mapping[str, str]) -> ContainerState:
@@ -414,7 +414,7 @@ def _phase_and_reason(
         phase = "Failed"
     reason = previous.reason if previous is not None else ""
     message = previous.message if previous is not None else ""
-    if previous is not None and previous.phase in _TERMINAL_PHASES:
+    if previous is not None and previous.phase in TERMINAL_PHASES:
         phase = previous.phase  # and its reason: it ended before this
     elif actions.failure_reason:
         reason, message = actions.failure_reason, actions.failure_message
@@ -459,7 +459,7 @@ def _conditions(
     initialized = not incomplete or phase == "Succeeded" or _any_started(statuses)
     if initialized and incomplete and phase != "Succeeded":
         init_reason, init_message = "", ""  # initialized before: sidecars restarting
-    containers_ready = not unready and phase not in _TERMINAL_PHASES
+    containers_ready = not unready and phase not in TERMINAL_PHASES
     gates_reason, gates_message = _readiness_gates_unmet(spec.readiness_gates)
     ready = containers_ready and not gates_reason
     if containers_ready and gates_reason:

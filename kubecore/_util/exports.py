@@ -226,9 +226,11 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._observability.cri_log_format": (
                 "LogRecord",
                 "encode_output",
-                "format_timestamp",
                 "parse_record",
             ),
+            "kubecore._util.timefmt": ("epoch_nanos", "format_timestamp", "parse_rfc3339"),
+            "kubecore._util.files": ("replace_file",),
+            "kubecore._planner.backoff": ("backoff_delay",),
             "kubecore._contract.values": (
                 "Capability",
                 "ContainerConfig",

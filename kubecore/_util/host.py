@@ -1,6 +1,7 @@
-"""What the agent reads of its host: memory from ``/proc/meminfo``, and the disk a directory
-uses. One reading each, for the node's capacity (``resourceFieldRef`` defaults, the etcd Node
-document), the ``/stats/summary`` figures and the emptyDir size limits."""
+"""What the agent reads of its host: memory from ``/proc/meminfo``, a filesystem's ``statvfs``,
+``pid_max``, and the disk a directory uses. One reader each, for the node's capacity
+(``resourceFieldRef`` defaults, the etcd Node document), the ``/stats/summary`` figures, the
+eviction signals and the emptyDir size limits."""
 
 from __future__ import annotations
 
@@ -20,15 +21,39 @@ def parse_key_values(text: str) -> dict[str, int]:
     return values
 
 
+def read_proc_file(proc: str, name: str) -> str | None:
+    """The text of ``<proc>/<name>``, None when it cannot be read."""
+    try:
+        with open(os.path.join(proc, name), encoding="ascii", errors="replace") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def read_meminfo(proc: str = "/proc") -> dict[str, int]:
+    """``<proc>/meminfo`` in bytes (``MemTotal``, ``MemAvailable``, ...); {} when unreadable."""
+    return parse_key_values(read_proc_file(proc, "meminfo") or "")
+
+
 @functools.cache
 def memory_total_bytes(proc: str = "/proc") -> int:
     """The host's memory (``MemTotal``), in bytes; 0 when ``<proc>/meminfo`` cannot be read."""
+    return read_meminfo(proc).get("MemTotal", 0)
+
+
+def read_pid_max(proc: str = "/proc") -> int | None:
+    """The most process ids the kernel hands out (``<proc>/sys/kernel/pid_max``), None when
+    unreadable."""
+    text = (read_proc_file(proc, "sys/kernel/pid_max") or "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def read_statvfs(path: str) -> os.statvfs_result | None:
+    """``statvfs`` of the filesystem holding ``path``, None when it cannot be read."""
     try:
-        with open(os.path.join(proc, "meminfo")) as file:
-            text = file.read()
+        return os.statvfs(path)
     except OSError:
-        return 0
-    return parse_key_values(text).get("MemTotal", 0)
+        return None
 
 
 def directory_usage(path: str) -> tuple[int, int]:

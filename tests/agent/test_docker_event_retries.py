@@ -22,9 +22,9 @@ import pytest
 pytest.importorskip("docker")
 
 from kubecore._contract.values import RuntimeEvent, RuntimeEventType
-from kubecore.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL
+from kubecore.runtime import CONTAINER_NAME_LABEL, MANAGED_LABEL, POD_UID_LABEL, backoff_delay
 from kubecore_docker import DockerConnection, DockerOptions, EventWatcher
-from kubecore_docker._events import backoff_delay, logs_failure
+from kubecore_docker._events import logs_failure
 
 END = None
 """Fed to the stream: the engine ends the response (as when it restarts)."""

@@ -19,8 +19,9 @@ from kubecore._api import json_patch as json_patch_module
 from kubecore._api.errors import ApiError
 from kubecore._api.json_patch import MAX_PATCH_OPERATIONS, MAX_PATCHED_WEIGHT, json_patch
 from kubecore._api.patch import strategic_merge_patch
-from kubecore._api.request import MAX_BODY_DEPTH, parse_body
+from kubecore._api.request import parse_body
 from kubecore._http.handler import MAX_QUERY_BYTES
+from kubecore._manifest.documents import MAX_NESTING_DEPTH
 from tests.api.kubectl_support import TOKEN, Node, running_node
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -68,7 +69,7 @@ def test_copies_into_itself_stop_at_the_depth_bound() -> None:
     with pytest.raises(ApiError) as raised:
         json_patch({"a": {}}, patch)
     assert raised.value.code == 422
-    assert f"nest more than {MAX_BODY_DEPTH} levels" in raised.value.message
+    assert f"nest more than {MAX_NESTING_DEPTH} levels" in raised.value.message
 
 
 def test_a_patch_with_too_many_operations_is_a_400() -> None:

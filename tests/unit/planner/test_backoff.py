@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from kubecore._planner.actions import BackoffEntry
 from kubecore._planner.backoff import (
     BACKOFF_RESET,
+    backoff_delay,
     backoff_resets,
     format_delay,
     in_backoff,
@@ -110,3 +111,26 @@ def test_ci_uses_a_deterministic_hypothesis_profile() -> None:
     ci = settings.get_profile("ci")
     assert ci.derandomize and ci.deadline is None and ci.max_examples <= 100
     assert settings.get_profile("dev").max_examples > ci.max_examples
+
+
+@given(
+    st.integers(min_value=1, max_value=80),
+    st.floats(min_value=0.01, max_value=60),
+    st.floats(min_value=60, max_value=3600),
+)
+def test_the_closed_form_is_the_stepped_backoff_without_a_reset(
+    failures: int, initial: float, cap: float
+) -> None:
+    entry = None
+    for step in range(failures):
+        entry = next_backoff(entry, float(step), initial=initial, cap=cap, reset_after=1e18)
+    assert entry is not None and backoff_delay(failures, initial, cap) == entry.delay
+
+
+def test_the_url_source_and_the_docker_events_back_off_by_the_one_closed_form() -> None:
+    from kubecore import runtime
+    from kubecore._config import http
+    from kubecore_docker import _events
+
+    assert vars(http)["backoff_delay"] is vars(_events)["backoff_delay"] is backoff_delay
+    assert runtime.backoff_delay is backoff_delay

@@ -53,3 +53,30 @@ def test_the_emptydir_limit_and_the_stats_summary_share_the_reading() -> None:
     from kubecore._volumes import pod_dirs as _volumes
 
     assert _stats.directory_usage is _volumes.directory_usage is directory_usage
+
+
+def test_pid_max_and_meminfo_have_one_reader_each(tmp_path: Path) -> None:
+    from kubecore._util.host import read_meminfo, read_pid_max, read_statvfs
+
+    assert read_pid_max(str(tmp_path)) is None
+    (tmp_path / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "sys" / "kernel" / "pid_max").write_text("4194304\n")
+    assert read_pid_max(str(tmp_path)) == 4194304
+    (tmp_path / "meminfo").write_text(MEMINFO)
+    assert read_meminfo(str(tmp_path))["MemFree"] == 1000000 * 1024
+    assert read_meminfo(str(tmp_path / "absent")) == {}
+    assert read_statvfs(str(tmp_path / "absent")) is None
+    found = read_statvfs(str(tmp_path))
+    assert found is not None and found.f_blocks > 0
+
+
+def test_the_eviction_signals_and_the_summary_read_the_host_the_same_way() -> None:
+    from kubecore._agent import node_pressure
+    from kubecore._observability import stats
+    from kubecore._util import host
+
+    for module in (node_pressure, stats):
+        for name in ("read_meminfo", "read_pid_max", "read_statvfs"):
+            if name in vars(module):
+                assert vars(module)[name] is getattr(host, name)
+    assert "meminfo" not in vars(node_pressure)
