@@ -32,6 +32,20 @@ def run(runtime: DockerRuntime, cid: str, command: list[str], **kwargs: object) 
     return Collected(runtime.exec_stream(cid, command, **options))  # type: ignore[arg-type]
 
 
+def wait_logged(runtime: DockerRuntime, container_id: str, text: bytes) -> None:
+    """Follow the container's log until ``text`` is in it."""
+    seen = b""
+    stream = runtime.logs(container_id, follow=True)
+    try:
+        for chunk in stream:
+            seen += chunk
+            if text in seen:
+                return
+    finally:
+        getattr(stream, "close", lambda: None)()
+    raise AssertionError(f"the container ended before logging {text!r}: {seen!r}")
+
+
 def test_the_runtime_streams(runtime: DockerRuntime) -> None:
     assert isinstance(runtime, StreamingRuntime)
 
@@ -167,6 +181,8 @@ def test_attach_to_a_container_started_with_stdin_open(
     script = "echo ready; while read line; do echo got $line; echo oops $line >&2; done; exit 4"
     container = make_container(command=("sh", "-c", script), stdin=True, stdin_once=True)
     _, (container_id,) = run_pod(runtime, make_sandbox, container)
+    # "ready" is in the log before the attach (a loaded machine may start the script late).
+    wait_logged(runtime, container_id, b"ready\n")
     out = Collected(runtime.attach(container_id, stdin=True, tty=False))
     assert not out.session.tty
     out.session.write_stdin(b"hello\n")
