@@ -41,7 +41,7 @@ from kubecore._agent.node_pressure import (
 )
 from kubecore._api.errors import ApiError, not_found
 from kubecore._api.leases import Leases
-from kubecore._api.node_status import Heartbeat, NodeConditions
+from kubecore._api.node_status import ConditionsFile, Heartbeat, NodeConditions
 from kubecore._api.node_writes import NodeChange, node_change
 from kubecore._api.patch import merge_for, strategic_merge_patch
 from kubecore._api.request import Exchange, Request, content_type, read_body, send_json
@@ -314,6 +314,7 @@ class NodeReads:
             eviction_thresholds(config.eviction_hard),
             kubelet.healthz,
             on_status=self.record_event,
+            kept=ConditionsFile(config.root_dir),
         )
         self.heartbeat = Heartbeat(now, lambda: kubelet.running)
         self.leases = Leases(self)
