@@ -190,6 +190,12 @@ class Kubelet:
         ongoing = rooms.terminations.ongoing(uid)
         return ongoing if ongoing is not None else self._pass.runs_containers_of(uid)
 
+    def pod_containers_stopped(self, uid: str) -> bool:
+        """Whether the pod ``uid``, being terminated, has no running container left (its
+        last relist shows none), while its sandboxes may still be going: the API then shows
+        its containers not ready (``0/1 Terminating``), as a kubelet posts them."""
+        return not self._pass.runs_containers_of(uid)
+
     def _ask_grace(self, uid: str, grace_period: float) -> None:
         if not grace_period >= 0:
             raise ValueError(f"grace_period must be 0 or more, got {grace_period}")

@@ -53,6 +53,7 @@ from kubecore._prober.manager import ProbeManager
 from kubecore._prober.runner import Prober
 from kubecore._status.manager import StatusManager
 from kubecore._util.clock import Clock, SystemClock
+from kubecore._util.host import node_ip
 from kubecore._util.ratelimit import TokenBucket
 from kubecore._volumes.pod_dirs import VolumeManager
 
@@ -268,6 +269,7 @@ def _syncing(
         plugged.runtime, cfg.node_name, clock, on_lost=lambda _lease: signals.halt()
     )
     probes = ProbeManager(plugged.health_checker, plugged.recorder)
+    host_ip = node_ip(cfg.host_ip)
     prober = Prober(
         probes,
         metrics,
@@ -275,10 +277,10 @@ def _syncing(
         max_workers=cfg.workers,
         on_change=signals.post,
         monotonic=clock.monotonic,
-        host_ip=cfg.host_ip,
+        host_ip=host_ip,
     )
     status_manager = StatusManager(
-        plugged.runtime, volumes, plugged.recorder, metrics, host_ip=cfg.host_ip
+        plugged.runtime, volumes, plugged.recorder, metrics, host_ip=host_ip
     )
     terminations = Terminations()
     desired = DesiredPods(
@@ -381,7 +383,7 @@ def _executor(
         cluster_domain=cfg.cluster_domain,
         objects=objects,
         start_journal=StartJournal(cfg.root_dir),
-        node=NodeInfo(cfg.node_name, cfg.host_ip, host_capacity(cfg.root_dir)),
+        node=NodeInfo(cfg.node_name, node_ip(cfg.host_ip), host_capacity(cfg.root_dir)),
         metrics=metrics,
     )
 

@@ -9,6 +9,12 @@ something changed, else every ``NODE_STATUS_REPORT_FREQUENCY``. A pressure condi
 for ``EVICTION_PRESSURE_TRANSITION_PERIOD`` after its threshold was last crossed (the kubelet's
 ``--eviction-pressure-transition-period``), so that it does not flap.
 
+Each condition's status and ``lastTransitionTime`` are kept across restarts of the agent
+(``ConditionsFile``, ``<root-dir>/node-conditions.json``): a condition whose status is the same
+after a restart keeps its transition time, and the event of its status is recorded again with
+its first date (``describe node`` shows ``NodeReady`` as old as the node's readiness, not the
+restart's time).
+
 The readings are taken when the Node is read (each read of the API; cheap: ``/proc`` and
 ``statvfs``), not by a timer of their own: a flip no client read in between is seen at the
 next read.
@@ -19,6 +25,9 @@ was when the agent stops."""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -33,7 +42,10 @@ from kubecore._agent.node_pressure import (
     Threshold,
     crossed,
 )
+from kubecore._util.files import read_own_file, replace_file
 from kubecore._util.timefmt import rfc3339
+
+logger = logging.getLogger(__name__)
 
 NODE_STATUS_REPORT_FREQUENCY = 300.0
 """Seconds between two status reports when nothing changed (the kubelet's default, 5 min)."""
@@ -44,6 +56,8 @@ LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_INTERVAL = LEASE_DURATION_SECONDS / 4
 """Seconds between two renewals of the node Lease (10 s, as the kubelet renews it)."""
 READY = "Ready"
+CONDITIONS_FILE = "node-conditions.json"
+"""Where the conditions' statuses and transition times are kept, in the root directory."""
 
 _WORDS: Mapping[str, tuple[tuple[str, str], tuple[str, str]]] = {
     MEMORY_PRESSURE: (
@@ -105,6 +119,41 @@ class _Kept:
     transition: float
 
 
+class ConditionsFile:
+    """Each condition's (status, transition time) at ``<root_dir>/node-conditions.json``
+    (mode 0600, replaced whole). What cannot be read is logged and taken as never written."""
+
+    def __init__(self, root_dir: str) -> None:
+        self.path = os.path.join(os.path.abspath(root_dir), CONDITIONS_FILE)
+
+    def load(self) -> dict[str, tuple[str, float]]:
+        try:
+            raw, _ = read_own_file(self.path)
+        except FileNotFoundError:
+            return {}
+        except OSError as error:
+            logger.warning("the node's conditions cannot be read (%s): dated anew", error)
+            return {}
+        try:
+            document = json.loads(raw.decode("utf-8"))
+            return {
+                condition: (str(kept["status"]), float(kept["lastTransitionTime"]))
+                for condition, kept in document.items()
+                if condition in CONDITION_ORDER
+            }
+        except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as error:
+            logger.warning("the node's conditions in %s are not readable (%r)", self.path, error)
+            return {}
+
+    def save(self, kept: Mapping[str, tuple[str, float]]) -> None:
+        document = {c: {"status": s, "lastTransitionTime": t} for c, (s, t) in kept.items()}
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            replace_file(self.path, json.dumps(document, sort_keys=True).encode() + b"\n")
+        except OSError as error:
+            logger.warning("cannot keep the node's conditions (%s): a restart dates them", error)
+
+
 class NodeConditions:
     """The Node's conditions across readings (see the module doc). ``host`` is the host's
     reader and ``thresholds`` the hard eviction thresholds; ``health()`` is (healthy, why
@@ -119,6 +168,7 @@ class NodeConditions:
         report_frequency: float = NODE_STATUS_REPORT_FREQUENCY,
         transition_period: float = EVICTION_PRESSURE_TRANSITION_PERIOD,
         on_status: Callable[[str, float], None] = lambda reason, now: None,
+        kept: ConditionsFile | None = None,
     ) -> None:
         self.host = host
         self.thresholds = dict(thresholds)
@@ -128,9 +178,15 @@ class NodeConditions:
         self._on_status = on_status
         """Called with the event reason (``NODE_EVENTS``) of each status a condition takes."""
         self._lock = threading.Lock()
+        self._file = kept
+        """Where the statuses and transitions are kept across restarts (None: not kept)."""
         self._kept: dict[str, _Kept] = {}
         self._heartbeat = 0.0
         self._last_crossed: dict[str, tuple[float, list[str]]] = {}
+        for condition, (status, transition) in (kept.load() if kept else {}).items():
+            if (condition, status) in NODE_EVENTS:
+                self._kept[condition] = _Kept(Reading(status, "", ""), transition)
+                on_status(NODE_EVENTS[condition, status], transition)
 
     def readings(self, now: float) -> dict[str, Reading]:
         """Each condition's reading now (pressure held through the transition period)."""
@@ -158,13 +214,19 @@ class NodeConditions:
             )
             if changed or now - self._heartbeat >= self.report_frequency:
                 self._heartbeat = now
+            flipped = False
             for condition, reading in readings.items():
                 kept = self._kept.get(condition)
                 if kept is None or kept.reading.status != reading.status:
                     self._kept[condition] = _Kept(reading, now)
                     self._on_status(NODE_EVENTS[condition, reading.status], now)
+                    flipped = True
                 else:
                     kept.reading = reading
+            if flipped and self._file is not None:
+                self._file.save(
+                    {c: (k.reading.status, k.transition) for c, k in self._kept.items()}
+                )
             return [self._condition(c) for c in CONDITION_ORDER]
 
     def _condition(self, condition: str) -> dict[str, Any]:

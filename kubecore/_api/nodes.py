@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import logging
 import platform
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -42,7 +41,7 @@ from kubecore._agent.node_pressure import (
 )
 from kubecore._api.errors import ApiError, not_found
 from kubecore._api.leases import Leases
-from kubecore._api.node_status import Heartbeat, NodeConditions
+from kubecore._api.node_status import ConditionsFile, Heartbeat, NodeConditions
 from kubecore._api.node_writes import NodeChange, node_change
 from kubecore._api.patch import merge_for, strategic_merge_patch
 from kubecore._api.request import Exchange, Request, content_type, read_body, send_json
@@ -60,6 +59,7 @@ from kubecore._contract.values import (
 )
 from kubecore._kuberuntime.env import host_capacity
 from kubecore._model.v1 import Pod
+from kubecore._util.host import node_ip
 from kubecore._util.timefmt import rfc3339
 from kubecore._version import __version__
 
@@ -220,12 +220,16 @@ def node_document(
                 "message": reason or ("kubelet is ready" if ready else ""),
             }
         ]
-    addresses = [{"type": "Hostname", "address": socket.gethostname()}]
-    if kubelet.config.host_ip:
-        addresses.insert(0, {"type": "InternalIP", "address": kubelet.config.host_ip})
+    name = node or kubelet.config.node_name
+    # The node's name is its hostname (a kubelet's --hostname-override); its IP the configured
+    # one, else the default route's.
+    addresses = [
+        {"type": "InternalIP", "address": node_ip(kubelet.config.host_ip)},
+        {"type": "Hostname", "address": name},
+    ]
     capacity = _capacity(kubelet)
     metadata: dict[str, Any] = {
-        "name": node or kubelet.config.node_name,
+        "name": name,
         "labels": kubelet.config.labels(),
     }
     if record is not None:
@@ -310,6 +314,7 @@ class NodeReads:
             eviction_thresholds(config.eviction_hard),
             kubelet.healthz,
             on_status=self.record_event,
+            kept=ConditionsFile(config.root_dir),
         )
         self.heartbeat = Heartbeat(now, lambda: kubelet.running)
         self.leases = Leases(self)

@@ -18,7 +18,7 @@ from kubecore._api.errors import ApiError
 from kubecore._api.storage import Storage
 from kubecore._config.base import PodKey, pod_key
 from kubecore._config.static import StaticSource
-from kubecore._model.v1 import Pod
+from kubecore._model.v1 import Pod, PodStatus
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,8 @@ class Terminator(Protocol):
     def terminate_pod(self, pod: Pod, grace_period: float) -> None: ...
 
     def pod_terminating(self, uid: str) -> bool: ...
+
+    def pod_containers_stopped(self, uid: str) -> bool: ...
 
 
 @attrs.frozen
@@ -65,7 +67,14 @@ class PodDeletions:
             return pods
         self.reap()
         listed = {pod.uid for pod in pods}
-        return [*pods, *(t.shown for t in self._pods.values() if t.shown.uid not in listed)]
+        return [*pods, *(self._as_now(t) for t in self._pods.values() if t.shown.uid not in listed)]
+
+    def _as_now(self, terminating: Terminating) -> Pod:
+        """The pod as last shown, its containers not ready once none of them runs."""
+        shown = terminating.shown
+        if shown.status is None or not self._kubelet.pod_containers_stopped(shown.uid):
+            return shown
+        return attrs.evolve(shown, status=containers_stopped(shown.status))
 
     def reap(self) -> None:
         """Take out of the store and the API the pods whose containers the agent has stopped
@@ -156,6 +165,25 @@ class PodDeletions:
 
     def _drop(self, key: PodKey) -> None:
         self._pods = {k: t for k, t in self._pods.items() if k != key}
+
+
+def containers_stopped(status: PodStatus) -> PodStatus:
+    """``status`` once the pod's containers stopped: none ready or started, the pod's
+    ``Ready`` and ``ContainersReady`` conditions False (``ContainersNotReady``)."""
+    statuses = tuple(attrs.evolve(s, ready=False, started=False) for s in status.container_statuses)
+    unready = ", ".join(s.name for s in statuses)
+    conditions = tuple(
+        attrs.evolve(
+            c,
+            status="False",
+            reason="ContainersNotReady",
+            message=f"containers with unready status: [{unready}]",
+        )
+        if c.type in ("Ready", "ContainersReady") and c.status == "True"
+        else c
+        for c in status.conditions
+    )
+    return attrs.evolve(status, container_statuses=statuses, conditions=conditions)
 
 
 def being_deleted(name: str) -> ApiError:

@@ -11,7 +11,6 @@ pod (``on_change``) so that its worker plans again.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,21 +24,6 @@ from kubecore._observability.metrics import Metrics
 from kubecore._prober.manager import ProbeJob, ProbeManager
 
 logger = logging.getLogger(__name__)
-
-
-LOOPBACK = "127.0.0.1"
-
-
-def detect_host_ip() -> str:
-    """The node's IP when none is configured: the source address the host would use on its
-    default route (connecting a UDP socket sends nothing), else the loopback address."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        try:
-            sock.connect(("203.0.113.1", 9))  # TEST-NET-3: any address off the host
-            address = str(sock.getsockname()[0])
-        except OSError:
-            return LOOPBACK
-    return address if address != "0.0.0.0" else LOOPBACK
 
 
 def probe_ip(pod: Pod, sandbox_ip: str, host_ip: Callable[[], str]) -> str:
@@ -72,8 +56,8 @@ class Prober:
         monotonic: Callable[[], float] = time.monotonic,
         host_ip: str = "",
     ) -> None:
-        """``host_ip``: the node's IP, where host-network pods are probed (empty: detected
-        at the first such probe)."""
+        """``host_ip``: the node's IP (``kubecore._util.host.node_ip``), where host-network
+        pods are probed."""
         self.manager = manager
         self._metrics = metrics
         self._now = now
@@ -90,9 +74,7 @@ class Prober:
         self._host_ip = host_ip
 
     def host_ip(self) -> str:
-        """The node's IP (configured, else detected once)."""
-        if not self._host_ip:
-            self._host_ip = detect_host_ip()
+        """The node's IP, where host-network pods are probed."""
         return self._host_ip
 
     def run_due(

@@ -228,6 +228,9 @@ class StreamSlots(Protocol):
 
 SERVED_WEBSOCKET_PROTOCOLS = (WEBSOCKET_PROTOCOL, *CHANNEL_PROTOCOLS)
 """The WebSocket subprotocols of a port-forward, in the server's order of preference."""
+UNOFFERED = "channel.k8s.io"
+"""What a client that offers no subprotocol speaks (kr8s' ``pod.portforward()``): the binary
+channels, the kubelet's default port-forward protocol."""
 
 
 def serve_port_forward(
@@ -246,7 +249,9 @@ def serve_port_forward(
             sock.sendall(switching_protocols(protocol))
             live.serve(Session(connect, pod)).serve(SocketTransport(sock, IDLE_TIMEOUT))
             return
-        agreed = handshake(exchange.command, exchange.path, headers, SERVED_WEBSOCKET_PROTOCOLS)
+        agreed = handshake(
+            exchange.command, exchange.path, headers, SERVED_WEBSOCKET_PROTOCOLS, UNOFFERED
+        )
         if agreed.subprotocol == WEBSOCKET_PROTOCOL:
             exchange.close_connection = True
             ws = agreed.complete(sock)

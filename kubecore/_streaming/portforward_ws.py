@@ -2,6 +2,9 @@
 server serve it to clients that do not speak SPDY (the ``kubernetes`` Python client's
 ``kubernetes.stream.portforward``, kr8s, client-go's WebSocket dialer before KEP-4006).
 
+A client that offers no subprotocol (kr8s' ``pod.portforward()``) is answered without one and
+gets the binary ``channel.k8s.io`` framing, the kubelet's default.
+
 The ports come with the request, not in streams: the query's ``ports`` (the API's
 ``PodPortForwardOptions``) or ``port`` (the kubelet's own name), repeated or comma-separated.
 Each requested port ``i`` has two channels: ``2i`` carries its data both ways and ``2i + 1``

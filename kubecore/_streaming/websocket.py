@@ -243,14 +243,25 @@ class Handshake:
         return WebSocket(sock, self._connection, self.subprotocol, write_timeout)
 
 
-def handshake(method: str, target: str, headers: Message, served: Sequence[str]) -> Handshake:
+def handshake(
+    method: str,
+    target: str,
+    headers: Message,
+    served: Sequence[str],
+    unoffered: str | None = None,
+) -> Handshake:
     """Check an upgrade request (its head: ``method``, ``target``, ``headers``) and agree on
-    the first of ``served`` the client offers; nothing is sent. Raises ``HTTPError`` (400) when
-    it is not a valid WebSocket handshake or offers none of them."""
+    the first of ``served`` the client offers; nothing is sent. A client that offers no
+    subprotocol is answered without one and speaks ``unoffered`` (the kubelet's default
+    protocol; None: refused). Raises ``HTTPError`` (400) when it is not a valid WebSocket
+    handshake or offers none of them."""
     if method != "GET" or not wants_websocket(headers):
         raise HTTPError(HTTPStatus.BAD_REQUEST, "expected a WebSocket upgrade (GET, Upgrade)")
     offered = offered_protocols(headers)
     subprotocol = choose_protocol(offered, served)
+    agreed = subprotocol
+    if not offered and unoffered is not None:
+        subprotocol, agreed = unoffered, None
     if subprotocol is None:
         raise HTTPError(
             HTTPStatus.BAD_REQUEST,
@@ -265,7 +276,7 @@ def handshake(method: str, target: str, headers: Message, served: Sequence[str])
         request = next((e for e in connection.events() if isinstance(e, Request)), None)
         if request is None:
             raise HTTPError(HTTPStatus.BAD_REQUEST, "not a valid WebSocket handshake")
-        answer = connection.send(AcceptConnection(subprotocol=subprotocol))
+        answer = connection.send(AcceptConnection(subprotocol=agreed))
     except (LocalProtocolError, RemoteProtocolError, UnicodeEncodeError) as error:
         raise HTTPError(HTTPStatus.BAD_REQUEST, f"WebSocket handshake: {error}") from None
     return Handshake(connection, subprotocol, answer)

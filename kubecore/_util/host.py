@@ -1,12 +1,33 @@
 """What the agent reads of its host: memory from ``/proc/meminfo``, a filesystem's ``statvfs``,
-``pid_max``, and the disk a directory uses. One reader each, for the node's capacity
-(``resourceFieldRef`` defaults, the etcd Node document), the ``/stats/summary`` figures, the
-eviction signals and the emptyDir size limits."""
+``pid_max``, the disk a directory uses, and the node's IP when none is configured. One reader
+each, for the node's capacity (``resourceFieldRef`` defaults, the etcd Node document), the
+``/stats/summary`` figures, the eviction signals, the emptyDir size limits, and the node's
+address (the Node's INTERNAL-IP, the pods' ``hostIP``, where host-network pods are probed)."""
 
 from __future__ import annotations
 
 import functools
 import os
+import socket
+
+LOOPBACK = "127.0.0.1"
+
+
+def detect_host_ip() -> str:
+    """The node's IP when none is configured: the source address the host would use on its
+    default route (connecting a UDP socket sends nothing), else the loopback address."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("203.0.113.1", 9))  # TEST-NET-3: any address off the host
+            address = str(sock.getsockname()[0])
+        except OSError:
+            return LOOPBACK
+    return address if address != "0.0.0.0" else LOOPBACK
+
+
+def node_ip(configured: str) -> str:
+    """The node's IP: the configured one (``--host-ip``), else the detected one."""
+    return configured or detect_host_ip()
 
 
 def parse_key_values(text: str) -> dict[str, int]:

@@ -5,6 +5,7 @@ figures, and the kubelet's transition and heartbeat times, on a scripted host.""
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import attrs
 import pytest
@@ -22,7 +23,7 @@ from kubecore._agent.node_pressure import (
     host_reader,
     parse_threshold,
 )
-from kubecore._api.node_status import Heartbeat, NodeConditions
+from kubecore._api.node_status import ConditionsFile, Heartbeat, NodeConditions
 from kubecore._contract.errors import InvalidKubeletConfig
 from kubecore._util.timefmt import rfc3339
 
@@ -226,3 +227,35 @@ def test_the_lease_is_renewed_every_ten_seconds_while_the_agent_runs() -> None:
     alive[0] = True
     assert beat.renew_time(1100.0) == 1100.0
     assert Decimal(beat.interval) == 10
+
+
+def test_statuses_and_transitions_are_kept_across_a_restart(tmp_path: Path) -> None:
+    health = [(True, "ok")]
+    events: list[tuple[str, float]] = []
+
+    def started() -> NodeConditions:
+        return NodeConditions(
+            _Host(),
+            eviction_thresholds(()),
+            lambda: health[0],
+            on_status=lambda reason, now: events.append((reason, now)),
+            kept=ConditionsFile(str(tmp_path)),
+        )
+
+    started().conditions(1000.0)
+    events.clear()
+    again = started()  # the restart: each status's event again, with its first date
+    assert ("NodeReady", 1000.0) in events and len(events) == 4
+    ready = _by_type(again.conditions(2000.0))["Ready"]
+    assert (ready["lastTransitionTime"], ready["lastHeartbeatTime"]) == (
+        rfc3339(1000),
+        rfc3339(2000),
+    )
+    assert len(events) == 4  # nothing flipped
+    health[0] = (False, "runtime down")
+    again.conditions(2500.0)
+    health[0] = (True, "ok")
+    ready = _by_type(started().conditions(3000.0))["Ready"]  # down at 2500, up again at 3000
+    assert ready["lastTransitionTime"] == rfc3339(3000)
+    # The restart's NotReady of 2500 again, then the flip back at 3000.
+    assert events[-2:] == [("NodeNotReady", 2500.0), ("NodeReady", 3000.0)]

@@ -1,10 +1,12 @@
-"""AGE and ``creationTimestamp`` across a restart of the agent, read with the real ``kubectl``
+"""AGE and ``creationTimestamp`` across a restart of the agent (and the node conditions' and
+events' times), read with the real ``kubectl``
 (fake runtime, real time): the same for a pod of a manifest file (the file source, as ``kubecore
 run`` wires it) as for a pod written over the API."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,3 +84,32 @@ def test_every_pod_keeps_its_creation_time_across_a_restart(tmp_path: Path) -> N
         after = {name: wait_for(lambda n=name: created(kubectl, n)) for name in ("talker", "web")}
         assert after == before, ages
         assert rfc3339(time.time()) not in after.values()
+
+
+def node_times(kubectl: Kubectl) -> tuple[dict[str, str], dict[str, str]]:
+    """Each condition's lastTransitionTime, and each node event's (reason: firstTimestamp)."""
+    node = json.loads(kubectl.out("get", "node", "node-1", "-o", "json"))
+    conditions = {c["type"]: c["lastTransitionTime"] for c in node["status"]["conditions"]}
+    events = json.loads(kubectl.out("get", "events", "-A", "-o", "json"))["items"]
+    return conditions, {
+        e["reason"]: e["firstTimestamp"] for e in events if e["involvedObject"]["kind"] == "Node"
+    }
+
+
+def test_the_node_conditions_and_their_events_keep_their_times_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    certs = make_certs(tmp_path / "certs")
+    bundle = load_runtime("fake")
+    (tmp_path / "manifests").mkdir()
+    with agent(bundle, tmp_path, certs, 1) as kubectl:
+        conditions, events = wait_for(lambda: (t := node_times(kubectl))[1] and t)
+        assert conditions["Ready"] == events["NodeReady"]
+        assert set(events) >= {"NodeReady", "NodeHasSufficientMemory", "NodeHasNoDiskPressure"}
+        # A restart in the same second would prove nothing.
+        wait_for(lambda: rfc3339(time.time()) not in conditions.values(), what="the next second")
+    with agent(bundle, tmp_path, certs, 2) as kubectl:
+        again, events_again = node_times(kubectl)
+    assert again == conditions
+    assert {r: events_again.get(r) for r in events} == events
+    assert rfc3339(time.time()) not in again.values()

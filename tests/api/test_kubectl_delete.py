@@ -266,3 +266,31 @@ def test_a_restart_during_termination_finishes_it(tmp_path: Path, certs: Certs) 
         assert not (tmp_path / "root" / "api" / "pods" / "default_stubborn.json").exists()
     with agent(bundle, tmp_path, certs, 3) as (_kubelet, kubectl):
         assert status_of(kubectl, "stubborn") == ""
+
+
+def test_once_its_containers_stopped_a_terminating_pod_shows_them_not_ready(
+    node: Node, certs: Certs
+) -> None:
+    kubectl = node.writer(certs)
+    create(node, kubectl, "stubborn", grace=2)
+    wait_for(lambda: "1/1" in kubectl.out("get", "pod", "stubborn", "--no-headers"))
+    node.runtime.add_latency("stop_sandbox", 4.0)  # the sandbox outlives the containers
+    kubectl.out("delete", "pod", "stubborn", "--wait=false")
+
+    def status() -> dict[str, Any]:
+        answer = requests.get(
+            f"{node.http.url}/api/v1/namespaces/default/pods/stubborn", headers=AUTH, timeout=10
+        )
+        return dict(answer.json()) if answer.ok else {}
+
+    stopped = wait_for(
+        lambda: (s := status()) and not s["status"]["containerStatuses"][0]["ready"] and s,
+        what="the containers not ready while terminating",
+    )
+    assert stopped["metadata"]["deletionTimestamp"]  # still terminating
+    assert node.running("stubborn") is None
+    ready = {c["type"]: (c["status"], c.get("reason")) for c in stopped["status"]["conditions"]}
+    assert ready["Ready"] == ready["ContainersReady"] == ("False", "ContainersNotReady")
+    listed = kubectl.out("get", "pod", "stubborn", "--no-headers").split()
+    assert listed[:3] == ["stubborn", "0/1", "Terminating"] or listed == [], listed
+    wait_for(lambda: status_of(kubectl, "stubborn") == "", what="the pod to go")

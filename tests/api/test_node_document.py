@@ -10,6 +10,7 @@ import attrs
 from kubecore._api.nodes import os_image
 from kubecore._api.tables import node_cells
 from kubecore._contract.values import RuntimeVersion
+from kubecore._util.host import detect_host_ip
 from kubecore.server import node_document
 
 
@@ -47,8 +48,10 @@ def test_the_document_reads_the_kubelet(tmp_path: Path) -> None:
     assert node["metadata"]["creationTimestamp"] == "2026-01-01T00:00:00Z"
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "node-a"
     status = node["status"]
-    assert status["addresses"][0] == {"type": "InternalIP", "address": "10.0.0.5"}
-    assert status["addresses"][1]["type"] == "Hostname"
+    assert status["addresses"] == [
+        {"type": "InternalIP", "address": "10.0.0.5"},
+        {"type": "Hostname", "address": "node-a"},  # the node's name, not the host's
+    ]
     assert status["capacity"]["pods"] == "17" and int(status["capacity"]["cpu"]) >= 1
     assert status["allocatable"] == status["capacity"]
     assert status["conditions"] == [
@@ -83,12 +86,21 @@ def test_an_unhealthy_kubelet_is_not_ready_and_a_down_runtime_has_no_version(
     assert forced["status"]["conditions"][0]["status"] == "True"
 
 
-def test_the_table_row_as_kubectl_prints_it(tmp_path: Path) -> None:
+def test_without_a_host_ip_the_internal_ip_is_the_default_routes(tmp_path: Path) -> None:
     kubelet = _Kubelet(_Config(str(tmp_path), host_ip=""))
+    node = node_document(kubelet, "named-otherwise")
+    assert node["status"]["addresses"] == [
+        {"type": "InternalIP", "address": detect_host_ip()},
+        {"type": "Hostname", "address": "named-otherwise"},
+    ]
+
+
+def test_the_table_row_as_kubectl_prints_it(tmp_path: Path) -> None:
+    kubelet = _Kubelet(_Config(str(tmp_path), host_ip="192.0.2.7"))
     node = node_document(kubelet, created="2026-01-01T00:00:00Z")
     cells = node_cells(node, now=1767225600.0 + 90)
     assert cells[:4] == ["node-a", "Ready", "edge", "90s"]
-    assert cells[5:7] == ["<none>", "<none>"]
+    assert cells[5:7] == ["192.0.2.7", "<none>"]
     assert cells[9] == "fake://1.2"
 
 

@@ -79,6 +79,19 @@ def test_an_echo_through_the_api_route(node: tuple[Node, KubeletServer], protoco
     client.close()
 
 
+def test_a_client_that_offers_no_subprotocol_gets_the_binary_channels(
+    node: tuple[Node, KubeletServer],
+) -> None:
+    # kr8s' pod.portforward() offers none: answered without one, it reads the kubelet's
+    # default framing (the port announced on each channel, then the data).
+    client = _api(node, "ports=9000", [])
+    assert client.subprotocol is None
+    _announced(client, 9000)
+    client.send(b"\x00from kr8s")
+    assert _receive_until(client, 0, b"from kr8s") == b"from kr8s"
+    client.close()
+
+
 def test_each_client_gets_its_dialect(node: tuple[Node, KubeletServer]) -> None:
     # The kubernetes client offers v5 then v4 and reads any channel past its ports as an error:
     # it gets v4, as from a kubelet. kubectl offers SPDY over WebSocket and gets it.

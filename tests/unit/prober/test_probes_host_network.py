@@ -16,8 +16,9 @@ from kubecore._agent.kubelet import Kubelet, KubeletConfig
 from kubecore._contract.values import ProbeOutcome, ProbeResult
 from kubecore._model.v1 import Probe, TCPSocketAction
 from kubecore._prober.health import DefaultHealthChecker
-from kubecore._prober.runner import detect_host_ip, probe_ip
+from kubecore._prober.runner import probe_ip
 from kubecore._util.clock import ManualClock
+from kubecore._util.host import detect_host_ip
 from kubecore_fake import FakeRuntime
 from tests.agent.support import make_node
 from tests.builders import ctr, make_pod

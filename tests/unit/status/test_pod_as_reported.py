@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kubecore import KubeletConfig, Pod
+from kubecore._util.host import detect_host_ip
 from kubecore.manifest import pod_from_dict, pod_to_dict
 from kubecore.testing import FakeNode
 from kubecore.v1 import Container, ObjectMeta, PodSpec, ResourceRequirements, qos_class
@@ -102,6 +103,15 @@ def test_the_pod_as_the_api_server_shows_it(tmp_path: Path) -> None:
     assert as_json["status"]["podIPs"] == [{"ip": status.pod_ip}]
     assert as_json["status"]["qosClass"] == "Guaranteed"
     assert pod_from_dict(as_json) == pod  # what is shown reads back
+
+
+def test_without_a_host_ip_the_pods_host_ip_is_the_default_routes(tmp_path: Path) -> None:
+    with FakeNode(tmp_path, config=KubeletConfig(node_name="node-7")) as node:
+        node.apply(MANIFEST)
+        node.run_until(lambda: node.status("web").phase == "Running")
+        status = node.status("web")
+    assert status.host_ip == detect_host_ip()
+    assert [h.ip for h in status.host_ips] == [detect_host_ip()]
 
 
 def test_a_creation_time_the_source_gives_is_kept(tmp_path: Path) -> None:
