@@ -4,7 +4,7 @@ writer publishes (``kubecore_etcd``), built from what the kubelet reports of its
 
 Over the API the Node is read-only but for ``spec.unschedulable`` (``kubectl cordon`` and
 ``uncordon`` send it as a strategic merge patch; a merge patch or a PUT of the whole object does
-the same): it is kept in the node's record (``kubecore._agent.admission.cordon``) with the node's
+the same): it is kept in the node's record (``kubecore._model.node_record``) with the node's
 uid and creation time, before the answer, so it survives a restart, and admission honours it. A
 cordoned node shows the ``node.kubernetes.io/unschedulable:NoSchedule`` taint, as the node
 controller sets it. Any other change is refused with 422 naming the field
@@ -25,13 +25,6 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubecore._agent.admission.cordon import (
-    NO_SCHEDULE,
-    NODE_UNSCHEDULABLE,
-    UNSCHEDULABLE_TAINT,
-    NodeRecord,
-    NodeRecordFile,
-)
 from kubecore._agent.admission.node_fit import machine_arch
 from kubecore._agent.admission.pod_security import PodSecurityPolicy
 from kubecore._agent.node_pressure import (
@@ -59,6 +52,13 @@ from kubecore._contract.values import (
     RuntimeVersion,
 )
 from kubecore._kuberuntime.env import host_capacity
+from kubecore._model.node_record import (
+    NO_SCHEDULE,
+    NODE_UNSCHEDULABLE,
+    UNSCHEDULABLE_TAINT,
+    NodeRecord,
+    NodeRecordFile,
+)
 from kubecore._model.v1 import Pod
 from kubecore._util.timefmt import rfc3339
 from kubecore._version import __version__

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubecore._agent.admission.security import Admission, host_ports
+from kubecore._agent.admission.admit import Admission
+from kubecore._agent.admission.host_ports import host_ports
 from kubecore._model.v1 import ContainerPort
 from tests.agent.support import make_node
 from tests.builders import ctr, make_pod
