@@ -87,15 +87,22 @@ class NodeConfig(Protocol):
     def labels(self) -> dict[str, str]: ...
 
 
+class FactViews(Protocol):
+    """What the Node document reads of the node (``kubecore.Kubelet.views`` has it)."""
+
+    def runtime_version(self) -> RuntimeVersion: ...
+
+    def healthz(self) -> tuple[bool, str]: ...
+
+
 class NodeFacts(Protocol):
     """What the Node document is made of (``kubecore.Kubelet`` has all of it)."""
 
     @property
     def config(self) -> NodeConfig: ...
 
-    def runtime_version(self) -> RuntimeVersion: ...
-
-    def healthz(self) -> tuple[bool, str]: ...
+    @property
+    def views(self) -> FactViews: ...
 
 
 class _ServedConfig(NodeConfig, Protocol):
@@ -103,6 +110,14 @@ class _ServedConfig(NodeConfig, Protocol):
     def eviction_hard(self) -> tuple[str, ...]: ...
 
     def pod_security_policy(self) -> PodSecurityPolicy: ...
+
+
+class NodeViews(FactViews, Protocol):
+    """What the API's Node reads of the node (``kubecore.Kubelet.views`` has it)."""
+
+    def images(self) -> list[Image]: ...
+
+    def image_fs_usage(self) -> ImageFsUsage | None: ...
 
 
 class NodeKubelet(Protocol):
@@ -115,13 +130,8 @@ class NodeKubelet(Protocol):
     @property
     def running(self) -> bool: ...
 
-    def runtime_version(self) -> RuntimeVersion: ...
-
-    def healthz(self) -> tuple[bool, str]: ...
-
-    def images(self) -> list[Image]: ...
-
-    def image_fs_usage(self) -> ImageFsUsage | None: ...
+    @property
+    def views(self) -> NodeViews: ...
 
     def pods(self) -> list[Pod]: ...
 
@@ -165,7 +175,7 @@ def _capacity(kubelet: NodeFacts) -> dict[str, str]:
 
 def _runtime(kubelet: NodeFacts) -> str:
     try:
-        version = kubelet.runtime_version()
+        version = kubelet.views.runtime_version()
     except Exception:  # a runtime that is down: the Ready condition says so
         return ""
     return f"{version.runtime_name}://{version.runtime_version}"
@@ -206,12 +216,12 @@ def node_document(
     """The v1 Node of ``kubelet`` (named ``node``, else its ``node_name``): labels, addresses,
     capacity (allocatable the same), conditions and nodeInfo. ``conditions`` are the API's
     (``kubecore._api.node_status``); without them, the Ready condition alone (``ready``/
-    ``reason``, else what ``kubelet.healthz()`` says). ``record`` gives the uid, creation time
+    ``reason``, else what ``kubelet.views.healthz()`` says). ``record`` gives the uid, creation time
     and ``spec.unschedulable``; ``created`` is the ``creationTimestamp`` without one (left out
     when None too). ``images`` is ``status.images`` (left out when None)."""
     if conditions is None:
         if ready is None:
-            ready, reason = kubelet.healthz()
+            ready, reason = kubelet.views.healthz()
         conditions = [
             {
                 "type": "Ready",
@@ -274,7 +284,7 @@ def _image_fs(kubelet: NodeKubelet) -> Callable[[], Filesystem | None]:
 
     def read() -> Filesystem | None:
         try:
-            usage = kubelet.image_fs_usage()
+            usage = kubelet.views.image_fs_usage()
         except Exception:  # a runtime that is down: the Ready condition says so
             return None
         if usage is None or usage.capacity_bytes <= 0:
@@ -308,7 +318,7 @@ class NodeReads:
         self.conditions = NodeConditions(
             host or host_reader(config.root_dir, _image_fs(kubelet)),
             eviction_thresholds(config.eviction_hard),
-            kubelet.healthz,
+            kubelet.views.healthz,
             on_status=self.record_event,
         )
         self.heartbeat = Heartbeat(now, lambda: kubelet.running)
@@ -356,7 +366,7 @@ class NodeReads:
 
     def document(self, now: float) -> dict[str, Any]:
         try:
-            images = node_images(self._kubelet.images())
+            images = node_images(self._kubelet.views.images())
         except Exception:  # a runtime that is down: the Ready condition says so
             images = []
         node = node_document(

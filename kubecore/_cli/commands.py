@@ -396,7 +396,7 @@ def run_once(
 def runtime_unreachable(kubelet: Kubelet) -> str:
     """Why the runtime cannot be reached ('' when it answers)."""
     try:
-        kubelet.runtime_version()
+        kubelet.views.runtime_version()
     except RuntimeUnavailable as error:
         return str(error)
     return ""
@@ -417,7 +417,7 @@ class PodJudge:
         verdict, reason = pod_verdict(pod)
         if verdict_settled(verdict):
             return verdict, reason
-        events = self._kubelet.recent_events(
+        events = self._kubelet.views.recent_events(
             namespace=pod.metadata.namespace, name=pod.metadata.name
         )
         blocked = blocked_reason(events, self._errors)

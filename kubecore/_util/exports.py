@@ -376,6 +376,7 @@ SURFACE: dict[str, dict[str, str]] = {
     "kubecore.server": _homes(
         {
             "kubecore._http.server": ("KubeletServer", "ServerConfig", "serve"),
+            "kubecore._agent.facets": ("KubeletStreams", "KubeletViews"),
             "kubecore._observability.metrics": ("Metrics",),
             "kubecore._agent.admission.node_fit": (
                 "machine_arch",

@@ -24,7 +24,7 @@ def test_the_later_pod_with_a_conflicting_host_port_is_rejected(tmp_path: Path) 
     assert status.phase == "Failed"
     assert status.reason == "HostPortConflict"
     assert "8080" in status.message
-    events = node.kubelet.recent_events(name="second", reason="HostPortConflict")
+    events = node.kubelet.views.recent_events(name="second", reason="HostPortConflict")
     assert len(events) == 1
     # listed, not dropped
     assert [p.metadata.name for p in node.kubelet.pods()] == ["first", "second", "third"]

@@ -349,7 +349,7 @@ def test_a_node_selector_mismatch_fails_the_pod_on_the_agent(tmp_path: Path) -> 
     for name in ("misfit", "named"):
         status = node.status(name)
         assert (status.phase, status.reason) == ("Failed", "NodeAffinity")
-    assert node.kubelet.recent_events(name="misfit", reason="NodeAffinity")
+    assert node.kubelet.views.recent_events(name="misfit", reason="NodeAffinity")
 
 
 # --- resources the node does not have -------------------------------------------------------

@@ -116,7 +116,7 @@ def test_apply_writes_objects_and_the_agent_waits_for_a_missing_one(
         (container,) = wait_for(running, what="the container started")
         env = dict(runtime.container_config(container.id).env)
         assert env == {"LEVEL": "debug", "PASSWORD": SECRET_VALUE}
-        assert kubelet.objects.get_secret("default", "db") is not None
+        assert kubelet.views.objects.get_secret("default", "db") is not None
     finally:
         poller.stop()
         kubelet.stop()

@@ -564,7 +564,7 @@ def test_unreachable_etcd_keeps_every_pod_then_a_compacted_watch_lists_again(
         wait_for(lambda: not agent.kubelet.sources_ready(), what="the source not ready")
         assert not agent.source.ready
         # /healthz says why
-        problem = dict(agent.kubelet.health_checks())["source etcd"]
+        problem = dict(agent.kubelet.views.health_checks())["source etcd"]
         assert problem.startswith("not ready: etcd is unreachable: "), problem
         # Meanwhile the cluster moves on, and compacts past the agent's watch revision.
         client.delete(f"{prefix}/pods/n1/default/gone")

@@ -71,7 +71,7 @@ def waiting_reason(node: Node) -> str:
 
 
 def events_of(node: Node, reason: str) -> list[str]:
-    return [e.message for e in node.kubelet.recent_events(reason=reason)]
+    return [e.message for e in node.kubelet.views.recent_events(reason=reason)]
 
 
 # --- atomic writer --------------------------------------------------------------------------
