@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import IO
 
 import kubecore
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from kubecore._plugins.commands import EXIT_FAILED, EXIT_OK
 
 
 def setup_logging(level: int) -> None:

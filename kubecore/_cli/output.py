@@ -16,6 +16,7 @@ from kubecore._contract.protocols import Puller
 from kubecore._contract.values import PullProgress, RegistryAuth
 from kubecore._model.v1 import Pod
 from kubecore._status.compute import pod_status_text
+from kubecore._util.text_table import text_table
 from kubecore._util.timefmt import age
 
 logger = logging.getLogger(__name__)
@@ -60,12 +61,7 @@ def format_table(pods: Sequence[Pod], now: float) -> str:
             row.insert(0, r.namespace)
     if not rows:
         return "No pods.\n"
-    widths = [max(len(line[i]) for line in [header, *table]) for i in range(len(header))]
-    lines = [
-        "   ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-        for line in [header, *table]
-    ]
-    return "\n".join(lines) + "\n"
+    return text_table(header, table)
 
 
 # --- image pull progress ------------------------------------------------------------------

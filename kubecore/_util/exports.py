@@ -402,6 +402,19 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._contract.errors": ("RegistryConfigError",),
         }
     ),
+    "kubecore.cli": _homes(
+        {
+            "kubecore._plugins.commands": (
+                "EXIT_FAILED",
+                "EXIT_OK",
+                "EXIT_USAGE",
+                "CommandHandler",
+                "CommandSet",
+            ),
+            "kubecore._util.text_table": ("text_table",),
+            "kubecore._util.timefmt": ("age",),
+        }
+    ),
     "kubecore.aio": _homes({"kubecore._agent.aio": ("AsyncKubelet",)}),
     "kubecore.testing": _homes(
         {

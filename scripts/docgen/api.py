@@ -51,6 +51,7 @@ NAMESPACES = (
     "kubecore.server",
     "kubecore.credentials",
     "kubecore.aio",
+    "kubecore.cli",
     "kubecore.testing",
 )
 

@@ -72,8 +72,8 @@ spec:
 def test_apply_writes_objects_and_the_agent_waits_for_a_missing_one(
     client: Any, prefix: str, etcd_endpoints: tuple[str, ...], tmp_path: Path
 ) -> None:
-    from kubecore._cli.etcd import apply
     from kubecore_etcd import EtcdObjectSource, EtcdSource, object_key
+    from kubecore_etcd._cli import apply
 
     manifest = tmp_path / "web.yaml"
     manifest.write_text(MANIFEST)

@@ -48,7 +48,7 @@ def test_import_kubecore_does_not_import_the_etcd_client() -> None:
     code = (
         "import sys, kubecore, kubecore.runtime, kubecore.manifest, kubecore.server\n"
         # The CLI can wire the etcd commands in without the client installed.
-        "import kubecore_etcd, kubecore._cli.etcd\n"
+        "import kubecore_etcd, kubecore_etcd._plugin, kubecore_etcd._cli\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('aetcd', 'grpc'))\n"
         "print(','.join(loaded))\n"
     )
