@@ -32,6 +32,7 @@ from kubecore._version import __version__ as __version__
 
 if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._util.exports.SURFACE
     from kubecore import aio as aio
+    from kubecore import cli as cli
     from kubecore import credentials as credentials
     from kubecore import events as events
     from kubecore import manifest as manifest

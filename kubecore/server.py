@@ -16,6 +16,12 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._agent.admission.node_fit import (
         parse_node_labels as parse_node_labels,
     )
+    from kubecore._agent.facets import (
+        KubeletStreams as KubeletStreams,
+    )
+    from kubecore._agent.facets import (
+        KubeletViews as KubeletViews,
+    )
     from kubecore._api.nodes import (
         node_document as node_document,
     )

@@ -17,11 +17,16 @@ The key layout is the interface (any etcd client, ``etcdctl put`` included, can 
 
 Importing this package does not import the etcd client (``aetcd``): it is loaded when an
 ``EtcdClient`` is made.
+
+``attach`` joins all of it to an agent (what ``kubecore run --etcd-endpoints`` does); the plugin
+(``kubecore_etcd._plugin``, entry point ``etcd``) adds the ``kubecore etcd apply|delete|get``
+commands (``kubecore_etcd._cli``).
 """
 
 import logging
 
 from kubecore.server import node_document
+from kubecore_etcd._attach import EtcdAttachment, attach, etcd_config
 from kubecore_etcd._client import (
     MAX_TXN_OPS,
     EtcdClient,
@@ -57,6 +62,7 @@ __all__ = [
     "ETCD_SOURCE",
     "MAX_TXN_OPS",
     "OBJECT_RESOURCES",
+    "EtcdAttachment",
     "EtcdClient",
     "EtcdCollector",
     "EtcdConfig",
@@ -66,10 +72,12 @@ __all__ = [
     "EtcdStatusSink",
     "EtcdUnavailable",
     "SinkStats",
+    "attach",
     "bind_pods",
     "decode_object",
     "decode_pod",
     "encode_json",
+    "etcd_config",
     "event_document",
     "load_document",
     "node_document",

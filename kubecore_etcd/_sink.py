@@ -27,7 +27,7 @@ DEFAULT_LEASE_REFRESH = 10.0
 
 
 class PodReport(Protocol):
-    """What the sink reads of each of ``Kubelet.pod_reports()``."""
+    """What the sink reads of each of ``Kubelet.views.pod_reports()``."""
 
     @property
     def pod(self) -> Pod: ...
@@ -59,7 +59,7 @@ class EtcdStatusSink:
     """Writes what the agent sees back to etcd, on a thread of its own.
 
     It subscribes to the agent's pod changes (``Kubelet.subscribe``): when one comes (and
-    until the agent's sources have all reported) it reads ``kubelet.pod_reports()`` and queues
+    until the agent's sources have all reported) it reads ``kubelet.views.pod_reports()`` and queues
     the status document of each pod whose document changed since it was last written (one
     pending write per pod: the latest), and a delete of the status key of each pod that is gone
     (once the agent's sources have all reported, so a starting agent does not wipe statuses it
@@ -71,7 +71,7 @@ class EtcdStatusSink:
 
     It also keeps ``<prefix>/nodes/<node>`` on a lease of ``lease_ttl`` seconds refreshed every
     ``lease_refresh`` seconds (a new lease and a rewrite when the old one expired), and rewrites
-    the node document when it changes (readiness from ``kubelet.healthz()``).
+    the node document when it changes (readiness from ``kubelet.views.healthz()``).
     """
 
     def __init__(
@@ -218,7 +218,7 @@ class EtcdStatusSink:
                 logger.warning("etcd: reading the status keys failed: %s", error)
                 return False
             self._written = {key: document_digest(value) for key, value in existing.items()}
-        reports = self._kubelet.pod_reports()
+        reports = self._kubelet.views.pod_reports()
         ready = self._kubelet.sources_ready()
         current: set[str] = set()
         with self._lock:
@@ -300,7 +300,7 @@ class EtcdStatusSink:
     # --- the node and its lease -----------------------------------------------------------
 
     def _keep_node(self) -> None:
-        health = self._kubelet.healthz()
+        health = self._kubelet.views.healthz()
         now = time.monotonic()
         refresh = bool(self._lease_id) and now >= self._lease_due
         if refresh:

@@ -66,7 +66,17 @@ EXPECTED_ALL = [
 ]
 """What embedding the agent needs; a name added to the top level is a decision, made here."""
 
-NAMESPACES = ["aio", "credentials", "events", "manifest", "runtime", "server", "testing", "v1"]
+NAMESPACES = [
+    "aio",
+    "cli",
+    "credentials",
+    "events",
+    "manifest",
+    "runtime",
+    "server",
+    "testing",
+    "v1",
+]
 """The public namespaces below ``kubecore``; every other module is private (``_`` names) but the
 CLI entry (``__main__``)."""
 

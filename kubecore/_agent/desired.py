@@ -15,9 +15,10 @@ from typing import NamedTuple
 
 import attrs
 
-from kubecore._agent.admission.security import Admission, Rejection
+from kubecore._agent.admission.admit import Admission
 from kubecore._agent.pod_workers.room import PodState
 from kubecore._model.qos import qos_class
+from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._prober.manager import has_probes
 from kubecore._status.manager import StatusManager

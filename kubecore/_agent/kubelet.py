@@ -15,33 +15,29 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubecore._agent.changes import DEFAULT_QUEUE, Change, ChangeFeed, ChangeSubscription
 from kubecore._agent.config import KubeletConfig
-from kubecore._agent.desired import PodReport
 from kubecore._agent.event_stream import EventStream
+from kubecore._agent.facets import MOVED, KubeletStreams, KubeletViews
 from kubecore._agent.reads import Reads
 from kubecore._agent.signals import Signals
 from kubecore._agent.sync_loop import SyncLoop
 from kubecore._agent.sync_pass import SyncPass, SyncReport
 from kubecore._agent.wiring import build_rooms
-from kubecore._config.objects import ObjectStore
 from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
-from kubecore._contract.streaming import StreamSession, TerminalSize
-from kubecore._contract.values import Event, ExecResult, RuntimeVersion
+from kubecore._contract.values import Event
 from kubecore._kuberuntime.credentials import Keyring
 from kubecore._model.v1 import Pod
-from kubecore._observability.event_log import EventLog
 from kubecore._observability.metrics import Metrics
 from kubecore._status.compute import pod_settled
 from kubecore._util.clock import Clock
 
 if TYPE_CHECKING:
-    from kubecore._contract.values import Image, ImageFsUsage
     from kubecore._plugins.registry import RuntimeBundle
 
 __all__ = ["Kubelet", "KubeletConfig", "SyncReport"]
@@ -52,7 +48,7 @@ logger = logging.getLogger(__name__)
 class Kubelet:
     """The agent on one node: pods come in from sources (``update``, ``set_pods``, …), passes
     converge the runtime on them (``sync`` inline, or ``start`` a background loop), and the
-    readers ask what is there (``pods``, ``container_logs``, ``stats_summary``, …). Each method
+    readers ask what is there (``pods``, ``streams.logs``, ``views.stats_summary``, …). Each method
     forwards to a room of ``kubecore._agent`` (built by ``wiring``)."""
 
     def __init__(
@@ -84,7 +80,9 @@ class Kubelet:
         stream = EventStream(rooms.runtime, rooms.clock, signals)
         self._pass = SyncPass(rooms, signals, stream)
         self._loop = SyncLoop(rooms, signals, self._pass, stream)
-        self._reads = Reads(rooms, self._loop.problem)
+        self._reads = reads = Reads(rooms, self._loop.problem)
+        self._streams = KubeletStreams(reads)
+        self._views = KubeletViews(rooms, reads)
         rooms.metrics.attach_resource_source(self._reads.resource_summary)
         self._changes = signals.changes = ChangeFeed(rooms.desired.report, rooms.desired.reports)
         self.add_recorder(self._changes)
@@ -118,23 +116,27 @@ class Kubelet:
         return self._rooms.metrics
 
     @property
-    def objects(self) -> ObjectStore:
-        """The ConfigMaps and Secrets from every source (``get_config_map``, ``get_secret``)."""
-        return self._rooms.objects
-
-    @property
     def root_dir(self) -> str:
         """The absolute root directory (pod directories, the API's store)."""
         return os.path.abspath(self._rooms.config.root_dir)
+
+    @property
+    def streams(self) -> KubeletStreams:
+        """A container's live I/O: ``streams.logs``, ``exec``, ``exec_stream``, ``attach``,
+        ``port_forwarder`` (what ``kubectl logs/exec/attach/port-forward`` reach)."""
+        return self._streams
+
+    @property
+    def views(self) -> KubeletViews:
+        """What the node reports, read-only: ``views.recent_events``, ``event_log``,
+        ``stats_summary``, ``resource_summary``, ``health_checks``, ``healthz``, ``images``,
+        ``image_fs_usage``, ``runtime_version``, ``objects``, ``pod_reports``."""
+        return self._views
 
     def add_recorder(self, recorder: EventRecorder) -> None:
         """Send the agent's events to ``recorder`` too, from now on (an etcd event writer)."""
         fanout = self._rooms.recorder
         fanout.recorders = (*fanout.recorders, recorder)
-
-    def runtime_version(self) -> RuntimeVersion:
-        """The runtime's name and version; raises the runtime's error when it does not answer."""
-        return self._rooms.runtime.version()
 
     # --- desired state ----------------------------------------------------------------------
 
@@ -263,12 +265,6 @@ class Kubelet:
         """Desired pods (in first-seen order) with their status filled in."""
         return self._reads.pods()
 
-    def pod_reports(self) -> list[PodReport]:
-        """What ``pods`` lists, unrendered: each pod with its status object as published (the
-        same objects until that pod changes, so a reader tells a change by identity, cheaply;
-        ``report.as_pod()`` is the pod ``pods`` shows)."""
-        return self._reads.pod_reports()
-
     def subscribe(
         self,
         *,
@@ -297,139 +293,9 @@ class Kubelet:
         """The desired pod ``namespace/name`` with its status (None: not on this node)."""
         return self._reads.get_pod(namespace, name)
 
-    def recent_events(
-        self,
-        limit: int | None = None,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        reason: str | None = None,
-    ) -> list[Event]:
-        """The events kept in memory (the newest ``max_events``), oldest first: the last
-        ``limit``, optionally only those of one namespace, pod (``name``) and/or reason. Each
-        occurrence is one event here, as recorded (not aggregated: a probe failing five times
-        is five events); ``event_log`` has them aggregated, as the API serves them."""
-        return self._reads.recent_events(limit, namespace=namespace, name=name, reason=reason)
-
-    @property
-    def event_log(self) -> EventLog:
-        """The events aggregated as the kubelet's recorder aggregates them (one event with a
-        count for repeats), with resourceVersions for watches: what the API serves."""
-        return self._rooms.event_log
-
-    def resource_summary(self) -> dict[str, Any]:
-        """The Summary API's CPU and memory figures only (``/metrics/resource``, the
-        ``metrics.k8s.io`` API): node, pods and containers, without filesystems."""
-        return self._reads.resource_summary()
-
-    def container_logs(
-        self,
-        namespace: str,
-        pod_name: str,
-        container: str,
-        *,
-        tail: int | None = None,
-        follow: bool = False,
-        timestamps: bool = False,
-        previous: bool = False,
-        since_seconds: int | None = None,
-        since_time: float | None = None,
-        limit_bytes: int | None = None,
-    ) -> Iterator[bytes]:
-        """A container's output, as the kubelet answers a log query
-        (``kubecore._observability.logs``): the
-        current instance (or with ``previous`` the last terminated one), the last ``tail``
-        lines, from ``since_seconds`` ago or ``since_time`` (seconds since the epoch) on, cut
-        after ``limit_bytes``. Raises NotFound / ContainerNotFound for a pod or container that
-        is not there, ``LogRequestError`` when the instance asked for has no log (yet)."""
-        return self._reads.container_logs(
-            namespace,
-            pod_name,
-            container,
-            tail=tail,
-            follow=follow,
-            timestamps=timestamps,
-            previous=previous,
-            since_seconds=since_seconds,
-            since_time=since_time,
-            limit_bytes=limit_bytes,
-        )
-
-    def exec(
-        self,
-        namespace: str,
-        pod_name: str,
-        container: str,
-        command: list[str],
-        *,
-        timeout: float = 10.0,
-    ) -> ExecResult:
-        """Run ``command`` in the pod's running container ``container`` and wait (at most
-        ``timeout`` seconds) for its exit code and output."""
-        return self._reads.exec(namespace, pod_name, container, command, timeout)
-
-    def exec_stream(
-        self,
-        namespace: str,
-        pod_name: str,
-        container: str,
-        command: list[str],
-        *,
-        stdin: bool,
-        tty: bool,
-        size: TerminalSize | None = None,
-    ) -> StreamSession:
-        """Start ``command`` interactively in the pod's running container ``container``
-        (``kubectl exec``): the live ``StreamSession``. Raises NotFound / ContainerNotFound
-        (no such pod, or the container is not running), ``StreamingUnsupported`` when the
-        runtime cannot stream."""
-        target = (namespace, pod_name, container)
-        return self._reads.exec_stream(target, command, stdin=stdin, tty=tty, size=size)
-
-    def attach(
-        self, namespace: str, pod_name: str, container: str, *, stdin: bool, tty: bool
-    ) -> StreamSession:
-        """Attach to the main process of the pod's running container ``container``
-        (``kubectl attach``); raises as ``exec_stream``."""
-        return self._reads.attach((namespace, pod_name, container), stdin=stdin, tty=tty)
-
-    def port_forwarder(
-        self, namespace: str, pod_name: str
-    ) -> Callable[[int, float], socket.socket]:
-        """What ``kubectl port-forward`` reaches: ``connect(port, timeout)`` answers a connected
-        socket to ``port`` in the pod's network namespace (its ready sandbox, found now). Raises
-        NotFound for a pod not on this node, SandboxNotFound when it has no ready sandbox,
-        StreamingUnsupported when the runtime is not a ``PortForwarder``."""
-        return self._reads.port_forwarder(namespace, pod_name)
-
-    def stats_summary(self) -> dict[str, Any]:
-        """The kubelet's ``/stats/summary`` (Summary API): the node and each pod with its
-        containers and volumes."""
-        return self._reads.stats_summary()
-
-    def health_checks(self) -> list[tuple[str, str]]:
-        """The kubelet's ``/healthz`` checks as (name, why it fails; "" when it passes):
-        ``ping``, ``syncloop`` (the loop, when started, passed within twice the resync
-        interval, at least 5 min), ``runtime`` (the runtime answers) and one ``source <name>``
-        per pod source (it has reported, and can be read now)."""
-        return self._reads.health_checks()
-
-    def healthz(self) -> tuple[bool, str]:
-        """(healthy, reason): the runtime answers, and the loop (when started) keeps passing.
-        (Pod sources are not part of it: see ``health_checks``.)"""
-        return self._reads.healthz()
-
     def record_event(self, event: Event) -> None:
         """Record ``event`` as the agent's own (one about the node: ``NodeReady``, ...)."""
         self._rooms.recorder.record(event)
-
-    def images(self) -> list[Image]:
-        """The images in the runtime's store (the Node's ``status.images``)."""
-        return self._rooms.puller.list_images()
-
-    def image_fs_usage(self) -> ImageFsUsage | None:
-        """The disk use of the runtime's image store; None when it cannot tell."""
-        return self._rooms.puller.image_fs_usage()
 
     # --- closing ----------------------------------------------------------------------------
 
@@ -437,6 +303,18 @@ class Kubelet:
         """Stop the loop (if started) and close every subscription. Containers keep running."""
         self.stop()
         self._changes.close()
+
+    if not TYPE_CHECKING:  # the type checker sees only the current names
+
+        def __getattr__(self, name: str) -> Any:
+            moved = MOVED.get(name)
+            if moved is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            group, new = moved
+            warnings.warn(
+                f"Kubelet.{name} is Kubelet.{group}.{new} since 0.2", DeprecationWarning, 2
+            )
+            return getattr(getattr(self, group), new)
 
     def __enter__(self) -> Kubelet:
         return self

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from kubecore._agent.admission.cordon import NodeRecordFile
-from kubecore._agent.admission.security import Admission
+from kubecore._agent.admission.admit import Admission
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.desired import DesiredPods
 from kubecore._agent.node_lease import NodeNameGuard
@@ -41,6 +40,7 @@ from kubecore._kuberuntime.execute import Executor
 from kubecore._kuberuntime.security import detect_host_security
 from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
+from kubecore._model.node_record import NodeRecordFile
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod
 from kubecore._observability.event_log import EventLog

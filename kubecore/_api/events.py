@@ -87,7 +87,7 @@ class EventsAndNamespaces:
 
     @property
     def _log(self) -> EventLog:
-        return self._kubelet.event_log
+        return self._kubelet.views.event_log
 
     def _events(self, namespace: str | None) -> tuple[list[dict[str, Any]], int]:
         node = self._pods.node_name

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from kubecore._api.nodes import NodeKubelet
+from kubecore._api.nodes import NodeKubelet, NodeViews
 from kubecore._config.objects import ObjectStore
 from kubecore._model.v1 import Pod
 from kubecore._observability.event_log import EventLog
 from kubecore._observability.logs import LogReader
-from kubecore._streaming.remotecommand import StreamKubelet
+from kubecore._streaming.portforward_http import PortForwarding
+from kubecore._streaming.remotecommand import SessionOpener
 
 
 class _Clock(Protocol):
     def now(self) -> float: ...
 
 
-class ApiKubelet(LogReader, NodeKubelet, StreamKubelet, Protocol):
-    """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
+class ApiStreams(LogReader, SessionOpener, PortForwarding, Protocol):
+    """The streams the API opens: logs, exec, attach, port-forward (``kubecore.Kubelet.streams``
+    has all of them)."""
+
+
+class ApiViews(NodeViews, Protocol):
+    """What the API reads of the node (``kubecore.Kubelet.views`` has all of it)."""
 
     @property
     def event_log(self) -> EventLog: ...
@@ -27,10 +31,20 @@ class ApiKubelet(LogReader, NodeKubelet, StreamKubelet, Protocol):
     def resource_summary(self) -> dict[str, Any]: ...
 
     @property
-    def clock(self) -> _Clock: ...
+    def objects(self) -> ObjectStore: ...
+
+
+class ApiKubelet(NodeKubelet, Protocol):
+    """What the API reads from the agent (``kubecore.Kubelet`` has all of it)."""
 
     @property
-    def objects(self) -> ObjectStore: ...
+    def streams(self) -> ApiStreams: ...
+
+    @property
+    def views(self) -> ApiViews: ...
+
+    @property
+    def clock(self) -> _Clock: ...
 
     @property
     def root_dir(self) -> str: ...
@@ -44,7 +58,3 @@ class ApiKubelet(LogReader, NodeKubelet, StreamKubelet, Protocol):
     def pods(self) -> list[Pod]: ...
 
     def update(self, update: Any) -> None: ...
-
-    def port_forwarder(
-        self, namespace: str, pod_name: str
-    ) -> Callable[[int, float], socket.socket]: ...

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, Protocol
 
-from kubecore._agent.admission.cordon import NodeRecord
 from kubecore._api.errors import ApiError, not_found
 from kubecore._api.node_status import LEASE_DURATION_SECONDS, Heartbeat
 from kubecore._api.request import Exchange, Request, send_json
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import column, table, wants_table
 from kubecore._api.watch import serve_polled
+from kubecore._model.node_record import NodeRecord
 from kubecore._util.timefmt import age, rfc3339_micro
 
 GROUP = "coordination.k8s.io"

@@ -238,7 +238,7 @@ class MetricsApi:
         """The resource summary, with the time just before it was read: the runtime's
         counters are the first thing it reads, so that is when they were read."""
         now = self._kubelet.clock.now()
-        return now, self._kubelet.resource_summary()
+        return now, self._kubelet.views.resource_summary()
 
     def _node(self, node: dict[str, Any], usage: Usage, now: float) -> dict[str, Any]:
         config = self._kubelet.config

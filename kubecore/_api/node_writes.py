@@ -10,8 +10,8 @@ from typing import Any
 
 import attrs
 
-from kubecore._agent.admission.cordon import NO_SCHEDULE, UNSCHEDULABLE_TAINT
 from kubecore._api.errors import ApiError
+from kubecore._model.node_record import NO_SCHEDULE, UNSCHEDULABLE_TAINT
 
 SERVER_OWNED_METADATA = frozenset(
     {"resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink"}

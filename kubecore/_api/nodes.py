@@ -4,7 +4,7 @@ writer publishes (``kubecore_etcd``), built from what the kubelet reports of its
 
 Over the API the Node is read-only but for ``spec.unschedulable`` (``kubectl cordon`` and
 ``uncordon`` send it as a strategic merge patch; a merge patch or a PUT of the whole object does
-the same): it is kept in the node's record (``kubecore._agent.admission.cordon``) with the node's
+the same): it is kept in the node's record (``kubecore._model.node_record``) with the node's
 uid and creation time, before the answer, so it survives a restart, and admission honours it. A
 cordoned node shows the ``node.kubernetes.io/unschedulable:NoSchedule`` taint, as the node
 controller sets it. Any other change is refused with 422 naming the field
@@ -24,13 +24,6 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubecore._agent.admission.cordon import (
-    NO_SCHEDULE,
-    NODE_UNSCHEDULABLE,
-    UNSCHEDULABLE_TAINT,
-    NodeRecord,
-    NodeRecordFile,
-)
 from kubecore._agent.admission.node_fit import machine_arch
 from kubecore._agent.admission.pod_security import PodSecurityPolicy
 from kubecore._agent.node_pressure import (
@@ -58,6 +51,13 @@ from kubecore._contract.values import (
     RuntimeVersion,
 )
 from kubecore._kuberuntime.env import host_capacity
+from kubecore._model.node_record import (
+    NO_SCHEDULE,
+    NODE_UNSCHEDULABLE,
+    UNSCHEDULABLE_TAINT,
+    NodeRecord,
+    NodeRecordFile,
+)
 from kubecore._model.v1 import Pod
 from kubecore._util.host import node_ip
 from kubecore._util.timefmt import rfc3339
@@ -87,15 +87,22 @@ class NodeConfig(Protocol):
     def labels(self) -> dict[str, str]: ...
 
 
+class FactViews(Protocol):
+    """What the Node document reads of the node (``kubecore.Kubelet.views`` has it)."""
+
+    def runtime_version(self) -> RuntimeVersion: ...
+
+    def healthz(self) -> tuple[bool, str]: ...
+
+
 class NodeFacts(Protocol):
     """What the Node document is made of (``kubecore.Kubelet`` has all of it)."""
 
     @property
     def config(self) -> NodeConfig: ...
 
-    def runtime_version(self) -> RuntimeVersion: ...
-
-    def healthz(self) -> tuple[bool, str]: ...
+    @property
+    def views(self) -> FactViews: ...
 
 
 class _ServedConfig(NodeConfig, Protocol):
@@ -103,6 +110,14 @@ class _ServedConfig(NodeConfig, Protocol):
     def eviction_hard(self) -> tuple[str, ...]: ...
 
     def pod_security_policy(self) -> PodSecurityPolicy: ...
+
+
+class NodeViews(FactViews, Protocol):
+    """What the API's Node reads of the node (``kubecore.Kubelet.views`` has it)."""
+
+    def images(self) -> list[Image]: ...
+
+    def image_fs_usage(self) -> ImageFsUsage | None: ...
 
 
 class NodeKubelet(Protocol):
@@ -115,13 +130,8 @@ class NodeKubelet(Protocol):
     @property
     def running(self) -> bool: ...
 
-    def runtime_version(self) -> RuntimeVersion: ...
-
-    def healthz(self) -> tuple[bool, str]: ...
-
-    def images(self) -> list[Image]: ...
-
-    def image_fs_usage(self) -> ImageFsUsage | None: ...
+    @property
+    def views(self) -> NodeViews: ...
 
     def pods(self) -> list[Pod]: ...
 
@@ -165,7 +175,7 @@ def _capacity(kubelet: NodeFacts) -> dict[str, str]:
 
 def _runtime(kubelet: NodeFacts) -> str:
     try:
-        version = kubelet.runtime_version()
+        version = kubelet.views.runtime_version()
     except Exception:  # a runtime that is down: the Ready condition says so
         return ""
     return f"{version.runtime_name}://{version.runtime_version}"
@@ -206,12 +216,12 @@ def node_document(
     """The v1 Node of ``kubelet`` (named ``node``, else its ``node_name``): labels, addresses,
     capacity (allocatable the same), conditions and nodeInfo. ``conditions`` are the API's
     (``kubecore._api.node_status``); without them, the Ready condition alone (``ready``/
-    ``reason``, else what ``kubelet.healthz()`` says). ``record`` gives the uid, creation time
+    ``reason``, else what ``kubelet.views.healthz()`` says). ``record`` gives the uid, creation time
     and ``spec.unschedulable``; ``created`` is the ``creationTimestamp`` without one (left out
     when None too). ``images`` is ``status.images`` (left out when None)."""
     if conditions is None:
         if ready is None:
-            ready, reason = kubelet.healthz()
+            ready, reason = kubelet.views.healthz()
         conditions = [
             {
                 "type": "Ready",
@@ -278,7 +288,7 @@ def _image_fs(kubelet: NodeKubelet) -> Callable[[], Filesystem | None]:
 
     def read() -> Filesystem | None:
         try:
-            usage = kubelet.image_fs_usage()
+            usage = kubelet.views.image_fs_usage()
         except Exception:  # a runtime that is down: the Ready condition says so
             return None
         if usage is None or usage.capacity_bytes <= 0:
@@ -312,7 +322,7 @@ class NodeReads:
         self.conditions = NodeConditions(
             host or host_reader(config.root_dir, _image_fs(kubelet)),
             eviction_thresholds(config.eviction_hard),
-            kubelet.healthz,
+            kubelet.views.healthz,
             on_status=self.record_event,
             kept=ConditionsFile(config.root_dir),
         )
@@ -361,7 +371,7 @@ class NodeReads:
 
     def document(self, now: float) -> dict[str, Any]:
         try:
-            images = node_images(self._kubelet.images())
+            images = node_images(self._kubelet.views.images())
         except Exception:  # a runtime that is down: the Ready condition says so
             images = []
         node = node_document(

@@ -14,7 +14,7 @@ from kubecore._observability.logs import LogOptions, LogReader, parse_log_option
 
 
 def serve_log(
-    exchange: Exchange, request: Request, kubelet: LogReader, pod: dict[str, Any]
+    exchange: Exchange, request: Request, streams: LogReader, pod: dict[str, Any]
 ) -> None:
     """Answer ``pods/<name>/log`` for ``pod`` (as the API shows it)."""
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -29,19 +29,19 @@ def serve_log(
     except KubecoreError as error:
         raise error_for(error) from None
     if not options.follow:
-        _send_log(exchange, kubelet, (namespace, name, container), options)
+        _send_log(exchange, streams, (namespace, name, container), options)
         return
     # The slot is taken before the runtime's stream is opened: a refused follow opens none.
     authorization = exchange.headers.get("Authorization") or ""
     with exchange.server.follow_slot((namespace, name, container), authorization):
-        _send_log(exchange, kubelet, (namespace, name, container), options)
+        _send_log(exchange, streams, (namespace, name, container), options)
 
 
 def _send_log(
-    exchange: Exchange, kubelet: LogReader, target: tuple[str, str, str], options: LogOptions
+    exchange: Exchange, streams: LogReader, target: tuple[str, str, str], options: LogOptions
 ) -> None:
     try:
-        lines = iter(kubelet.container_logs(*target, **options.kwargs()))
+        lines = iter(streams.logs(*target, **options.kwargs()))
         # The first read may fail: fail before the headers go out.
         first = next(lines, b"")
     except KubecoreError as error:

@@ -16,7 +16,7 @@ from kubecore._streaming.portforward_http import (
 
 
 def serve_pod_port_forward(
-    exchange: Exchange, query: Query, kubelet: PortForwarding, namespace: str, name: str
+    exchange: Exchange, query: Query, streams: PortForwarding, namespace: str, name: str
 ) -> None:
     if not wants_port_forward(exchange.headers):
         raise bad_request(
@@ -24,5 +24,5 @@ def serve_pod_port_forward(
             "v4.channel.k8s.io, ...) "
             "or Upgrade: SPDY/3.1"
         )
-    connect = connector(kubelet, namespace, name)
+    connect = connector(streams, namespace, name)
     serve_port_forward(exchange, connect, f"{namespace}/{name}", exchange.server, query)

@@ -12,7 +12,7 @@ from kubecore._api.errors import bad_request
 from kubecore._api.request import Exchange, Request
 from kubecore._contract.streaming import StreamSession
 from kubecore._streaming.remotecommand import (
-    StreamKubelet,
+    SessionOpener,
     open_stream,
     serve_remote_command,
     stream_options,
@@ -41,7 +41,7 @@ def container_names(pod: dict[str, Any]) -> list[str]:
 
 
 def serve_pod_stream(
-    exchange: Exchange, request: Request, kubelet: StreamKubelet, pod: dict[str, Any], what: str
+    exchange: Exchange, request: Request, streams: SessionOpener, pod: dict[str, Any], what: str
 ) -> None:
     """Answer ``pods/<name>/<what>`` for ``pod`` (as the API shows it)."""
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -52,6 +52,6 @@ def serve_pod_stream(
     target = (namespace, name, container)
 
     def open_session() -> StreamSession:
-        return open_stream(kubelet, target, options, what)
+        return open_stream(streams, target, options, what)
 
     serve_remote_command(exchange, exchange.server, options, open_session, what=what)

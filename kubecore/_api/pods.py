@@ -172,7 +172,7 @@ class PodResource(Resource[dict[str, Any], Pod]):
     ) -> None:
         method = request.method
         if len(rest) == 2 and rest[1] == "log" and method in READS:
-            serve_log(exchange, request, self.kubelet, self.find(namespace, rest[0]))
+            serve_log(exchange, request, self.kubelet.streams, self.find(namespace, rest[0]))
         elif len(rest) == 2 and rest[1] in _STREAMING_SUBRESOURCES:
             raise not_allowed(
                 f"pods/{rest[1]} is not served by this node's API (it needs a streaming "

@@ -92,7 +92,7 @@ class KubeApi:
         self.metrics = metrics_api.MetricsApi(kubelet)
         self.source = source
         objects = [
-            ObjectResource(kind, kubelet.objects, source, kubelet.clock.now)
+            ObjectResource(kind, kubelet.views.objects, source, kubelet.clock.now)
             for kind in OBJECT_RESOURCES.values()
         ]
         self.storage = Storage(store, source, kubelet.update, objects)
@@ -252,9 +252,9 @@ class KubeApi:
         )
         pod = self.pods.find(namespace, name)
         if what == "portforward":
-            serve_pod_port_forward(exchange, request.query, self.kubelet, namespace, name)
+            serve_pod_port_forward(exchange, request.query, self.kubelet.streams, namespace, name)
         else:
-            serve_pod_stream(exchange, request, self.kubelet, pod, what)
+            serve_pod_stream(exchange, request, self.kubelet.streams, pod, what)
 
 
 def attach_api(

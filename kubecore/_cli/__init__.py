@@ -16,15 +16,6 @@ from kubecore._cli.parser import build_parser, console_main, main
 
 if _typing.TYPE_CHECKING:
     from kubecore._cli.basic import (
-        EXIT_FAILED as EXIT_FAILED,
-    )
-    from kubecore._cli.basic import (
-        EXIT_OK as EXIT_OK,
-    )
-    from kubecore._cli.basic import (
-        EXIT_USAGE as EXIT_USAGE,
-    )
-    from kubecore._cli.basic import (
         UsageError as UsageError,
     )
     from kubecore._cli.basic import (
@@ -90,6 +81,15 @@ if _typing.TYPE_CHECKING:
     from kubecore._cli.settings import (
         resolve_settings as resolve_settings,
     )
+    from kubecore._plugins.commands import (
+        EXIT_FAILED as EXIT_FAILED,
+    )
+    from kubecore._plugins.commands import (
+        EXIT_OK as EXIT_OK,
+    )
+    from kubecore._plugins.commands import (
+        EXIT_USAGE as EXIT_USAGE,
+    )
 
 __all__ = [
     "CONFIG_FIELD_HELP",
@@ -123,10 +123,8 @@ __all__ = [
 ]
 
 _DEFINED_IN: dict[str, tuple[str, ...]] = {
+    "kubecore._plugins.commands": ("EXIT_FAILED", "EXIT_OK", "EXIT_USAGE"),
     "kubecore._cli.basic": (
-        "EXIT_FAILED",
-        "EXIT_OK",
-        "EXIT_USAGE",
         "UsageError",
         "validate_paths",
     ),

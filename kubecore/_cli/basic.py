@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import IO
 
 import kubecore
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from kubecore._plugins.commands import EXIT_FAILED, EXIT_OK
 
 
 def setup_logging(level: int) -> None:
@@ -76,12 +73,12 @@ def cmd_runtimes(args: argparse.Namespace, out: IO[str]) -> int:
     with warnings_shown(sys.stderr, skip=(PluginWarning,)):
         infos = manager.runtimes()
         broken = manager.broken_plugins()
-    rows = [["NAME", "DESCRIPTION", "PLUGIN"]]
+    rows = []
     for info in infos:
         plugin = info.plugin + (f" ({info.distribution})" if info.distribution else "")
         note = f" (unavailable: {info.unavailable})" if info.unavailable else ""
         rows.append([info.name, info.description + note, plugin])
-    out.write(text_table(rows))
+    out.write(text_table(["NAME", "DESCRIPTION", "PLUGIN"], rows))
     for bad in broken:
         where = f" ({bad.distribution})" if bad.distribution else ""
         out.write(f"broken plugin {bad.name}{where}: {bad.error}\n")

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 
 import kubecore
-from kubecore._cli.basic import EXIT_FAILED, EXIT_OK, setup_logging, warnings_shown
+from kubecore._cli.basic import setup_logging, warnings_shown
 from kubecore._cli.blocked import PermanentErrors, blocked_reason, newest_warning
 from kubecore._cli.output import Display, PullTracker, TrackingPuller, format_table
 from kubecore._cli.settings import (
@@ -41,6 +41,7 @@ from kubecore._contract.errors import (
 )
 from kubecore._contract.protocols import Puller
 from kubecore._model.v1 import Pod
+from kubecore._plugins.commands import EXIT_FAILED, EXIT_OK
 from kubecore._status.compute import Verdict, pod_verdict, verdict_settled
 from kubecore._util.clock import Clock, ManualClock, SystemClock
 from kubecore._util.watchdog import stack_dump_after
@@ -48,9 +49,9 @@ from kubecore._util.watchdog import stack_dump_after
 if TYPE_CHECKING:
     from kubecore._agent.kubelet import Kubelet
     from kubecore._api.server import KubeApi
-    from kubecore._cli.etcd import EtcdAttachment
     from kubecore._kuberuntime.credentials import DockerKeyring
     from kubecore._plugins.registry import RuntimeBundle
+    from kubecore_etcd import EtcdAttachment
 
 logger = logging.getLogger(__name__)
 
@@ -336,8 +337,7 @@ def attach_etcd(kubelet: Kubelet, settings: Mapping[str, Any]) -> EtcdAttachment
     if not endpoints:
         return None
     try:
-        from kubecore._cli.etcd import attach
-        from kubecore_etcd import parse_endpoints
+        from kubecore_etcd import attach, parse_endpoints
 
         parse_endpoints(endpoints)
     except ValueError as error:
@@ -396,7 +396,7 @@ def run_once(
 def runtime_unreachable(kubelet: Kubelet) -> str:
     """Why the runtime cannot be reached ('' when it answers)."""
     try:
-        kubelet.runtime_version()
+        kubelet.views.runtime_version()
     except RuntimeUnavailable as error:
         return str(error)
     return ""
@@ -417,7 +417,7 @@ class PodJudge:
         verdict, reason = pod_verdict(pod)
         if verdict_settled(verdict):
             return verdict, reason
-        events = self._kubelet.recent_events(
+        events = self._kubelet.views.recent_events(
             namespace=pod.metadata.namespace, name=pod.metadata.name
         )
         blocked = blocked_reason(events, self._errors)

@@ -31,8 +31,9 @@ from typing import IO, Any
 import attrs
 import yaml
 
-from kubecore._cli.basic import EXIT_OK, UsageError
+from kubecore._cli.basic import UsageError
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
+from kubecore._plugins.commands import EXIT_OK
 from kubecore._util.files import read_own_file, replace_file
 
 CA_CERT, CA_KEY = "ca.crt", "ca.key"

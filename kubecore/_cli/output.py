@@ -61,7 +61,7 @@ def format_table(pods: Sequence[Pod], now: float) -> str:
             row.insert(0, r.namespace)
     if not rows:
         return "No pods.\n"
-    return text_table([header, *table])
+    return text_table(header, table)
 
 
 # --- image pull progress ------------------------------------------------------------------

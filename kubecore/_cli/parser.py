@@ -14,14 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from kubecore._cli.basic import (
-    EXIT_FAILED,
-    EXIT_USAGE,
     UsageError,
     cmd_runtimes,
     cmd_validate,
     cmd_version,
     setup_logging,
 )
+from kubecore._plugins.commands import EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from kubecore._cli.settings import Setting
@@ -142,12 +141,16 @@ def _add_setting(run: argparse._ActionsContainer, setting: Setting) -> None:
         )
 
 
-COMMANDS = frozenset({"run", "validate", "runtimes", "version", "etcd"})
-"""``run``'s flags and ``etcd``'s commands import much of kubecore: their parsers are built in
-full only when named (or when no command is, for the help)."""
+COMMANDS = frozenset({"run", "validate", "runtimes", "version", "kubeconfig"})
+"""kubecore's own commands. ``run``'s flags import much of kubecore: its parser is built in full
+only when it is named (or when no command is, for the help). The plugins' commands
+(``kubecore_add_commands``) are asked for only when the command line names none of these."""
+
+PLUGIN_COMMANDS = {"etcd": ("bind pods to nodes in etcd and read their status", "kubecore[etcd]")}
+"""The commands of the plugins kubecore ships, with what installs them: named while their plugin
+is not installed (or is disabled), each says so instead of being an unknown command."""
 
 _RUN_HELP = "run the agent"
-_ETCD_HELP = "bind pods to nodes in etcd and read their status"
 
 
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
@@ -157,8 +160,9 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
-    """The ``kubecore`` parser; with ``only``, the other heavy commands (``run``'s flags,
-    ``etcd``'s commands) are listed with their help but not parsable, and not imported."""
+    """The ``kubecore`` parser; with ``only`` one of kubecore's own ``COMMANDS``, ``run`` (unless
+    named) is listed with its help but not parsable, and the plugins' commands are left out
+    (no plugin is imported)."""
     parser = _Parser(
         prog="kubecore",
         description="The core of a container node agent (the Kubernetes kubelet) as a library.",
@@ -194,13 +198,35 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
 
     add_kubeconfig_command(commands)
 
-    if only in (None, "etcd"):
-        from kubecore._cli.etcd import add_etcd_commands  # imports no etcd client
-
-        add_etcd_commands(commands)
-    else:
-        commands.add_parser("etcd", help=_ETCD_HELP)
+    if only not in COMMANDS:
+        _add_plugin_commands(commands)
     return parser
+
+
+def _add_plugin_commands(commands: Any) -> None:
+    """The plugins' subcommands (``kubecore_add_commands``); a command of a plugin kubecore
+    ships that is not there answers how to install it."""
+    from kubecore._plugins.commands import CommandSet
+    from kubecore._plugins.registry import plugin_manager
+
+    added = CommandSet(commands, reserved=COMMANDS)
+    plugin_manager().add_commands(added)
+    for name, (help_text, extra) in PLUGIN_COMMANDS.items():
+        if name not in added.names:
+            missing = commands.add_parser(name, help=f"{help_text} (needs {extra})")
+            missing.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            missing.set_defaults(handler=_plugin_missing(name, extra))
+
+
+def _plugin_missing(name: str, extra: str) -> Callable[[argparse.Namespace, IO[str]], int]:
+    def handler(args: argparse.Namespace, out: IO[str]) -> int:
+        sys.stderr.write(
+            f"kubecore {name}: the plugin that provides this command is not installed (or is"
+            f" disabled by KUBECORE_DISABLE_PLUGINS): pip install '{extra}'\n"
+        )
+        return EXIT_USAGE
+
+    return handler
 
 
 def _add_run(commands: Any) -> None:
@@ -267,7 +293,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     stream = out or sys.stdout
     words = sys.argv[1:] if argv is None else argv
     command = command_of(words)
-    parser = build_parser(only=command if command in COMMANDS else None)
+    parser = build_parser(only=command)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:

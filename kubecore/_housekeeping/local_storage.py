@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubecore._agent.admission.security import Rejection
 from kubecore._model.quantity import memory_bytes
+from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
@@ -14,6 +12,8 @@ from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
 from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 from kubecore._model.v1 import Pod
 from kubecore._observability.logs import LogReader
+from kubecore._streaming.portforward_http import PortForwarding
+from kubecore._streaming.remotecommand import SessionOpener
 
 
 class _Metrics(Protocol):
@@ -24,20 +24,16 @@ class _Metrics(Protocol):
     def render_resource(self) -> bytes: ...
 
 
-class ServedKubelet(LogReader, Protocol):
-    """What the server needs from the agent (``kubecore.Kubelet`` has all of it)."""
-
-    def pods(self) -> list[Pod]: ...
-
-    def get_pod(self, namespace: str, name: str) -> Pod | None: ...
+class ServedStreams(LogReader, SessionOpener, PortForwarding, Protocol):
+    """The streams the server opens (``kubecore.Kubelet.streams`` has all of them)."""
 
     def exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, timeout: float = ...
     ) -> ExecResult: ...
 
-    def port_forwarder(
-        self, namespace: str, pod_name: str
-    ) -> Callable[[int, float], socket.socket]: ...
+
+class ServedViews(Protocol):
+    """What the server reads of the node (``kubecore.Kubelet.views`` has all of it)."""
 
     def stats_summary(self) -> dict[str, Any]: ...
 
@@ -45,6 +41,20 @@ class ServedKubelet(LogReader, Protocol):
         """(check name, "" when it passes, else why: ``failed: …`` or ``not ready: …``), in
         the order ``/healthz`` lists them."""
         ...
+
+
+class ServedKubelet(Protocol):
+    """What the server needs from the agent (``kubecore.Kubelet`` has all of it)."""
+
+    def pods(self) -> list[Pod]: ...
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None: ...
+
+    @property
+    def streams(self) -> ServedStreams: ...
+
+    @property
+    def views(self) -> ServedViews: ...
 
     @property
     def metrics(self) -> _Metrics: ...

@@ -38,7 +38,7 @@ def _one_line(text: str) -> str:
 
 def healthz(handler: Handler, rest: list[str], query: dict[str, list[str]]) -> None:
     try:
-        checks = handler.server.kubelet.health_checks()
+        checks = handler.server.kubelet.views.health_checks()
     except Exception as error:
         checks = [("healthz", f"failed: {error}")]
     if rest and rest != [""]:

@@ -31,7 +31,7 @@ def stats(handler: Handler, rest: list[str], query: dict[str, list[str]]) -> Non
     if rest != ["summary"]:
         raise HTTPError(HTTPStatus.NOT_FOUND, "use /stats/summary")
     try:
-        summary = handler.server.kubelet.stats_summary()
+        summary = handler.server.kubelet.views.stats_summary()
     except KubecoreError as error:
         raise error_for(error) from None
     handler._send_json(summary)

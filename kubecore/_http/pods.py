@@ -64,7 +64,7 @@ def container_logs(handler: Handler, rest: list[str], query: dict[str, list[str]
 
 def _send_logs(handler: Handler, container: tuple[str, str, str], options: LogOptions) -> None:
     try:
-        lines = iter(handler.server.kubelet.container_logs(*container, **options.kwargs()))
+        lines = iter(handler.server.kubelet.streams.logs(*container, **options.kwargs()))
         # The first read may fail (no container yet): fail before the headers go out.
         first = next(lines, b"")
     except KubecoreError as error:

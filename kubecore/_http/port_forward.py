@@ -31,5 +31,5 @@ def port_forward(handler: Handler, rest: list[str], query: dict[str, list[str]])
             "or Upgrade: SPDY/3.1",
         )
     namespace, pod = rest
-    connect = connector(handler.server.kubelet, namespace, pod)
+    connect = connector(handler.server.kubelet.streams, namespace, pod)
     serve_port_forward(handler, connect, f"{namespace}/{pod}", handler.server, query)

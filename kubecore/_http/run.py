@@ -79,9 +79,9 @@ def run(handler: Handler, rest: list[str], query: dict[str, list[str]]) -> None:
         shlex.join(command),
         extra={"namespace": namespace, "pod": pod, "container": container},
     )
-    kubelet = handler.server.kubelet
+    streams = handler.server.kubelet.streams
     try:
-        result = kubelet.exec(namespace, pod, container, command, timeout=timeout)
+        result = streams.exec(namespace, pod, container, command, timeout=timeout)
     except KubecoreError as error:
         raise error_for(error) from None
     handler._send_json(

@@ -5,13 +5,11 @@
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import cast
 
 from kubecore._contract.streaming import StreamSession
 from kubecore._http.handler import Handler
 from kubecore._http.rules import HTTPError, require_bearer
 from kubecore._streaming.remotecommand import (
-    StreamKubelet,
     open_stream,
     serve_remote_command,
     stream_options,
@@ -37,10 +35,10 @@ def _serve(handler: Handler, rest: list[str], query: dict[str, list[str]], what:
     if handler.server.kubelet.get_pod(namespace, pod_name) is None:
         raise HTTPError(HTTPStatus.NOT_FOUND, f'pods "{pod_name}" not found')
     options = stream_options(query, is_exec=what == "exec")
-    kubelet = cast(StreamKubelet, handler.server.kubelet)
+    streams = handler.server.kubelet.streams
     target = (namespace, pod_name, container)
 
     def open_session() -> StreamSession:
-        return open_stream(kubelet, target, options, what)
+        return open_stream(streams, target, options, what)
 
     serve_remote_command(handler, handler.server, options, open_session, what=what)

@@ -42,7 +42,7 @@ class LogOptions:
         return self.since_time
 
     def kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of ``Kubelet.container_logs`` for this query."""
+        """The keyword arguments of ``Kubelet.streams.logs`` for this query."""
         return {
             "tail": self.tail_lines,
             "follow": self.follow,
@@ -158,9 +158,9 @@ def limited(stream: Iterator[bytes], limit: int | None) -> Iterator[bytes]:
 
 
 class LogReader(Protocol):
-    """What answers a container log query (``kubecore.Kubelet.container_logs``)."""
+    """What answers a container log query (``kubecore.Kubelet.streams.logs``)."""
 
-    def container_logs(
+    def logs(
         self,
         namespace: str,
         pod_name: str,

@@ -1,6 +1,8 @@
 """Runtime plugins: found through pluggy entry points (group ``kubecore``), loaded only when asked.
 
-A plugin is a module (or any object) with a ``kubecore_register_runtimes`` hook implementation::
+A plugin is a module (or any object) with a ``kubecore_register_runtimes`` hook implementation
+(and, to add subcommands to the ``kubecore`` command, ``kubecore_add_commands``: see
+``kubecore._plugins.commands``)::
 
     from kubecore import hookimpl
 
@@ -41,6 +43,7 @@ from kubecore._contract.errors import DuplicateRuntime as DuplicateRuntime
 from kubecore._contract.errors import PluginError, UnknownRuntime
 from kubecore._contract.errors import PluginWarning as PluginWarning
 from kubecore._contract.protocols import ContainerRuntime, HealthChecker, Puller
+from kubecore._plugins.commands import CommandSet
 from kubecore._util.clock import Clock
 
 logger = logging.getLogger(__name__)
@@ -241,6 +244,15 @@ class KubecoreHookspecs:
         Called once per load; must not start anything (a factory does that when asked).
         """
 
+    @hookspec
+    def kubecore_add_commands(self, commands: CommandSet) -> None:
+        """Add the plugin's subcommands of the ``kubecore`` command with
+        ``commands.add(name, help=...)`` (``kubecore._plugins.commands``: each parser sets
+        ``handler(args, out) -> exit status``).
+
+        Called only when the command line may name one of them; must import nothing heavy.
+        """
+
 
 def disabled_from_env(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """Entry-point names listed (comma separated) in ``KUBECORE_DISABLE_PLUGINS``."""
@@ -325,7 +337,8 @@ class KubecorePluginManager(pluggy.PluginManager):
         if unknown:
             return "implements " + ", ".join(_did_you_mean(name) for name in unknown)
         if not callers:
-            return f"implements no kubecore hook (expected {_hook_names()[0]} with @hookimpl)"
+            expected = " or ".join(_hook_names())
+            return f"implements no kubecore hook (expected {expected} with @hookimpl)"
         return ""
 
     def _register_or_report(self, plugin: object, name: str, distribution: str) -> bool:
@@ -410,6 +423,24 @@ class KubecorePluginManager(pluggy.PluginManager):
                 )
         self._registry = registry
         return registry
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def add_commands(self, commands: CommandSet) -> None:
+        """Let every plugin add its subcommands of ``kubecore``; a plugin whose hook fails is
+        reported as broken (its warning), the others' commands are added."""
+        self.load()
+        for impl in reversed(self.hook.kubecore_add_commands.get_hookimpls()):
+            commands._set_current(impl.plugin_name)
+            try:
+                impl.function(*[{"commands": commands}[name] for name in impl.argnames])
+            except Exception as exc:
+                error = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+                self._mark_broken(
+                    impl.plugin_name,
+                    f"kubecore_add_commands: {error}",
+                    self._dists.get(impl.plugin_name, ""),
+                )
 
     def runtimes(self) -> list[RuntimeInfo]:
         """Every runtime the loaded plugins offer, sorted by name."""

@@ -7,11 +7,11 @@ import logging
 
 import attrs
 
-from kubecore._agent.admission.security import Rejection
 from kubecore._contract.errors import ContainerRuntimeError
 from kubecore._contract.observed import container_name, restart_count
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder
 from kubecore._contract.values import Event, EventType, RuntimeState
+from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._observability.events import pod_reference
 from kubecore._observability.metrics import Metrics

@@ -269,19 +269,19 @@ def serve_port_forward(
 
 
 class PortForwarding(Protocol):
-    """The agent's side (``kubecore.Kubelet.port_forwarder``)."""
+    """The agent's side (``kubecore.Kubelet.streams.port_forwarder``)."""
 
     def port_forwarder(
         self, namespace: str, pod_name: str
     ) -> Callable[[int, float], socket.socket]: ...
 
 
-def connector(kubelet: PortForwarding, namespace: str, name: str) -> Connect:
+def connector(streams: PortForwarding, namespace: str, name: str) -> Connect:
     """The pod's ``connect(port, timeout)``, or the ``HTTPError`` (a v1 ``Status``) that says
     why there is none: 404 for a pod not on the node or without a ready sandbox, 501 for a
     runtime that cannot forward ports."""
     try:
-        return kubelet.port_forwarder(namespace, name)
+        return streams.port_forwarder(namespace, name)
     except StreamingUnsupported as error:
         raise HTTPError(HTTPStatus.NOT_IMPLEMENTED, str(error), reason="NotImplemented") from None
     except KubecoreError as error:

@@ -76,8 +76,8 @@ NO_SPDY = (
 )
 
 
-class StreamKubelet(Protocol):
-    """What serving exec and attach needs from the agent (``kubecore.Kubelet`` has it)."""
+class SessionOpener(Protocol):
+    """What serving exec and attach needs from the agent (``kubecore.Kubelet.streams`` has it)."""
 
     def exec_stream(
         self,
@@ -180,7 +180,7 @@ class Live:
 
 
 def open_stream(
-    kubelet: StreamKubelet, target: tuple[str, str, str], options: StreamOptions, what: str
+    streams: SessionOpener, target: tuple[str, str, str], options: StreamOptions, what: str
 ) -> StreamSession:
     """Open an exec or attach session on ``target`` (namespace, pod, container), its failures
     as the API server answers them: 400 for a container that is not running or a runtime that
@@ -197,10 +197,10 @@ def open_stream(
     )
     try:
         if what == "exec":
-            return kubelet.exec_stream(
+            return streams.exec_stream(
                 *target, list(options.command), stdin=options.stdin, tty=options.tty
             )
-        return kubelet.attach(*target, stdin=options.stdin, tty=options.tty)
+        return streams.attach(*target, stdin=options.stdin, tty=options.tty)
     except ContainerNotFound:
         raise HTTPError(
             HTTPStatus.BAD_REQUEST,

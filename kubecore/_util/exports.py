@@ -378,6 +378,7 @@ SURFACE: dict[str, dict[str, str]] = {
     "kubecore.server": _homes(
         {
             "kubecore._http.server": ("KubeletServer", "ServerConfig", "serve"),
+            "kubecore._agent.facets": ("KubeletStreams", "KubeletViews"),
             "kubecore._observability.metrics": ("Metrics",),
             "kubecore._agent.admission.node_fit": (
                 "machine_arch",
@@ -401,6 +402,19 @@ SURFACE: dict[str, dict[str, str]] = {
                 "secret_keyring",
             ),
             "kubecore._contract.errors": ("RegistryConfigError",),
+        }
+    ),
+    "kubecore.cli": _homes(
+        {
+            "kubecore._plugins.commands": (
+                "EXIT_FAILED",
+                "EXIT_OK",
+                "EXIT_USAGE",
+                "CommandHandler",
+                "CommandSet",
+            ),
+            "kubecore._util.tables": ("ready_and_restarts", "text_table"),
+            "kubecore._util.timefmt": ("age",),
         }
     ),
     "kubecore.aio": _homes({"kubecore._agent.aio": ("AsyncKubelet",)}),

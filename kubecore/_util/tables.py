@@ -1,7 +1,7 @@
-"""The one writer of plain text tables (the CLI's pod table, ``kubecore runtimes``, ``kubecore etcd
-get``): columns padded to their widest cell, three spaces apart, as kubectl prints them; and
-the READY and RESTARTS cells of a pod document, as the API's pod Table and ``kubecore etcd get``
-show them."""
+"""The one writer of plain text tables (the CLI's pod table, ``kubecore runtimes``, a plugin's
+commands such as ``kubecore etcd get``): columns padded to their widest cell, three spaces
+apart, as kubectl prints them; and the READY and RESTARTS cells of a pod document, as the API's
+pod Table and ``kubecore etcd get`` show them."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def text_table(lines: Sequence[Sequence[str]]) -> str:
-    """``lines`` (the header first) as aligned columns, each line ending in a newline and
-    without trailing spaces; "" for no lines."""
-    if not lines:
-        return ""
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table as kubectl prints one: a header line then a line per row, each column as wide as
+    its widest cell, three spaces between columns, no trailing blanks."""
+    lines = [list(header), *(list(row) for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "".join(
         "   ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() + "\n"
         for line in lines

@@ -232,7 +232,7 @@ class FakeNode:
         key = pod_key(pod) if pod is not None else None
         return [
             event
-            for event in self.kubelet.recent_events()
+            for event in self.kubelet.views.recent_events()
             if (reason is None or event.reason == reason)
             and (type is None or event.type == type)
             and (
@@ -257,7 +257,7 @@ class FakeNode:
         lines = [describe_pod(pod) for pod in self.kubelet.pods()] or ["no pods"]
         lines += [
             f"  {e.type} {e.reason} {e.involved_object.name}: {e.message}"
-            for e in self.kubelet.recent_events(limit=10)
+            for e in self.kubelet.views.recent_events(limit=10)
         ]
         return "\n".join(lines)
 

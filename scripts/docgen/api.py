@@ -64,6 +64,7 @@ NAMESPACES = (
     "kubecore.server",
     "kubecore.credentials",
     "kubecore.aio",
+    "kubecore.cli",
     "kubecore.testing",
 )
 

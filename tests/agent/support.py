@@ -76,7 +76,7 @@ class Node(FakeNode):
 
     def reasons(self, name: str | None = None) -> list[str]:
         """The reasons of the agent's events (about the pod named ``name``), oldest first."""
-        return [e.reason for e in self.kubelet.recent_events(name=name)]
+        return [e.reason for e in self.kubelet.views.recent_events(name=name)]
 
     def restart_kubelet(self, **config: Any) -> Kubelet:
         """A fresh agent on the same runtime, root dir and clock, with ``KubeletConfig(**config)``

@@ -11,18 +11,17 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubecore._agent.admission.cordon import (
+from kubecore._agent.admission.admit import Admission
+from kubecore._agent.admission.cordon import cordon_refusal, tolerates_unschedulable
+from kubecore._config.updates import SOURCE_ANNOTATION
+from kubecore._manifest import load_pods_from_string
+from kubecore._model.node_record import (
     NODE_UNSCHEDULABLE,
     SCHEDULABLE,
     CordonView,
     NodeRecord,
     NodeRecordFile,
-    cordon_refusal,
-    tolerates_unschedulable,
 )
-from kubecore._agent.admission.security import Admission
-from kubecore._config.updates import SOURCE_ANNOTATION
-from kubecore._manifest import load_pods_from_string
 from kubecore._model.v1 import Pod, Toleration
 
 POD = """

@@ -91,7 +91,7 @@ def test_logs_rotation_and_previous_from_cri_log_files(tmp_path: Path) -> None:
     assert kubelet.sync_until_converged(max_syncs=50, step=1.0)
 
     def logs(**options: object) -> bytes:
-        return b"".join(kubelet.container_logs("default", "web", "app", **options))  # type: ignore[arg-type]
+        return b"".join(kubelet.streams.logs("default", "web", "app", **options))  # type: ignore[arg-type]
 
     (app,) = runtime.find_containers("app", state=RuntimeState.RUNNING)
     for n in range(10):

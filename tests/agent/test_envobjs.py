@@ -252,10 +252,10 @@ def test_static_source_objects_reach_the_kubelet(tmp_path: Path) -> None:
     node = FakeNode(tmp_path)
     source = StaticSource(name="embedder", sink=node.kubelet.update)
     source.put_objects(config_map("cfg", k="v"))
-    assert node.kubelet.objects.get_config_map("default", "cfg") is not None
+    assert node.kubelet.views.objects.get_config_map("default", "cfg") is not None
     assert "embedder" not in node.kubelet._rooms.pod_config.sources  # objects alone: no pod report
     source.set([], objects=())
-    assert node.kubelet.objects.get_config_map("default", "cfg") is None
+    assert node.kubelet.views.objects.get_config_map("default", "cfg") is None
 
 
 # --- env on the in-memory runtime -----------------------------------------------------------
@@ -402,7 +402,7 @@ def test_missing_object_waits_and_starts_when_it_appears(
     assert took <= node.step  # no back-off: the change wakes the pod
     # Nothing the agent showed or logged holds the secret's value.
     shown = json.dumps(pod_to_dict(node.pod("web"))) + node.describe()
-    shown += "".join(e.message for e in node.kubelet.recent_events())
+    shown += "".join(e.message for e in node.kubelet.views.recent_events())
     shown += caplog.text
     assert SECRET_VALUE not in shown
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubecore._agent.admission.security import Admission, host_ports
+from kubecore._agent.admission.admit import Admission
+from kubecore._agent.admission.host_ports import host_ports
 from kubecore._model.v1 import ContainerPort
 from tests.agent.support import make_node
 from tests.builders import ctr, make_pod
@@ -23,7 +24,7 @@ def test_the_later_pod_with_a_conflicting_host_port_is_rejected(tmp_path: Path) 
     assert status.phase == "Failed"
     assert status.reason == "HostPortConflict"
     assert "8080" in status.message
-    events = node.kubelet.recent_events(name="second", reason="HostPortConflict")
+    events = node.kubelet.views.recent_events(name="second", reason="HostPortConflict")
     assert len(events) == 1
     # listed, not dropped
     assert [p.metadata.name for p in node.kubelet.pods()] == ["first", "second", "third"]

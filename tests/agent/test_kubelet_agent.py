@@ -109,20 +109,20 @@ def test_logs_and_exec(node: Node) -> None:
     node.converge()
     (app,) = node.running("web", "app")
     node.runtime.write_log(app.id, "hello\nworld")
-    assert b"".join(node.kubelet.container_logs("default", "web", "app")) == b"hello\nworld\n"
-    assert list(node.kubelet.container_logs("default", "web", "app", tail=1)) == [b"world\n"]
+    assert b"".join(node.kubelet.streams.logs("default", "web", "app")) == b"hello\nworld\n"
+    assert list(node.kubelet.streams.logs("default", "web", "app", tail=1)) == [b"world\n"]
     node.runtime.on_exec("whoami", lambda request: 0)
-    assert node.kubelet.exec("default", "web", "app", ["whoami"]).exit_code == 0
+    assert node.kubelet.streams.exec("default", "web", "app", ["whoami"]).exit_code == 0
     with pytest.raises(NotFound):
-        node.kubelet.exec("default", "nope", "app", ["true"])
+        node.kubelet.streams.exec("default", "nope", "app", ["true"])
     with pytest.raises(ContainerNotFound):
-        list(node.kubelet.container_logs("default", "web", "nope"))
+        list(node.kubelet.streams.logs("default", "web", "nope"))
 
 
 def test_stats_summary_shape(node: Node) -> None:
     node.kubelet.set_pods([make_pod("web", ctr("a"), ctr("b"))])
     node.converge()
-    summary = node.kubelet.stats_summary()
+    summary = node.kubelet.views.stats_summary()
     assert summary["node"]["nodeName"] == "kubecore-node"
     (pod,) = summary["pods"]
     assert pod["podRef"] == {"name": "web", "namespace": "default", "uid": "uid-default-web"}
@@ -136,9 +136,9 @@ def test_stats_summary_shape(node: Node) -> None:
 
 
 def test_healthz(node: Node) -> None:
-    assert node.kubelet.healthz() == (True, "ok")
+    assert node.kubelet.views.healthz() == (True, "ok")
     node.runtime.fail_next("version", 1)
-    ok, reason = node.kubelet.healthz()
+    ok, reason = node.kubelet.views.healthz()
     assert not ok and "runtime" in reason
 
 

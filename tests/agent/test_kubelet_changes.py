@@ -104,7 +104,8 @@ def test_events_are_pushed(tmp_path: Path) -> None:
         reasons = [c.event.reason for c in changes if isinstance(c, EventChange)]
         assert "Started" in reasons
         assert (
-            reasons == [e.reason for e in node.kubelet.recent_events(name="web")][-len(reasons) :]
+            reasons
+            == [e.reason for e in node.kubelet.views.recent_events(name="web")][-len(reasons) :]
         )
 
 

@@ -166,5 +166,7 @@ def test_its_pull_back_off_event_names_its_image(tmp_path: Path) -> None:
             and ephemeral_status(node).state.waiting.reason == "ImagePullBackOff"
         )
     )
-    messages = [e.message for e in node.kubelet.recent_events(name="web") if e.reason == "BackOff"]
+    messages = [
+        e.message for e in node.kubelet.views.recent_events(name="web") if e.reason == "BackOff"
+    ]
     assert 'Back-off pulling image "nowhere/debug:1"' in messages, messages

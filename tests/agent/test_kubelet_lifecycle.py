@@ -48,7 +48,7 @@ def test_failed_post_start_kills_the_new_container_and_the_sync_goes_on(node: No
     node.kubelet.set_pods([pod])
     node.kubelet.sync()
     assert node.running_names() == [("web", "plain")]  # the sync went on to the next container
-    events = node.kubelet.recent_events(name="web", reason="FailedPostStartHook")
+    events = node.kubelet.views.recent_events(name="web", reason="FailedPostStartHook")
     assert events and events[0].involved_object.field_path == "spec.containers{hooked}"
     (dead,) = node.all("web", "hooked")
     assert node.runtime.signals(dead.id)

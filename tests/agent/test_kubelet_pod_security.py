@@ -49,7 +49,7 @@ def test_the_attack_pod_is_refused_by_default_and_the_others_run(tmp_path: Path)
         "PodSecurity",
         ATTACK_MESSAGE,
     )
-    (event,) = node.kubelet.recent_events(name="attack", reason="PodSecurity")
+    (event,) = node.kubelet.views.recent_events(name="attack", reason="PodSecurity")
     assert event.type == "Warning" and event.message == ATTACK_MESSAGE
     assert not node.containers("attack")
     # refused for good: a resync does not let it in

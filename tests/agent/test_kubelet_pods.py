@@ -306,7 +306,7 @@ def test_privileged_is_refused_unless_allowed(tmp_path: Path) -> None:
     node.kubelet.set_pods([make_pod("root", privileged), make_pod("web")])
     node.kubelet.sync_until_converged(max_syncs=5)
     assert node.running_names() == [("web", "app")]
-    refused = node.kubelet.recent_events(name="root", reason="PrivilegedNotAllowed")
+    refused = node.kubelet.views.recent_events(name="root", reason="PrivilegedNotAllowed")
     assert refused and "privileged" in refused[0].message
     assert len(refused) == 1  # not repeated at every sync
     root = node.kubelet.get_pod("default", "root")

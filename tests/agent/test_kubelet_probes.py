@@ -35,8 +35,8 @@ def test_failed_liveness_restarts_the_container(node: Node) -> None:
     node.run_until(lambda: node.running("web", "app")[0].id != first.id, max_syncs=60)
     # three failures ten seconds apart: about twenty seconds
     assert node.clock.monotonic() >= 20
-    assert node.kubelet.recent_events(name="web", reason="Unhealthy")
-    killing = node.kubelet.recent_events(name="web", reason="Killing")
+    assert node.kubelet.views.recent_events(name="web", reason="Unhealthy")
+    killing = node.kubelet.views.recent_events(name="web", reason="Killing")
     assert any("liveness" in e.message for e in killing)
     node.checker.set_probe("app", "http", True)
     node.kubelet.sync()

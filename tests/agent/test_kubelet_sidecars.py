@@ -113,7 +113,7 @@ def test_a_sidecar_restarts_under_never_with_crash_back_off(node: Node) -> None:
     node.runtime.crash(second.id, 2)
     node.kubelet.sync()
     assert init_status(node, "log").state.waiting.reason == "CrashLoopBackOff"
-    (backoff,) = node.kubelet.recent_events(name="web", reason="BackOff")
+    (backoff,) = node.kubelet.views.recent_events(name="web", reason="BackOff")
     assert backoff.involved_object.field_path == "spec.initContainers{log}"
     assert node.status().phase == "Running"
     assert condition(node, "Initialized") == "True"

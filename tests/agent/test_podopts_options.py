@@ -116,8 +116,8 @@ def test_a_too_long_fqdn_fails_the_sandbox_with_an_event(tmp_path: Path) -> None
     node = make_node(tmp_path)
     pod = make_pod("web", ctr(), hostname="h" * 60, subdomain="s", set_hostname_as_fqdn=True)
     node.kubelet.set_pods([pod])
-    node.run_until(lambda: bool(node.kubelet.recent_events(reason="FailedCreatePodSandBox")))
-    event = node.kubelet.recent_events(name="web", reason="FailedCreatePodSandBox")[0]
+    node.run_until(lambda: bool(node.kubelet.views.recent_events(reason="FailedCreatePodSandBox")))
+    event = node.kubelet.views.recent_events(name="web", reason="FailedCreatePodSandBox")[0]
     assert "too long" in event.message
     assert not node.runtime.list_sandboxes()
 

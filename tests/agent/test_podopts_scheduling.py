@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubecore import KubeletConfig
+from kubecore._agent.admission.admit import Admission
 from kubecore._agent.admission.node_fit import (
     insufficient_resource,
     machine_arch,
@@ -19,7 +20,6 @@ from kubecore._agent.admission.node_fit import (
     requirement_matches,
     term_matches,
 )
-from kubecore._agent.admission.security import Admission
 from kubecore._cli.settings import UsageError, kubelet_config_values
 from kubecore._contract.errors import ValidationError
 from kubecore._model.v1 import NodeSelectorRequirement, NodeSelectorTerm
@@ -349,7 +349,7 @@ def test_a_node_selector_mismatch_fails_the_pod_on_the_agent(tmp_path: Path) -> 
     for name in ("misfit", "named"):
         status = node.status(name)
         assert (status.phase, status.reason) == ("Failed", "NodeAffinity")
-    assert node.kubelet.recent_events(name="misfit", reason="NodeAffinity")
+    assert node.kubelet.views.recent_events(name="misfit", reason="NodeAffinity")
 
 
 # --- resources the node does not have -------------------------------------------------------
@@ -437,7 +437,7 @@ def test_scheduler_fields_are_listed_once_per_pod_at_debug(
 ) -> None:
     pod = pod_from_dict(pod_data(tolerations=[{"operator": "Exists"}], priorityClassName="high"))
     admission = Admission()
-    with caplog.at_level(logging.DEBUG, logger="kubecore._agent.admission.security"):
+    with caplog.at_level(logging.DEBUG, logger="kubecore._agent.admission.admit"):
         admission.admit([pod])
         admission.admit([pod])
     lines = [r.getMessage() for r in caplog.records if "scheduler" in r.getMessage()]

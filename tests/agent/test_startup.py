@@ -43,11 +43,12 @@ def test_validate_imports_no_heavy_module(tmp_path: Path) -> None:
     assert imported_by(["validate", str(manifest)]) == set()
 
 
-def test_run_does_not_build_the_etcd_commands() -> None:
+def test_run_does_not_build_the_plugins_commands() -> None:
     code = (
         "import sys\n"
         "from kubecore._cli.parser import build_parser\n"
         "build_parser(only='run')\n"
-        "assert 'kubecore._cli.etcd' not in sys.modules\n"
+        "assert 'kubecore_etcd._plugin' not in sys.modules\n"
+        "assert 'kubecore_etcd._cli' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)

@@ -94,7 +94,17 @@ class StubKubelet:
                 return pod
         return None
 
-    def container_logs(
+    @property
+    def streams(self) -> StubKubelet:
+        """The stub answers for its streams (``logs``, ``exec``) itself."""
+        return self
+
+    @property
+    def views(self) -> StubKubelet:
+        """The stub answers for its views (``stats_summary``, ``health_checks``) itself."""
+        return self
+
+    def logs(
         self,
         namespace: str,
         pod: str,

@@ -191,7 +191,7 @@ def test_a_restarted_agent_keeps_what_was_written_over_the_api(agent: Agent) -> 
         assert configmaps[0]["metadata"][field] == before["configmaps"]["metadata"][field]
         assert secret["metadata"][field] == before["secrets"]["metadata"][field]
     assert secret["data"] == {"password": "c3RvcmUtaHVudGVyMg=="}
-    assert node.kubelet.objects.get_secret("default", "db") is not None
+    assert node.kubelet.views.objects.get_secret("default", "db") is not None
     # The restarted API owns them: they can be changed and deleted as before.
     replaced = agent.send("PUT", CONFIGMAPS + "/settings", json={**CONFIG, "data": {"a": "b"}})
     assert replaced.status_code == 200, replaced.text
@@ -349,7 +349,7 @@ def test_a_change_that_cannot_be_stored_is_refused_and_not_applied(
     )
     assert agent.node.kubelet.get_pod("default", "web") is None
     assert agent.send("POST", SECRETS, json=SECRET).status_code == 500
-    assert agent.node.kubelet.objects.get_secret("default", "db") is None
+    assert agent.node.kubelet.views.objects.get_secret("default", "db") is None
 
 
 # --- the store itself ------------------------------------------------------------------------

@@ -103,7 +103,9 @@ def test_objects_with_kubectl(node: Node, certs: Certs) -> None:
     )
     objects.write_text(OBJECTS.replace("level: debug", "level: info"))
     assert kubectl.out("apply", "-f", str(objects)).startswith("configmap/settings configured\n")
-    assert node.kubelet.objects.get_config_map("default", "settings").data == {"level": "info"}
+    assert node.kubelet.views.objects.get_config_map("default", "settings").data == {
+        "level": "info"
+    }
 
     rows = table(kubectl.out("get", "configmaps"))
     assert rows[0] == ["NAME", "DATA", "AGE"] and rows[1][:2] == ["settings", "1"]
@@ -115,12 +117,12 @@ def test_objects_with_kubectl(node: Node, certs: Certs) -> None:
 
     created = kubectl.run("create", "configmap", "extra", "--from-literal=a=b", check=False)
     assert created.returncode == 0, created.stderr
-    assert node.kubelet.objects.get_config_map("default", "extra").data == {"a": "b"}
+    assert node.kubelet.views.objects.get_config_map("default", "extra").data == {"a": "b"}
     made = kubectl.run(
         "create", "secret", "generic", "token", f"--from-literal=t={SECRET_VALUE}", check=False
     )
     assert made.returncode == 0, made.stderr
-    secret = node.kubelet.objects.get_secret("default", "token")
+    secret = node.kubelet.views.objects.get_secret("default", "token")
     assert secret is not None and secret.data == {"t": SECRET_VALUE.encode()}
     assert secret.type == "Opaque"
     again = kubectl.run("create", "-f", str(objects), check=False)
@@ -129,7 +131,7 @@ def test_objects_with_kubectl(node: Node, certs: Certs) -> None:
     # kubectl 1.35 and later name the namespace too ("... deleted from default namespace").
     deleted = kubectl.out("delete", "-f", str(objects)).replace(" from default namespace", "")
     assert deleted == 'configmap "settings" deleted\nsecret "db" deleted\n'
-    assert node.kubelet.objects.get_config_map("default", "settings") is None
+    assert node.kubelet.views.objects.get_config_map("default", "settings") is None
     gone = kubectl.run("get", "configmap", "settings", check=False)
     assert gone.returncode == 1 and 'configmaps "settings" not found' in gone.stderr
 
@@ -151,7 +153,7 @@ def test_secrets_need_the_token_even_on_loopback(node: Node, certs: Certs) -> No
 
 def test_objects_of_a_manifest_file_are_read_only(node: Node, certs: Certs) -> None:
     kubectl = node.writer(certs)
-    node.kubelet.objects.put(
+    node.kubelet.views.objects.put(
         ConfigMap(ObjectMeta(name="static-config"), data={"k": "v"}),
         source="file",
     )
@@ -170,7 +172,7 @@ def test_an_immutable_config_map_cannot_change(node: Node, certs: Certs) -> None
     refused = kubectl.run("apply", "-f", str(manifest), check=False)
     assert refused.returncode == 1
     assert "field is immutable when `immutable` is set" in refused.stderr
-    assert node.kubelet.objects.get_config_map("default", "frozen").data == {"a": "1"}
+    assert node.kubelet.views.objects.get_config_map("default", "frozen").data == {"a": "1"}
 
 
 def test_server_side_apply_describe_and_label(node: Node, certs: Certs) -> None:

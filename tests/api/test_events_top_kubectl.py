@@ -195,7 +195,7 @@ def test_get_events_watch_shows_each_repeat(node: Node, kubectl: Versioned) -> N
 
     def poke() -> None:
         now = node.kubelet.clock.now()
-        node.kubelet.event_log.record(Event(ref, EventType.WARNING, "Poked", "poked", now))
+        node.kubelet.views.event_log.record(Event(ref, EventType.WARNING, "Poked", "poked", now))
 
     poke()
     selector = f"involvedObject.name={name}"
@@ -227,7 +227,7 @@ def test_a_watch_sees_versions_grow_as_an_event_repeats(node: Node) -> None:
     listed = get(node, EVENTS).json()
     start = listed["metadata"]["resourceVersion"]
     ref = pod_reference("default", "ghost", "uid-ghost")
-    log = node.kubelet.event_log
+    log = node.kubelet.views.event_log
     url = f"{node.http.url}{EVENTS}?watch=true&resourceVersion={start}&timeoutSeconds=10"
     url += "&fieldSelector=involvedObject.name%3Dghost"
     seen: list[dict[str, Any]] = []

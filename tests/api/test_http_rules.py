@@ -107,7 +107,7 @@ def test_every_endpoint_refuses_a_missing_or_wrong_token_alike(exec_node: Node, 
         assert response.status_code == 401, (endpoint, response.text)
         assert status_of(response)["reason"] == "Unauthorized", endpoint
         assert response.headers["WWW-Authenticate"] == 'Bearer realm="kubecore"', endpoint
-    assert exec_node.kubelet.objects.get_config_map("default", "c") is None
+    assert exec_node.kubelet.views.objects.get_config_map("default", "c") is None
 
 
 def test_every_endpoint_takes_the_token(exec_node: Node) -> None:
@@ -206,7 +206,7 @@ def test_both_log_endpoints_answer_a_runtime_failure_alike(
     def broken(*args: object, **kwargs: object) -> Iterator[bytes]:
         raise raised
 
-    monkeypatch.setattr(node.kubelet, "container_logs", broken)
+    monkeypatch.setattr(node.kubelet.streams, "logs", broken)
     url = node.http.url
     answers = [
         requests.get(url + "/containerLogs/default/talker/main", timeout=10, headers=AUTH),

@@ -103,6 +103,10 @@ class _Kubelet:
         self.config = _Config()
         self.reads = 0
 
+    @property
+    def views(self) -> _Kubelet:
+        return self
+
     def resource_summary(self) -> dict[str, Any]:
         self.reads += 1
         at = self.clock.at
@@ -163,7 +167,7 @@ def test_the_summary_s_own_rate_is_taken_when_it_has_one() -> None:
     """The runtime times its counters itself (Docker's ``read``): that rate is the one shown,
     over the window since this API last read the counter."""
     kubelet = _Kubelet()
-    plain = kubelet.resource_summary
+    plain = kubelet.views.resource_summary
 
     def rated() -> dict[str, Any]:
         summary = plain()

@@ -229,9 +229,9 @@ def test_syncloop_fails_past_the_kubelets_threshold(node: Node) -> None:
     kubelet = node.kubelet
     kubelet.start()
     try:
-        assert dict(kubelet.health_checks())["syncloop"] == ""
+        assert dict(kubelet.views.health_checks())["syncloop"] == ""
         kubelet._pass.last_pass -= 301
-        problem = dict(kubelet.health_checks())["syncloop"]
+        problem = dict(kubelet.views.health_checks())["syncloop"]
         assert problem.startswith("failed: the sync loop last passed")
     finally:
         kubelet.stop()

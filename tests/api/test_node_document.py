@@ -31,6 +31,10 @@ class _Kubelet:
     healthy: tuple[bool, str] = (True, "")
     runtime_up: bool = True
 
+    @property
+    def views(self) -> _Kubelet:
+        return self
+
     def runtime_version(self) -> RuntimeVersion:
         if not self.runtime_up:
             raise ConnectionError("runtime down")

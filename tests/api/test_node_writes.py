@@ -11,11 +11,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kubecore._agent.admission.cordon import NodeRecord
 from kubecore._api.errors import ApiError
 from kubecore._api.node_writes import node_change
 from kubecore._api.nodes import unschedulable_spec
 from kubecore._api.patch import merge_patch, strategic_merge_patch
+from kubecore._model.node_record import NodeRecord
 
 RECORD = NodeRecord("u-1", "2026-01-01T00:00:00Z")
 NODE: dict[str, Any] = {

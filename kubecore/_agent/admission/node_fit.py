@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from kubecore._manifest.validation import is_extended_resource, label_problem
 from kubecore._model.quantity import parse_quantity
+from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Container, NodeSelectorRequirement, NodeSelectorTerm, Pod
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -203,3 +204,10 @@ def insufficient_resource(
                 f" used: {_whole(in_use)}, capacity: {_whole(have)}",
             )
     return None
+
+
+def node_fit_rejection(pod: Pod, labels: Mapping[str, str], node_name: str) -> Rejection | None:
+    """The pod's node selector and required node affinity against this node's labels."""
+    if pod_matches_node(pod, labels, node_name):
+        return None
+    return Rejection(NODE_AFFINITY, f"Pod was rejected: {NODE_AFFINITY_MESSAGE}")

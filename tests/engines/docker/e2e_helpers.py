@@ -122,7 +122,7 @@ def exec_until(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            result = kubelet.exec(namespace, pod, container, command, timeout=5)
+            result = kubelet.streams.exec(namespace, pod, container, command, timeout=5)
         except ContainerRuntimeError as exc:
             result = ExecResult(exit_code=-1, stderr=str(exc).encode())
         if ok(result) or time.monotonic() > deadline:

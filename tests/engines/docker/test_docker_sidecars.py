@@ -163,7 +163,9 @@ def test_a_grpc_probe_reaches_the_pod_through_its_sandbox_ip(
         wait_pod(kubelet, namespace, "grpc", running_unready, what="running, not ready")
 
         def not_serving() -> str | None:
-            events = kubelet.recent_events(namespace=namespace, name="grpc", reason="Unhealthy")
+            events = kubelet.views.recent_events(
+                namespace=namespace, name="grpc", reason="Unhealthy"
+            )
             return next((e.message for e in events if "NOT_SERVING" in e.message), None)
 
         wait_for(not_serving, timeout=20, interval=0.2, what="an Unhealthy NOT_SERVING event")

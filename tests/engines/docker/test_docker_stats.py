@@ -51,7 +51,7 @@ def test_the_summary_has_a_running_containers_cpu_and_memory(
     wait_pod(kubelet, namespace, "busy", all_running)
 
     first = wait_for(
-        lambda: busy_container(kubelet.stats_summary(), namespace), 30, what="the stats"
+        lambda: busy_container(kubelet.views.stats_summary(), namespace), 30, what="the stats"
     )
     assert first["name"] == "spin"
     assert first["cpu"]["usageCoreNanoSeconds"] > 0
@@ -61,7 +61,7 @@ def test_the_summary_has_a_running_containers_cpu_and_memory(
     # the log file of the line it printed
     wait_for(
         lambda: (
-            (busy_container(kubelet.stats_summary(), namespace) or {})
+            (busy_container(kubelet.views.stats_summary(), namespace) or {})
             .get("logs", {})
             .get("usedBytes")
         ),
@@ -71,7 +71,7 @@ def test_the_summary_has_a_running_containers_cpu_and_memory(
     # the rate needs two samples of the same container
     second = wait_for(
         lambda: (
-            (c := busy_container(kubelet.stats_summary(), namespace))
+            (c := busy_container(kubelet.views.stats_summary(), namespace))
             and "usageNanoCores" in c["cpu"]
             and c
         ),

@@ -158,7 +158,7 @@ def test_propagation_from_a_private_mount_is_refused_clearly(
     def refused() -> list[str]:
         return [
             e.message
-            for e in kubelet.recent_events(namespace=namespace, reason="Failed")
+            for e in kubelet.views.recent_events(namespace=namespace, reason="Failed")
             if "not a shared or slave mount" in e.message
         ]
 
@@ -202,7 +202,7 @@ def test_local_storage_over_its_limit_evicts_the_pod(
     kubelet = agent([pod])
     wait_pod(kubelet, namespace, "p", all_running)
     # the eviction may kill the container while dd still runs: its result does not matter
-    kubelet.exec(
+    kubelet.streams.exec(
         namespace, "p", "app", ["dd", "if=/dev/urandom", f"of={target}", "bs=1M", "count=12"]
     )
     evicted = wait_pod(

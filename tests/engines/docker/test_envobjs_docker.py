@@ -159,7 +159,7 @@ def test_a_container_waits_for_its_config_map_then_starts(
     kubelet.update(PodUpdate(Operation.SET, (pod,), SOURCE, objects(OBJECTS, namespace)))
     wait_pod(kubelet, namespace, "env", all_running, timeout=15)
     assert container_env(kubelet, namespace)["LEVEL"] == "debug"
-    shown = "".join(e.message for e in kubelet.recent_events())
+    shown = "".join(e.message for e in kubelet.views.recent_events())
     assert SECRET_VALUE not in shown
 
 
@@ -192,7 +192,7 @@ def test_pull_secret_from_a_dockerconfigjson_secret(
     kubelet.update(PodUpdate(Operation.SET, (pod,), SOURCE, secret))
     kubelet.start()
     wait_pod(kubelet, namespace, "private", all_running, timeout=30)
-    events = kubelet.recent_events(namespace=namespace, name="private")
+    events = kubelet.views.recent_events(namespace=namespace, name="private")
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
 
 

@@ -79,18 +79,16 @@ def test_status_and_previous_logs_on_docker(
     assert status.qos_class == "Guaranteed"
     assert shown.spec.node_name == "e2e-node" and shown.metadata.creation_timestamp
 
-    assert b"".join(kubelet.container_logs(namespace, "twice", "main", previous=True)) == (
+    assert b"".join(kubelet.streams.logs(namespace, "twice", "main", previous=True)) == (
         b"first-run\n"
     )
     # Running is reported once the engine started it: its first line may come a moment later.
     current = wait_for(
-        lambda: b"".join(kubelet.container_logs(namespace, "twice", "main")),
+        lambda: b"".join(kubelet.streams.logs(namespace, "twice", "main")),
         timeout=30,
         what="the second run's log line",
     )
     assert current == b"second-run\n"
-    assert b"".join(kubelet.container_logs(namespace, "twice", "main", limit_bytes=6)) == (
-        b"second"
-    )
-    stamped = b"".join(kubelet.container_logs(namespace, "twice", "main", timestamps=True))
+    assert b"".join(kubelet.streams.logs(namespace, "twice", "main", limit_bytes=6)) == (b"second")
+    stamped = b"".join(kubelet.streams.logs(namespace, "twice", "main", timestamps=True))
     assert stamped.startswith(b"20") and stamped.endswith(b" second-run\n")

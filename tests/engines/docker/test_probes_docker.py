@@ -45,5 +45,5 @@ def test_a_host_network_pod_whose_probes_name_no_host_becomes_ready(
     )
     wait_pod(kubelet, namespace, "hostnet", ready, timeout=30, what="ready")
     # (a first probe may fail before the server listens; none may fail to run at all)
-    unhealthy = kubelet.recent_events(namespace=namespace, name="hostnet", reason="Unhealthy")
+    unhealthy = kubelet.views.recent_events(namespace=namespace, name="hostnet", reason="Unhealthy")
     assert not [e.message for e in unhealthy if "errored" in e.message]

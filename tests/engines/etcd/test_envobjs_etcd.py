@@ -72,8 +72,8 @@ spec:
 def test_apply_writes_objects_and_the_agent_waits_for_a_missing_one(
     client: Any, prefix: str, etcd_endpoints: tuple[str, ...], tmp_path: Path
 ) -> None:
-    from kubecore._cli.etcd import apply
     from kubecore_etcd import EtcdObjectSource, EtcdSource, object_key
+    from kubecore_etcd._cli import apply
 
     manifest = tmp_path / "web.yaml"
     manifest.write_text(MANIFEST)
@@ -116,7 +116,7 @@ def test_apply_writes_objects_and_the_agent_waits_for_a_missing_one(
         (container,) = wait_for(running, what="the container started")
         env = dict(runtime.container_config(container.id).env)
         assert env == {"LEVEL": "debug", "PASSWORD": SECRET_VALUE}
-        assert kubelet.objects.get_secret("default", "db") is not None
+        assert kubelet.views.objects.get_secret("default", "db") is not None
     finally:
         poller.stop()
         kubelet.stop()

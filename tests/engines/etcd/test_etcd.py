@@ -48,7 +48,7 @@ def test_import_kubecore_does_not_import_the_etcd_client() -> None:
     code = (
         "import sys, kubecore, kubecore.runtime, kubecore.manifest, kubecore.server\n"
         # The CLI can wire the etcd commands in without the client installed.
-        "import kubecore_etcd, kubecore._cli.etcd\n"
+        "import kubecore_etcd, kubecore_etcd._plugin, kubecore_etcd._cli\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('aetcd', 'grpc'))\n"
         "print(','.join(loaded))\n"
     )
@@ -564,7 +564,7 @@ def test_unreachable_etcd_keeps_every_pod_then_a_compacted_watch_lists_again(
         wait_for(lambda: not agent.kubelet.sources_ready(), what="the source not ready")
         assert not agent.source.ready
         # /healthz says why
-        problem = dict(agent.kubelet.health_checks())["source etcd"]
+        problem = dict(agent.kubelet.views.health_checks())["source etcd"]
         assert problem.startswith("not ready: etcd is unreachable: "), problem
         # Meanwhile the cluster moves on, and compacts past the agent's watch revision.
         client.delete(f"{prefix}/pods/n1/default/gone")

@@ -61,7 +61,7 @@ def test_apply_binds_the_pods_and_get_pods_shows_their_status(
     agents: Callable[..., Agent],
     manifest: Path,
 ) -> None:
-    from kubecore._cli.etcd import apply, get_pods
+    from kubecore_etcd._cli import apply, get_pods
 
     agent = agents("n1")
     out = apply([manifest], "n1", etcd_endpoints, prefix)
@@ -91,7 +91,7 @@ def test_apply_binds_the_pods_and_get_pods_shows_their_status(
 def test_a_pod_bound_without_status_yet_is_pending(
     etcd_endpoints: tuple[str, ...], prefix: str, manifest: Path
 ) -> None:
-    from kubecore._cli.etcd import apply, get_pods
+    from kubecore_etcd._cli import apply, get_pods
 
     apply([manifest], "nobody", etcd_endpoints, prefix)
     lines = get_pods(etcd_endpoints, prefix).splitlines()
@@ -101,7 +101,7 @@ def test_a_pod_bound_without_status_yet_is_pending(
 def test_delete_unbinds_by_name_file_or_all(
     etcd_endpoints: tuple[str, ...], prefix: str, agents: Callable[..., Agent], manifest: Path
 ) -> None:
-    from kubecore._cli.etcd import apply, delete
+    from kubecore_etcd._cli import apply, delete
 
     agent = agents("n1")
     apply([manifest], "n1", etcd_endpoints, prefix)
@@ -118,7 +118,7 @@ def test_delete_unbinds_by_name_file_or_all(
 def test_get_nodes_is_ready_while_the_agent_holds_its_lease(
     etcd_endpoints: tuple[str, ...], prefix: str, agents: Callable[..., Agent], manifest: Path
 ) -> None:
-    from kubecore._cli.etcd import apply, get_nodes
+    from kubecore_etcd._cli import apply, get_nodes
 
     assert get_nodes(etcd_endpoints, prefix) == "No nodes found.\n"
     agent = agents("n1")
@@ -133,7 +133,8 @@ def test_get_nodes_is_ready_while_the_agent_holds_its_lease(
 def test_attach_registers_the_source_so_nothing_is_deleted_before_etcd_was_listed(
     etcd_endpoints: tuple[str, ...], client: Any, prefix: str, tmp_path: Path, manifest: Path
 ) -> None:
-    from kubecore._cli.etcd import apply, attach
+    from kubecore_etcd import attach
+    from kubecore_etcd._cli import apply
 
     runtime = FakeRuntime(images=[IMAGE])
     kubelet = Kubelet(
@@ -177,11 +178,9 @@ def events_of(client: Any, key_prefix: str) -> list[Any]:
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    from kubecore._cli.etcd import add_etcd_commands
+    from kubecore._cli.parser import build_parser
 
-    parser = argparse.ArgumentParser(prog="kubecore")
-    add_etcd_commands(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
+    return build_parser(only=argv[0]).parse_args(argv)
 
 
 def run(*argv: str) -> tuple[int, str]:
@@ -224,7 +223,7 @@ def test_kubecore_run_once_runs_the_pods_bound_in_etcd_and_writes_their_status(
     etcd_endpoints: tuple[str, ...], prefix: str, tmp_path: Path
 ) -> None:
     from kubecore._cli import main
-    from kubecore._cli.etcd import apply, get_pods
+    from kubecore_etcd._cli import apply, get_pods
 
     manifest = tmp_path / "web.yaml"
     manifest.write_text(

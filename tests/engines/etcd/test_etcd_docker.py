@@ -57,7 +57,8 @@ def test_a_pod_bound_with_apply_runs_on_docker_and_its_status_comes_back(
     prefix: str,
     tmp_path: Path,
 ) -> None:
-    from kubecore._cli.etcd import apply, attach
+    from kubecore_etcd import attach
+    from kubecore_etcd._cli import apply
 
     connection = DockerConnection(
         DockerOptions(

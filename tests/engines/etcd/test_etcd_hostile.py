@@ -67,7 +67,7 @@ def test_a_stored_value_has_the_bounds_of_a_manifest_file(value: bytes, problem:
 
 
 def test_the_etcd_command_reads_stored_values_with_the_same_bounds() -> None:
-    from kubecore._cli.etcd import _document
+    from kubecore_etcd._cli import _document
 
     assert _document(json.dumps({"spec": {"a": 1}}).encode()) == {"spec": {"a": 1}}
     assert _document(ALIAS_BOMB) == {}

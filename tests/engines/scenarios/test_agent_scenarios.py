@@ -124,15 +124,17 @@ def test_an_empty_dir_is_shared_by_the_pods_containers(
 
     read = exec_until(kubelet, namespace, "shared", "reader", ["cat", "/shared/from-writer"])
     assert read.stdout == b"written-by-writer\n", read
-    wrote = kubelet.exec(
+    wrote = kubelet.streams.exec(
         namespace, "shared", "reader", ["sh", "-c", "echo back > /shared/from-reader"]
     )
     assert wrote.exit_code == 0, wrote
-    back = kubelet.exec(namespace, "shared", "writer", ["cat", "/data/from-reader"])
+    back = kubelet.streams.exec(namespace, "shared", "writer", ["cat", "/data/from-reader"])
     assert back.stdout == b"back\n"
-    seen = kubelet.exec(namespace, "shared", "viewer", ["cat", "/view/from-writer"])
+    seen = kubelet.streams.exec(namespace, "shared", "viewer", ["cat", "/view/from-writer"])
     assert seen.stdout == b"written-by-writer\n"
-    refused = kubelet.exec(namespace, "shared", "viewer", ["sh", "-c", "echo x > /view/nope"])
+    refused = kubelet.streams.exec(
+        namespace, "shared", "viewer", ["sh", "-c", "echo x > /view/nope"]
+    )
     assert refused.exit_code != 0
     # The volume is a directory under the agent's root dir, on the engine's host.
     on_host = [p for p in (tmp_path / "root").rglob("from-writer") if pod.uid in str(p)]
@@ -176,7 +178,7 @@ def test_an_exiting_container_is_restarted_with_backoff(
     assert last is not None and last.exit_code == 3
     assert "BackOff" in reasons(kubelet, namespace, "crash")
     # The last run's output, as ``kubectl logs --previous`` asks for it.
-    previous = kubelet.container_logs(namespace, "crash", "crasher", previous=True)
+    previous = kubelet.streams.logs(namespace, "crash", "crasher", previous=True)
     assert list(previous) == [b"crashing\n"]
     attempts = {c.attempt for c in engine.containers(namespace, "crasher")}
     assert {0, 1, 2} <= attempts, attempts
@@ -209,7 +211,7 @@ def test_a_failing_liveness_probe_restarts_its_container(
     status = status_of(get_pod(kubelet, namespace, "live"), "app")
     assert status is not None and status.restart_count == 0
 
-    broken = kubelet.exec(namespace, "live", "app", ["rm", "/tmp/healthy"])
+    broken = kubelet.streams.exec(namespace, "live", "app", ["rm", "/tmp/healthy"])
     assert broken.exit_code == 0
     restarted = wait_pod(
         kubelet,
@@ -221,7 +223,7 @@ def test_a_failing_liveness_probe_restarts_its_container(
     )
     status = status_of(restarted, "app")
     assert status is not None and status.restart_count == 1
-    events = kubelet.recent_events(namespace=namespace, name="live")
+    events = kubelet.views.recent_events(namespace=namespace, name="live")
     assert any(e.reason == "Unhealthy" for e in events)
     assert any(e.reason == "Killing" and "liveness" in e.message for e in events)
     assert [c.running for c in engine.containers(namespace) if c.id == first] == [False]
@@ -249,7 +251,7 @@ def test_a_failing_post_start_hook_kills_the_container(
     )
     kubelet = make_agent([pod])
     failed = wait_for(
-        lambda: kubelet.recent_events(
+        lambda: kubelet.views.recent_events(
             namespace=namespace, name="hook", reason="FailedPostStartHook"
         ),
         timeout=15,
@@ -260,7 +262,7 @@ def test_a_failing_post_start_hook_kills_the_container(
     wait_for(
         lambda: [
             e
-            for e in kubelet.recent_events(namespace=namespace, name="hook", reason="Killing")
+            for e in kubelet.views.recent_events(namespace=namespace, name="hook", reason="Killing")
             if "postStart" in e.message
         ],
         timeout=30,
@@ -307,7 +309,7 @@ def test_logs_and_exec_through_the_agent(
     lines = wait_for(
         lambda: (
             found
-            if len(found := list(kubelet.container_logs(namespace, "talk", "talker"))) >= 3
+            if len(found := list(kubelet.streams.logs(namespace, "talk", "talker"))) >= 3
             else None
         ),
         timeout=30,
@@ -315,11 +317,11 @@ def test_logs_and_exec_through_the_agent(
     )
     assert sorted(lines) == [b"hi-from-env\n", b"line-one\n", b"line-two\n"]
     # stdout and stderr reach the log in either order; tail follows the log's own order.
-    assert list(kubelet.container_logs(namespace, "talk", "talker", tail=1)) == lines[-1:]
-    stamped = list(kubelet.container_logs(namespace, "talk", "talker", timestamps=True))
+    assert list(kubelet.streams.logs(namespace, "talk", "talker", tail=1)) == lines[-1:]
+    stamped = list(kubelet.streams.logs(namespace, "talk", "talker", timestamps=True))
     assert len(stamped) == 3
     assert all(line[:2] == b"20" and b"T" in line.split(b" ", 1)[0] for line in stamped)
-    follow = kubelet.container_logs(namespace, "talk", "talker", follow=True)
+    follow = kubelet.streams.logs(namespace, "talk", "talker", follow=True)
     try:
         assert next(follow) in (b"line-one\n", b"line-two\n", b"hi-from-env\n")
     finally:
@@ -327,20 +329,20 @@ def test_logs_and_exec_through_the_agent(
         if close is not None:
             close()
 
-    result = kubelet.exec(
+    result = kubelet.streams.exec(
         namespace, "talk", "talker", ["sh", "-c", "echo out; echo err >&2; exit 7"]
     )
     assert result.exit_code == 7
     assert result.stdout == b"out\n"
     assert result.stderr == b"err\n"
-    env = kubelet.exec(namespace, "talk", "talker", ["sh", "-c", "echo $GREETING"])
+    env = kubelet.streams.exec(namespace, "talk", "talker", ["sh", "-c", "echo $GREETING"])
     assert env.stdout == b"hi-from-env\n"
     with pytest.raises(RuntimeTimeout):
-        kubelet.exec(namespace, "talk", "talker", ["sleep", "5"], timeout=0.5)
+        kubelet.streams.exec(namespace, "talk", "talker", ["sleep", "5"], timeout=0.5)
     with pytest.raises(ContainerNotFound):
-        kubelet.exec(namespace, "talk", "nobody", ["true"])
+        kubelet.streams.exec(namespace, "talk", "nobody", ["true"])
     with pytest.raises(NotFound):
-        kubelet.exec(namespace, "missing", "talker", ["true"])
+        kubelet.streams.exec(namespace, "missing", "talker", ["true"])
 
 
 def test_container_gc_keeps_one_dead_container_per_container(
@@ -397,7 +399,7 @@ def test_an_image_is_pulled_from_the_local_registry(
     running = wait_pod(kubelet, namespace, "pulled", all_running, timeout=30)
     status = status_of(running, "app")
     assert status is not None and status.image == image
-    events = kubelet.recent_events(namespace=namespace, name="pulled")
+    events = kubelet.views.recent_events(namespace=namespace, name="pulled")
     assert [e.reason for e in events if e.reason.startswith("Pull")][:2] == ["Pulling", "Pulled"]
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
     assert engine.has_image(image)
@@ -431,7 +433,7 @@ def test_the_auth_registry_with_credentials(
     )
     kubelet = make_agent([pod], **kubelet_kwargs)
     wait_pod(kubelet, namespace, "private", all_running, timeout=30)
-    events = kubelet.recent_events(namespace=namespace, name="private")
+    events = kubelet.views.recent_events(namespace=namespace, name="private")
     assert "Failed" not in [e.reason for e in events]
     assert any(e.reason == "Pulled" and "Successfully pulled" in e.message for e in events)
     assert engine.has_image(image)
@@ -467,7 +469,7 @@ def test_the_auth_registry_without_credentials(
         what="ErrImagePull / ImagePullBackOff",
     )
     assert failing.status is not None and failing.status.phase == "Pending"
-    failed = kubelet.recent_events(namespace=namespace, name="private", reason="Failed")
+    failed = kubelet.views.recent_events(namespace=namespace, name="private", reason="Failed")
     assert failed and "Failed to pull image" in failed[0].message
     assert "auth" in failed[0].message.lower(), failed[0].message  # refused, not unreachable
     assert engine.containers(namespace, "app") == []

@@ -71,7 +71,7 @@ def test_startup_and_readiness_probes(
     assert web is not None and web.started and web.ready
     assert serving.status is not None and serving.status.pod_ip
 
-    gone = kubelet.exec(namespace, "probed", "web", ["rm", "/www/ready"])
+    gone = kubelet.streams.exec(namespace, "probed", "web", ["rm", "/www/ready"])
     assert gone.exit_code == 0
     unready = wait_pod(
         kubelet, namespace, "probed", lambda p: not ready(p), timeout=15, what="not ready"
@@ -79,5 +79,5 @@ def test_startup_and_readiness_probes(
     web, side = status_of(unready, "web"), status_of(unready, "side")
     assert web is not None and not web.ready and web.restart_count == 0
     assert side is not None and side.ready  # its TCP probe still connects
-    events = kubelet.recent_events(namespace=namespace, name="probed", reason="Unhealthy")
+    events = kubelet.views.recent_events(namespace=namespace, name="probed", reason="Unhealthy")
     assert any("Readiness probe failed" in e.message for e in events), events

@@ -108,7 +108,7 @@ def test_the_image_pull_policies(
     refused = wait_pod(kubelet, namespace, "never", never_pulled, what="ErrImageNeverPull")
     assert refused.status is not None and refused.status.phase == "Pending"
     for name in ("never", "present"):
-        events = kubelet.recent_events(namespace=namespace, name=name)
+        events = kubelet.views.recent_events(namespace=namespace, name=name)
         assert not [e for e in events if e.reason == "Pulling"], events
     assert not engine.has_image(absent)
     assert engine.containers(namespace, "app") and all(

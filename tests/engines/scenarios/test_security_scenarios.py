@@ -82,7 +82,7 @@ def test_capabilities_read_only_root_and_seccomp(
     wait_pod(kubelet, namespace, "locked", all_running)
     assert status_line(kubelet, namespace, "locked", "app", "CapEff") == CAP_NET_ADMIN
     assert status_line(kubelet, namespace, "locked", "app", "Seccomp") == "0"
-    refused = kubelet.exec(namespace, "locked", "app", ["touch", "/written"])
+    refused = kubelet.streams.exec(namespace, "locked", "app", ["touch", "/written"])
     assert refused.exit_code != 0 and b"Read-only file system" in refused.stderr + refused.stdout
     # Kubernetes' default: privilege escalation allowed, the runtime's default capabilities.
     assert status_line(kubelet, namespace, "locked", "plain", "NoNewPrivs") == "0"
@@ -96,7 +96,7 @@ def test_a_localhost_seccomp_profile_from_the_root_dir(
     kubelet = agent([audited_pod(namespace, engine.image, tmp_path / "root")])
     wait_pod(kubelet, namespace, "audited", all_running)
     assert status_line(kubelet, namespace, "audited", "app", "Seccomp") == "2"
-    denied = kubelet.exec(namespace, "audited", "app", ["mkdir", "/tmp/x"])
+    denied = kubelet.streams.exec(namespace, "audited", "app", ["mkdir", "/tmp/x"])
     assert denied.exit_code != 0
 
 

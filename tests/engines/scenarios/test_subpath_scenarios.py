@@ -142,9 +142,9 @@ def test_sub_paths_of_an_empty_dir_share_files_between_containers(
         kubelet, namespace, "p", "reader", ["cat", "/in/b/file"], ok=lambda r: r.stdout == b"one\n"
     )
     assert read.stdout == b"one\n"
-    denied = kubelet.exec(namespace, "p", "reader", ["touch", "/in/new"])
+    denied = kubelet.streams.exec(namespace, "p", "reader", ["touch", "/in/new"])
     assert denied.exit_code != 0  # the subPath's readOnly holds on the bind
-    whole = kubelet.exec(namespace, "p", "reader", ["cat", "/whole/a/b/file"])
+    whole = kubelet.streams.exec(namespace, "p", "reader", ["cat", "/whole/a/b/file"])
     assert whole.stdout == b"one\n"
     uid = get_pod(kubelet, namespace, "p").metadata.uid
     subpaths = tmp_path / "root" / "pods" / uid / SUB_PATHS_DIR

@@ -85,7 +85,7 @@ def test_a_memory_empty_dir_is_a_sized_tmpfs_shared_by_the_containers(
     assert blocks[1] == "8192", blocks
     run(kubelet, namespace, "echo shared > /cache/f")
     assert run(kubelet, namespace, "cat /cache/f", "other") == "shared\n"
-    full = kubelet.exec(
+    full = kubelet.streams.exec(
         namespace, "p", "app", ["sh", "-c", "dd if=/dev/zero of=/cache/big bs=1M count=16"]
     )
     assert full.exit_code != 0  # bounded by the size
@@ -151,7 +151,9 @@ def test_a_memory_empty_dir_outlives_a_restart_of_its_only_container(
     kubelet = agent([pod])
     wait_pod(kubelet, namespace, "p", all_running)
     run(kubelet, namespace, "echo kept > /cache/f")
-    kubelet.exec(namespace, "p", "app", ["kill", "1"])  # exits 0 on TERM; Always restarts it
+    kubelet.streams.exec(
+        namespace, "p", "app", ["kill", "1"]
+    )  # exits 0 on TERM; Always restarts it
     wait_pod(
         kubelet,
         namespace,
@@ -199,7 +201,7 @@ def test_config_map_files_their_modes_and_an_edit(
         timeout=15,
     )
     assert edited.stdout == b"slow"
-    gone = kubelet.exec(namespace, "p", "app", ["test", "-e", "/etc/cfg/level"])
+    gone = kubelet.streams.exec(namespace, "p", "app", ["test", "-e", "/etc/cfg/level"])
     assert gone.exit_code != 0
     assert run(kubelet, namespace, "cat /etc/mode") == "fast"  # a subPath is not updated
 
@@ -268,7 +270,10 @@ def test_host_path_types(
     kubelet = agent([pod], allowed_host_paths=(str(tmp_path), "/dev/null"))
 
     def failed_mount() -> list[str]:
-        return [e.message for e in kubelet.recent_events(namespace=namespace, reason="FailedMount")]
+        return [
+            e.message
+            for e in kubelet.views.recent_events(namespace=namespace, reason="FailedMount")
+        ]
 
     messages = exec_wait(failed_mount)
     assert f"{missing} is not a directory (type Directory)" in messages[0]

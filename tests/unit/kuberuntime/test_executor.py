@@ -42,7 +42,7 @@ def test_a_failed_startup_probe_is_reported_as_such(tmp_path: Path) -> None:
     node.converge()
     (first,) = node.running("web", "app")
     node.run_until(lambda: node.running("web", "app")[0].id != first.id, step=5)
-    killing = node.kubelet.recent_events(name="web", reason="Killing")
+    killing = node.kubelet.views.recent_events(name="web", reason="Killing")
     assert killing and killing[0].message == (
         "Container app failed startup probe, will be restarted"
     )

@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from kubecore import KubeletConfig, Pod, ValidationError, load_pods_from_string
-from kubecore._agent.admission.security import Admission
+from kubecore._agent.admission.admit import Admission
 from kubecore._cli import resolve_settings
 from kubecore._cli.commands import kubelet_config
 from kubecore._kuberuntime.security import (

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from kubecore._agent.admission.security import GRPC_PROBES_UNAVAILABLE, Admission, grpc_rejection
+from kubecore._agent.admission.admit import Admission
+from kubecore._agent.admission.features import GRPC_PROBES_UNAVAILABLE, grpc_rejection
 from kubecore._contract.values import ProbeOutcome, ProbeTarget
 from kubecore._manifest import load_pods_from_dict
 from kubecore._model.v1 import Container, GRPCAction, ObjectMeta, Pod, PodSpec, Probe

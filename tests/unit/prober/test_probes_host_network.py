@@ -67,8 +67,8 @@ def test_a_host_network_pod_without_a_probe_host_is_probed_at_the_nodes_ip(
         if ready(kubelet):
             break
         clock.advance(1)
-    assert ready(kubelet), kubelet.recent_events(name="web")
-    assert not kubelet.recent_events(name="web", reason="Unhealthy")
+    assert ready(kubelet), kubelet.views.recent_events(name="web")
+    assert not kubelet.views.recent_events(name="web", reason="Unhealthy")
 
 
 def test_the_probe_address_of_a_host_network_pod_is_the_nodes() -> None:
@@ -93,8 +93,8 @@ def test_a_probe_that_cannot_run_is_a_warning_event(tmp_path: Path) -> None:
         "app", "tcp", ProbeResult(ProbeOutcome.UNKNOWN, "the probe names no host and no IP")
     )
     node.kubelet.set_pods([make_pod("web", ctr("app", readiness_probe=probe))])
-    node.run_until(lambda: bool(node.kubelet.recent_events(name="web", reason="Unhealthy")))
-    (event,) = node.kubelet.recent_events(name="web", reason="Unhealthy")[:1]
+    node.run_until(lambda: bool(node.kubelet.views.recent_events(name="web", reason="Unhealthy")))
+    (event,) = node.kubelet.views.recent_events(name="web", reason="Unhealthy")[:1]
     assert event.type.value == "Warning"
     assert event.message == "Readiness probe errored: the probe names no host and no IP"
     assert not ready(node.kubelet)

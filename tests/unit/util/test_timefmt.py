@@ -50,8 +50,8 @@ def test_ages_read_as_kubectl_prints_them(seconds: float, text: str) -> None:
 def test_every_table_reads_ages_the_same_way() -> None:
     from kubecore._api import events as _apievents
     from kubecore._api import tables as _apitables
-    from kubecore._cli import etcd as _etcd_cli
     from kubecore._cli import output
+    from kubecore_etcd import _cli as _etcd_cli
 
     for module in (_apitables, _apievents):
         assert module.time_age is age

@@ -299,7 +299,7 @@ spec:
     (status,) = node.status().container_statuses
     assert status.state.waiting is not None
     assert "needs the agent to run as root" in status.state.waiting.message
-    events = [e.message for e in node.kubelet.recent_events(reason="Failed")]
+    events = [e.message for e in node.kubelet.views.recent_events(reason="Failed")]
     assert any("needs the agent to run as root" in message for message in events), events
     assert node.running(None, "app") == []
 

@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from kubecore import ValidationError
-from kubecore._agent.admission.security import UNBOUND_CLAIM
+from kubecore._agent.admission.features import UNBOUND_CLAIM
 from kubecore._contract.values import MountPropagation
 from kubecore._housekeeping.local_storage import local_storage_eviction
 from kubecore._model.v1 import Pod
@@ -71,7 +71,7 @@ def waiting_reason(node: Node) -> str:
 
 
 def events_of(node: Node, reason: str) -> list[str]:
-    return [e.message for e in node.kubelet.recent_events(reason=reason)]
+    return [e.message for e in node.kubelet.views.recent_events(reason=reason)]
 
 
 # --- atomic writer --------------------------------------------------------------------------

@@ -1,77 +1,56 @@
 """The operator's view of pods bound in etcd: ``kubecore etcd apply|delete|get``, and what
 ``kubecore run --etcd-endpoints ...`` needs.
 
-Each command is a plain function returning text (tested directly); ``add_etcd_commands`` wires
-them into an ``argparse`` subparsers object as ``kubecore etcd ...`` with the ``handler(args,
-out) -> exit status`` convention of ``kubecore._cli``. ``attach`` builds the source and the status
-sink ``kubecore run`` adds when ``--etcd-endpoints`` is given.
+Each command is a plain function returning text (tested directly); ``add_etcd_commands`` adds
+them to the ``kubecore`` command as ``kubecore etcd ...`` (the plugin's
+``kubecore_add_commands`` hook, ``kubecore_etcd._plugin``), each leaf with a
+``kubecore.cli.CommandHandler``. ``attach`` builds the source and the status sink
+``kubecore run`` adds when ``--etcd-endpoints`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 
-from kubecore import Kubelet, Pod, ValidationError
-from kubecore._manifest.documents import parse_document
-from kubecore._model.v1 import KubeObject
-from kubecore._util.tables import ready_and_restarts, text_table
-from kubecore._util.timefmt import age
-from kubecore.manifest import LAST_GOOD_DIR, load_manifest_lenient, object_to_dict, pod_to_dict
-from kubecore_etcd import (
-    DEFAULT_EVENT_TTL,
-    DEFAULT_LEASE_REFRESH,
-    DEFAULT_LEASE_TTL,
+from kubecore import ValidationError
+from kubecore.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandSet,
+    age,
+    ready_and_restarts,
+    text_table,
+)
+from kubecore.manifest import (
+    load_manifest_lenient,
+    object_to_dict,
+    parse_document,
+    pod_to_dict,
+)
+from kubecore_etcd._attach import DEFAULT_ENDPOINTS, Endpoints, etcd_config
+from kubecore_etcd._client import EtcdClient, EtcdUnavailable
+from kubecore_etcd._encoding import encode_json
+from kubecore_etcd._keys import (
     DEFAULT_PREFIX,
-    OBJECT_RESOURCES,
-    EtcdClient,
-    EtcdCollector,
-    EtcdConfig,
-    EtcdEventRecorder,
-    EtcdObjectSource,
-    EtcdSource,
-    EtcdStatusSink,
-    EtcdUnavailable,
-    encode_json,
     nodes_prefix,
     object_key,
-    parse_endpoints,
     pod_key,
     pods_prefix,
     split_key,
     status_prefix,
 )
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-DEFAULT_ENDPOINTS = "http://127.0.0.1:2379"
-
-Endpoints = str | Sequence[str]
-"""``http://a:2379,http://b:2379`` or a sequence of URLs."""
-
-
-def etcd_config(
-    endpoints: Endpoints,
-    *,
-    cafile: str = "",
-    certfile: str = "",
-    keyfile: str = "",
-    user: str = "",
-    timeout: float = 5.0,
-) -> EtcdConfig:
-    urls = parse_endpoints(endpoints if isinstance(endpoints, str) else ",".join(endpoints))
-    return EtcdConfig(
-        urls, cafile=cafile, certfile=certfile, keyfile=keyfile, user=user, timeout=timeout
-    )
-
+if TYPE_CHECKING:
+    from kubecore import Pod
+    from kubecore.v1 import KubeObject
 
 # --- the commands -------------------------------------------------------------------------------
 
@@ -264,7 +243,7 @@ def get_pods(
         header.insert(0, "NAMESPACE")
         for row, line in zip(rows, lines, strict=True):
             row.insert(0, line.namespace)
-    return text_table([header, *rows])
+    return text_table(header, rows)
 
 
 def _node_ready(document: dict[str, Any]) -> bool:
@@ -296,84 +275,7 @@ def get_nodes(endpoints: Endpoints, prefix: str = DEFAULT_PREFIX, **options: Any
         version = ((document.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
         status = "Ready" if _node_ready(document) else "NotReady"
         rows.append([name, status, str(pods.get(name, 0)), version or "<unknown>"])
-    return text_table([["NAME", "STATUS", "PODS", "VERSION"], *rows])
-
-
-# --- kubecore run --etcd-endpoints ------------------------------------------------------------
-
-
-@attrs.define
-class EtcdAttachment:
-    """What ``kubecore run`` adds for etcd: a client, the source of the node's pods (poll it with
-    the other sources) and the status sink (``start`` it with the agent, ``close`` at exit)."""
-
-    client: EtcdClient
-    source: EtcdSource
-    sink: EtcdStatusSink
-    events: EtcdEventRecorder
-    object_sources: tuple[EtcdObjectSource, ...] = ()
-    """The ConfigMaps and Secrets every node reads."""
-
-    @property
-    def sources(self) -> tuple[EtcdSource | EtcdObjectSource, ...]:
-        return (self.source, *self.object_sources)
-
-    @property
-    def ready(self) -> bool:
-        return all(source.ready for source in self.sources)
-
-    def start(self) -> None:
-        self.sink.start()
-        self.events.start()
-
-    def close(self) -> None:
-        self.sink.close()
-        self.events.close()
-        for source in self.sources:
-            source.close()
-        self.client.close()
-
-
-def attach(
-    kubelet: Kubelet,
-    endpoints: Endpoints,
-    prefix: str = DEFAULT_PREFIX,
-    *,
-    qps: float = 5.0,
-    burst: int = 10,
-    lease_ttl: int = DEFAULT_LEASE_TTL,
-    lease_refresh: float = DEFAULT_LEASE_REFRESH,
-    event_ttl: int = DEFAULT_EVENT_TTL,
-    **options: Any,
-) -> EtcdAttachment:
-    """The etcd source, status sink and event recorder of ``kubelet``'s node
-    (``kubelet.config.node_name``). The source is registered with the agent, so nothing is
-    deleted before etcd was listed; the event recorder joins the agent's recorders
-    (``Kubelet.add_recorder``) and their figures join its metrics (``EtcdCollector``)."""
-    client = EtcdClient(etcd_config(endpoints, **options))
-    node = kubelet.config.node_name
-    state_dir = os.path.join(kubelet.root_dir, LAST_GOOD_DIR)  # last good values, per key
-    source = EtcdSource(client, node, prefix=prefix, state_dir=state_dir)
-    kubelet.register_source(source.name)
-    # Not registered: they hold no pods, so deleting a pod need not wait for them.
-    object_sources = tuple(
-        EtcdObjectSource(client, node, kind, prefix=prefix, state_dir=state_dir)
-        for kind in OBJECT_RESOURCES
-    )
-    events = EtcdEventRecorder(client, node, prefix=prefix, ttl=event_ttl)
-    kubelet.add_recorder(events)
-    sink = EtcdStatusSink(
-        kubelet,
-        client,
-        node,
-        prefix=prefix,
-        qps=qps,
-        burst=burst,
-        lease_ttl=lease_ttl,
-        lease_refresh=lease_refresh,
-    )
-    kubelet.metrics.registry.register(EtcdCollector(client, source, sink, events))
-    return EtcdAttachment(client, source, sink, events, object_sources)
+    return text_table(["NAME", "STATUS", "PODS", "VERSION"], rows)
 
 
 # --- argparse -----------------------------------------------------------------------------------
@@ -471,10 +373,10 @@ def cmd_get(args: argparse.Namespace, out: IO[str]) -> int:
     )
 
 
-def add_etcd_commands(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``kubecore etcd apply|delete|get`` to the ``kubecore`` command's subparsers; each
-    leaf sets ``handler(args, out) -> exit status``."""
-    etcd: argparse.ArgumentParser = subparsers.add_parser(
+def add_etcd_commands(commands: CommandSet) -> argparse.ArgumentParser:
+    """Add ``kubecore etcd apply|delete|get`` to the ``kubecore`` command; each leaf sets a
+    ``handler(args, out) -> exit status``."""
+    etcd = commands.add(
         "etcd",
         help="bind pods to nodes in etcd and read their status",
         description=(
@@ -483,9 +385,9 @@ def add_etcd_commands(subparsers: Any) -> argparse.ArgumentParser:
             "(Ready while their agent's lease lives)."
         ),
     )
-    commands = etcd.add_subparsers(dest="etcd_command", metavar="COMMAND", required=True)
+    leaves = etcd.add_subparsers(dest="etcd_command", metavar="COMMAND", required=True)
 
-    apply_parser = commands.add_parser("apply", help="bind the pods of manifest files to a node")
+    apply_parser = leaves.add_parser("apply", help="bind the pods of manifest files to a node")
     apply_parser.add_argument(
         "-f", "--filename", dest="files", action="append", required=True, metavar="FILE"
     )
@@ -493,7 +395,7 @@ def add_etcd_commands(subparsers: Any) -> argparse.ArgumentParser:
     add_connection_flags(apply_parser)
     apply_parser.set_defaults(handler=cmd_apply)
 
-    delete_parser = commands.add_parser("delete", help="unbind pods from a node")
+    delete_parser = leaves.add_parser("delete", help="unbind pods from a node")
     delete_parser.add_argument("names", nargs="*", metavar="POD", help="pod names")
     delete_parser.add_argument(
         "-f", "--filename", dest="files", action="append", default=[], metavar="FILE"
@@ -504,7 +406,7 @@ def add_etcd_commands(subparsers: Any) -> argparse.ArgumentParser:
     add_connection_flags(delete_parser)
     delete_parser.set_defaults(handler=cmd_delete)
 
-    get_parser = commands.add_parser("get", help="list pods or nodes")
+    get_parser = leaves.add_parser("get", help="list pods or nodes")
     get_parser.add_argument("what", choices=("pods", "pod", "po", "nodes", "node", "no"))
     get_parser.add_argument("--node", default=None, help="only the pods of this node")
     get_parser.add_argument("-n", "--namespace", default="default")
