@@ -23,6 +23,7 @@ from kubecore._agent.changes import DEFAULT_QUEUE, Change, ChangeFeed, ChangeSub
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.desired import PodReport
 from kubecore._agent.event_stream import EventStream
+from kubecore._agent.plan import NodePlan, plan_live
 from kubecore._agent.reads import Reads
 from kubecore._agent.signals import Signals
 from kubecore._agent.sync_loop import SyncLoop
@@ -250,6 +251,12 @@ class Kubelet:
         loop's own next one: a relist, or a wake-up after a sync acted). True if that happened
         in time."""
         return self._loop.wait_pass(timeout, ask=ask)
+
+    def plan(self) -> NodePlan:
+        """What a sync would do now, pod by pod, with the reasons, doing none of it: one
+        snapshot of the runtime, the sources through admission, the planner the sync runs
+        (``kubecore plan``). Nothing changes on the runtime, on disk or in the agent."""
+        return plan_live(self._rooms)
 
     # --- reading ----------------------------------------------------------------------------
 
