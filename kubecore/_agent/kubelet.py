@@ -23,6 +23,7 @@ from kubecore._agent.changes import DEFAULT_QUEUE, Change, ChangeFeed, ChangeSub
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.desired import PodReport
 from kubecore._agent.event_stream import EventStream
+from kubecore._agent.explain import explain_pod
 from kubecore._agent.plan import NodePlan, plan_live
 from kubecore._agent.reads import Reads
 from kubecore._agent.signals import Signals
@@ -257,6 +258,13 @@ class Kubelet:
         snapshot of the runtime, the sources through admission, the planner the sync runs
         (``kubecore plan``). Nothing changes on the runtime, on disk or in the agent."""
         return plan_live(self._rooms)
+
+    def explain(self, uid: str) -> dict[str, Any] | None:
+        """Why the pod ``uid`` is where it is, as a JSON document (``/why``, ``kubecore why``):
+        its conditions and, for each container not ready, the one reason holding it back now
+        with the evidence (the planner's last decision, the back-off and its next try, the last
+        probe result, the admission verdict, the events). None for a pod not on the node."""
+        return explain_pod(self._rooms, uid)
 
     # --- reading ----------------------------------------------------------------------------
 

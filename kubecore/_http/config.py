@@ -43,6 +43,8 @@ class ServedKubelet(LogReader, Protocol):
 
     def stats_summary(self) -> dict[str, Any]: ...
 
+    def explain(self, uid: str) -> dict[str, Any] | None: ...
+
     def health_checks(self) -> list[tuple[str, str]]:
         """(check name, "" when it passes, else why: ``failed: …`` or ``not ready: …``), in
         the order ``/healthz`` lists them."""
