@@ -92,6 +92,7 @@ def _plan(args: argparse.Namespace, out: IO[str], environ: Mapping[str, str]) ->
     from kubecore._config.file import FileSource
     from kubecore._config.podconfig import PodConfig
     from kubecore._contract.errors import SourceUnavailable
+    from kubecore._util.clock import SystemClock
     from kubecore._volumes.pod_dirs import root_dir_holder
 
     flags = {k: v for k, v in vars(args).items() if k in _PLAN_FLAGS}
@@ -125,7 +126,7 @@ def _plan(args: argparse.Namespace, out: IO[str], environ: Mapping[str, str]) ->
             config,
             pod_config.pods(),
             sources_ready=pod_config.sources_ready(),
-            now=bundle.agent_clock(None).now(),
+            now=(bundle.agent_clock(None) or SystemClock()).now(),
         )
     finally:
         bundle.runtime.close()
