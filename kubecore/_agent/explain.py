@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubecore._contract.values import Event, EventType
 from kubecore._model.v1 import ContainerStatus, Pod, PodStatus
-from kubecore._planner.actions import BackoffEntry, ProbeState
+from kubecore._planner.actions import BackoffEntry, ProbeState, Waiting
 from kubecore._util.timefmt import rfc3339
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _completed(cs: ContainerStatus | None) -> bool:
     return terminated is not None and terminated.exit_code == 0
 
 
-def _held_by(cs: ContainerStatus | None, waiting: Any, evidence: list[str]) -> str:
+def _held_by(cs: ContainerStatus | None, waiting: Waiting | None, evidence: list[str]) -> str:
     """The one reason: the planner's waiting entry, else the container's published state."""
     if waiting is not None:
         return waiting.reason + (f": {waiting.message}" if waiting.message else "")

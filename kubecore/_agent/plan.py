@@ -77,7 +77,7 @@ REMOVAL_SUMMARY = "kill and remove (no longer desired)"
 class Step:
     """One thing a sync would do to a pod (or ``wait`` / ``nothing``), and why."""
 
-    action: str
+    action: str = attrs.field(validator=attrs.validators.in_(STEP_ACTIONS))
     """One of ``STEP_ACTIONS``."""
     container: str = ""
     reason: str = ""

@@ -65,8 +65,8 @@ def test_plan_changes_nothing_on_the_runtime_on_disk_or_in_the_agent(tmp_path: P
     ]
     node.kubelet.set_pods(pods)
     node.run_until(lambda: node.status("crash").container_statuses[0].restart_count >= 2)
-    node.kubelet.set_pods([attrs.evolve(pods[0], spec=attrs.evolve(pods[0].spec, containers=(
-        ctr("app", image="nginx:2"),)))] + pods[1:3])  # fmt: skip
+    web = attrs.evolve(pods[0], spec=attrs.evolve(pods[0].spec, containers=(ctr(image="nginx:2"),)))
+    node.kubelet.set_pods([web, *pods[1:3]])
     node.kubelet.set_pods([*pods[1:3], make_pod("new")], source="file")
     calls = len(node.runtime.calls)
     files = files_under(node.root_dir)
@@ -89,9 +89,8 @@ def test_restart_reasons_come_from_the_planner(tmp_path: Path) -> None:
     pod = make_pod("web", ctr("app", image="nginx:1"), ctr("side", command=("sh", "-c", "exit 4")))
     node.kubelet.set_pods([pod])
     node.kubelet.sync()
-    changed = attrs.evolve(
-        pod, spec=attrs.evolve(pod.spec, containers=(ctr("app", image="nginx:2"), pod.spec.containers[1]))
-    )  # fmt: skip
+    containers = (ctr("app", image="nginx:2"), pod.spec.containers[1])
+    changed = attrs.evolve(pod, spec=attrs.evolve(pod.spec, containers=containers))
     node.kubelet.set_pods([changed])
     plan = node.kubelet.plan()
     web = plan.pod("default", "web")
@@ -136,10 +135,11 @@ def test_a_pod_admission_refuses_is_planned_as_refused(tmp_path: Path) -> None:
 IMAGES = ("busybox:1.36", "busybox:2", "nginx:1")
 COMMANDS = (("server",), ("sh", "-c", "exit 0"), ("sh", "-c", "exit 2"))
 
+POLICIES = ("Always", "OnFailure", "Never")
 change = st.one_of(
     st.tuples(st.just("image"), st.integers(0, 3), st.sampled_from(IMAGES)),
     st.tuples(st.just("command"), st.integers(0, 3), st.sampled_from(COMMANDS)),
-    st.tuples(st.just("policy"), st.integers(0, 3), st.sampled_from(("Always", "OnFailure", "Never"))),
+    st.tuples(st.just("policy"), st.integers(0, 3), st.sampled_from(POLICIES)),
     st.tuples(st.just("delete"), st.integers(0, 3), st.just(None)),
     st.tuples(st.just("crash"), st.integers(0, 3), st.just(None)),
     st.tuples(st.just("wait"), st.integers(1, 40), st.just(None)),
