@@ -4,9 +4,9 @@
 again as real programs, each three times, and their wall times are compared (the median): what
 an operator waits for to learn that nothing would change, against what a one-shot sync takes to
 find and do nothing. The engine requests are counted in-process, with a counting adapter on the
-docker-py client, on the very code each command runs: ``plan_fresh`` (a plan) and the first pass
-of a new agent (``Kubelet.sync``, what ``run --once`` starts with), each on a runtime of its
-own as each command is a new process. A plan lists the runtime once; the Docker adapter's first
+docker-py client, on a new agent's ``Kubelet.plan`` (the planner ``kubecore plan`` runs) and its
+first pass (``Kubelet.sync``, what ``run --once`` starts with), each on a runtime of its own as
+each command is a new process. A plan lists the runtime once; the Docker adapter's first
 snapshot in a process inspects each container it has not seen (a new agent's does too).
 """
 
@@ -18,10 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, cast
-
-import yaml
 
 from benchmarks._common import Context, Row, make_pods
 from benchmarks._docker import (
@@ -33,11 +32,8 @@ from benchmarks._docker import (
     engine_client,
     foreign_agents_note,
 )
-from kubecore import Kubelet, KubeletConfig, load_runtime
-from kubecore._agent.plan import plan_fresh
-from kubecore._config.file import FileSource
-from kubecore._config.podconfig import PodConfig
-from kubecore._manifest import pod_to_dict
+from kubecore import FileSource, Kubelet, KubeletConfig, load_runtime
+from kubecore.manifest import dump_pods_yaml
 from kubecore_docker import DockerRuntime
 
 NAME = "plan"
@@ -58,9 +54,7 @@ def run(ctx: Context) -> list[Row]:
         manifests = work / "pods"
         manifests.mkdir()
         pods = make_pods(count, containers=1, prefix="plan", namespace=NAMESPACE)
-        (manifests / "pods.yaml").write_text(
-            yaml.safe_dump_all([pod_to_dict(pod) for pod in pods], sort_keys=False)
-        )
+        (manifests / "pods.yaml").write_text(dump_pods_yaml(pods))
         root = work / "root"
         t0 = time.monotonic()
         up = command(manifests, root, "run", "--once", "--deadline", "600", "--log-level", "error")
@@ -133,27 +127,27 @@ def timed(argv: list[str], ctx: Context) -> tuple[list[float], list[int]]:
 
 
 def count_requests(manifests: Path, root: Path) -> tuple[int, int, int, list[str]]:
-    """Engine requests of a plan and of a new agent's first pass (each on a runtime of its own,
-    as each command is a new process), the plan's list calls, and its requests by endpoint."""
+    """Engine requests of a new agent's plan (``Kubelet.plan``, the planner ``kubecore plan``
+    runs) and of a new agent's first pass, each agent on a runtime of its own as each command
+    is a new process; the plan's list calls, and its requests by endpoint."""
     update = FileSource(manifests, settle=0, watch=False).refresh()
     assert update is not None
-    pod_config = PodConfig(node_name=NODE)
-    pod_config.apply(update)
     config = KubeletConfig(node_name=NODE, root_dir=str(root))
-    runtime, puller, counter = counted_runtime()
-    try:
-        plan_fresh(runtime, puller, config, pod_config.pods(), sources_ready=True, now=time.time())
-    finally:
+    measured: list[int] = []
+    by_path: Counter[str] = Counter()
+    for what in ("plan", "sync"):
+        runtime, puller, counter = counted_runtime()
+        with Kubelet(runtime, puller, config=config) as kubelet:
+            kubelet.update(update)
+            before = counter.snapshot()
+            kubelet.plan() if what == "plan" else kubelet.sync()
+            measured.append(sum((counter.snapshot() - before).values()))
+            if what == "plan":
+                by_path = counter.snapshot() - before
         runtime.close()
-    by_path = counter.snapshot()
     lists = sum(v for k, v in by_path.items() if k.endswith("/containers/json"))
     paths = [f"{k} x{v}" for k, v in sorted(by_path.items())]
-    runtime, puller, counter = counted_runtime()
-    with Kubelet(runtime, puller, config=config) as kubelet:
-        kubelet.update(update)
-        kubelet.sync()
-    runtime.close()
-    return sum(by_path.values()), counter.total, lists, paths
+    return measured[0], measured[1], lists, paths
 
 
 def counted_runtime() -> tuple[DockerRuntime, Any, RequestCounter]:

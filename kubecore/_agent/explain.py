@@ -109,7 +109,8 @@ def _containers(
             for e in mine[-EVENTS_KEPT:]
             if e.type is EventType.WARNING
         )
-        out.append({"name": name, "reason": reason, "evidence": evidence})
+        # an event repeated (a back-off at each retry) is told once
+        out.append({"name": name, "reason": reason, "evidence": list(dict.fromkeys(evidence))})
     return out
 
 
