@@ -113,6 +113,8 @@ def command(manifests: Path, root: Path, *words: str) -> list[str]:
 
 
 def timed(argv: list[str], ctx: Context) -> tuple[list[float], list[int]]:
+    """Wall times and exit statuses of ``ROUNDS`` runs; a plan that finds changes is noted with
+    its first rows (what the sync before it left undone)."""
     times: list[float] = []
     codes: list[int] = []
     for _ in range(ROUNDS):
@@ -123,6 +125,9 @@ def timed(argv: list[str], ctx: Context) -> tuple[list[float], list[int]]:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
         times.append(round(time.monotonic() - t0, 3))
         codes.append(done.returncode)
+        if "plan" in argv and done.returncode == 2:
+            changing = [line for line in done.stdout.splitlines()[1:] if " nothing " not in line]
+            ctx.note("plan found: " + " | ".join(changing[:4]))
     return times, codes
 
 
