@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, tuple[float, float]] = {
     "soak": (1000.0, 40.0),
     "etcd_nodes": (400.0, 30.0),
     "kubectl_streams": (240.0, 45.0),
+    "plan": (600.0, 60.0),
 }
 
 

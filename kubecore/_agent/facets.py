@@ -113,9 +113,29 @@ class KubeletViews:
     """What the node reports, read-only (``Kubelet.views``): its events, the Summary API's
     stats, its health checks, its images, its runtime, the ConfigMaps and Secrets it holds."""
 
-    def __init__(self, rooms: Rooms, reads: Reads) -> None:
+    def __init__(
+        self, rooms: Rooms, reads: Reads, runs_containers_of: Callable[[str], bool]
+    ) -> None:
         self._rooms = rooms
         self._reads = reads
+        self._runs_containers_of = runs_containers_of
+
+    def pod_terminating(self, uid: str) -> bool:
+        """Whether the pod ``uid``, no longer desired, may still have containers on the
+        runtime: its termination has not finished (or, for a pod the agent found there after a
+        restart, its last relist shows a running container of it)."""
+        rooms = self._rooms
+        rooms.refresh_desired()
+        if uid in rooms.desired.states:
+            return False
+        ongoing = rooms.terminations.ongoing(uid)
+        return ongoing if ongoing is not None else self._runs_containers_of(uid)
+
+    def pod_containers_stopped(self, uid: str) -> bool:
+        """Whether the pod ``uid``, being terminated, has no running container left (its
+        last relist shows none), while its sandboxes may still be going: the API then shows
+        its containers not ready (``0/1 Terminating``), as a kubelet posts them."""
+        return not self._runs_containers_of(uid)
 
     @property
     def objects(self) -> ObjectStore:
@@ -200,5 +220,6 @@ MOVED: dict[str, tuple[str, str]] = {
     "images": ("views", "images"),
     "image_fs_usage": ("views", "image_fs_usage"),
     "runtime_version": ("views", "runtime_version"),
+    "pod_terminating": ("views", "pod_terminating"),
 }
 """Each attribute ``Kubelet`` had before 0.2 grouped them: (the group, its name there)."""

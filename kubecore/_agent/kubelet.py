@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 from kubecore._agent.changes import DEFAULT_QUEUE, Change, ChangeFeed, ChangeSubscription
 from kubecore._agent.config import KubeletConfig
 from kubecore._agent.event_stream import EventStream
+from kubecore._agent.explain import explain_pod
 from kubecore._agent.facets import MOVED, KubeletStreams, KubeletViews
+from kubecore._agent.plan import NodePlan, plan_live
 from kubecore._agent.reads import Reads
 from kubecore._agent.signals import Signals
 from kubecore._agent.sync_loop import SyncLoop
@@ -82,7 +84,7 @@ class Kubelet:
         self._loop = SyncLoop(rooms, signals, self._pass, stream)
         self._reads = reads = Reads(rooms, self._loop.problem)
         self._streams = KubeletStreams(reads)
-        self._views = KubeletViews(rooms, reads)
+        self._views = KubeletViews(rooms, reads, self._pass.runs_containers_of)
         rooms.metrics.attach_resource_source(self._reads.resource_summary)
         self._changes = signals.changes = ChangeFeed(rooms.desired.report, rooms.desired.reports)
         self.add_recorder(self._changes)
@@ -181,23 +183,6 @@ class Kubelet:
             rooms.terminations.leave(pod)
             self._signals.wake.set()
 
-    def pod_terminating(self, uid: str) -> bool:
-        """Whether the pod ``uid``, no longer desired, may still have containers on the
-        runtime: its termination has not finished (or, for a pod the agent found there after a
-        restart, its last relist shows a running container of it)."""
-        rooms = self._rooms
-        rooms.refresh_desired()
-        if uid in rooms.desired.states:
-            return False
-        ongoing = rooms.terminations.ongoing(uid)
-        return ongoing if ongoing is not None else self._pass.runs_containers_of(uid)
-
-    def pod_containers_stopped(self, uid: str) -> bool:
-        """Whether the pod ``uid``, being terminated, has no running container left (its
-        last relist shows none), while its sandboxes may still be going: the API then shows
-        its containers not ready (``0/1 Terminating``), as a kubelet posts them."""
-        return not self._pass.runs_containers_of(uid)
-
     def _ask_grace(self, uid: str, grace_period: float) -> None:
         if not grace_period >= 0:
             raise ValueError(f"grace_period must be 0 or more, got {grace_period}")
@@ -258,6 +243,19 @@ class Kubelet:
         loop's own next one: a relist, or a wake-up after a sync acted). True if that happened
         in time."""
         return self._loop.wait_pass(timeout, ask=ask)
+
+    def plan(self) -> NodePlan:
+        """What a sync would do now, pod by pod, with the reasons, doing none of it: one
+        snapshot of the runtime, the sources through admission, the planner the sync runs
+        (``kubecore plan``). Nothing changes on the runtime, on disk or in the agent."""
+        return plan_live(self._rooms)
+
+    def explain(self, uid: str) -> dict[str, Any] | None:
+        """Why the pod ``uid`` is where it is, as a JSON document (``/why``, ``kubecore why``):
+        its conditions and, for each container not ready, the one reason holding it back now
+        with the evidence (the planner's last decision, the back-off and its next try, the last
+        probe result, the admission verdict, the events). None for a pod not on the node."""
+        return explain_pod(self._rooms, uid)
 
     # --- reading ----------------------------------------------------------------------------
 

@@ -238,7 +238,7 @@ class SyncPass:
             if uid in desired or not uid:
                 continue
             termination = rooms.terminations.get(uid)
-            if not sources_ready and not _left_a_ready_source(termination, ready):
+            if not removal_due(termination, sources_ready, ready):
                 continue  # whose it is may be a source that cannot be read: keep it
             removed.append(uid)
             work = Work(None, observed_of(entry), generation, None, termination)
@@ -364,9 +364,14 @@ def working_pod_counts(
     return counts
 
 
-def _left_a_ready_source(termination: Termination | None, ready: frozenset[str]) -> bool:
-    """The pod left the state of a source that is ready (deleted over the API while a
-    manifest directory cannot be read): that source's word is known, the pod goes."""
+def removal_due(
+    termination: Termination | None, sources_ready: bool, ready: frozenset[str]
+) -> bool:
+    """Whether a pod on the node that is no longer desired is removed now: every source has
+    reported, or the pod left the state of a source that is ready (deleted over the API while
+    a manifest directory cannot be read): that source's word is known, the pod goes."""
+    if sources_ready:
+        return True
     if termination is None:
         return False  # found on the runtime with no record of its source (after a restart)
     return termination.pod.metadata.annotations.get(SOURCE_ANNOTATION, "") in ready

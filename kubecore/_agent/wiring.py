@@ -151,7 +151,7 @@ def build_rooms(
         ),
     )
     volumes.acquire()  # RootDirInUse now, not at the first pod
-    admission = _admission(cfg)
+    admission = admission_of(cfg)
     image_lock = threading.Lock()  # a pull or an image collection, never both at once
     executor = _executor(cfg, plugged, clock, volumes, image_lock, objects, metrics, pull_secrets)
     objects.subscribe(signals.wake.set)
@@ -342,7 +342,8 @@ def _plug(
     )
 
 
-def _admission(cfg: KubeletConfig) -> Admission:
+def admission_of(cfg: KubeletConfig) -> Admission:
+    """The admission rules ``cfg`` sets for the node (reads the host and the node record)."""
     return Admission(
         max_pods=cfg.max_pods,
         allow_privileged=cfg.allow_privileged,

@@ -23,6 +23,14 @@ from kubecore._model.v1 import Pod, PodStatus
 logger = logging.getLogger(__name__)
 
 
+class TerminationViews(Protocol):
+    """What a deletion reads of the node (``kubecore.Kubelet.views`` has it)."""
+
+    def pod_terminating(self, uid: str) -> bool: ...
+
+    def pod_containers_stopped(self, uid: str) -> bool: ...
+
+
 class Terminator(Protocol):
     """What a deletion asks of the agent (``kubecore.Kubelet`` has it)."""
 
@@ -30,9 +38,8 @@ class Terminator(Protocol):
 
     def terminate_pod(self, pod: Pod, grace_period: float) -> None: ...
 
-    def pod_terminating(self, uid: str) -> bool: ...
-
-    def pod_containers_stopped(self, uid: str) -> bool: ...
+    @property
+    def views(self) -> TerminationViews: ...
 
 
 @attrs.frozen
@@ -72,7 +79,7 @@ class PodDeletions:
     def _as_now(self, terminating: Terminating) -> Pod:
         """The pod as last shown, its containers not ready once none of them runs."""
         shown = terminating.shown
-        if shown.status is None or not self._kubelet.pod_containers_stopped(shown.uid):
+        if shown.status is None or not self._kubelet.views.pod_containers_stopped(shown.uid):
             return shown
         return attrs.evolve(shown, status=containers_stopped(shown.status))
 
@@ -80,7 +87,9 @@ class PodDeletions:
         """Take out of the store and the API the pods whose containers the agent has stopped
         (a store that cannot be written keeps them until the next look)."""
         done = [
-            key for key, t in self._pods.items() if not self._kubelet.pod_terminating(t.shown.uid)
+            key
+            for key, t in self._pods.items()
+            if not self._kubelet.views.pod_terminating(t.shown.uid)
         ]
         if not done:
             return

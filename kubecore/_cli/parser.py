@@ -194,6 +194,10 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)
 
+    from kubecore._cli.plan import add_plan_commands  # imports the agent only when run
+
+    add_plan_commands(commands)
+
     from kubecore._cli.kubeconfig import add_kubeconfig_command  # imports no cryptography
 
     add_kubeconfig_command(commands)
@@ -297,7 +301,9 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE if exit_.code else 0
+        code = exit_.code if isinstance(exit_.code, int) else EXIT_USAGE if exit_.code else 0
+        # ``plan`` exits 2 when something would change: its usage errors exit 1
+        return EXIT_FAILED if command == "plan" and code == EXIT_USAGE else code
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(stream)

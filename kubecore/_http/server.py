@@ -29,6 +29,7 @@ Endpoints (all GET unless said):
 * ``/metrics`` (the kubelet's ``kubelet_*`` metrics and kubecore's own), ``/metrics/probes``
   (``prober_*``), ``/metrics/resource`` (node, pod and container CPU and memory): Prometheus text.
 * ``/stats/summary``: the Summary API document (node, pods, containers, volumes).
+* ``/why/{namespace}/{name}``: why the pod is where it is (``Kubelet.explain``).
 * ``/version``, ``/api``, ``/apis``, ``/openapi``: the node's Kubernetes API for ``kubectl``, when
   ``KubeletServer`` is given one (``kubecore._api.server.attach_api``).
 
@@ -72,6 +73,7 @@ from kubecore._http.serving import (
     RequestReader,
 )
 from kubecore._http.streams import attach, exec_session
+from kubecore._http.why import why
 from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
@@ -93,6 +95,7 @@ ROUTES: Mapping[str, tuple[str, Route]] = {
     "logs": ("GET", node_logs),
     "metrics": ("GET", metrics),
     "stats": ("GET", stats),
+    "why": ("GET", why),
 }
 """The kubelet's endpoints by the path's first segment, each with the method it answers (or
 the methods, separated by ``|``)."""

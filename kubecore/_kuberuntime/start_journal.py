@@ -12,6 +12,16 @@ import threading
 STARTING_DIR = "starting"
 
 
+def interrupted_starts(root_dir: str) -> frozenset[str]:
+    """The ids of the starts an earlier process began and never ended (read only: nothing is
+    made when the journal is not there)."""
+    try:
+        names = os.listdir(os.path.join(root_dir, STARTING_DIR))
+    except FileNotFoundError:
+        return frozenset()
+    return frozenset(name for name in names if not name.startswith("."))
+
+
 class StartJournal:
     """``begin`` and ``end`` around each start; ``interrupted`` the ids an earlier process left
     (until ``end`` forgets one). Thread-safe."""
@@ -20,9 +30,7 @@ class StartJournal:
         self._dir = os.path.join(root_dir, STARTING_DIR)
         os.makedirs(self._dir, exist_ok=True)
         self._lock = threading.Lock()
-        self._interrupted = frozenset(
-            name for name in os.listdir(self._dir) if not name.startswith(".")
-        )
+        self._interrupted = interrupted_starts(root_dir)
 
     @property
     def interrupted(self) -> frozenset[str]:

@@ -253,6 +253,31 @@ def acquire_root_dir(root_dir: str, node_name: str, owner: object) -> None:
         _held[root_dir] = (fd, weakref.ref(owner), node_name)
 
 
+def root_dir_holder(root_dir: str) -> str | None:
+    """Who holds the root dir's lock (its holder line, ``pid 12, node n1``), or None when no
+    process does; found without taking the lock, nor making the file (``/proc/locks``)."""
+    path = os.path.join(root_dir, LOCK_FILE)
+    try:
+        stat = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            listed = locks.read()
+    except OSError:
+        return None
+    device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    held = any(
+        fields[1] == "FLOCK" and fields[5] == device
+        for fields in (line.split() for line in listed.splitlines())
+        if len(fields) > 5 and fields[1] != "->"
+    )
+    if not held:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lock:
+            return lock.read(256).strip() or "unknown pid"
+    except OSError:
+        return "unknown pid"
+
+
 def release_root_dir(root_dir: str, owner: object) -> None:
     """Give the lock back if ``owner`` holds it (closing the descriptor releases the flock)."""
     with _held_lock:

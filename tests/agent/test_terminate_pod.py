@@ -41,14 +41,14 @@ def test_the_grace_handed_over_before_the_pod_leaves_is_the_one_its_kill_uses(
     (app,) = node.running("web", "app")
     pod = node.kubelet.get_pod("default", "web")
     assert pod is not None
-    assert not node.kubelet.pod_terminating(pod.uid)  # desired: not terminating
+    assert not node.kubelet.views.pod_terminating(pod.uid)  # desired: not terminating
 
     node.kubelet.terminate_pod(pod, 5)
     node.kubelet.set_pods([])
-    assert node.kubelet.pod_terminating(pod.uid)
+    assert node.kubelet.views.pod_terminating(pod.uid)
     node.converge()
     assert stop_timeouts(node, app.id) == [5] and hook_timeouts(node) == [5]
-    assert not node.all("web") and not node.kubelet.pod_terminating(pod.uid)
+    assert not node.all("web") and not node.kubelet.views.pod_terminating(pod.uid)
 
 
 def test_a_pod_deleted_before_a_restart_is_stopped_with_its_spec_and_the_time_left(
@@ -65,7 +65,7 @@ def test_a_pod_deleted_before_a_restart_is_stopped_with_its_spec_and_the_time_le
     kubelet = node.restart_kubelet()
     kubelet.terminate_pod(pod, 3)  # what the API's store says is left of its grace period
     kubelet.set_pods([])  # the source's state read back: the pod is not in it
-    assert kubelet.pod_terminating(pod.uid)
+    assert kubelet.views.pod_terminating(pod.uid)
     node.converge()
     assert stop_timeouts(node, app.id) == [3] and hook_timeouts(node) == [3]  # its preStop hook ran
-    assert not node.all("web") and not kubelet.pod_terminating(pod.uid)
+    assert not node.all("web") and not kubelet.views.pod_terminating(pod.uid)

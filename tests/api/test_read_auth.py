@@ -37,6 +37,7 @@ READS = (
     "/containerLogs/default/talker/main",
     "/logs/",
     "/stats/summary",
+    "/why/default/talker",
     "/metrics",
     "/metrics/resource",
     "/api/v1/pods",

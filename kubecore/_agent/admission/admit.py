@@ -12,6 +12,7 @@ Rejection is final for that pod UID.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
@@ -93,6 +94,17 @@ class Admission:
         for its UID, as a rejection does."""
         self._admitted.pop(uid, None)
         self._rejected[uid] = rejection
+
+    def preview(self, pods: Iterable[Pod]) -> tuple[list[Pod], list[tuple[Pod, Rejection]]]:
+        """What ``admit`` would answer now, every pod refused with its rejection (those refused
+        before too), leaving what it remembers as it is (a plan admits without deciding)."""
+        trial = copy.copy(self)
+        trial._admitted = dict(self._admitted)
+        trial._rejected = dict(self._rejected)
+        pods = list(pods)
+        admitted, _new = trial.admit(pods)
+        refused = [(pod, trial._rejected[pod.uid]) for pod in pods if pod.uid in trial._rejected]
+        return admitted, refused
 
     def admit(self, pods: Iterable[Pod]) -> tuple[list[Pod], list[tuple[Pod, Rejection]]]:
         """Split ``pods`` (in first-seen order) into admitted pods and new rejections.

@@ -270,9 +270,7 @@ class PodSyncer:
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
         since = active_since(st)
         in_place = self._resizes_in_place and has_resize_policy(pod)
-        history = history_of(
-            record, probes, since, resize_in_place=in_place, interrupted=self._interrupted()
-        )
+        history = self.history(uid, st, probes)
         done = self._act(uid, st, pod, work, history, now)
         # Status is recomputed only when something it depends on may have changed.
         unchanged = _status_unchanged(st, pod, work, probes, done)
@@ -296,6 +294,23 @@ class PodSyncer:
         else:
             op = "sync"
         self._duration[op].observe(max(0.0, monotonic() - started))
+
+    def history(
+        self, uid: str, st: PodState, probes: Mapping[str, Any] | None = None
+    ) -> PodHistory:
+        """What the planner is given of the pod's past at its next sync (read only: a plan
+        reads it too): its back-offs, probe results (``probes``, else the prober's now), when
+        it became active, the starts an earlier agent left interrupted."""
+        if probes is None:
+            probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
+        in_place = self._resizes_in_place and has_resize_policy(st.pod)
+        return history_of(
+            st.record,
+            probes,
+            active_since(st),
+            resize_in_place=in_place,
+            interrupted=self._interrupted(),
+        )
 
     def _interrupted(self) -> frozenset[str]:
         journal = self._executor.containers.journal
