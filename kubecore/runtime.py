@@ -444,6 +444,9 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._util.clock import (
         missing_clock_members as missing_clock_members,
     )
+    from kubecore._util.files import (
+        replace_file as replace_file,
+    )
     from kubecore._volumes.pod_dirs import (
         EMPTY_DIR_PLUGIN as EMPTY_DIR_PLUGIN,
     )

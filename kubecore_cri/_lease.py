@@ -24,13 +24,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kubecore._util.files import replace_file
 from kubecore.runtime import (
     Clock,
     InvalidConfig,
     NodeClaim,
     NodeHolder,
     NodeLease,
+    replace_file,
 )
 
 DEFAULT_LEASE_DIR = "/run/kubecore/cri-leases"

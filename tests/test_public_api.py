@@ -66,13 +66,31 @@ EXPECTED_ALL = [
 ]
 """What embedding the agent needs; a name added to the top level is a decision, made here."""
 
-NAMESPACES = ["aio", "credentials", "events", "manifest", "runtime", "server", "testing", "v1"]
+NAMESPACES = [
+    "aio",
+    "credentials",
+    "events",
+    "manifest",
+    "runtime",
+    "server",
+    "streaming",
+    "testing",
+    "v1",
+]
 """The public namespaces below ``kubecore``; every other module is private (``_`` names) but the
 CLI entry (``__main__``)."""
 
 ROOT = REPO
-CLIENT_TREES = ["kubecore_docker", "kubecore_fake", "kubecore_etcd", "examples", "benchmarks"]
-"""The in-tree adapters, examples and benchmarks: they use kubecore as a plugin or a user would."""
+CLIENT_TREES = [
+    "kubecore_docker",
+    "kubecore_fake",
+    "kubecore_cri",
+    "kubecore_etcd",
+    "examples",
+    "benchmarks",
+]
+"""The in-tree plugins (every one), examples and benchmarks: they use kubecore as a plugin or a
+user would."""
 
 
 def namespace(name: str) -> ModuleType:

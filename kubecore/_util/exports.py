@@ -324,6 +324,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "TimerHandle",
                 "missing_clock_members",
             ),
+            "kubecore._util.files": ("replace_file",),
         }
     ),
     "kubecore.manifest": _homes(
@@ -385,6 +386,33 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._kuberuntime.env": ("host_capacity",),
             "kubecore._api.nodes": ("node_document",),
             "kubecore._util.ratelimit": ("TokenBucket",),
+        }
+    ),
+    "kubecore.streaming": _homes(
+        {
+            "kubecore._streaming.spdy": (
+                "DataFrame",
+                "Frame",
+                "FrameReader",
+                "FrameWriter",
+                "GoAway",
+                "GoAwayStatus",
+                "Headers",
+                "HeadersFrame",
+                "Ping",
+                "RstStatus",
+                "RstStream",
+                "SettingsFrame",
+                "SynReply",
+                "SynStream",
+                "WindowUpdate",
+            ),
+            "kubecore._contract.errors": ("SpdyClosed", "SpdyProtocolError"),
+            "kubecore._streaming.spdy_connection": (
+                "SpdyConnection",
+                "SpdyStream",
+                "Transport",
+            ),
         }
     ),
     "kubecore.credentials": _homes(
