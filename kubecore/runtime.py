@@ -354,11 +354,11 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._contract.values import (
         SELinuxOption as SELinuxOption,
     )
+    from kubecore._kuberuntime.cgroups import (
+        milli_cpu_to_shares as milli_cpu_to_shares,
+    )
     from kubecore._kuberuntime.security import (
         parse_image_user as parse_image_user,
-    )
-    from kubecore._kuberuntime.translate import (
-        milli_cpu_to_shares as milli_cpu_to_shares,
     )
     from kubecore._model.imageref import (
         DEFAULT_TAG as DEFAULT_TAG,

@@ -2,8 +2,9 @@
 from the source (no import of the packages runs).
 
 Every import counts, a lazy one inside a function too; only ``if TYPE_CHECKING:`` blocks are
-left out (they never run). A folder is ``kubecore.<name>`` (``kubecore._agent``, ``kubecore.testing``;
-a top-level module such as ``kubecore.runtime`` is its own), or a whole plugin package
+left out (they never run). A folder is ``kubecore.<name>`` (``kubecore._agent``,
+``kubecore.testing``; a top-level module such as ``kubecore.runtime`` is its own), or a whole
+plugin package
 (``kubecore_fake``). A name taken from a public namespace (``from kubecore.runtime import Clock``)
 is counted as an import of the namespace and of the private module that defines the name
 (``kubecore._util.exports.SURFACE``), since the namespace imports that module when the name is used.

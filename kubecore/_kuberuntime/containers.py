@@ -25,6 +25,7 @@ from kubecore._contract.errors import (
 )
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import ContainerConfig, EventType, Image
+from kubecore._kuberuntime.cgroups import container_resources
 from kubecore._kuberuntime.env import (
     NodeInfo,
     ObjectReader,
@@ -41,7 +42,8 @@ from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._kuberuntime.start_journal import StartJournal
-from kubecore._kuberuntime.translate import container_config, container_resources, resources_record
+from kubecore._kuberuntime.translate import container_config
+from kubecore._model.spec_hash import resources_record
 from kubecore._model.v1 import Container, EphemeralContainer, Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics, container_type

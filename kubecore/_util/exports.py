@@ -305,7 +305,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "same_image",
             ),
             "kubecore._kuberuntime.security": ("parse_image_user",),
-            "kubecore._kuberuntime.translate": ("milli_cpu_to_shares",),
+            "kubecore._kuberuntime.cgroups": ("milli_cpu_to_shares",),
             "kubecore._volumes.pod_dirs": ("EMPTY_DIR_PLUGIN",),
             "kubecore._prober.health": ("DefaultHealthChecker",),
             "kubecore._plugins.registry": (

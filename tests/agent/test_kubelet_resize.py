@@ -79,13 +79,13 @@ def test_a_runtime_that_cannot_resize_restarts_instead() -> None:
 
 
 def _record(pod: Pod) -> str:
-    from kubecore._kuberuntime.translate import resources_record
+    from kubecore._model.spec_hash import resources_record
 
     return resources_record(pod.spec.containers[0])
 
 
 def test_adding_a_resize_policy_keeps_other_hashes() -> None:
-    from kubecore._kuberuntime.translate import container_hash
+    from kubecore._model.spec_hash import container_hash
 
     plain = Container("app", "busybox:1.35")
     assert container_hash(plain) == container_hash(attrs.evolve(plain, resize_policy=()))
