@@ -15,12 +15,13 @@ from typing import NamedTuple
 
 import attrs
 
-from kubecore._agent.admission.security import Admission, Rejection
+from kubecore._agent.admission.security import Admission
 from kubecore._agent.pod_workers.room import PodState
 from kubecore._model.qos import qos_class
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._prober.manager import has_probes
 from kubecore._status.manager import StatusManager
+from kubecore._status.rejection import Rejection
 from kubecore._util.timefmt import parse_time, rfc3339
 
 

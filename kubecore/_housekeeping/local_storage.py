@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubecore._agent.admission.security import Rejection
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
+from kubecore._status.rejection import Rejection
 
 EVICTED = EventReason.EVICTED.value  # a pod status reason too: a plain string
 EPHEMERAL_STORAGE = "ephemeral-storage"

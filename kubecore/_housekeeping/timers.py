@@ -12,7 +12,6 @@ import logging
 import math
 from collections.abc import Collection, Sequence
 
-from kubecore._agent.admission.security import Rejection
 from kubecore._contract.errors import ContainerRuntimeError
 from kubecore._contract.labels import POD_UID_LABEL
 from kubecore._contract.observed import container_name, restart_count
@@ -27,6 +26,7 @@ from kubecore._housekeeping.gc import (
 from kubecore._housekeeping.local_storage import has_ephemeral_storage_limit, local_storage_eviction
 from kubecore._housekeeping.log_rotation import ContainerLogRotation
 from kubecore._model.v1 import Pod
+from kubecore._status.rejection import Rejection
 from kubecore._volumes.pod_dirs import VolumeManager
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.capabilities import ResourceUpdater
 from kubecore._contract.errors import (
     ContainerNotFound,
@@ -39,6 +38,7 @@ from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Backoff, Images
 from kubecore._kuberuntime.kill import Killer
 from kubecore._kuberuntime.pod_events import PodEvents
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._kuberuntime.start_journal import StartJournal

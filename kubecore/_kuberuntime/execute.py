@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._config.objects import ObjectStore
 from kubecore._contract.errors import (
     ContainerRuntimeError,
@@ -32,6 +31,7 @@ from kubecore._contract.errors import (
     MountFailed,
     StillStarting,
 )
+from kubecore._contract.observed import ObservedPod
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._contract.values import DNSConfig, EventType
 from kubecore._kuberuntime.containers import Containers, spec_of
@@ -41,12 +41,13 @@ from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.kill import Killer, kill_message
 from kubecore._kuberuntime.pod_events import PodEvents
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._kuberuntime.sandbox import Sandboxes
 from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod, PodActions, Waiting
+from kubecore._planner.actions import PodActions, Waiting
 from kubecore._planner.backoff import next_backoff
 from kubecore._util.clock import Clock
 from kubecore._util.ratelimit import TokenBucket

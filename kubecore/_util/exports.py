@@ -294,7 +294,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "sandbox_annotations",
                 "sandbox_labels",
             ),
-            "kubecore._config.updates": ("SOURCE_ANNOTATION",),
+            "kubecore._manifest.identity": ("SOURCE_ANNOTATION",),
             "kubecore._contract.errors": (*_RUNTIME_ERRORS, *_PLUGIN_ERRORS),
             "kubecore._model.imageref": (
                 "DEFAULT_TAG",

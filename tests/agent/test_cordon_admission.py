@@ -21,8 +21,8 @@ from kubecore._agent.admission.cordon import (
     tolerates_unschedulable,
 )
 from kubecore._agent.admission.security import Admission
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._manifest import load_pods_from_string
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.v1 import Pod, Toleration
 
 POD = """

@@ -8,8 +8,9 @@ from pathlib import Path
 import attrs
 import pytest
 
+from kubecore._contract.observed import ObservedPod
 from kubecore._model.v1 import Container, ContainerResizePolicy, Pod, ResourceRequirements
-from kubecore._planner.actions import KillReason, ObservedPod, PodHistory
+from kubecore._planner.actions import KillReason, PodHistory
 from kubecore._planner.plan import compute_pod_actions
 from tests.agent.support import Node, make_node
 from tests.builders import NOW, T0, ctr, make_pod, observed_ctr, sandbox

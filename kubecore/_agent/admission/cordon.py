@@ -21,7 +21,8 @@ from typing import Any
 
 import attrs
 
-from kubecore._config.updates import SOURCE_ANNOTATION, SourceName
+from kubecore._config.updates import SourceName
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.v1 import Pod, Toleration
 from kubecore._util.files import replace_file
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-import attrs
-
 from kubecore._agent.admission.cordon import (
     NODE_UNSCHEDULABLE,
     SCHEDULABLE,
@@ -41,6 +39,7 @@ from kubecore._agent.admission.pod_security import (
 from kubecore._kuberuntime.security import HostSecurity, security_refusal
 from kubecore._model.v1 import Pod
 from kubecore._prober.health import grpc_unavailable
+from kubecore._status.rejection import Rejection
 
 logger = logging.getLogger(__name__)
 
@@ -50,13 +49,6 @@ PRIVILEGED_NOT_ALLOWED = "PrivilegedNotAllowed"
 UNBOUND_CLAIM = "UnboundPersistentVolumeClaim"
 HOST_NAMESPACES_NOT_ALLOWED = "HostNamespacesNotAllowed"
 GRPC_PROBES_UNAVAILABLE = "GRPCProbesUnavailable"
-
-
-@attrs.frozen
-class Rejection:
-    reason: str
-    """The rule that refused the pod (``HostPortConflict``, ``OutOfpods``, ...)."""
-    message: str
 
 
 def privileged_rejection(pod: Pod) -> Rejection | None:

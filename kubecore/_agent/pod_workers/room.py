@@ -18,16 +18,17 @@ from typing import Any, NamedTuple, Protocol
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._agent.termination import Termination, kill_within
 from kubecore._contract.errors import ContainerRuntimeError
 from kubecore._contract.labels import POD_NAME_LABEL, POD_NAMESPACE_LABEL
+from kubecore._contract.observed import ObservedPod
 from kubecore._contract.values import DNSConfig
 from kubecore._kuberuntime.containers import resource_updater
 from kubecore._kuberuntime.execute import Executor, SyncResult
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
+from kubecore._planner.actions import PodActions, PodHistory
 from kubecore._planner.backoff import in_backoff
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.terminal import deadline_at

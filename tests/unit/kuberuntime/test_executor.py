@@ -5,18 +5,13 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.labels import CONTAINER_NAME_LABEL
+from kubecore._contract.observed import ObservedPod
 from kubecore._kuberuntime.containers import Containers
 from kubecore._kuberuntime.kill import kill_message
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._model.v1 import ExecAction, Probe
-from kubecore._planner.actions import (
-    ContainerToKill,
-    ContainerToStart,
-    KillReason,
-    ObservedPod,
-    PodActions,
-)
+from kubecore._planner.actions import ContainerToKill, ContainerToStart, KillReason, PodActions
 from tests.agent.support import make_node
 from tests.builders import ctr, make_pod
 

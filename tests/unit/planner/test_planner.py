@@ -13,11 +13,11 @@ from kubecore._contract.labels import (
     RESTART_COUNT_ANNOTATION,
     SANDBOX_HASH_ANNOTATION,
 )
+from kubecore._contract.observed import ObservedPod
 from kubecore._planner.actions import (
     BackoffEntry,
     ContainerToStart,
     KillReason,
-    ObservedPod,
     PodHistory,
     ProbeState,
 )
