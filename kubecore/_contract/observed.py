@@ -8,6 +8,9 @@ An observed object is read through its labels and annotations only, so an agent 
   ``attempt``);
 * "newest" orders containers by (created_at, restart count, id) and sandboxes by
   (created_at, attempt, id): the id breaks ties, so every reader picks the same instance.
+
+``ObservedPod`` is one pod's part of a runtime snapshot, ``PodEntry`` the agent's pass's entry for
+it (with a cheap key that changes when anything that matters does).
 """
 
 from __future__ import annotations
