@@ -132,14 +132,14 @@ def test_a_resize_is_forgotten_with_its_container(node: Node) -> None:
     node.converge()
     node.kubelet.set_pods([resized_pod("250m", "64Mi", CPU_IN_PLACE)])
     node.converge()
-    record = node.kubelet._rooms.desired.states["uid-default-web"].record
+    state = node.kubelet._rooms.desired.states["uid-default-web"]
     (app,) = node.running("web", "app")
-    assert list(record.resized) == [app.id]
+    assert list(state.record.resized) == [app.id]
     node.runtime.crash(app.id)
     node.run_until(lambda: len(node.running("web", "app")) == 1, step=5)
     node.runtime.remove_container(app.id)  # as the container GC would
     node.kubelet.sync()
-    assert app.id not in record.resized
+    assert app.id not in state.record.resized  # the record after the sync, as the worker keeps it
 
 
 def test_a_failed_resize_is_retried_in_place(node: Node) -> None:
