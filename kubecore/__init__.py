@@ -12,6 +12,7 @@ lives in a few public namespaces:
 * ``kubecore.manifest``: load, validate and dump pod manifests
 * ``kubecore.events``: the events the agent records, their reasons (``EventReason``), recorders
 * ``kubecore.server``: the HTTP API and the metrics
+* ``kubecore.streaming``: SPDY/3.1 framing and connections, for a runtime plugin that streams
 * ``kubecore.credentials``: registry keyrings and the puller that uses them
 * ``kubecore.aio``: the agent for asyncio and trio programs (``AsyncKubelet``)
 * ``kubecore.testing``: ``FakeNode``, ``ManualClock``, strategies and the runtime conformance suite
@@ -38,6 +39,7 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore import manifest as manifest
     from kubecore import runtime as runtime
     from kubecore import server as server
+    from kubecore import streaming as streaming
     from kubecore import testing as testing
     from kubecore import v1 as v1
     from kubecore._agent.changes import (

@@ -30,9 +30,6 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._agent.outage import (
         OutageEnd as OutageEnd,
     )
-    from kubecore._config.updates import (
-        SOURCE_ANNOTATION as SOURCE_ANNOTATION,
-    )
     from kubecore._contract.bases import (
         PullerWrapper as PullerWrapper,
     )
@@ -354,11 +351,14 @@ if _typing.TYPE_CHECKING:  # written by scripts/gen_exports.py from kubecore._ut
     from kubecore._contract.values import (
         SELinuxOption as SELinuxOption,
     )
+    from kubecore._kuberuntime.cgroups import (
+        milli_cpu_to_shares as milli_cpu_to_shares,
+    )
     from kubecore._kuberuntime.security import (
         parse_image_user as parse_image_user,
     )
-    from kubecore._kuberuntime.translate import (
-        milli_cpu_to_shares as milli_cpu_to_shares,
+    from kubecore._manifest.identity import (
+        SOURCE_ANNOTATION as SOURCE_ANNOTATION,
     )
     from kubecore._model.imageref import (
         DEFAULT_TAG as DEFAULT_TAG,

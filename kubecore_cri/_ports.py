@@ -33,9 +33,8 @@ import threading
 from collections.abc import Callable, Iterable
 
 from kubecore import ContainerRuntimeError
-from kubecore._streaming.spdy import RstStatus
-from kubecore._streaming.spdy_connection import SpdyClosed, SpdyConnection
 from kubecore.runtime import MANAGED_LABEL, SandboxNotFound
+from kubecore.streaming import RstStatus, SpdyClosed, SpdyConnection
 from kubecore_cri._client import CriConnection
 from kubecore_cri._errors import Subject
 from kubecore_cri._pb import api_pb2 as pb

@@ -37,7 +37,8 @@ from typing import Any
 import attrs
 
 from kubecore import ContainerRuntimeError
-from kubecore._streaming.spdy import (
+from kubecore.runtime import NotFound, OutputStream, TerminalSize
+from kubecore.streaming import (
     DataFrame,
     Frame,
     FrameReader,
@@ -49,7 +50,6 @@ from kubecore._streaming.spdy import (
     SynReply,
     SynStream,
 )
-from kubecore.runtime import NotFound, OutputStream, TerminalSize
 from kubecore_cri._client import CriConnection
 from kubecore_cri._errors import Subject
 from kubecore_cri._pb import api_pb2 as pb

@@ -10,8 +10,9 @@ from typing import Any
 import attrs
 
 from kubecore._contract.labels import HASH_ANNOTATION
+from kubecore._contract.observed import ObservedPod
 from kubecore._kuberuntime.translate import container_config, sandbox_config
-from kubecore._planner.actions import BackoffEntry, ObservedPod
+from kubecore._planner.actions import BackoffEntry
 from kubecore.runtime import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
 from kubecore.v1 import Container, ObjectMeta, Pod, PodSpec
 

@@ -3,7 +3,12 @@
 Module level counts every import a module's body makes, those under ``if TYPE_CHECKING:`` too
 (a cycle hidden from the interpreter is still one for a reader). An import inside a function is
 allowed, for what a command needs only when it runs, but not to hide a cycle: one whose target
-imports the importer back at module level is listed below or fails."""
+imports the importer back at module level is listed below or fails.
+
+Between folders the rule is stricter: counting every import, lazy ones too (only ``if
+TYPE_CHECKING:`` blocks are left out), the folders of kubecore and the plugin packages form layers,
+none reaching another that reaches it back (``scripts/folder_graph.py``); and a plugin imports
+only public kubecore names."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import kubecore
+from scripts import folder_graph
 
 PACKAGE = Path(kubecore.__file__).parent
 
@@ -177,4 +183,68 @@ def test_a_reach_into_another_rooms_private_name_is_found() -> None:
     )
     assert private_reaches("kubecore._prober.runner", tree) == [
         "kubecore._prober.runner imports kubecore._kuberuntime.execute._newest"
+    ]
+
+
+def test_the_folders_of_kubecore_and_its_plugins_are_layers() -> None:
+    edges = folder_graph.module_edges()
+    assert "kubecore._agent.wiring" in edges  # the graph is read
+    assert "kubecore_cri" in {folder_graph.folder_of(m) for m in edges}
+    graph = folder_graph.folder_graph(edges)
+    assert folder_graph.components(graph) == []
+
+
+def test_a_circle_between_folders_is_counted() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
+    assert folder_graph.components(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert folder_graph.cyclic_pairs(graph) == 4
+
+
+def test_a_lazy_import_counts_and_a_type_checking_one_does_not() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from kubecore._agent import kubelet\n"
+        "def f():\n    from kubecore._planner import plan\n"
+    )
+    found = [node.module for node in folder_graph.imports(tree) if isinstance(node, ast.ImportFrom)]
+    assert found == ["typing", "kubecore._planner"]
+
+
+def private_kubecore_imports(tree: ast.Module) -> list[str]:
+    """The private kubecore modules and names a plugin's module imports."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("kubecore._")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "kubecore":
+            module = node.module or ""
+            if module.startswith("kubecore._"):
+                found.append(module)
+            else:
+                found += [f"{module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+def test_no_plugin_imports_a_private_kubecore_name() -> None:
+    reaching = [
+        f"{module}: {name}"
+        for module, path in folder_graph.MODULES.items()
+        if not module.startswith("kubecore.") and module != "kubecore"
+        for name in private_kubecore_imports(ast.parse(path.read_text(), str(path)))
+    ]
+    assert reaching == []
+
+
+def test_a_plugins_private_import_is_found() -> None:
+    tree = ast.parse(
+        "import kubecore._util.files\n"
+        "from kubecore._streaming.spdy import FrameReader\n"
+        "from kubecore import _model, Kubelet\n"
+        "from kubecore.streaming import SpdyConnection\n"
+        "from kubecore_cri._client import CriConnection\n"
+    )
+    assert private_kubecore_imports(tree) == [
+        "kubecore._util.files",
+        "kubecore._streaming.spdy",
+        "kubecore._model",
     ]

@@ -74,6 +74,7 @@ NAMESPACES = [
     "manifest",
     "runtime",
     "server",
+    "streaming",
     "testing",
     "v1",
 ]
@@ -81,8 +82,16 @@ NAMESPACES = [
 CLI entry (``__main__``)."""
 
 ROOT = REPO
-CLIENT_TREES = ["kubecore_docker", "kubecore_fake", "kubecore_etcd", "examples", "benchmarks"]
-"""The in-tree adapters, examples and benchmarks: they use kubecore as a plugin or a user would."""
+CLIENT_TREES = [
+    "kubecore_docker",
+    "kubecore_fake",
+    "kubecore_cri",
+    "kubecore_etcd",
+    "examples",
+    "benchmarks",
+]
+"""The in-tree plugins (every one), examples and benchmarks: they use kubecore as a plugin or a
+user would."""
 
 
 def namespace(name: str) -> ModuleType:

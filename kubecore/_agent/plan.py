@@ -21,26 +21,26 @@ import attrs
 
 from kubecore._agent.admission.admit import Admission
 from kubecore._agent.config import KubeletConfig
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._agent.pod_workers.room import NO_HISTORY, PodState, has_resize_policy, history_of
-from kubecore._agent.snapshot import PodEntry, group, observed_of
+from kubecore._agent.snapshot import group, observed_of
 from kubecore._agent.sync_pass import removal_due
 from kubecore._agent.termination import Termination
 from kubecore._agent.wiring import admission_of
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.labels import HASH_ANNOTATION, owned_by, pod_identity
+from kubecore._contract.observed import ObservedPod, PodEntry
 from kubecore._contract.protocols import ContainerRuntime, Puller
 from kubecore._contract.values import RuntimeContainer, RuntimeSnapshot, RuntimeState
 from kubecore._housekeeping.local_storage import EVICTED
 from kubecore._kuberuntime.containers import resource_updater
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._kuberuntime.start_journal import interrupted_starts
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Container, Pod
 from kubecore._planner.actions import (
     ContainerToKill,
     ContainerToStart,
     KillReason,
-    ObservedPod,
     PodActions,
     PodHistory,
 )

@@ -23,6 +23,7 @@ from kubecore._contract.labels import (
     owned_by,
     pod_identity,
 )
+from kubecore._contract.observed import ObservedPod, PodEntry
 from kubecore._contract.values import (
     RuntimeContainer,
     RuntimeSandbox,
@@ -31,31 +32,10 @@ from kubecore._contract.values import (
     SandboxState,
 )
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod
 
 logger = logging.getLogger(__name__)
 
 NOTHING_OBSERVED = ObservedPod()
-
-
-class PodEntry:
-    """One pod's part of a snapshot, and a cheap key that changes when anything that matters
-    does."""
-
-    __slots__ = ("_observed", "containers", "key", "sandboxes")
-
-    def __init__(self) -> None:
-        self.sandboxes: list[RuntimeSandbox] = []
-        self.containers: list[RuntimeContainer] = []
-        self.key: list[object] = []
-        self._observed: ObservedPod | None = None
-
-    def observed(self) -> ObservedPod:
-        # Made once: an entry outlives its pass when the next snapshot lists the same objects.
-        observed = self._observed
-        if observed is None:
-            observed = self._observed = ObservedPod(tuple(self.sandboxes), tuple(self.containers))
-        return observed
 
 
 def observed_of(entry: PodEntry | None) -> ObservedPod:

@@ -16,12 +16,13 @@ from kubecore._agent.event_stream import EventStream
 from kubecore._agent.outage import Outage
 from kubecore._agent.pod_workers.room import PodState, Work
 from kubecore._agent.signals import Signals
-from kubecore._agent.snapshot import Grouped, PodEntry, observed_of
+from kubecore._agent.snapshot import Grouped, observed_of
 from kubecore._agent.termination import PodLifecycle, Termination, Terminations
 from kubecore._agent.wiring import Rooms, static_label
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.errors import ContainerRuntimeError
+from kubecore._contract.observed import PodEntry
 from kubecore._contract.values import RuntimeSnapshot, RuntimeState
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.v1 import TERMINAL_PHASES
 
 logger = logging.getLogger(__name__)

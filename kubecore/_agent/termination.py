@@ -15,10 +15,10 @@ import math
 import threading
 from collections.abc import Container
 
+from kubecore._contract.observed import ObservedPod
 from kubecore._kuberuntime.execute import Executor
 from kubecore._kuberuntime.kill import time_left
 from kubecore._model.v1 import Pod
-from kubecore._planner.actions import ObservedPod
 from kubecore._util.clock import Clock
 
 

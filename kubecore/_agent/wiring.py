@@ -35,11 +35,11 @@ from kubecore._housekeeping.gc import ContainerGCPolicy, ImageGC, ImageGCPolicy
 from kubecore._housekeeping.log_rotation import ContainerLogRotation, LogRotationPolicy
 from kubecore._housekeeping.timers import Housekeeping
 from kubecore._kuberuntime.credentials import Keyring
+from kubecore._kuberuntime.dns import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._kuberuntime.env import NodeInfo, host_capacity
 from kubecore._kuberuntime.execute import Executor
 from kubecore._kuberuntime.security import detect_host_security
 from kubecore._kuberuntime.start_journal import StartJournal
-from kubecore._kuberuntime.translate import ResolvConf, dns_config, parse_resolv_conf
 from kubecore._model.node_record import NodeRecordFile
 from kubecore._model.quantity import memory_bytes
 from kubecore._model.v1 import Pod

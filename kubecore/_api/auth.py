@@ -7,8 +7,8 @@ API and the kubelet endpoints (``/pods``, ``/containerLogs``, ``/logs/``, ``/sta
   explicit ``anonymous_reads`` (``--anonymous-reads``) lets reads of the read-only endpoints pass
   without it; writes, and exec, attach and port-forward, always need a token. No token or a
   wrong one is a 401 (v1 ``Status``), as the API server answers
-  (``kubecore._http.rules.require_bearer``). The check runs before anything of the request is
-  parsed (its query, its body).
+  (``kubecore._apimachinery.rules.require_bearer``). The check runs before anything of the
+  request is parsed (its query, its body).
 * Without a token (loopback only: ``attach_api`` refuses another address) reads pass and writes
   are refused.
 * ``host_allowed``: a plain-HTTP agent answers only requests whose ``Host`` names the node
@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from kubecore._http.rules import Credentials, check_bearer, require_bearer
+from kubecore._apimachinery.rules import Credentials, check_bearer, require_bearer
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 OPEN_PATHS = frozenset({"healthz", "livez", "readyz"})

@@ -13,8 +13,8 @@ from typing import Any
 from kubecore._api.ephemeral_rules import invalid_field, unchanged_problems
 from kubecore._api.pod_subresource import PodSubresource, decoded
 from kubecore._api.pods import refuse_insecure
+from kubecore._apimachinery.rules import error_for
 from kubecore._contract.errors import ValidationError
-from kubecore._http.rules import error_for
 from kubecore._manifest import pod_to_dict
 from kubecore._model.v1 import Pod
 

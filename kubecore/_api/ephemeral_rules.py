@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubecore._apimachinery.rules import HTTPError, error_for
 from kubecore._contract.errors import FieldError, ValidationError
-from kubecore._http.rules import HTTPError, error_for
 from kubecore._manifest import pod_to_dict
 from kubecore._model.v1 import Pod
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
-from kubecore._http.rules import HTTPError
+from kubecore._apimachinery.rules import HTTPError
 
 
 class ApiError(HTTPError):

@@ -41,7 +41,7 @@ from kubecore._api.request import Exchange, Request, content_type, read_body, se
 from kubecore._api.selectors import field_selector, label_selector
 from kubecore._api.tables import NODE_COLUMNS, node_cells, table, wants_table
 from kubecore._api.watch import serve_polled
-from kubecore._config.updates import SOURCE_ANNOTATION, SourceName
+from kubecore._config.updates import SourceName
 from kubecore._contract.values import (
     Event,
     EventType,
@@ -51,6 +51,7 @@ from kubecore._contract.values import (
     RuntimeVersion,
 )
 from kubecore._kuberuntime.env import host_capacity
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.node_record import (
     NO_SCHEDULE,
     NODE_UNSCHEDULABLE,

@@ -36,10 +36,10 @@ from kubecore._api.selectors import CONFIG_MAP_FIELDS, SECRET_FIELDS, object_fie
 from kubecore._api.storage import Storage
 from kubecore._api.tables import CONFIG_MAP_COLUMNS, SECRET_COLUMNS, object_cells
 from kubecore._api.watch import ChangeLog, Render, public, serve_watch
+from kubecore._apimachinery.rules import error_for
 from kubecore._config.objects import ObjectKey, ObjectStore, object_key
 from kubecore._config.static import StaticSource
 from kubecore._contract.errors import ValidationError
-from kubecore._http.rules import error_for
 from kubecore._manifest.decoding import object_to_dict
 from kubecore._manifest.validation import decode_object
 from kubecore._model.v1 import KubeObject, Secret

@@ -8,8 +8,8 @@ from typing import Any
 
 from kubecore._api.errors import bad_request
 from kubecore._api.request import TEXT_TYPE, Exchange, Request
+from kubecore._apimachinery.rules import error_for
 from kubecore._contract.errors import KubecoreError
-from kubecore._http.rules import error_for
 from kubecore._observability.logs import LogOptions, LogReader, parse_log_options
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kubecore._api.errors import bad_request
 from kubecore._api.request import Exchange
-from kubecore._http.rules import Query
+from kubecore._apimachinery.rules import Query
 from kubecore._streaming.portforward_http import (
     PortForwarding,
     connector,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubecore._api.pod_subresource import PodSubresource, decoded
+from kubecore._apimachinery.rules import error_for
 from kubecore._contract.errors import FieldError, ValidationError
-from kubecore._http.rules import error_for
 from kubecore._manifest import pod_to_dict
 from kubecore._model.v1 import Container, Pod
 

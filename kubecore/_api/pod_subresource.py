@@ -19,8 +19,8 @@ from kubecore._api.pods import PodResource
 from kubecore._api.request import READS, Exchange, Request, content_type, read_body, send_json
 from kubecore._api.storage import Storage
 from kubecore._api.watch import public
+from kubecore._apimachinery.rules import error_for
 from kubecore._contract.errors import ValidationError
-from kubecore._http.rules import error_for
 from kubecore._manifest import pod_from_dict
 from kubecore._model.v1 import Pod
 

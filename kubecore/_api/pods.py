@@ -42,12 +42,12 @@ from kubecore._api.storage import Storage
 from kubecore._api.tables import POD_COLUMNS, pod_cells
 from kubecore._api.terminating import PodDeletions, being_deleted
 from kubecore._api.watch import PodLog, Render, public, serve_watch
+from kubecore._apimachinery.rules import error_for
 from kubecore._config.base import prepare_pods
 from kubecore._config.static import StaticSource
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.errors import ValidationError
-from kubecore._http.rules import error_for
 from kubecore._manifest import pod_from_dict, pod_to_dict
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.v1 import Pod
 from kubecore._util.timefmt import rfc3339
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from kubecore._api.errors import bad_request
+from kubecore._apimachinery.rules import query_flag, query_int, query_value
 from kubecore._contract.errors import ValidationError
-from kubecore._http.rules import query_flag, query_int, query_value
 from kubecore._manifest.documents import (
     parse_json_document,
     parse_yaml_document,

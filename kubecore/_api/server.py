@@ -47,10 +47,10 @@ from kubecore._api.request import JSON_TYPE, READS, Exchange, Request, send_json
 from kubecore._api.resources import Resource
 from kubecore._api.storage import Storage
 from kubecore._api.store import STORE_DIR, ApiStore, StoredState
+from kubecore._apimachinery.rules import HTTPError, error_for
 from kubecore._config.static import StaticSource
 from kubecore._config.updates import SourceName
 from kubecore._contract.errors import BadParameter
-from kubecore._http.rules import HTTPError, error_for
 
 logger = logging.getLogger(__name__)
 

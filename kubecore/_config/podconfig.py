@@ -22,8 +22,8 @@ from collections.abc import Iterable
 import attrs
 
 from kubecore._config.created import CreationTimes
-from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
-from kubecore._manifest.identity import pod_uid
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._manifest.identity import SOURCE_ANNOTATION, pod_uid
 from kubecore._model.v1 import Pod
 
 logger = logging.getLogger(__name__)

@@ -6,10 +6,8 @@ import enum
 
 import attrs
 
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.v1 import KubeObject, Pod
-
-SOURCE_ANNOTATION = "kubernetes.io/config.source"
-"""Every pod is stamped with the name of the source it came from."""
 
 
 class SourceName(enum.StrEnum):

@@ -246,3 +246,11 @@ class MountFailed(KubecoreError):
         super().__init__(f'MountVolume.SetUp failed for volume "{volume}" : {reason}')
         self.volume = volume
         self.reason = reason
+
+
+class SpdyProtocolError(Exception):
+    """Bytes that are not SPDY/3.1 (or exceed a bound): the connection must end."""
+
+
+class SpdyClosed(Exception):
+    """The stream (or the whole connection) can no longer be written."""

@@ -8,6 +8,9 @@ An observed object is read through its labels and annotations only, so an agent 
   ``attempt``);
 * "newest" orders containers by (created_at, restart count, id) and sandboxes by
   (created_at, attempt, id): the id breaks ties, so every reader picks the same instance.
+
+``ObservedPod`` is one pod's part of a runtime snapshot, ``PodEntry`` the agent's pass's entry for
+it (with a cheap key that changes when anything that matters does).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
+import attrs
+
 from kubecore._contract.labels import container_name as container_name
 from kubecore._contract.labels import init_flag, is_ephemeral, recorded_hash
 from kubecore._contract.labels import restart_count as restart_count
 from kubecore._contract.values import RuntimeContainer, RuntimeSandbox, RuntimeState, SandboxState
-from kubecore._planner.actions import ObservedPod
 
 _RUNNING = RuntimeState.RUNNING
 _UNKNOWN = RuntimeState.UNKNOWN
@@ -197,3 +201,31 @@ def _is_ephemeral(c: RuntimeContainer, name: str, spec: SpecIndex) -> bool:
     if is_ephemeral(c.annotations):
         return True
     return init_flag(c.annotations) is None and name not in spec.app_index
+
+
+@attrs.frozen
+class ObservedPod:
+    """What the runtime shows for one pod (from the sync's snapshot, filtered by pod UID)."""
+
+    sandboxes: tuple[RuntimeSandbox, ...] = ()
+    containers: tuple[RuntimeContainer, ...] = ()
+
+
+class PodEntry:
+    """One pod's part of a snapshot, and a cheap key that changes when anything that matters
+    does."""
+
+    __slots__ = ("_observed", "containers", "key", "sandboxes")
+
+    def __init__(self) -> None:
+        self.sandboxes: list[RuntimeSandbox] = []
+        self.containers: list[RuntimeContainer] = []
+        self.key: list[object] = []
+        self._observed: ObservedPod | None = None
+
+    def observed(self) -> ObservedPod:
+        # Made once: an entry outlives its pass when the next snapshot lists the same objects.
+        observed = self._observed
+        if observed is None:
+            observed = self._observed = ObservedPod(tuple(self.sandboxes), tuple(self.containers))
+        return observed

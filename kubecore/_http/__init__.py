@@ -5,6 +5,6 @@ follow-stream slots, which requests may send a body) and ``serve``; ``handler`` 
 request (routing, bodies, streams, errors as a v1 ``Status``); the endpoints are ``health``
 (``/healthz``), ``pods`` (``/pods``, ``/containerLogs``), ``run`` (``/run``, exec), ``node_logs``
 (``/logs``) and ``metrics`` (``/metrics``, ``/stats/summary``); ``config`` is ``ServerConfig``
-and what the server reads from the agent; ``serving`` the bounded server under it, ``tls`` that
-server over TLS, and ``rules`` what every endpoint shares (v1 ``Status`` errors, the bearer-token
-check, query parameters)."""
+and what the server reads from the agent; ``serving`` the bounded server under it and ``tls`` that
+server over TLS. What every endpoint shares (v1 ``Status`` errors, the bearer-token check, query
+parameters) is in ``kubecore._apimachinery.rules``."""

@@ -20,9 +20,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubecore._api.auth import Gate, host_allowed
+from kubecore._apimachinery.rules import HTTPError, error_for, status_body
 from kubecore._contract.errors import BadParameter
 from kubecore._http.config import ServedKubelet, ServerConfig
-from kubecore._http.rules import HTTPError, error_for, status_body
 from kubecore._http.serving import Refused, RequestReader, body_length
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import urllib.parse
 from http import HTTPStatus
 
+from kubecore._apimachinery.rules import HTTPError
 from kubecore._http.handler import TEXT_TYPE, Handler
-from kubecore._http.rules import HTTPError
 
 
 def health_check_text(name: str, problem: str) -> tuple[bool, str]:

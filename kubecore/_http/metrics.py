@@ -9,9 +9,9 @@ from http import HTTPStatus
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from kubecore._apimachinery.rules import HTTPError, error_for
 from kubecore._contract.errors import KubecoreError
 from kubecore._http.handler import Handler
-from kubecore._http.rules import HTTPError, error_for
 
 
 def metrics(handler: Handler, rest: list[str], query: dict[str, list[str]]) -> None:

@@ -14,8 +14,8 @@ import urllib.parse
 from http import HTTPStatus
 from pathlib import Path
 
+from kubecore._apimachinery.rules import HTTPError
 from kubecore._http.handler import TEXT_TYPE, Handler
-from kubecore._http.rules import HTTPError
 
 MAX_LOG_PATH = 4096
 MAX_LOG_NAME = 255

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+from kubecore._apimachinery.rules import HTTPError, error_for
 from kubecore._contract.errors import KubecoreError
 from kubecore._http.handler import TEXT_TYPE, Handler
-from kubecore._http.rules import HTTPError, error_for
 from kubecore._manifest import pod_to_dict
 from kubecore._observability.logs import LogOptions, parse_log_options
 

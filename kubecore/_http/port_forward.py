@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+from kubecore._apimachinery.rules import HTTPError, require_bearer
 from kubecore._http.handler import Handler
-from kubecore._http.rules import HTTPError, require_bearer
 from kubecore._streaming.portforward_http import (
     connector,
     serve_port_forward,

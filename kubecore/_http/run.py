@@ -9,10 +9,10 @@ import logging
 import shlex
 from http import HTTPStatus
 
+from kubecore._apimachinery.rules import HTTPError, error_for, query_seconds, require_bearer
 from kubecore._contract.errors import KubecoreError
 from kubecore._http.handler import Handler
 from kubecore._http.pods import target
-from kubecore._http.rules import HTTPError, error_for, query_seconds, require_bearer
 
 logger = logging.getLogger(__name__)
 

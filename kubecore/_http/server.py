@@ -54,6 +54,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kubecore._api.auth import OPEN_GATE, Gate
+from kubecore._apimachinery.rules import Credentials, HTTPError, check_bearer
 from kubecore._http.budget import Budget
 from kubecore._http.config import ServedKubelet, ServerConfig
 from kubecore._http.handler import Handler, Route
@@ -62,7 +63,6 @@ from kubecore._http.metrics import metrics, stats
 from kubecore._http.node_logs import node_logs
 from kubecore._http.pods import container_logs, pods
 from kubecore._http.port_forward import port_forward
-from kubecore._http.rules import Credentials, HTTPError, check_bearer
 from kubecore._http.run import run
 from kubecore._http.serving import (
     DEFAULT_ADDRESS,

@@ -53,7 +53,7 @@ from typing import Any
 
 import attrs
 
-from kubecore._http.rules import status_body
+from kubecore._apimachinery.rules import status_body
 from kubecore._http.seats import HEALTH_PATHS, Seat, client_of, is_health_check, seat_for
 from kubecore._manifest.documents import MAX_DOCUMENT_BYTES
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+from kubecore._apimachinery.rules import HTTPError, require_bearer
 from kubecore._contract.streaming import StreamSession
 from kubecore._http.handler import Handler
-from kubecore._http.rules import HTTPError, require_bearer
 from kubecore._streaming.remotecommand import (
     open_stream,
     serve_remote_command,

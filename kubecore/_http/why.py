@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+from kubecore._apimachinery.rules import HTTPError
 from kubecore._http.handler import Handler
-from kubecore._http.rules import HTTPError
 
 
 def why(handler: Handler, rest: list[str], query: dict[str, list[str]]) -> None:

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.capabilities import ResourceUpdater
 from kubecore._contract.errors import (
     ContainerNotFound,
@@ -25,6 +24,7 @@ from kubecore._contract.errors import (
 )
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import ContainerConfig, EventType, Image
+from kubecore._kuberuntime.cgroups import container_resources
 from kubecore._kuberuntime.env import (
     NodeInfo,
     ObjectReader,
@@ -38,10 +38,12 @@ from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Backoff, Images
 from kubecore._kuberuntime.kill import Killer
 from kubecore._kuberuntime.pod_events import PodEvents
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._kuberuntime.sandbox import Sandboxes, Target
 from kubecore._kuberuntime.security import SECCOMP_DIR, needs_image_user, run_as_non_root_problem
 from kubecore._kuberuntime.start_journal import StartJournal
-from kubecore._kuberuntime.translate import container_config, container_resources, resources_record
+from kubecore._kuberuntime.translate import container_config
+from kubecore._model.spec_hash import resources_record
 from kubecore._model.v1 import Container, EphemeralContainer, Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics, container_type

@@ -4,7 +4,8 @@ kill pod -> kill containers -> resize containers -> remove old sandboxes -> set 
 create sandbox -> sidecars and the next init container -> app containers. The first failure stops
 the pass (its error is returned and an event recorded); the next sync plans again from what the
 runtime then shows. Backoff bookkeeping (CrashLoopBackOff and ImagePullBackOff) lives in the
-``PodRecord`` the pod's worker keeps.
+``PodRecord`` the pod's worker keeps: the executor carries a copy through the pass and returns it
+(``SyncResult.record``), the worker's own is never changed.
 
 Mechanism only: the plan decides what starts, with which restart count, and whether a start
 follows a crash (and so grows the crash back-off); admission decides which pods may run at all.
@@ -21,7 +22,6 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._config.objects import ObjectStore
 from kubecore._contract.errors import (
     ContainerRuntimeError,
@@ -32,6 +32,7 @@ from kubecore._contract.errors import (
     MountFailed,
     StillStarting,
 )
+from kubecore._contract.observed import ObservedPod
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder, HealthChecker, Puller
 from kubecore._contract.values import DNSConfig, EventType
 from kubecore._kuberuntime.containers import Containers, spec_of
@@ -41,12 +42,13 @@ from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.kill import Killer, kill_message
 from kubecore._kuberuntime.pod_events import PodEvents
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._kuberuntime.sandbox import Sandboxes
 from kubecore._kuberuntime.start_journal import StartJournal
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod, PodActions, Waiting
+from kubecore._planner.actions import PodActions, Waiting
 from kubecore._planner.backoff import next_backoff
 from kubecore._util.clock import Clock
 from kubecore._util.ratelimit import TokenBucket
@@ -69,6 +71,9 @@ class SyncResult:
     preempted: str = ""
     """The step the sync stopped before because its work was no longer current ('' if it ran
     to the end)."""
+    record: PodRecord = attrs.field(factory=PodRecord)
+    """The pod's record after the pass (back-offs, refusals reported, ...): the worker keeps it
+    in place of the one it gave."""
 
     @property
     def ok(self) -> bool:
@@ -106,6 +111,7 @@ class _Progress:
 
     actions: PodActions
     current: Callable[[], bool] | None
+    record: PodRecord
     step: str = "start"
     starting: str | None = None
     started: list[str] = attrs.Factory(list)
@@ -117,11 +123,23 @@ class _Progress:
         return self.current is None or self.current()
 
     def result(self, error: str = "", failure: Waiting | None = None) -> SyncResult:
-        return SyncResult(self.actions, error, tuple(self.started), tuple(self.killed), failure)
+        return SyncResult(
+            self.actions,
+            error,
+            tuple(self.started),
+            tuple(self.killed),
+            failure,
+            record=self.record,
+        )
 
     def preempted(self) -> SyncResult:
         return SyncResult(
-            self.actions, "", tuple(self.started), tuple(self.killed), preempted=self.step
+            self.actions,
+            "",
+            tuple(self.started),
+            tuple(self.killed),
+            preempted=self.step,
+            record=self.record,
         )
 
 
@@ -206,8 +224,11 @@ class Executor:
         """Carry ``actions`` out. ``current`` (cheap, asked before each kill, the volumes and
         sandbox, and each container start) says whether this work is still wanted: once it
         answers False (the pod was deleted meanwhile) nothing more is done, and the result
-        names the step not taken in ``preempted``."""
-        progress = _Progress(actions, current)
+        names the step not taken in ``preempted``. ``record`` is left as it is: the result
+        holds the record after the pass (an unexpected error is logged and returned, so what
+        the pass did before it is kept)."""
+        record = record.copy()
+        progress = _Progress(actions, current, record)
         try:
             self._backoff_events(pod, actions, record)
             if actions.failure_reason and actions.failure_reason not in record.warned:
@@ -234,6 +255,14 @@ class Executor:
             if progress.starting is not None:
                 failure = Waiting(progress.starting, _start_failure_reason(exc), str(exc))
             return progress.result(f"{progress.step}: {exc}", failure)
+        except Exception as exc:
+            logger.exception(
+                "sync of pod %s/%s failed",
+                pod.metadata.namespace,
+                pod.metadata.name,
+                extra={"pod": pod.full_name},
+            )
+            return progress.result(f"unexpected error: {exc!r}")
         return progress.result()
 
     def _stop(

@@ -7,12 +7,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.errors import ContainerRuntimeError, ImageNeverPull, ImagePullError
 from kubecore._contract.protocols import Puller
 from kubecore._contract.values import EventType
 from kubecore._kuberuntime.credentials import PullSecrets, pod_registry_auth
 from kubecore._kuberuntime.pod_events import PodEvents
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._model.v1 import Container, Pod
 from kubecore._observability.events import EventReason
 from kubecore._planner.actions import BackoffEntry

@@ -18,14 +18,14 @@ from typing import Protocol
 import attrs
 
 from kubecore._contract.labels import grace_period, pod_identity
-from kubecore._contract.observed import container_name
+from kubecore._contract.observed import ObservedPod, container_name
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import EventType, RuntimeContainer, RuntimeState, SandboxState
 from kubecore._kuberuntime.hooks import Hooks
 from kubecore._kuberuntime.pod_events import PodEvents
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason, pod_reference
-from kubecore._planner.actions import ContainerToKill, KillReason, ObservedPod
+from kubecore._planner.actions import ContainerToKill, KillReason
 from kubecore._util.clock import Clock
 
 MIN_GRACE_PERIOD = 2.0

@@ -10,20 +10,18 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.errors import ContainerRuntimeError, InvalidConfig, MountFailed
+from kubecore._contract.observed import ObservedPod
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import DNSConfig, EventType, SandboxConfig
+from kubecore._kuberuntime.hosts import managed_hosts_file
 from kubecore._kuberuntime.images import Images
 from kubecore._kuberuntime.pod_events import PodEvents
-from kubecore._kuberuntime.translate import (
-    managed_hosts_file,
-    sandbox_config,
-    sandbox_held_mounts,
-)
+from kubecore._kuberuntime.pod_record import PodRecord
+from kubecore._kuberuntime.translate import sandbox_config, sandbox_held_mounts
 from kubecore._model.v1 import Pod
 from kubecore._observability.events import EventReason
-from kubecore._planner.actions import ObservedPod, PodActions
+from kubecore._planner.actions import PodActions
 from kubecore._volumes.pod_dirs import PodVolume, VolumeManager, read_volume_file
 
 logger = logging.getLogger(__name__)

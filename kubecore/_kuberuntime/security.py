@@ -135,11 +135,6 @@ def supplemental_groups(pod: Pod) -> tuple[int, ...]:
     return tuple(dict.fromkeys((*groups, *pod_sc.supplemental_groups)))
 
 
-def fs_group(pod: Pod) -> int | None:
-    pod_sc = pod.spec.security_context
-    return pod_sc.fs_group if pod_sc is not None else None
-
-
 def allows_privilege_escalation(sc: SecurityContext) -> bool:
     """Kubernetes' rule: escalation is allowed unless ``allowPrivilegeEscalation: false``."""
     return sc.allow_privilege_escalation is not False

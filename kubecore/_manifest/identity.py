@@ -7,7 +7,6 @@ import uuid
 
 import attrs
 
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._model import v1 as m
 
 _UID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://kubecore.invalid/pod-uid")
@@ -39,3 +38,7 @@ def stamp_source(pod: m.Pod, source: str) -> m.Pod:
         return pod
     annotations = {**meta.annotations, SOURCE_ANNOTATION: source}
     return attrs.evolve(pod, metadata=attrs.evolve(meta, annotations=annotations))
+
+
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+"""Every pod is stamped with the name of the source it came from."""

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from kubecore._apimachinery.rules import query_flag, query_int, query_value
 from kubecore._contract.errors import BadParameter, LogRequestError
-from kubecore._http.rules import query_flag, query_int, query_value
 from kubecore._model.v1 import ContainerStatus, Pod
 from kubecore._util.timefmt import parse_rfc3339
 

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubecore._contract.values import RuntimeContainer, RuntimeSandbox
-
 
 class KillReason(enum.Enum):
     SANDBOX_MISSING = "the pod sandbox is missing"
@@ -76,14 +74,6 @@ class PodHistory:
     interrupted_starts: frozenset[str] = frozenset()
     """Runtime container ids whose start an earlier agent process began and never saw end
     (killed mid-start): one that never ran is an interrupted start, not a crash."""
-
-
-@attrs.frozen
-class ObservedPod:
-    """What the runtime shows for one pod (from the sync's snapshot, filtered by pod UID)."""
-
-    sandboxes: tuple[RuntimeSandbox, ...] = ()
-    containers: tuple[RuntimeContainer, ...] = ()
 
 
 @attrs.frozen

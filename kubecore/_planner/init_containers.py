@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubecore._contract.observed import Record, View
 from kubecore._contract.values import RuntimeState
-from kubecore._kuberuntime.translate import container_hash
+from kubecore._model.spec_hash import container_hash
 from kubecore._model.v1 import Container, Pod
 from kubecore._planner.actions import ContainerToStart, KillReason
 from kubecore._planner.draft import Draft, probe_grace, probe_kill_reason, set_aside, to_start

@@ -18,18 +18,11 @@ first), ``terminal`` (when the pod ends), ``draft`` (one run's scratchpad), ``in
 
 from __future__ import annotations
 
-from kubecore._contract.observed import Record, View
+from kubecore._contract.observed import ObservedPod, Record, View
 from kubecore._contract.values import RuntimeSandbox, RuntimeState, SandboxState
 from kubecore._model.v1 import Container, Pod
 from kubecore._observability.events import EventReason
-from kubecore._planner.actions import (
-    ContainerToStart,
-    KillReason,
-    ObservedPod,
-    PodActions,
-    PodHistory,
-    Waiting,
-)
+from kubecore._planner.actions import ContainerToStart, KillReason, PodActions, PodHistory, Waiting
 from kubecore._planner.draft import Draft, probe_grace, probe_kill_reason, set_aside, to_start
 from kubecore._planner.ephemeral import plan_ephemeral
 from kubecore._planner.init_containers import check_running_sidecars, init_progress

@@ -3,16 +3,12 @@ resources records, the sandbox hash), computed once per ``Pod`` object and kept 
 
 from __future__ import annotations
 
-from kubecore._contract.observed import SpecIndex
+from kubecore._contract.labels import SANDBOX_HASH_ANNOTATION
+from kubecore._contract.observed import ObservedPod, SpecIndex
 from kubecore._contract.values import RuntimeSandbox
-from kubecore._kuberuntime.translate import (
-    SANDBOX_HASH_ANNOTATION,
-    container_hash,
-    resources_record,
-    sandbox_hash,
-)
+from kubecore._model.spec_hash import container_hash, resources_record, sandbox_hash
 from kubecore._model.v1 import Pod
-from kubecore._planner.actions import ObservedPod, PodActions
+from kubecore._planner.actions import PodActions
 from kubecore._planner.restart_rules import is_container_restartable
 
 _NOOP = PodActions()

@@ -7,7 +7,7 @@ import json
 
 from kubecore._contract.labels import RESOURCES_ANNOTATION
 from kubecore._contract.values import RuntimeContainer
-from kubecore._kuberuntime.translate import resources_record
+from kubecore._model.spec_hash import resources_record
 from kubecore._model.v1 import Container
 from kubecore._planner.actions import PodHistory
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from operator import is_
 
 from kubecore._contract.labels import INIT_CONTAINER_ANNOTATION, is_ephemeral, recorded_hash
-from kubecore._contract.observed import container_name
+from kubecore._contract.observed import ObservedPod, container_name
 from kubecore._contract.values import RuntimeState, SandboxState
-from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
+from kubecore._planner.actions import PodActions, PodHistory
 from kubecore._planner.pod_info import PodInfo, sandbox_changed
 from kubecore._planner.resize import applied_resources
 

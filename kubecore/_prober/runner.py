@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from kubecore._agent.snapshot import PodEntry
-from kubecore._contract.observed import newest_sandbox
+from kubecore._contract.observed import PodEntry, newest_sandbox
 from kubecore._contract.values import ProbeResult, RuntimeState, SandboxState
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics

@@ -13,7 +13,7 @@ from typing import Literal
 
 import attrs
 
-from kubecore._contract.observed import Record, View
+from kubecore._contract.observed import ObservedPod, Record, View
 from kubecore._contract.values import RuntimeState
 from kubecore._model.qos import qos_class
 from kubecore._model.v1 import (
@@ -33,7 +33,7 @@ from kubecore._model.v1 import (
     PodSpec,
     PodStatus,
 )
-from kubecore._planner.actions import ObservedPod, PodActions, PodHistory, ProbeState, Waiting
+from kubecore._planner.actions import PodActions, PodHistory, ProbeState, Waiting
 from kubecore._planner.plan import POD_INITIALIZING, compute_pod_actions
 from kubecore._planner.pod_info import pod_info
 from kubecore._planner.restart_rules import (

@@ -8,14 +8,14 @@ import logging
 import attrs
 
 from kubecore._contract.errors import ContainerRuntimeError
-from kubecore._contract.observed import container_name, restart_count
+from kubecore._contract.observed import ObservedPod, container_name, restart_count
 from kubecore._contract.protocols import ContainerRuntime, EventRecorder
 from kubecore._contract.values import Event, EventType, RuntimeState
 from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Pod, PodStatus
 from kubecore._observability.events import pod_reference
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
+from kubecore._planner.actions import PodActions, PodHistory
 from kubecore._status.compute import compute_pod_status
 from kubecore._util.timefmt import rfc3339
 from kubecore._volumes.pod_dirs import VolumeManager

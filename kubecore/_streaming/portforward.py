@@ -24,8 +24,9 @@ from collections.abc import Callable
 
 import attrs
 
+from kubecore._contract.errors import SpdyClosed
 from kubecore._streaming.spdy import RstStatus, header
-from kubecore._streaming.spdy_connection import SpdyClosed, SpdyConnection, SpdyStream, Transport
+from kubecore._streaming.spdy_connection import SpdyConnection, SpdyStream, Transport
 
 logger = logging.getLogger(__name__)
 

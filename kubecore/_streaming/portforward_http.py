@@ -35,8 +35,8 @@ from email.message import Message
 from http import HTTPStatus
 from typing import Protocol, TypeVar
 
+from kubecore._apimachinery.rules import HTTPError, Query, error_for
 from kubecore._contract.errors import BadParameter, KubecoreError, StreamingUnsupported
-from kubecore._http.rules import HTTPError, Query, error_for
 from kubecore._streaming.channels import dialect
 from kubecore._streaming.portforward import PROTOCOL, WEBSOCKET_PROTOCOL, Connect
 from kubecore._streaming.portforward import PortForwardSession as Session

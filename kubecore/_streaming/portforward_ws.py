@@ -28,8 +28,8 @@ import threading
 
 import attrs
 
+from kubecore._apimachinery.rules import Query
 from kubecore._contract.errors import BadParameter
-from kubecore._http.rules import Query
 from kubecore._streaming.channels import (
     Channel,
     Dialect,

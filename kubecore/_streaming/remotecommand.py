@@ -31,9 +31,9 @@ from typing import Protocol
 
 import attrs
 
+from kubecore._apimachinery.rules import HTTPError, Query, error_for, query_flag, query_value
 from kubecore._contract.errors import ContainerNotFound, KubecoreError, StreamingUnsupported
 from kubecore._contract.streaming import OutputStream, StreamSession, TerminalSize
-from kubecore._http.rules import HTTPError, Query, error_for, query_flag, query_value
 from kubecore._streaming.channels import (
     PROTOCOL_NAMES,
     Channel,

@@ -22,6 +22,8 @@ import zlib
 
 import attrs
 
+from kubecore._contract.errors import SpdyProtocolError
+
 VERSION = 3
 MAX_STREAM_ID = 0x7FFFFFFF
 MAX_WINDOW = 0x7FFFFFFF
@@ -115,10 +117,6 @@ HEADER_DICTIONARY: bytes = (
 words with a 4-byte length before it, then a run of common values; 1423 bytes."""
 
 
-class SpdyProtocolError(Exception):
-    """Bytes that are not SPDY/3.1 (or exceed a bound): the connection must end."""
-
-
 class FrameType(enum.IntEnum):
     SYN_STREAM = 1
     SYN_REPLY = 2
@@ -147,6 +145,8 @@ class RstStatus(enum.IntEnum):
 
 
 class GoAwayStatus(enum.IntEnum):
+    """GOAWAY status codes."""
+
     OK = 0
     PROTOCOL_ERROR = 1
     INTERNAL_ERROR = 2
@@ -191,6 +191,8 @@ def _u32(value: int) -> int:
 
 @attrs.frozen
 class DataFrame:
+    """Bytes of one stream (``fin``: the sender's last)."""
+
     stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     data: bytes = b""
     fin: bool = False
@@ -198,6 +200,8 @@ class DataFrame:
 
 @attrs.frozen
 class SynStream:
+    """SYN_STREAM: a stream opened, with its headers."""
+
     stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     headers: Headers = ()
     associated_to: int = attrs.field(default=0, validator=lambda _, __, v: _stream_id(v))
@@ -209,6 +213,8 @@ class SynStream:
 
 @attrs.frozen
 class SynReply:
+    """SYN_REPLY: the peer's answer to a SYN_STREAM, with its headers."""
+
     stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     headers: Headers = ()
     fin: bool = False
@@ -216,6 +222,8 @@ class SynReply:
 
 @attrs.frozen
 class HeadersFrame:
+    """HEADERS: more headers for an open stream."""
+
     stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     headers: Headers = ()
     fin: bool = False
@@ -223,12 +231,16 @@ class HeadersFrame:
 
 @attrs.frozen
 class RstStream:
+    """RST_STREAM: a stream ended at once, with a status (``RstStatus``)."""
+
     stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     status: int = attrs.field(default=RstStatus.CANCEL, validator=lambda _, __, v: _u32(v))
 
 
 @attrs.frozen
 class SettingsFrame:
+    """SETTINGS: connection settings (``Setting`` ids), ``clear`` to forget the persisted ones."""
+
     entries: tuple[tuple[int, int, int], ...] = ()
     """(id, value, flags) per setting; ids are 24 bits, flags 8."""
     clear: bool = False
@@ -236,17 +248,23 @@ class SettingsFrame:
 
 @attrs.frozen
 class Ping:
+    """PING: answered with the same id."""
+
     ping_id: int = attrs.field(validator=lambda _, __, v: _u32(v))
 
 
 @attrs.frozen
 class GoAway:
+    """GOAWAY: no new stream past ``last_good_stream_id``; the connection is ending."""
+
     last_good_stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     status: int = attrs.field(default=GoAwayStatus.OK, validator=lambda _, __, v: _u32(v))
 
 
 @attrs.frozen
 class WindowUpdate:
+    """WINDOW_UPDATE: ``delta`` more bytes the sender of the frame will accept."""
+
     stream_id: int = attrs.field(validator=lambda _, __, v: _stream_id(v))
     """0 is the connection's own window (SPDY/3.1)."""
     delta: int = attrs.field(validator=attrs.validators.in_(range(1, MAX_WINDOW + 1)))
@@ -263,6 +281,7 @@ Frame = (
     | GoAway
     | WindowUpdate
 )
+"""Any SPDY/3.1 frame, as ``FrameReader`` returns and ``FrameWriter`` takes."""
 
 
 # --- header blocks ----------------------------------------------------------------------------
@@ -363,6 +382,7 @@ class FrameWriter:
         return self._compressor.compress(encode_header_block(headers))
 
     def encode(self, frame: Frame) -> bytes:
+        """The bytes of ``frame`` (header blocks compressed in this writer's context)."""
         if isinstance(frame, DataFrame):
             if len(frame.data) > MAX_LENGTH:
                 raise ValueError(f"a data frame of {len(frame.data)} bytes (at most {MAX_LENGTH})")

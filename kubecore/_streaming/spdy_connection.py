@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from kubecore._contract.errors import SpdyClosed, SpdyProtocolError
 from kubecore._streaming.spdy import (
     DEFAULT_MAX_FRAME_LENGTH,
     DEFAULT_MAX_HEADER_BLOCK,
@@ -42,7 +43,6 @@ from kubecore._streaming.spdy import (
     RstStream,
     Setting,
     SettingsFrame,
-    SpdyProtocolError,
     SynReply,
     SynStream,
     WindowUpdate,
@@ -58,17 +58,19 @@ DEFAULT_MAX_STREAMS = 1000
 
 
 class Transport(Protocol):
-    """Bytes both ways: ``recv`` blocks for what arrives next (b"" once the peer is gone)."""
+    """Bytes both ways, as a connected socket carries them."""
 
-    def recv(self) -> bytes: ...
+    def recv(self) -> bytes:
+        """Block for what arrives next: b"" once the peer is gone."""
+        ...
 
-    def send(self, data: bytes) -> None: ...
+    def send(self, data: bytes) -> None:
+        """Send all of ``data``."""
+        ...
 
-    def close(self) -> None: ...
-
-
-class SpdyClosed(Exception):
-    """The stream (or the whole connection) can no longer be written."""
+    def close(self) -> None:
+        """End the transport both ways (a ``recv`` waiting returns b"")."""
+        ...
 
 
 class SpdyStream:
@@ -97,6 +99,7 @@ class SpdyStream:
             self._connection.half_closed(self, local=True)
 
     def read(self, max_bytes: int = 65536) -> bytes:
+        """Up to ``max_bytes`` the peer sent, waiting for some; b"" at its FIN."""
         return self._connection.read(self, max_bytes)
 
     def write(self, data: bytes) -> None:
@@ -133,6 +136,7 @@ class SpdyStream:
         return b"".join(parts)
 
     def put(self, data: bytes) -> None:
+        """Buffer ``data`` the peer sent (the caller holds the connection's lock)."""
         self._buffer.append(data)
         self.buffered += len(data)
 
@@ -332,6 +336,7 @@ class SpdyConnection:
         return stream
 
     def read(self, stream: SpdyStream, max_bytes: int) -> bytes:
+        """``stream.read``: wait for data, hand window back as it is consumed."""
         updates: list[Frame] = []
         with self._cond:
             while not stream.buffered and not (
@@ -363,6 +368,7 @@ class SpdyConnection:
         return updates
 
     def write(self, stream: SpdyStream, data: bytes) -> None:
+        """``stream.write``: data frames of at most the windows left."""
         view = memoryview(data)
         while view:
             with self._cond:
@@ -384,6 +390,7 @@ class SpdyConnection:
         return self.flow_control and (stream.send_window <= 0 or self._send_window <= 0)
 
     def finish(self, stream: SpdyStream) -> None:
+        """``stream.close``: FIN once, unless the stream is already gone."""
         with self._cond:
             if stream.local_closed or stream.reset_status is not None or self.closed.is_set():
                 return
@@ -403,6 +410,7 @@ class SpdyConnection:
             self._cond.notify_all()
 
     def reset(self, stream: SpdyStream, status: int) -> None:
+        """``stream.reset``: RST_STREAM once."""
         with self._cond:
             if stream.reset_status is not None:
                 return
@@ -411,6 +419,7 @@ class SpdyConnection:
         self._mark_reset(stream, status)
 
     def discard(self, stream: SpdyStream) -> None:
+        """``stream.discard_input``."""
         with self._cond:
             stream.discarding = True
             stream.take(stream.buffered)
@@ -430,12 +439,14 @@ class SpdyConnection:
     # --- sending
 
     def ping(self) -> None:
+        """Send a PING with this end's next id (odd for a client, even for a server)."""
         with self._cond:
             ping_id = self._next_ping
             self._next_ping += 2
         self.send_frame(Ping(ping_id))
 
     def send_frame(self, frame: Frame) -> None:
+        """Send one frame, whole, between any others; ``SpdyClosed`` once the connection is gone."""
         with self._send_lock:
             self._send_locked(frame)
 

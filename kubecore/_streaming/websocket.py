@@ -35,7 +35,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from kubecore._http.rules import HTTPError
+from kubecore._apimachinery.rules import HTTPError
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """The largest message a client may send (kubectl sends at most 32 KiB at a time)."""

@@ -296,7 +296,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "sandbox_annotations",
                 "sandbox_labels",
             ),
-            "kubecore._config.updates": ("SOURCE_ANNOTATION",),
+            "kubecore._manifest.identity": ("SOURCE_ANNOTATION",),
             "kubecore._contract.errors": (*_RUNTIME_ERRORS, *_PLUGIN_ERRORS),
             "kubecore._model.imageref": (
                 "DEFAULT_TAG",
@@ -307,7 +307,7 @@ SURFACE: dict[str, dict[str, str]] = {
                 "same_image",
             ),
             "kubecore._kuberuntime.security": ("parse_image_user",),
-            "kubecore._kuberuntime.translate": ("milli_cpu_to_shares",),
+            "kubecore._kuberuntime.cgroups": ("milli_cpu_to_shares",),
             "kubecore._volumes.pod_dirs": ("EMPTY_DIR_PLUGIN",),
             "kubecore._prober.health": ("DefaultHealthChecker",),
             "kubecore._plugins.registry": (
@@ -388,6 +388,33 @@ SURFACE: dict[str, dict[str, str]] = {
             "kubecore._kuberuntime.env": ("host_capacity",),
             "kubecore._api.nodes": ("node_document",),
             "kubecore._util.ratelimit": ("TokenBucket",),
+        }
+    ),
+    "kubecore.streaming": _homes(
+        {
+            "kubecore._streaming.spdy": (
+                "DataFrame",
+                "Frame",
+                "FrameReader",
+                "FrameWriter",
+                "GoAway",
+                "GoAwayStatus",
+                "Headers",
+                "HeadersFrame",
+                "Ping",
+                "RstStatus",
+                "RstStream",
+                "SettingsFrame",
+                "SynReply",
+                "SynStream",
+                "WindowUpdate",
+            ),
+            "kubecore._contract.errors": ("SpdyClosed", "SpdyProtocolError"),
+            "kubecore._streaming.spdy_connection": (
+                "SpdyConnection",
+                "SpdyStream",
+                "Transport",
+            ),
         }
     ),
     "kubecore.credentials": _homes(

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from kubecore._contract.errors import MountFailed, RootDirInUse
-from kubecore._kuberuntime.security import fs_group
 from kubecore._model.v1 import Pod, Volume
 from kubecore._util.host import directory_usage
 from kubecore._volumes.atomic_writer import write_atomically
@@ -688,3 +687,8 @@ class VolumeManager:
             self._marked.pop(uid, None)
             removed.append(uid)
         return removed
+
+
+def fs_group(pod: Pod) -> int | None:
+    pod_sc = pod.spec.security_context
+    return pod_sc.fs_group if pod_sc is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -24,7 +24,9 @@ from kubecore._manifest import load_manifest_lenient
 from kubecore._model.v1 import ConfigMap, KubeObject, Pod, PodStatus, Secret
 from kubecore._plugins.registry import RuntimeBundle, load_runtime
 from kubecore._util.clock import ManualClock
-from kubecore_fake import FakeHealthChecker, FakeRuntime
+
+if TYPE_CHECKING:  # the plugin is reached through the registry: the core never imports it
+    from kubecore_fake import FakeHealthChecker, FakeRuntime
 
 SYNCS_PER_INSTANT = 10
 """At most this many syncs at one instant (another after each that acted or saw a death)."""
@@ -120,12 +122,9 @@ class FakeNode:
         self.clock = clock or ManualClock()
         self.step = step
         self.bundle: RuntimeBundle = load_runtime("fake", clock=self.clock, **runtime_options)
-        runtime = self.bundle.runtime
-        assert isinstance(runtime, FakeRuntime), f"the fake plugin gave {runtime!r}"
-        self.runtime: FakeRuntime = runtime
-        checker = self.bundle.health_checker
-        assert isinstance(checker, FakeHealthChecker), f"the fake plugin gave {checker!r}"
-        self.health_checker: FakeHealthChecker = checker
+        assert self.bundle.name == "fake", f"the fake plugin gave {self.bundle!r}"
+        self.runtime = cast("FakeRuntime", self.bundle.runtime)
+        self.health_checker = cast("FakeHealthChecker", self.bundle.health_checker)
         self._pods: dict[tuple[str, str], Pod] = {}
         self._objects: dict[tuple[str, str, str], KubeObject] = {}
         self._deaths = 0

@@ -40,6 +40,8 @@ MODULE_TITLES = {
     "kubecore._observability.event_log": "The aggregated event log",
     "kubecore._observability.metrics": "Metrics",
     "kubecore._http.server": "The kubelet HTTP server",
+    "kubecore._streaming.spdy": "SPDY/3.1 frames",
+    "kubecore._streaming.spdy_connection": "SPDY/3.1 connections",
     "kubecore._kuberuntime.credentials": "Registry credentials",
     "kubecore.testing._node": "The fake node",
 }
@@ -62,6 +64,7 @@ NAMESPACES = (
     "kubecore.manifest",
     "kubecore.events",
     "kubecore.server",
+    "kubecore.streaming",
     "kubecore.credentials",
     "kubecore.aio",
     "kubecore.cli",

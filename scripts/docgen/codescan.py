@@ -18,7 +18,7 @@ QUERY_READERS = frozenset({"get", "param", "flag", "number"})
 """Methods of a query or a request whose first argument is a parameter's name."""
 SELF_READERS = frozenset({"param", "flag", "number"})
 """The request's own readers, called on ``self`` inside it."""
-ERROR_MODULES = frozenset({"kubecore._http.rules", "kubecore._api.errors"})
+ERROR_MODULES = frozenset({"kubecore._apimachinery.rules", "kubecore._api.errors"})
 """Where the errors a handler raises are made: every call into them is followed."""
 CARRIERS = frozenset({"query", "request", "options"})
 """Names of the values that carry the query: a call given one of them is followed."""

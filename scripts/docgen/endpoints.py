@@ -148,7 +148,7 @@ def render_kubernetes_api() -> str:
     metrics_version = discovery.METRICS_RESOURCES["groupVersion"]
     rows += _resource_rows(f"/apis/{metrics_version}", discovery.METRICS_RESOURCES)
     api_modules = [loaded(f"kubecore._api.{name}") for name in _api_module_names()]
-    api_modules.append(loaded("kubecore._http.rules"))  # the shared errors (401, ...)
+    api_modules.append(loaded("kubecore._apimachinery.rules"))  # the shared errors (401, ...)
     codes = set().union(*(module_statuses(module) for module in api_modules)) - {200, 201}
     major, minor = discovery.KUBERNETES_VERSION
     return "\n".join(

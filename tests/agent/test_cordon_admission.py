@@ -13,8 +13,8 @@ import pytest
 
 from kubecore._agent.admission.admit import Admission
 from kubecore._agent.admission.cordon import cordon_refusal, tolerates_unschedulable
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._manifest import load_pods_from_string
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.node_record import (
     NODE_UNSCHEDULABLE,
     SCHEDULABLE,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kubecore._planner.actions import ObservedPod, PodHistory
+from kubecore._contract.observed import ObservedPod
+from kubecore._planner.actions import PodHistory
 from kubecore._planner.plan import compute_pod_actions
 from tests.agent.support import Node, make_node
 from tests.builders import ctr, make_pod

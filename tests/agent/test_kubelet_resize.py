@@ -8,8 +8,9 @@ from pathlib import Path
 import attrs
 import pytest
 
+from kubecore._contract.observed import ObservedPod
 from kubecore._model.v1 import Container, ContainerResizePolicy, Pod, ResourceRequirements
-from kubecore._planner.actions import KillReason, ObservedPod, PodHistory
+from kubecore._planner.actions import KillReason, PodHistory
 from kubecore._planner.plan import compute_pod_actions
 from tests.agent.support import Node, make_node
 from tests.builders import NOW, T0, ctr, make_pod, observed_ctr, sandbox
@@ -79,13 +80,13 @@ def test_a_runtime_that_cannot_resize_restarts_instead() -> None:
 
 
 def _record(pod: Pod) -> str:
-    from kubecore._kuberuntime.translate import resources_record
+    from kubecore._model.spec_hash import resources_record
 
     return resources_record(pod.spec.containers[0])
 
 
 def test_adding_a_resize_policy_keeps_other_hashes() -> None:
-    from kubecore._kuberuntime.translate import container_hash
+    from kubecore._model.spec_hash import container_hash
 
     plain = Container("app", "busybox:1.35")
     assert container_hash(plain) == container_hash(attrs.evolve(plain, resize_policy=()))
@@ -131,14 +132,14 @@ def test_a_resize_is_forgotten_with_its_container(node: Node) -> None:
     node.converge()
     node.kubelet.set_pods([resized_pod("250m", "64Mi", CPU_IN_PLACE)])
     node.converge()
-    record = node.kubelet._rooms.desired.states["uid-default-web"].record
+    state = node.kubelet._rooms.desired.states["uid-default-web"]
     (app,) = node.running("web", "app")
-    assert list(record.resized) == [app.id]
+    assert list(state.record.resized) == [app.id]
     node.runtime.crash(app.id)
     node.run_until(lambda: len(node.running("web", "app")) == 1, step=5)
     node.runtime.remove_container(app.id)  # as the container GC would
     node.kubelet.sync()
-    assert app.id not in record.resized
+    assert app.id not in state.record.resized  # the record after the sync, as the worker keeps it
 
 
 def test_a_failed_resize_is_retried_in_place(node: Node) -> None:

@@ -11,14 +11,10 @@ import pytest
 
 from kubecore._contract.errors import ValidationError
 from kubecore._contract.values import DNSConfig, NamespaceMode, NamespaceOption
-from kubecore._kuberuntime.translate import (
-    ResolvConf,
-    container_config,
-    dns_config,
-    managed_hosts_file,
-    sandbox_config,
-    sandbox_hash,
-)
+from kubecore._kuberuntime.dns import ResolvConf, dns_config
+from kubecore._kuberuntime.hosts import managed_hosts_file
+from kubecore._kuberuntime.translate import container_config, sandbox_config
+from kubecore._model.spec_hash import sandbox_hash
 from kubecore._model.v1 import (
     HostAlias,
     PodDNSConfig,

@@ -1,6 +1,6 @@
-"""The rules the agent's HTTP endpoints share (``kubecore._http.rules``): one bearer-token check,
-one v1
-``Status`` body with one mapping from kubecore's errors, one reading of query-string parameters.
+"""The rules the agent's HTTP endpoints share (``kubecore._apimachinery.rules``): one
+bearer-token check, one v1 ``Status`` body with one mapping from kubecore's errors, one reading
+of query-string parameters.
 Each is checked on every endpoint that applies it: the kubelet API and the Kubernetes API."""
 
 from __future__ import annotations
@@ -14,6 +14,15 @@ from typing import Any
 import pytest
 import requests
 
+from kubecore._apimachinery.rules import (
+    Credentials,
+    check_bearer,
+    error_for,
+    query_flag,
+    query_int,
+    reason_for,
+    status_object,
+)
 from kubecore._contract.errors import (
     BadParameter,
     ContainerRuntimeError,
@@ -23,15 +32,6 @@ from kubecore._contract.errors import (
     NotFound,
     RuntimeTimeout,
     ValidationError,
-)
-from kubecore._http.rules import (
-    Credentials,
-    check_bearer,
-    error_for,
-    query_flag,
-    query_int,
-    reason_for,
-    status_object,
 )
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._http.serving import status_response

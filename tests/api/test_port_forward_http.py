@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from kubecore._apimachinery.rules import HTTPError
 from kubecore._config.static import StaticSource
 from kubecore._contract.errors import SandboxNotFound, StreamingUnsupported
-from kubecore._http.rules import HTTPError
 from kubecore._http.server import KubeletServer, ServerConfig
 from kubecore._manifest import load_pods_from_string
 from kubecore._streaming.portforward_http import SocketTransport, connector

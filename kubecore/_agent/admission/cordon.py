@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubecore._config.updates import SOURCE_ANNOTATION, SourceName
+from kubecore._config.updates import SourceName
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.node_record import NO_SCHEDULE, UNSCHEDULABLE_TAINT, CordonView
 from kubecore._model.v1 import Pod, Toleration
 

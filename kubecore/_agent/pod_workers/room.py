@@ -18,16 +18,17 @@ from typing import Any, NamedTuple, Protocol
 
 import attrs
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._agent.termination import Termination, kill_within
 from kubecore._contract.errors import ContainerRuntimeError
 from kubecore._contract.labels import POD_NAME_LABEL, POD_NAMESPACE_LABEL
+from kubecore._contract.observed import ObservedPod
 from kubecore._contract.values import DNSConfig
 from kubecore._kuberuntime.containers import resource_updater
 from kubecore._kuberuntime.execute import Executor, SyncResult
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._model.v1 import Pod
 from kubecore._observability.metrics import Metrics
-from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
+from kubecore._planner.actions import PodActions, PodHistory
 from kubecore._planner.backoff import in_backoff
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.terminal import deadline_at
@@ -268,17 +269,16 @@ class PodSyncer:
             self._metrics.pod_worker_start_duration.observe(max(0.0, now - st.first_seen))
         was_started = st.published.start_reported
         probes = self._probes.states(uid) if st.has_probes else _NO_PROBES
-        since = active_since(st)
-        in_place = self._resizes_in_place and has_resize_policy(pod)
         history = self.history(uid, st, probes)
         done = self._act(uid, st, pod, work, history, now)
+        record = st.record  # the executor's, when it acted
         # Status is recomputed only when something it depends on may have changed.
         unchanged = _status_unchanged(st, pod, work, probes, done)
         self._remember(st, pod, work, probes, done, history, now)
         if done.error:
             self._metrics.sync_errors.inc()
         if not unchanged:
-            self._publish(uid, st, pod, work, since, in_place, done.actions, now)
+            self._publish(uid, st, pod, work, history, done.actions, now)
             self._published((uid,))
         if st.published.start_reported and not was_started:
             # The kubelet's SLI leaves image pulls out of a pod's start.
@@ -344,6 +344,7 @@ class PodSyncer:
                     self._dns(pod),
                     current=functools.partial(self._still_desired, uid, st),
                 )
+                st.record = result.record
                 error = result.error
                 if result.preempted:
                     logger.info(
@@ -402,34 +403,46 @@ class PodSyncer:
         st: PodState,
         pod: Pod,
         work: Work,
-        since: float | None,
-        in_place: bool,
+        planned: PodHistory,
         actions: PodActions | None,
         now: float,
     ) -> None:
         """The pod's status computed again, with the newest probe results, and published (a
-        failure is logged)."""
+        failure is logged). ``planned`` is the history the sync planned with; it stands for
+        the status too unless the sync or the probes changed it since."""
         try:
-            self._status.update(
-                st.published,
-                pod,
-                work.observed,
-                history_of(
-                    st.record,
-                    self._probes.states(uid),
-                    since,
-                    resize_in_place=in_place,
-                    interrupted=self._interrupted(),
-                ),
-                actions,
-                now,
-            )
+            history = self._history_now(uid, st, planned)
+            self._status.update(st.published, pod, work.observed, history, actions, now)
         except Exception:
             logger.exception(
                 "status of pod %s could not be computed",
                 pod.full_name,
                 extra={"pod": pod.full_name},
             )
+
+    def _history_now(self, uid: str, st: PodState, planned: PodHistory) -> PodHistory:
+        """The pod's history after its sync: ``planned`` itself when neither the executor's
+        record, the probe results nor the interrupted starts differ from what it was made
+        of, else made again."""
+        probes = self._probes.states(uid)
+        interrupted = self._interrupted()
+        record = st.record
+        if (
+            (probes is planned.probes or probes == planned.probes)
+            and interrupted == planned.interrupted_starts
+            and record.crash_backoff == planned.crash_backoff
+            and record.image_backoff == planned.image_backoff
+            and record.post_start_failed == planned.post_start_failed
+            and record.resized == planned.resized
+        ):
+            return planned
+        return history_of(
+            record,
+            probes,
+            planned.active_since,
+            resize_in_place=planned.resize_in_place,
+            interrupted=interrupted,
+        )
 
     def _still_desired(self, uid: str, st: PodState) -> bool:
         """The work for ``st`` is still current: the pod has not left the desired pods (a delete,

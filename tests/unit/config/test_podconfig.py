@@ -4,8 +4,8 @@ import attrs
 import pytest
 
 from kubecore._config.podconfig import PodConfig
-from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
-from kubecore._manifest.identity import pod_uid
+from kubecore._config.updates import Operation, PodUpdate
+from kubecore._manifest.identity import SOURCE_ANNOTATION, pod_uid
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
 NODE = "node-a"

@@ -18,8 +18,9 @@ from kubecore._config.http import FetchResult, HTTPSource
 from kubecore._config.podconfig import PodConfig
 from kubecore._config.poller import SourcePoller
 from kubecore._config.static import StaticSource
-from kubecore._config.updates import SOURCE_ANNOTATION, Operation, PodUpdate
+from kubecore._config.updates import Operation, PodUpdate
 from kubecore._contract.errors import SourceUnavailable
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 from kubecore._util.clock import ManualClock, SystemClock
 from tests.unit.config.support import first_update, pod_yaml, replace, write

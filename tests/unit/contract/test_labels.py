@@ -20,7 +20,8 @@ from kubecore._contract.labels import (
     restart_count,
 )
 from kubecore._contract.values import RuntimeContainer, RuntimeState
-from kubecore._kuberuntime.translate import container_config, container_hash, sandbox_config
+from kubecore._kuberuntime.translate import container_config, sandbox_config
+from kubecore._model.spec_hash import container_hash
 from kubecore._model.v1 import Container, ObjectMeta, Pod, PodSpec
 
 SIDECAR = Container(name="proxy", image="envoy:1", restart_policy="Always")

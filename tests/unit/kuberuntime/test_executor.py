@@ -5,18 +5,13 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from kubecore._agent.pod_workers.record import PodRecord
 from kubecore._contract.labels import CONTAINER_NAME_LABEL
+from kubecore._contract.observed import ObservedPod
 from kubecore._kuberuntime.containers import Containers
 from kubecore._kuberuntime.kill import kill_message
+from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._model.v1 import ExecAction, Probe
-from kubecore._planner.actions import (
-    ContainerToKill,
-    ContainerToStart,
-    KillReason,
-    ObservedPod,
-    PodActions,
-)
+from kubecore._planner.actions import ContainerToKill, ContainerToStart, KillReason, PodActions
 from tests.agent.support import make_node
 from tests.builders import ctr, make_pod
 
@@ -56,7 +51,8 @@ def test_the_crash_back_off_grows_only_when_the_plan_says_after_a_crash(tmp_path
     first = PodActions(create_sandbox=True, containers_to_start=(ContainerToStart(0),))
     result = executor.execute(pod, first, ObservedPod(), record, None)
     assert result.ok and result.started == ("app",)
-    assert record.crash_backoff == {}
+    assert result.record.crash_backoff == {}
+    record = result.record
     (sandbox,) = node.runtime.list_sandboxes()
     again = PodActions(
         sandbox_id=sandbox.id,
@@ -64,6 +60,21 @@ def test_the_crash_back_off_grows_only_when_the_plan_says_after_a_crash(tmp_path
     )
     result = executor.execute(pod, again, ObservedPod(sandboxes=(sandbox,)), record, None)
     assert result.ok
-    assert record.crash_backoff["app"].delay == node.kubelet.config.backoff_initial
+    assert result.record.crash_backoff["app"].delay == node.kubelet.config.backoff_initial
+    assert (
+        record.crash_backoff == {}
+    )  # the executor returns the record, never changes the given one
     restarted = [c for c in node.runtime.list_containers() if c.attempt == 1]
     assert [c.labels[CONTAINER_NAME_LABEL] for c in restarted] == ["app"]
+
+
+def test_an_unexpected_error_keeps_what_the_pass_did_before_it(tmp_path: Path) -> None:
+    node = make_node(tmp_path)
+    executor = node.kubelet._rooms.executor
+    pod = make_pod("web", ctr("app"))
+    after_crash = ContainerToStart(0, restart_count=1, after_crash=True)
+    actions = PodActions(create_sandbox=True, containers_to_start=(after_crash,))
+    node.runtime.start_container = None  # type: ignore[assignment,method-assign]
+    result = executor.execute(pod, actions, ObservedPod(), PodRecord(), None)
+    assert result.error.startswith("unexpected error: TypeError(")
+    assert "app" in result.record.crash_backoff  # the back-off the start began is kept

@@ -21,12 +21,8 @@ from kubecore._kuberuntime.security import (
     detect_host_security,
     run_as_non_root_problem,
 )
-from kubecore._kuberuntime.translate import (
-    container_config,
-    container_hash,
-    sandbox_config,
-    sandbox_hash,
-)
+from kubecore._kuberuntime.translate import container_config, sandbox_config
+from kubecore._model.spec_hash import container_hash, sandbox_hash
 from kubecore._volumes.pod_dirs import VolumeManager
 from kubecore.manifest import pod_to_dict
 from kubecore.runtime import (

@@ -23,21 +23,15 @@ from kubecore._contract.labels import (
     POD_NAMESPACE_LABEL,
     POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
+    SANDBOX_HASH_ANNOTATION,
     TERMINATION_MESSAGE_PATH_ANNOTATION,
     container_labels,
     sandbox_labels,
 )
-from kubecore._kuberuntime.translate import (
-    SANDBOX_HASH_ANNOTATION,
-    ResolvConf,
-    container_config,
-    container_hash,
-    dns_config,
-    milli_cpu_to_shares,
-    parse_resolv_conf,
-    sandbox_config,
-    sandbox_hash,
-)
+from kubecore._kuberuntime.cgroups import milli_cpu_to_shares
+from kubecore._kuberuntime.dns import ResolvConf, dns_config, parse_resolv_conf
+from kubecore._kuberuntime.translate import container_config, sandbox_config
+from kubecore._model.spec_hash import container_hash, sandbox_hash
 from kubecore.runtime import DNSConfig, Mount, PortMapping
 from kubecore.v1 import (
     Container,
@@ -374,7 +368,7 @@ GOLDEN = Container("web", "nginx:1.25", env=(EnvVar("A", "1"),))
 def test_hash_is_stable_across_processes_and_releases() -> None:
     code = (
         "from kubecore.v1 import Container, EnvVar\n"
-        "from kubecore._kuberuntime.translate import container_hash\n"
+        "from kubecore._model.spec_hash import container_hash\n"
         "print(container_hash(Container('web', 'nginx:1.25', env=(EnvVar('A', '1'),))))\n"
     )
     out = subprocess.run(

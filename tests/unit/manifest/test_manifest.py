@@ -7,7 +7,6 @@ import attrs
 import pytest
 import yaml
 
-from kubecore._config.updates import SOURCE_ANNOTATION
 from kubecore._contract.errors import DocumentError, FieldError, ValidationError
 from kubecore._manifest import (
     assign_uid,
@@ -23,6 +22,7 @@ from kubecore._manifest import (
     stamp_source,
     validate_pod,
 )
+from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model import v1 as m
 from tests.paths import REPO
 from tests.unit.manifest.support import base, problems_of

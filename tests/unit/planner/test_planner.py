@@ -8,13 +8,16 @@ import attrs
 import pytest
 
 from kubecore import Pod
-from kubecore._contract.labels import CONTAINER_NAME_LABEL, RESTART_COUNT_ANNOTATION
-from kubecore._kuberuntime.translate import SANDBOX_HASH_ANNOTATION
+from kubecore._contract.labels import (
+    CONTAINER_NAME_LABEL,
+    RESTART_COUNT_ANNOTATION,
+    SANDBOX_HASH_ANNOTATION,
+)
+from kubecore._contract.observed import ObservedPod
 from kubecore._planner.actions import (
     BackoffEntry,
     ContainerToStart,
     KillReason,
-    ObservedPod,
     PodHistory,
     ProbeState,
 )

@@ -10,13 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubecore._contract.labels import EPHEMERAL_CONTAINER_ANNOTATION
-from kubecore._planner.actions import (
-    ContainerToStart,
-    KillReason,
-    ObservedPod,
-    PodActions,
-    PodHistory,
-)
+from kubecore._contract.observed import ObservedPod
+from kubecore._planner.actions import ContainerToStart, KillReason, PodActions, PodHistory
 from kubecore._planner.ephemeral import CREATE_CONTAINER_CONFIG_ERROR
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.pod_info import pod_info

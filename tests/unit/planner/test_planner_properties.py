@@ -21,16 +21,14 @@ from kubecore._contract.labels import (
     HASH_ANNOTATION,
     INIT_CONTAINER_ANNOTATION,
     RESTART_COUNT_ANNOTATION,
-)
-from kubecore._kuberuntime.translate import (
     SANDBOX_HASH_ANNOTATION,
-    container_config,
-    container_hash,
-    sandbox_config,
 )
+from kubecore._contract.observed import ObservedPod
+from kubecore._kuberuntime.translate import container_config, sandbox_config
+from kubecore._model.spec_hash import container_hash
 from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
 from kubecore._planner import plan as _planner
-from kubecore._planner.actions import ObservedPod, PodActions, PodHistory
+from kubecore._planner.actions import PodActions, PodHistory
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.restart_rules import container_should_restart, is_container_restartable
 from kubecore._status.compute import compute_pod_status

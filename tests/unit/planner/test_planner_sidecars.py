@@ -9,7 +9,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import Pod
-from kubecore._planner.actions import KillReason, ObservedPod, PodActions, PodHistory, ProbeState
+from kubecore._contract.observed import ObservedPod
+from kubecore._planner.actions import KillReason, PodActions, PodHistory, ProbeState
 from kubecore._planner.plan import compute_pod_actions
 from kubecore.runtime import RuntimeContainer, RuntimeState
 from kubecore.v1 import Container, ExecAction, Probe

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubecore._contract.observed import View
+from kubecore._contract.observed import ObservedPod, View
 from kubecore._model.v1 import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes
-from kubecore._planner.actions import ObservedPod
 from kubecore._planner.pod_info import pod_info
 from kubecore._planner.restart_rules import container_finished, pod_finished
 from kubecore._planner.terminal import terminal_state

@@ -10,9 +10,11 @@ import pytest
 
 from kubecore import Pod
 from kubecore._contract.labels import SIDECAR_ANNOTATION
-from kubecore._kuberuntime.translate import container_config, container_hash
+from kubecore._contract.observed import ObservedPod
+from kubecore._kuberuntime.translate import container_config
+from kubecore._model.spec_hash import container_hash
 from kubecore._model.v1 import ContainerRestartRule, ContainerRestartRuleOnExitCodes
-from kubecore._planner.actions import ObservedPod, PodHistory, ProbeState
+from kubecore._planner.actions import PodHistory, ProbeState
 from kubecore._planner.plan import compute_pod_actions
 from kubecore._planner.restart_rules import (
     container_should_restart,

@@ -6,7 +6,8 @@ import attrs
 import pytest
 
 from kubecore import Pod
-from kubecore._planner.actions import ObservedPod, PodHistory, ProbeState
+from kubecore._contract.observed import ObservedPod
+from kubecore._planner.actions import PodHistory, ProbeState
 from kubecore._status.compute import compute_pod_status
 from kubecore._util.timefmt import rfc3339
 from kubecore.runtime import RuntimeState

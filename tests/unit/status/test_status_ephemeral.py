@@ -6,7 +6,8 @@ from __future__ import annotations
 import attrs
 
 from kubecore._contract.labels import EPHEMERAL_CONTAINER_ANNOTATION
-from kubecore._planner.actions import ObservedPod, PodHistory
+from kubecore._contract.observed import ObservedPod
+from kubecore._planner.actions import PodHistory
 from kubecore._status.compute import compute_pod_status
 from kubecore.runtime import RuntimeContainer, RuntimeState
 from kubecore.v1 import ContainerStatus, EphemeralContainer, Pod, PodStatus

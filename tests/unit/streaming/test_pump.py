@@ -16,8 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from kubecore._apimachinery.rules import HTTPError
 from kubecore._contract.streaming import OutputStream, TerminalSize
-from kubecore._http.rules import HTTPError
 from kubecore._streaming.channels import PROTOCOL_NAMES, dialect
 from kubecore._streaming.remotecommand import Pump, StreamOptions, ready_at_once
 from kubecore._streaming.websocket import MAX_MESSAGE_BYTES, WebSocket, WebSocketClosed, accept

@@ -11,8 +11,9 @@ import threading
 
 import pytest
 
+from kubecore._contract.errors import SpdyClosed
 from kubecore._streaming.spdy import RstStatus
-from kubecore._streaming.spdy_connection import INITIAL_WINDOW, SpdyClosed, SpdyStream
+from kubecore._streaming.spdy_connection import INITIAL_WINDOW, SpdyStream
 from tests.unit.streaming.spdy_support import connected, read_all
 
 WAIT = 20.0

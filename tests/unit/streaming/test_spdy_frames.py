@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from kubecore._contract.errors import SpdyProtocolError
 from kubecore._streaming.spdy import (
     HEADER_DICTIONARY,
     DataFrame,
@@ -22,7 +23,6 @@ from kubecore._streaming.spdy import (
     Ping,
     RstStream,
     SettingsFrame,
-    SpdyProtocolError,
     SynReply,
     SynStream,
     WindowUpdate,

@@ -1,5 +1,7 @@
 """What a pod's worker remembers about its pod between syncs (besides probes): the back-off
-history of its containers and images, and the refusals already reported."""
+history of its containers and images, and the refusals already reported. The executor never
+changes the worker's record: it works on a copy (``PodRecord.copy``) and returns it in its
+``SyncResult``, and the worker keeps that one."""
 
 from __future__ import annotations
 
@@ -27,3 +29,15 @@ class PodRecord:
     """Time spent pulling this pod's images (left out of its start SLI)."""
     worker_started: bool = False
     """Its worker's first sync was timed (``kubelet_pod_worker_start_duration_seconds``)."""
+
+    def copy(self) -> PodRecord:
+        """A record equal to this one that shares nothing that can change with it."""
+        return attrs.evolve(
+            self,
+            crash_backoff=dict(self.crash_backoff),
+            image_backoff=dict(self.image_backoff),
+            post_start_failed=set(self.post_start_failed),
+            resized=dict(self.resized),
+            backoff_events=dict(self.backoff_events),
+            warned=set(self.warned),
+        )
