@@ -9,10 +9,17 @@ past them a 429), opens the session (failures are answered as HTTP errors before
 upgrades with the best ``channel.k8s.io`` subprotocol the client offers and runs the ``Pump``.
 
 The pump is two threads: the request's worker sends the process's output to the client as it is
-written and, once the process has ended, its status on the error channel (the exit code), then
-closes the connection cleanly; a second thread reads the client's messages (stdin, resizes, a
-``v5`` close of stdin). When the client goes, the session is closed (the process is left, as the
-kubelet leaves it). The server's ``stop()`` ends every live session (``Live.end``).
+written and, once the process has ended, its status on the error channel (the exit code) and
+the close frame, in one write, then closes the connection cleanly; a second thread reads the
+client's messages (stdin, resizes, a ``v5`` close of stdin). When the client goes, the session is
+closed (the process is left, as the kubelet leaves it). The server's ``stop()`` ends every live
+session (``Live.end``).
+
+The status and the close frame go out together because a client may close its socket as soon as
+it has the status while a thread of its own still waits in a read for more (lightkube's
+``httpx2`` WebSocket does): when the close frame came later, that read woke on it and read the
+rest of the TLS record from the descriptor number, by then the client's next connection, taking
+its bytes (``WRONG_VERSION_NUMBER``, ``BAD_RECORD_MAC`` on that connection).
 """
 
 from __future__ import annotations
@@ -291,6 +298,7 @@ class Pump:
     def run(self) -> None:
         """Serve the session until the process ends or the client goes; then close both."""
         reader = threading.Thread(target=self._read, name="kubecore-stream-in", daemon=True)
+        last: bytes | str | None = None
         try:
             reader.start()
             if self.grace:
@@ -301,12 +309,17 @@ class Pump:
                 if channel is not None and data:
                     self._send(channel, data)
             if not self._client_gone.is_set() and self.ws.open:
-                self._finish()
+                last = self._last_message()
         except WebSocketClosed:
             pass
         finally:
-            self.session.close()
-            self.ws.close()
+            try:
+                # The status and the close frame in one write (``WebSocket.close``): a client
+                # that closes as soon as it has the status (lightkube's) must not be left
+                # reading for a close frame that follows later.
+                self.ws.close(last=last)
+            finally:
+                self.session.close()
             if reader.ident is not None:
                 reader.join(CLOSE_WAIT)
                 if reader.is_alive():
@@ -333,8 +346,9 @@ class Pump:
         else:
             self.ws.send(message)
 
-    def _finish(self) -> None:
-        """Send what the process ended with on the error channel."""
+    def _last_message(self) -> bytes | str | None:
+        """What the process ended with, for the error channel (None: the dialect has no such
+        message)."""
         if self.what == "exec":
             code = self.session.wait(EXIT_WAIT)
             if code is None:
@@ -344,8 +358,7 @@ class Pump:
         else:
             status = success_status()
         payload = status_payload(self.dialect, status)
-        if payload is not None:
-            self._send(Channel.ERROR, payload)
+        return None if payload is None else encode(self.dialect, Channel.ERROR, payload)
 
     # --- the client's messages (the second thread)
 

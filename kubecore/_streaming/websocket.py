@@ -190,12 +190,18 @@ class WebSocket:
         """Whether messages can still be sent (neither side has closed, nothing broke)."""
         return not self._aborted.is_set() and self._connection.state is ConnectionState.OPEN
 
-    def close(self, code: int = 1000, reason: str = "") -> None:
-        """Send a close frame (once; a closed or broken connection is left as it is)."""
+    def close(self, code: int = 1000, reason: str = "", *, last: bytes | str | None = None) -> None:
+        """Send a close frame (once; a closed or broken connection is left as it is), after
+        ``last`` (a final binary or text message) in the same write when there is one: a client
+        that stops reading once it has that message learns of the close with it, not later."""
         with self._lock:
             if self._connection.state is ConnectionState.OPEN:
                 with contextlib.suppress(OSError, LocalProtocolError):
-                    self._sendall(self._connection.send(CloseConnection(code, reason)))
+                    data = b""
+                    if last is not None:
+                        message = TextMessage(last) if isinstance(last, str) else BytesMessage(last)
+                        data = self._connection.send(message)
+                    self._sendall(data + self._connection.send(CloseConnection(code, reason)))
 
     def _take(self, events: list[Event]) -> None:
         for event in events:

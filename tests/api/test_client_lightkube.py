@@ -1,10 +1,12 @@
 """lightkube against a node (fake runtime, TLS, the bearer token, a kubeconfig as ``kubecore
 kubeconfig`` writes one), as a user drives it: pods and ConfigMaps listed, read, created,
 patched and deleted, watched from a list's resourceVersion, the Node read into lightkube's
-strict models. Each watch is bounded by its ``server_timeout``."""
+strict models, exec sessions one after another. Each watch is bounded by its
+``server_timeout``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
+from kubecore._contract.streaming import StreamSession
 from tests.api.client_support import CONFIG_MAP, TlsNode, tls_node, web_pod
 from tests.api.kubectl_support import wait_for
 
@@ -72,3 +75,39 @@ def test_config_maps_are_created_read_patched_watched_and_deleted(
     assert _first(stream, "MODIFIED", "settings").data == {"mode": "slow"}
     assert _first(stream, "DELETED", "settings")
     assert list(api.list(ConfigMap)) == []
+
+
+class _SlowToClose:
+    """A session whose ``close`` takes a while (a runtime that takes its time to clean up):
+    whatever follows the close on the connection goes out that much later."""
+
+    def __init__(self, session: StreamSession) -> None:
+        self._session = session
+
+    def close(self) -> None:
+        time.sleep(0.2)
+        self._session.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+def test_exec_sessions_one_after_another_leave_the_next_connection_whole(
+    lightkube: tuple[TlsNode, Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lightkube closes its socket as soon as it has the exit status, while a thread of its own
+    still reads the connection: a close frame sent after the status (here after a slow session
+    close) woke that read, which then took bytes of the client's next TLS connection, the same
+    descriptor number (``WRONG_VERSION_NUMBER`` on connect, ``BAD_RECORD_MAC`` on read). The
+    status and the close frame go out in one write."""
+    node, api = lightkube
+    kubelet = node.node.kubelet
+    open_session = kubelet.exec_stream
+    monkeypatch.setattr(kubelet, "exec_stream", lambda *a, **k: _SlowToClose(open_session(*a, **k)))
+    deadline = time.monotonic() + 60
+    for _ in range(12):
+        done = api.exec("talker", command=["cat"], stdin="x\n", stdout=True, stderr=True)
+        assert (done.stdout, done.exit_code) == ("x\n", 0)
+        failed = api.exec("talker", command=["sh", "-c", "exit 4"], stderr=True)
+        assert failed.exit_code == 4
+        assert time.monotonic() < deadline, "exec sessions took over a minute"

@@ -10,11 +10,13 @@ import io
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from wsproto.events import BytesMessage, CloseConnection
 
 from kubecore._apimachinery.rules import HTTPError
 from kubecore._contract.streaming import OutputStream, TerminalSize
@@ -120,6 +122,31 @@ def test_stdin_resizes_and_the_close_of_stdin_reach_the_session(session: Scripte
         b'\x03{"metadata":{},"status":"Success"}',
     ]
     assert client.pongs == 1
+
+
+class _SlowToClose(ScriptedSession):
+    """A session whose close takes a while (a runtime cleaning up)."""
+
+    def close(self) -> None:
+        time.sleep(0.2)
+        super().close()
+
+
+def test_the_exit_status_and_the_close_frame_arrive_in_one_read() -> None:
+    """A client that stops reading once it has the status (lightkube's closes its socket while
+    a thread of its own still reads) learns of the close with it, even from a session slow to
+    close: the two go out in one write."""
+    session = _SlowToClose()
+    server = pump_server(session, StreamOptions(False, True, False, False, command=("true",)))
+    client = Client.connect(server.port, "/", ["v5.channel.k8s.io"])
+    assert client.receive() == b"\x01"
+    session.exit(0)
+    client.conn.receive_data(client.sock.recv(65536))
+    events = list(client.conn.events())
+    assert [type(e) for e in events] == [BytesMessage, CloseConnection], events
+    assert bytes(events[0].data)[:1] == b"\x03"
+    client.sock.sendall(client.conn.send(events[1].response()))
+    assert server.done.wait(TIMEOUT) and server.error is None
 
 
 def test_a_client_that_goes_closes_the_session(session: ScriptedSession) -> None:
