@@ -17,6 +17,7 @@ import kubecore
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+KUBECONFIG_HELP = "make a CA, a serving certificate, a token and a kubeconfig for kubectl"
 
 
 def setup_logging(level: int) -> None:

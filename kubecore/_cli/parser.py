@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 from kubecore._cli.basic import (
     EXIT_FAILED,
     EXIT_USAGE,
+    KUBECONFIG_HELP,
     UsageError,
     cmd_runtimes,
     cmd_validate,
@@ -139,9 +140,9 @@ def _add_setting(run: argparse.ArgumentParser, setting: Setting) -> None:
         )
 
 
-COMMANDS = frozenset({"run", "validate", "runtimes", "version", "etcd"})
-"""``run``'s flags and ``etcd``'s commands import much of kubecore: their parsers are built in
-full only when named (or when no command is, for the help)."""
+COMMANDS = frozenset({"run", "validate", "runtimes", "version", "etcd", "kubeconfig"})
+"""``run``'s flags, ``etcd``'s and ``kubeconfig``'s commands import much of kubecore: their parsers
+are built in full only when named (or when no command is, for the help)."""
 
 _RUN_HELP = "run the agent"
 _ETCD_HELP = "bind pods to nodes in etcd and read their status"
@@ -155,7 +156,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     """The ``kubecore`` parser; with ``only``, the other heavy commands (``run``'s flags,
-    ``etcd``'s commands) are listed with their help but not parsable, and not imported."""
+    ``etcd``'s and ``kubeconfig``'s commands) are listed with their help but not parsable, and
+    not imported."""
     parser = _Parser(
         prog="kubecore",
         description="The core of a container node agent (the Kubernetes kubelet) as a library.",
@@ -187,9 +189,12 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)
 
-    from kubecore._cli.kubeconfig import add_kubeconfig_command  # imports no cryptography
+    if only in (None, "kubeconfig"):
+        from kubecore._cli.kubeconfig import add_kubeconfig_command  # imports no cryptography
 
-    add_kubeconfig_command(commands)
+        add_kubeconfig_command(commands)
+    else:
+        commands.add_parser("kubeconfig", help=KUBECONFIG_HELP)
 
     if only in (None, "etcd"):
         from kubecore._cli.etcd import add_etcd_commands  # imports no etcd client
