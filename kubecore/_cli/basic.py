@@ -15,6 +15,8 @@ from typing import IO
 import kubecore
 from kubecore._plugins.commands import EXIT_FAILED, EXIT_OK
 
+KUBECONFIG_HELP = "make a CA, a serving certificate, a token and a kubeconfig for kubectl"
+
 
 def setup_logging(level: int) -> None:
     """The command's logs on stderr from ``level`` up: the library itself prints nothing (its

@@ -31,7 +31,7 @@ from typing import IO, Any
 import attrs
 import yaml
 
-from kubecore._cli.basic import UsageError
+from kubecore._cli.basic import KUBECONFIG_HELP, UsageError
 from kubecore._http.serving import DEFAULT_ADDRESS, DEFAULT_PORT
 from kubecore._plugins.commands import EXIT_OK
 from kubecore._util.files import read_own_file, replace_file
@@ -49,7 +49,7 @@ def add_kubeconfig_command(commands: Any) -> None:
     """The ``kubeconfig`` subcommand's parser."""
     command = commands.add_parser(
         "kubeconfig",
-        help="make a CA, a serving certificate, a token and a kubeconfig for kubectl",
+        help=KUBECONFIG_HELP,
         description=(
             "Write into DIR a private CA, a serving certificate it signs (for 127.0.0.1, ::1, "
             "localhost, this host's name and --address/--san), a random API token and a "

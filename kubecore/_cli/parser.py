@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from kubecore._cli.basic import (
+    KUBECONFIG_HELP,
     UsageError,
     cmd_runtimes,
     cmd_validate,
@@ -141,10 +142,11 @@ def _add_setting(run: argparse._ActionsContainer, setting: Setting) -> None:
         )
 
 
-COMMANDS = frozenset({"run", "validate", "runtimes", "version", "kubeconfig"})
-"""kubecore's own commands. ``run``'s flags import much of kubecore: its parser is built in full
-only when it is named (or when no command is, for the help). The plugins' commands
-(``kubecore_add_commands``) are asked for only when the command line names none of these."""
+COMMANDS = frozenset({"run", "validate", "runtimes", "version", "kubeconfig", "plan", "why"})
+"""kubecore's own commands. ``run``'s flags and ``kubeconfig``'s commands import much of
+kubecore: their parsers are built in full only when named (or when no command is, for the
+help). The plugins' commands (``kubecore_add_commands``) are asked for only when the command
+line names none of these."""
 
 PLUGIN_COMMANDS = {"etcd": ("bind pods to nodes in etcd and read their status", "kubecore[etcd]")}
 """The commands of the plugins kubecore ships, with what installs them: named while their plugin
@@ -160,9 +162,9 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
-    """The ``kubecore`` parser; with ``only`` one of kubecore's own ``COMMANDS``, ``run`` (unless
-    named) is listed with its help but not parsable, and the plugins' commands are left out
-    (no plugin is imported)."""
+    """The ``kubecore`` parser; with ``only`` one of kubecore's own ``COMMANDS``, the heavy ones
+    (``run``'s flags, ``kubeconfig``'s commands) unless named are listed with their help but not
+    parsable, and the plugins' commands are left out (no plugin is imported)."""
     parser = _Parser(
         prog="kubecore",
         description="The core of a container node agent (the Kubernetes kubelet) as a library.",
@@ -198,9 +200,12 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
 
     add_plan_commands(commands)
 
-    from kubecore._cli.kubeconfig import add_kubeconfig_command  # imports no cryptography
+    if only in (None, "kubeconfig"):
+        from kubecore._cli.kubeconfig import add_kubeconfig_command  # imports no cryptography
 
-    add_kubeconfig_command(commands)
+        add_kubeconfig_command(commands)
+    else:
+        commands.add_parser("kubeconfig", help=KUBECONFIG_HELP)
 
     if only not in COMMANDS:
         _add_plugin_commands(commands)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-import yaml
 
 import kubecore
 from kubecore._agent.admission.node_fit import parse_node_labels
@@ -559,6 +558,8 @@ def parse_options(value: Any) -> dict[str, Any]:
     items = _split_options(value) if isinstance(value, str) else value
     if not isinstance(items, list):
         raise ValueError(value)
+    import yaml  # loaded by the flag that needs it: `kubecore run` starts without it
+
     options: dict[str, Any] = {}
     for item in items:
         key, sep, raw = str(item).partition("=")
@@ -583,6 +584,8 @@ def _split_options(text: str) -> list[str]:
 
 
 def load_config_file(path: str) -> dict[str, Any]:
+    import yaml  # loaded with the config file: `kubecore run` without one starts without it
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError) as error:
