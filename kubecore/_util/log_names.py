@@ -11,6 +11,7 @@ import logging
 ROOMS = {
     "_agent": "agent",
     "_api": "api",
+    "_apimachinery": "api",
     "_cli": "cli",
     "_config": "sources",
     "_contract": "runtime",
