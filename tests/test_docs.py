@@ -194,14 +194,3 @@ def test_relative_links_lead_to_files(page: Path) -> None:
 def test_no_page_speaks_of_how_the_project_is_developed(page: Path) -> None:
     found = [m.group(0) for m in DEVELOPMENT_WORDING.finditer(page.read_text())]
     assert not found, f"{page.name}: {found}"
-
-
-def test_the_readme_figures_are_the_benchmarks_pages() -> None:
-    section = README.read_text().split("## Figures", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")][2:]
-    page = (DOCS / "benchmarks.md").read_text()
-    assert rows
-    for _, kubecore, baseline, command in rows:
-        assert f"| {kubecore.strip()} |" in page, kubecore
-        assert baseline.split("(")[0].strip() in page, baseline
-        assert command.strip().strip("`").startswith("python -m benchmarks --only ")
