@@ -101,7 +101,7 @@ def rows_of(record: Mapping[str, Mapping[str, Mapping[str, object]]]) -> list[Ro
     import attrs
 
     fields = {field.name for field in attrs.fields(Row)}
-    rows = []
+    rows: list[Row] = []
     for part in record["benchmarks"].values():
         raw = part.get("rows", [])
         assert isinstance(raw, list)
