@@ -27,8 +27,8 @@ PICKS: tuple[tuple[str, str], ...] = (
     ("sync_cost", r"resync pass, [\d,]+ pods: time per pod$"),
     ("convergence", r"cold convergence, CPU time per pod"),
     ("docker_start", r"start \d+ pods: kubecore vs docker-py direct$"),
-    ("once_start", r"--once \d+ pods \(whole process\): kubecore vs docker-compose up -d$"),
-    ("cri_start", r".*vs a bare CRI client"),
+    ("once_start", r"--once \d+ pods \(whole process\): kubecore vs docker-py same calls$"),
+    ("cri_start", r"daemon start \d+ pods on containerd: kubecore vs bare CRI client$"),
     ("startup", r"start-up of `kubecore version`"),
     ("manifest_watch", r"manifest edit -> pod running: median$"),
 )
