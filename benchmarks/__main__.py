@@ -1,10 +1,14 @@
-"""``python -m benchmarks [--quick] [--only NAME ...] [--json FILE] [--plot DIR]``: run, then
-print the table (and draw the plots).
+"""``python -m benchmarks [--quick [--strict]] [--only NAME ...] [--json FILE | --record FILE]
+[--plot DIR]``: run, then print the table (and write the record, draw the plots).
 
 Full mode (the default) gives the figures the documentation quotes and may install the peers it
 compares against (Docker Compose, podman) from the distribution; it takes up to ~15 minutes on a
 2-core machine (every loop is bounded in count and in time). ``--quick`` is for CI: small N, no
-installs, a couple of minutes at most; it fails only when a benchmark crashes, never on a figure.
+installs, a couple of minutes at most; it fails when a benchmark crashes and, with ``--strict``,
+when a target that holds on a loaded 2-core machine is missed (the rows marked ``strict``).
+``--json FILE`` writes the run's record (figures, baselines, notes, commit, machine and load);
+``--record FILE`` merges it into an existing record, each benchmark that ran replacing its own
+entry: ``--record docs/benchmarks/figures.json`` is how the documented figures are renewed.
 ``--plot DIR`` draws the curves of the run into DIR (matplotlib: ``pip install kubecore[plot]``);
 with ``--from-json FILE`` it draws those of an earlier ``--json`` run, running nothing.
 """
@@ -14,14 +18,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
-import platform
 import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import cast
 
+from benchmarks import _record
 from benchmarks._common import Context, Row, Skip, render_table
 from benchmarks._plot import rows_from_json
 
@@ -52,15 +56,6 @@ def command_for(name: str, quick: bool) -> str:
     return f"python -m benchmarks --only {name}" + (" --quick" if quick else "")
 
 
-def machine() -> dict[str, object]:
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-    }
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small N, prove each still runs")
@@ -71,7 +66,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="NAME",
         help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
     )
-    parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit non-zero when a target marked strict (holds on a loaded machine) is missed",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the run's record to FILE")
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="merge the run's record into FILE (each benchmark run replaces its entry)",
+    )
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument(
         "--plot",
@@ -143,12 +148,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     names = [n for n in BENCHMARKS if not args.only or n in args.only]
     started = time.monotonic()
+    commit = _record.git_commit()
     rows: list[Row] = []
     notes: dict[str, list[str]] = {}
     skipped: dict[str, str] = {}
     crashed: dict[str, str] = {}
+    entries: dict[str, dict[str, object]] = {}
     for name in names:
+        load_before, t0 = _record.load_average(), time.monotonic()
         got, ctx, skip, trace = run_one(name, args.quick, args.profile)
+        entries[name] = _record.entry(
+            mode="quick" if args.quick else "full",
+            command=command_for(name, args.quick),
+            commit=commit,
+            load_before=load_before,
+            load_after=_record.load_average(),
+            seconds=time.monotonic() - t0,
+            rows=got,
+            notes=ctx.notes,
+            skipped=skip,
+            crashed=trace,
+        )
         rows.extend(got)
         notes[name] = list(ctx.notes)
         if skip is not None:
@@ -162,11 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.quick
         else "full"
     )
-    info = machine()
+    info = _record.machine()
     print()
     print(
         f"kubecore benchmarks, {mode} mode, {elapsed:.0f} s; Python {info['python']} on "
-        f"{info['cpus']} CPUs ({info['platform']})"
+        f"{info['cores']} cores ({info['platform']}), commit {commit}"
     )
     print()
     print(render_table(rows) if rows else "(no figures)")
@@ -180,25 +200,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         for note in notes[name]:
             print(f"  - {note}")
     if args.json:
-        data = {
-            "mode": "quick" if args.quick else "full",
-            "seconds": elapsed,
-            "machine": info,
-            "rows": [r.to_json() for r in rows],
-            "notes": notes,
-            "skipped": skipped,
-            "crashed": crashed,
-            "commands": {n: command_for(n, args.quick) for n in names},
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-            out.write("\n")
+        _record.write(Path(args.json), entries, merge=False)
+    if args.record:
+        _record.write(Path(args.record), entries, merge=True)
     if args.plot:
         plot(rows, args.plot)
     if crashed:
         print(f"\ncrashed: {', '.join(crashed)}", file=sys.stderr)
         return 1
-    return 0
+    missed = _record.missed_strict(rows) if args.strict else []
+    for row in missed:
+        print(f"missed (strict): {row.benchmark}: {row.figure}: {row.target}", file=sys.stderr)
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

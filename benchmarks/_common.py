@@ -54,8 +54,14 @@ class Row:
     baseline: float | None = None
     baseline_label: str = ""
     """What the baseline is, when the column alone would not say (shown in the notes)."""
+    baseline_source: str = ""
+    """Empty when the baseline was measured in the same run; otherwise what it is instead, in
+    words (a constant quoted or set by the benchmark), shown beside it on every page."""
     target: str = ""
     met: bool | None = None
+    strict: bool = False
+    """Whether ``--strict`` fails the run when this target is missed: only targets that hold on a
+    loaded 2-core machine, in quick mode too (counts and ratios, not wall times)."""
     note: str = ""
 
     @property

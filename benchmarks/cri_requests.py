@@ -72,6 +72,7 @@ def run(ctx: Context) -> list[Row]:
                 baseline=float(statistics.median(theirs)) if theirs else None,
                 target=f"{CRI_FLOOR} (the CRI floor), constant in pods",
                 met=constant and max(counts) <= CRI_FLOOR,
+                strict=True,
                 note=f"max {max(counts)}",
             )
         )

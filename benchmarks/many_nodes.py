@@ -162,6 +162,7 @@ def run(ctx: Context) -> list[Row]:
             per_node_peak,
             "B",
             baseline=float(HOLLOW_NODE_BYTES),
+            baseline_source="a Kubernetes hollow node's low end (kubemark), quoted, not measured",
             target=f"< {fmt_value(TARGET_BYTES, 'B')}",
             met=per_node_peak < TARGET_BYTES,
         ),

@@ -33,6 +33,7 @@ from kubecore.runtime import (
     SystemClock,
 )
 
+BASELINE_SOURCE = "the relist/resync interval the benchmark sets itself, not measured"
 NAME = "reaction"
 INTERVAL = 30.0
 FAKE_TARGET = 0.1
@@ -100,6 +101,7 @@ def fake_reaction(ctx: Context) -> Row:
         value,
         "s",
         baseline=INTERVAL,
+        baseline_source=BASELINE_SOURCE,
         target=f"<= {FAKE_TARGET * 1e3:g} ms",
         met=value is not None and not missed and value <= FAKE_TARGET,
     )
@@ -158,6 +160,7 @@ def docker_reaction(ctx: Context) -> Row:
         value,
         "s",
         baseline=INTERVAL,
+        baseline_source=BASELINE_SOURCE,
         target=f"< {DOCKER_TARGET:g} s (resync / 10)",
         met=value is not None and not missed and value < DOCKER_TARGET,
     )

@@ -184,6 +184,7 @@ def measure(ctx: Context, n: int, seconds: float, *, largest: bool) -> list[Row]
                 "",
                 target="1 list call",
                 met=max(p.lists) == 1 and min(p.lists) == 1,
+                strict=True,
             )
         )
     return rows

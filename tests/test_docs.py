@@ -196,17 +196,6 @@ def test_no_page_speaks_of_how_the_project_is_developed(page: Path) -> None:
     assert not found, f"{page.name}: {found}"
 
 
-def test_the_readme_figures_are_the_benchmarks_pages() -> None:
-    section = README.read_text().split("## Figures", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")][2:]
-    page = (DOCS / "benchmarks.md").read_text()
-    assert rows
-    for _, kubecore, baseline, command in rows:
-        assert f"| {kubecore.strip()} |" in page, kubecore
-        assert baseline.split("(")[0].strip() in page, baseline
-        assert command.strip().strip("`").startswith("python -m benchmarks --only ")
-
-
 def test_the_readme_tour_shows_what_once_prints(tmp_path: Path) -> None:
     """The tour's ``--once`` block is the command's output as it is: the table, the failure
     line and the exit code."""

@@ -14,6 +14,7 @@ MARKER = re.compile(r"<!-- generated: ([a-z0-9-]+) -->")
 def _generators() -> dict[str, Callable[[], str]]:
     from scripts.docgen import (
         api,
+        benchmark_figures,
         cli,
         conformance,
         contract,
@@ -33,6 +34,7 @@ def _generators() -> dict[str, Callable[[], str]]:
         "events": events.render,
         "pod-fields": pod_fields.render,
         **api.generators(),
+        **benchmark_figures.generators(),
     }
 
 
