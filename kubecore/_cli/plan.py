@@ -13,9 +13,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -165,7 +162,9 @@ def cmd_why(args: argparse.Namespace, out: IO[str]) -> int:
     namespace, _, name = args.pod.partition("/")
     if not namespace or not name or "/" in name:
         raise UsageError(f"{args.pod!r}: name the pod as NAMESPACE/POD")
-    path = f"/why/{urllib.parse.quote(namespace)}/{urllib.parse.quote(name)}"
+    from urllib.parse import quote
+
+    path = f"/why/{quote(namespace)}/{quote(name)}"
     document = fetch_json(args.server.rstrip("/") + path, args.token_file, args.insecure)
     if args.output == "json":
         out.write(json.dumps(document, indent=2) + "\n")
@@ -177,6 +176,9 @@ def cmd_why(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def fetch_json(url: str, token_file: str, insecure: bool) -> Any:
+    import urllib.error
+    import urllib.request
+
     """GET ``url`` as JSON; an error's v1 ``Status`` message raised as an ``OSError``."""
     headers = {"Accept": "application/json"}
     if token_file:

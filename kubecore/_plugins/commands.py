@@ -23,8 +23,6 @@ import re
 from collections.abc import Callable, Collection
 from typing import IO, Any
 
-from kubecore._contract.errors import PluginError
-
 EXIT_OK = 0
 """The command did what it was asked."""
 EXIT_FAILED = 1
@@ -53,6 +51,8 @@ class CommandSet:
         """Add ``kubecore <name>``: its parser, on which the plugin declares its arguments and
         sets ``handler`` (``parser.set_defaults(handler=...)``). A name kubecore or another
         plugin already has is a ``PluginError``."""
+        from kubecore._contract.errors import PluginError  # attrs: only when a plugin adds one
+
         if not _COMMAND_NAME.match(name):
             raise PluginError(
                 f"invalid command name {name!r} (lower-case letters, digits and '-', "
