@@ -74,7 +74,7 @@ class KubeletConfig:
     eviction_hard: tuple[str, ...] = ()
     """Hard eviction thresholds (``memory.available<100Mi``, ``nodefs.available<10%``; each
     entry may hold several, comma separated), each replacing the default for its signal
-    (``kubecore._agent.node_pressure.DEFAULT_EVICTION_HARD``): the Node's pressure conditions."""
+    (``kubecore._housekeeping.eviction.DEFAULT_EVICTION_HARD``): the Node's pressure conditions."""
 
     def __attrs_post_init__(self) -> None:
         problems = config_problems(attrs.fields(type(self)), self)

@@ -103,7 +103,7 @@ def config_problems(fields: tuple[attrs.Attribute[Any], ...], values: Any) -> li
             problems.append(f"node_labels: {error}")
     eviction_hard = getattr(values, "eviction_hard", None)
     if isinstance(eviction_hard, tuple) and all(isinstance(e, str) for e in eviction_hard):
-        from kubecore._agent.node_pressure import eviction_thresholds
+        from kubecore._housekeeping.eviction import eviction_thresholds
 
         try:
             eviction_thresholds(eviction_hard)

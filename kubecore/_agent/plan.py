@@ -30,7 +30,7 @@ from kubecore._contract.labels import HASH_ANNOTATION, owned_by, pod_identity
 from kubecore._contract.observed import ObservedPod, PodEntry
 from kubecore._contract.protocols import ContainerRuntime, Puller
 from kubecore._contract.values import RuntimeContainer, RuntimeSnapshot, RuntimeState
-from kubecore._housekeeping.local_storage import EVICTED
+from kubecore._housekeeping.eviction import EVICTED
 from kubecore._kuberuntime.containers import resource_updater
 from kubecore._kuberuntime.pod_record import PodRecord
 from kubecore._kuberuntime.start_journal import interrupted_starts

@@ -1,7 +1,7 @@
 """The Node's conditions as the kubelet reports them, and its heartbeat (the node Lease).
 
 ``NodeConditions`` turns each reading of the agent (healthy or not, ``healthz``) and of the host
-(the eviction signals against their hard thresholds, ``kubecore._agent.node_pressure``) into the
+(the eviction manager's pressure conditions, ``kubecore._housekeeping.eviction``) into the
 four conditions the kubelet reports — MemoryPressure, DiskPressure, PIDPressure, Ready — with
 its reasons and messages. A condition's ``lastTransitionTime`` moves only when its status
 flips; ``lastHeartbeatTime`` is the time of the last status report, which the kubelet makes when
@@ -34,13 +34,14 @@ from typing import Any
 
 import attrs
 
-from kubecore._agent.node_pressure import (
+from kubecore._housekeeping.eviction import (
     DISK_PRESSURE,
     MEMORY_PRESSURE,
     PID_PRESSURE,
     HostReader,
+    Summary,
     Threshold,
-    crossed,
+    pressure_conditions,
 )
 from kubecore._util.files import read_own_file, replace_file
 from kubecore._util.timefmt import rfc3339
@@ -191,7 +192,7 @@ class NodeConditions:
     def readings(self, now: float) -> dict[str, Reading]:
         """Each condition's reading now (pressure held through the transition period)."""
         healthy, problem = self._health()
-        over = crossed(self.host(), self.thresholds)
+        over = pressure_conditions(Summary(node=self.host()), self.thresholds)
         for condition, thresholds in over.items():
             self._last_crossed[condition] = (now, thresholds)
         out: dict[str, Reading] = {}

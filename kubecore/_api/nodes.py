@@ -26,12 +26,7 @@ import attrs
 
 from kubecore._agent.admission.node_fit import machine_arch
 from kubecore._agent.admission.pod_security import PodSecurityPolicy
-from kubecore._agent.node_pressure import (
-    Filesystem,
-    HostReader,
-    eviction_thresholds,
-    host_reader,
-)
+from kubecore._agent.node_pressure import host_reader
 from kubecore._api.errors import ApiError, not_found
 from kubecore._api.leases import Leases
 from kubecore._api.node_status import ConditionsFile, Heartbeat, NodeConditions
@@ -50,6 +45,7 @@ from kubecore._contract.values import (
     ObjectReference,
     RuntimeVersion,
 )
+from kubecore._housekeeping.eviction import Filesystem, HostReader, eviction_thresholds
 from kubecore._kuberuntime.env import host_capacity
 from kubecore._manifest.identity import SOURCE_ANNOTATION
 from kubecore._model.node_record import (

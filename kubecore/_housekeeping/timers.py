@@ -17,13 +17,19 @@ from kubecore._contract.labels import POD_UID_LABEL
 from kubecore._contract.observed import container_name, restart_count
 from kubecore._contract.protocols import ContainerRuntime
 from kubecore._contract.values import RuntimeSnapshot
+from kubecore._housekeeping.eviction import (
+    PodUsage,
+    Summary,
+    has_ephemeral_storage_limit,
+    pods_to_evict,
+    watches_local_storage,
+)
 from kubecore._housekeeping.gc import (
     ContainerGCPolicy,
     ImageGC,
     plan_container_gc,
     run_container_gc,
 )
-from kubecore._housekeeping.local_storage import has_ephemeral_storage_limit, local_storage_eviction
 from kubecore._housekeeping.log_rotation import ContainerLogRotation
 from kubecore._model.rejection import Rejection
 from kubecore._model.v1 import Pod
@@ -40,16 +46,6 @@ POD_DIR_RECLAIM_GRACE = 30.0
 """Seconds a pod that left keeps its directory (its emptyDir data) before it is reclaimed: a pod
 made again with the same UID within them (a manifest rewritten, a source that came back) finds
 its emptyDir as it left it, never emptied."""
-
-
-def _watches_storage(pod: Pod) -> bool:
-    """The pod has a limit on local storage to enforce."""
-    return has_ephemeral_storage_limit(pod) or any(
-        v.empty_dir is not None
-        and v.empty_dir.size_limit is not None
-        and v.empty_dir.medium != "Memory"
-        for v in pod.spec.volumes
-    )
 
 
 class Housekeeping:
@@ -158,7 +154,7 @@ class Housekeeping:
             self._volumes.refresh(pods)
         except OSError as exc:
             logger.warning("refreshing volumes failed: %s", exc)
-        watched = [p for p in pods if _watches_storage(p)]
+        watched = [p for p in pods if watches_local_storage(p)]
         if not watched:
             return []
         layers = (
@@ -166,17 +162,15 @@ class Housekeeping:
             if any(map(has_ephemeral_storage_limit, watched))
             else {}
         )
-        evictions: list[tuple[Pod, Rejection, str]] = []
+        usages: list[PodUsage] = []
         for pod in watched:
             try:
                 empty_dirs = self._volumes.empty_dir_usage(pod)
             except (OSError, ValueError) as exc:
                 logger.warning("measuring the emptyDirs of pod %s failed: %s", pod.uid, exc)
                 continue
-            eviction = local_storage_eviction(pod, empty_dirs, layers.get(pod.uid, {}))
-            if eviction is not None:
-                evictions.append((pod, *eviction))
-        return evictions
+            usages.append(PodUsage(pod, empty_dirs, layers.get(pod.uid, {})))
+        return [(e.pod, e.rejection, e.signal) for e in pods_to_evict(Summary(pods=tuple(usages)))]
 
     def _writable_layers(self, snapshot: RuntimeSnapshot) -> dict[str, dict[str, int]]:
         """Pod UID -> container name -> bytes of its writable layer and logs, as far as the

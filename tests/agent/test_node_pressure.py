@@ -1,6 +1,7 @@
-"""The node's pressure signals and the conditions they make (``kubecore._agent.node_pressure``,
-``kubecore._api.node_status``): thresholds as ``--eviction-hard`` writes them, the host's own
-figures, and the kubelet's transition and heartbeat times, on a scripted host."""
+"""The node's pressure signals and the conditions they make (``kubecore._housekeeping.eviction``,
+``kubecore._agent.node_pressure``, ``kubecore._api.node_status``): thresholds as
+``--eviction-hard`` writes them, the host's own figures, and the kubelet's transition and
+heartbeat times, on a scripted host."""
 
 from __future__ import annotations
 
@@ -13,18 +14,19 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kubecore import KubeletConfig
-from kubecore._agent.node_pressure import (
+from kubecore._agent.node_pressure import host_reader
+from kubecore._api.node_status import ConditionsFile, Heartbeat, NodeConditions
+from kubecore._contract.errors import InvalidKubeletConfig
+from kubecore._housekeeping.eviction import (
     DEFAULT_EVICTION_HARD,
     SIGNALS,
     Filesystem,
     HostFigures,
-    crossed,
+    Summary,
     eviction_thresholds,
-    host_reader,
     parse_threshold,
+    pressure_conditions,
 )
-from kubecore._api.node_status import ConditionsFile, Heartbeat, NodeConditions
-from kubecore._contract.errors import InvalidKubeletConfig
 from kubecore._util.timefmt import rfc3339
 
 GiB = 1 << 30
@@ -95,14 +97,14 @@ def test_the_config_refuses_a_bad_threshold() -> None:
 
 def test_crossed_thresholds_make_each_condition() -> None:
     thresholds = eviction_thresholds(["pid.available<1000"])
-    assert crossed(CALM, thresholds) == {}
+    assert pressure_conditions(Summary(node=CALM), thresholds) == {}
     pressed = attrs.evolve(
         CALM,
         memory_available=50 << 20,
         nodefs=Filesystem(50 * GiB, 100 * GiB, 10, 1000),
         processes=4_194_000,
     )
-    assert crossed(pressed, thresholds) == {
+    assert pressure_conditions(Summary(node=pressed), thresholds) == {
         "MemoryPressure": ["memory.available<100Mi"],
         "DiskPressure": ["nodefs.inodesFree<5%"],
         "PIDPressure": ["pid.available<1000"],
@@ -112,13 +114,18 @@ def test_crossed_thresholds_make_each_condition() -> None:
 def test_the_image_filesystem_is_the_node_filesystem_unless_the_runtime_has_its_own() -> None:
     thresholds = eviction_thresholds(())
     full_node = attrs.evolve(CALM, nodefs=Filesystem(12 * GiB, 100 * GiB))
-    assert crossed(full_node, thresholds) == {"DiskPressure": ["imagefs.available<15%"]}
+    assert pressure_conditions(Summary(node=full_node), thresholds) == {
+        "DiskPressure": ["imagefs.available<15%"]
+    }
     separate = attrs.evolve(full_node, imagefs=Filesystem(90 * GiB, 100 * GiB))
-    assert crossed(separate, thresholds) == {}
+    assert pressure_conditions(Summary(node=separate), thresholds) == {}
 
 
 def test_unknown_figures_are_no_pressure() -> None:
-    assert crossed(HostFigures(), eviction_thresholds(["pid.available<99%"])) == {}
+    assert (
+        pressure_conditions(Summary(node=HostFigures()), eviction_thresholds(["pid.available<99%"]))
+        == {}
+    )
 
 
 def test_the_host_reader_reads_this_host(tmp_path: object) -> None:

@@ -16,7 +16,7 @@ import attrs
 import pytest
 import requests
 
-from kubecore._agent.node_pressure import HostFigures
+from kubecore._housekeeping.eviction import HostFigures
 from tests.api.kubectl_support import (
     AUTH,
     TOKEN,

@@ -16,7 +16,7 @@ import pytest
 from kubecore import ValidationError
 from kubecore._agent.admission.features import UNBOUND_CLAIM
 from kubecore._contract.values import MountPropagation
-from kubecore._housekeeping.local_storage import local_storage_eviction
+from kubecore._housekeeping.eviction import local_storage_eviction
 from kubecore._model.v1 import Pod
 from kubecore._volumes.atomic_writer import DATA_DIR, FileProjection, write_atomically
 from kubecore._volumes.pod_dirs import empty_dir_mode
