@@ -13,7 +13,7 @@ from kubecore._contract.errors import ContainerNotFound, ContainerRuntimeError
 from kubecore.runtime import OutputStream, StreamingRuntime, TerminalSize
 from kubecore_docker import DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory
-from tests.engines.docker.helpers import run_pod
+from tests.engines.docker.helpers import run_pod, wait_for
 from tests.engines.docker.stream_support import Collected
 
 pytestmark = pytest.mark.docker
@@ -167,6 +167,8 @@ def test_attach_to_a_container_started_with_stdin_open(
     script = "echo ready; while read line; do echo got $line; echo oops $line >&2; done; exit 4"
     container = make_container(command=("sh", "-c", script), stdin=True, stdin_once=True)
     _, (container_id,) = run_pod(runtime, make_sandbox, container)
+    # Written before the attach (a busy machine may start the shell late).
+    wait_for(lambda: b"ready" in b"".join(runtime.logs(container_id)), 30, what="ready")
     out = Collected(runtime.attach(container_id, stdin=True, tty=False))
     assert not out.session.tty
     out.session.write_stdin(b"hello\n")
