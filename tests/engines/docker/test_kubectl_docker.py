@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,7 @@ def namespace(raw: Any, test_uid: str) -> Iterator[str]:
 @pytest.fixture
 def kubectl(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[Kubectl]:
     """kubectl with a token and the CA, against an agent on the engine serving HTTPS."""
-    with docker_api_node(
-        engine, tmp_path, f"kubectl-{tmp_path.name}-{uuid.uuid4().hex[:8]}"
-    ) as node:
+    with docker_api_node(engine, tmp_path, f"{namespace}-node") as node:
         yield node.kubectl
 
 
