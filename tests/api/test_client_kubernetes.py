@@ -24,9 +24,14 @@ def v1(tmp_path: Path) -> Iterator[tuple[TlsNode, client.CoreV1Api]]:
         yield node, client.CoreV1Api(config.new_client_from_config(str(node.kubeconfig)))
 
 
-def _first(stream: Iterator[dict[str, Any]], wanted: str, name: str) -> dict[str, Any]:
+def _first(
+    stream: Iterator[dict[str, Any]], wanted: str, name: str, label: str | None = None
+) -> dict[str, Any]:
+    """The first ``wanted`` event of ``name`` (whose object carries ``label``, if given)."""
     for event in stream:
-        if event["type"] == wanted and event["object"].metadata.name == name:
+        metadata = event["object"].metadata
+        carried = label is None or label in (metadata.labels or {})
+        if event["type"] == wanted and metadata.name == name and carried:
             return event
     raise AssertionError(f"the watch ended before {wanted} {name}")
 
@@ -51,7 +56,9 @@ def test_pods_are_created_read_patched_watched_and_deleted(
     stream = watch.Watch().stream(
         api.list_namespaced_pod, "default", resource_version=version, timeout_seconds=10
     )
-    assert _first(stream, "MODIFIED", "web")["object"].metadata.labels["tier"] == "front"
+    # The agent's own status writes are MODIFIED events too, before the patch or after it.
+    modified = _first(stream, "MODIFIED", "web", label="tier")
+    assert modified["object"].metadata.labels["tier"] == "front"
     api.delete_namespaced_pod("web", "default", grace_period_seconds=0)
     wait_for(
         lambda: "web" not in {p.metadata.name for p in api.list_namespaced_pod("default").items},

@@ -29,9 +29,13 @@ def lightkube(tmp_path: Path) -> Iterator[tuple[TlsNode, Client]]:
         yield node, Client(KubeConfig.from_file(str(node.kubeconfig)), namespace="default")
 
 
-def _first(stream: Iterator[tuple[str, Any]], wanted: str, name: str) -> Any:
+def _first(
+    stream: Iterator[tuple[str, Any]], wanted: str, name: str, label: str | None = None
+) -> Any:
+    """The first ``wanted`` event of ``name`` (whose object carries ``label``, if given)."""
     for kind, obj in stream:
-        if kind == wanted and obj.metadata.name == name:
+        carried = label is None or label in (obj.metadata.labels or {})
+        if kind == wanted and obj.metadata.name == name and carried:
             return obj
     raise AssertionError(f"the watch ended before {wanted} {name}")
 
@@ -55,7 +59,8 @@ def test_pods_are_created_read_patched_watched_and_deleted(
     api.patch(Pod, "web", {"metadata": {"labels": {"tier": "front"}}})
     assert api.get(Pod, "web").metadata.labels["tier"] == "front"
     stream = api.watch(Pod, resource_version=version, server_timeout=10)
-    assert _first(stream, "MODIFIED", "web").metadata.labels["tier"] == "front"
+    # The agent's own status writes are MODIFIED events too, before the patch or after it.
+    assert _first(stream, "MODIFIED", "web", label="tier").metadata.labels["tier"] == "front"
     api.delete(Pod, "web", grace_period=0)
     wait_for(lambda: "web" not in {p.metadata.name for p in api.list(Pod)}, what="the pod to go")
 

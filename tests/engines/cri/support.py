@@ -378,6 +378,16 @@ class RawCri:
                 found.append(text(item, 1))
         return found
 
+    def sandboxes_named(self, namespace: str, prefix: str) -> list[str]:
+        """The pod sandboxes of a pod of ``namespace`` whose name starts with ``prefix``."""
+        found = []
+        for raw in self.call(RUNTIME + "ListPodSandbox").get(1, []):
+            item = decode(raw)
+            metadata = decode(first(item, 2))
+            if text(metadata, 3) == namespace and text(metadata, 1).startswith(prefix):
+                found.append(text(item, 1))
+        return found
+
     def list_containers(self, labels: Mapping[str, str]) -> list[str]:
         answer = self.call(RUNTIME + "ListContainers", field(1, map_field(4, labels)))
         return [text(decode(item), 1) for item in answer.get(1, [])]

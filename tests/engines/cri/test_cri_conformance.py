@@ -11,7 +11,12 @@ import attrs
 import pytest
 
 from kubecore._plugins.registry import RuntimeBundle
-from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
+from kubecore.testing.conformance import (
+    Harness,
+    RuntimeConformance,
+    Workloads,
+    busybox_workloads,
+)
 from kubecore_cri._client import CriConnection, CriOptions
 from kubecore_cri._pb import api_pb2 as pb
 from kubecore_cri._plugin import create_cri_runtime
@@ -23,6 +28,12 @@ OOM_HOG = ("sh", "-c", "tail /dev/zero; sleep 0.5; exit 137")
 """Not PID 1, so the kernel's OOM kill surely precedes the exit (as on Docker)."""
 NAMESPACE = "conformance"
 """The pod namespace the suite's sandboxes are made in (its harness's)."""
+
+
+@pytest.fixture
+def made_by() -> list[str]:
+    """The name prefixes of the pods this test's harness made (kept for the bundle's teardown)."""
+    return []
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +51,21 @@ class TestCriRuntime(RuntimeConformance):
 
     @pytest.fixture
     def bundle(
-        self, containerd: TestContainerd, log_root: Path, raw_cri: RawCri
+        self, containerd: TestContainerd, log_root: Path, raw_cri: RawCri, made_by: list[str]
     ) -> Iterator[RuntimeBundle]:
         bundle = load_cri(containerd, log_root)
         yield bundle
         bundle.runtime.close()
-        # The suite removes what it made; this only catches what a failed check left behind.
-        raw_cri.remove_owned({"io.kubernetes.pod.namespace": NAMESPACE}, NAMESPACE)
+        # The suite removes what it made; this only catches what a failed check left behind:
+        # the pods of this test's harness (other tests' checks run beside it in the namespace).
+        for prefix in made_by:
+            for sandbox_id in raw_cri.sandboxes_named(NAMESPACE, prefix):
+                raw_cri.stop_pod_sandbox(sandbox_id)
+                raw_cri.remove_pod_sandbox(sandbox_id)
+
+    @pytest.fixture(autouse=True)
+    def _name_the_harness(self, harness: Harness, made_by: list[str]) -> None:
+        made_by.append(harness.prefix)
 
     @pytest.fixture
     def reopen(
@@ -78,12 +97,13 @@ class TestCriRuntime(RuntimeConformance):
     ) -> Iterator[Callable[[], str]]:
         """A sandbox and a container made through the CRI without kubecore's labels."""
         owner = {TEST_LABEL: uuid.uuid4().hex}
+        namespace = f"unmanaged-{owner[TEST_LABEL][:10]}"  # the fixture's own
         connection = CriConnection(CriOptions(endpoint=containerd.endpoint))
 
         def create() -> str:
             uid = uuid.uuid4().hex
             config = pb.PodSandboxConfig(
-                metadata=pb.PodSandboxMetadata(name="unmanaged", uid=uid, namespace="unmanaged"),
+                metadata=pb.PodSandboxMetadata(name="unmanaged", uid=uid, namespace=namespace),
                 log_directory=str(log_root / uid),
                 labels=owner,
             )
@@ -104,4 +124,4 @@ class TestCriRuntime(RuntimeConformance):
 
         yield create
         connection.close()
-        raw_cri.remove_owned(owner, "unmanaged")
+        raw_cri.remove_owned(owner, namespace)

@@ -23,7 +23,8 @@ from tests.engines.cri.support import TestContainerd, TestRegistries, find_conta
 from tests.engines.engine_support import CriEngine
 from tests.paths import REPO
 
-pytestmark = pytest.mark.cri
+# Serial: its own containerd (one state directory) is started once for the module.
+pytestmark = [pytest.mark.cri, pytest.mark.serial]
 
 SCRIPT = REPO / "scripts" / "test-containerd.sh"
 OWN_STATE = Path(

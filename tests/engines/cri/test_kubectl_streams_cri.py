@@ -118,7 +118,7 @@ def agent_site(
     tmp = tmp_path_factory.mktemp("kubectl-streams-cri")
     namespace = f"kc-kstreams-{uuid.uuid4().hex[:10]}"
     try:
-        with cri_api_node(containerd, tmp, "kubectl-streams-cri") as node:
+        with cri_api_node(containerd, tmp, f"kubectl-streams-cri-{uuid.uuid4().hex[:8]}") as node:
             found = Site(node.kubectl, namespace, node.kubelet)
             manifest = tmp / "pod.json"
             manifest.write_text(json.dumps(pod_manifest(containerd.image, namespace)))

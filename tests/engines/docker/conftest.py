@@ -160,8 +160,12 @@ def namespace(raw: Any, test_uid: str, own_images: list[str]) -> Iterator[str]:
 
 
 @pytest.fixture
-def make_agent(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[AgentFactory]:
-    """Builds started agents on the engine (each with its own connection); stops them after."""
+def make_agent(
+    engine: TestEngine, namespace: str, test_uid: str, tmp_path: Path
+) -> Iterator[AgentFactory]:
+    """Builds started agents on the engine (each with its own connection); stops them after.
+    Their node is the test's own unless told (tests run side by side on the one engine, and two
+    live agents may not hold one node name on an engine)."""
     made: list[tuple[Kubelet, DockerRuntime]] = []
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 192.0.2.53\nsearch example.invalid\n")
@@ -186,7 +190,7 @@ def make_agent(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[A
         if wrap is not None:
             puller = wrap(puller)
         values: dict[str, Any] = {
-            "node_name": "e2e-node",
+            "node_name": f"e2e-node-{test_uid}",
             "root_dir": str(tmp_path / "root"),
             "resolv_conf": str(resolv),
             "relist_interval": 0.3,

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 import pytest
 
+from kubecore._contract.labels import POD_NAME_LABEL, POD_NAMESPACE_LABEL
 from kubecore._plugins.registry import RuntimeBundle, load_runtime
-from kubecore.testing.conformance import RuntimeConformance, Workloads, busybox_workloads
-from tests.engines.docker.conftest import TestEngine, remove_labelled
+from kubecore.testing.conformance import (
+    Harness,
+    RuntimeConformance,
+    Workloads,
+    busybox_workloads,
+)
+from tests.engines.docker.conftest import TestEngine
 from tests.engines.docker.helpers import OOM_HOG
 
 pytestmark = pytest.mark.docker
+
+NAMESPACE = "conformance"
+"""The pod namespace the suite's sandboxes are made in (its harness's)."""
+
+
+@pytest.fixture
+def made_by() -> list[str]:
+    """The name prefixes of the pods this test's harness made (kept for the bundle's teardown)."""
+    return []
 
 
 def load_docker(engine: TestEngine) -> RuntimeBundle:
@@ -31,12 +47,22 @@ class TestDockerRuntime(RuntimeConformance):
     STRICT = True  # no check skipped but for a capability the runtime lacks
 
     @pytest.fixture
-    def bundle(self, engine: TestEngine, raw: Any) -> Iterator[RuntimeBundle]:
+    def bundle(self, engine: TestEngine, raw: Any, made_by: list[str]) -> Iterator[RuntimeBundle]:
         bundle = load_docker(engine)
         yield bundle
         bundle.runtime.close()
-        # The suite removes what it made; this only catches what a failed check left behind.
-        remove_labelled(raw, "io.kubernetes.pod.namespace=conformance")
+        # The suite removes what it made; this only catches what a failed check left behind:
+        # the pods of this test's harness (other tests' checks run beside it in the namespace).
+        for entry in raw.containers(
+            all=True, filters={"label": f"{POD_NAMESPACE_LABEL}={NAMESPACE}"}
+        ):
+            if entry["Labels"].get(POD_NAME_LABEL, "").startswith(tuple(made_by)):
+                with contextlib.suppress(Exception):
+                    raw.remove_container(entry["Id"], force=True, v=True)
+
+    @pytest.fixture(autouse=True)
+    def _name_the_harness(self, harness: Harness, made_by: list[str]) -> None:
+        made_by.append(harness.prefix)
 
     @pytest.fixture
     def reopen(self, engine: TestEngine) -> Iterator[Callable[[], RuntimeBundle]]:

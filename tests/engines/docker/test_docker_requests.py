@@ -14,7 +14,9 @@ from kubecore_docker import DockerConnection, DockerOptions, DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory
 from tests.engines.docker.helpers import run_pod, wait_for
 
-pytestmark = pytest.mark.docker
+# Serial: a snapshot lists every managed container on the engine, and the counts hold only
+# while no other test changes one.
+pytestmark = [pytest.mark.docker, pytest.mark.serial]
 
 
 class CountingClient:

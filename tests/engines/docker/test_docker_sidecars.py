@@ -5,6 +5,7 @@ tests/engines/scenarios/test_pod_lifecycle_scenarios.py.)"""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.docker
 
 # Agents of other tests on the shared engine treat objects without a node label, or with their
 # node's, as theirs (and kill what they do not want): these tests use a node of their own.
-OWN_NODE = {NODE_LABEL: "sidecars-tests"}
+OWN_NODE = {NODE_LABEL: f"sidecars-tests-{uuid.uuid4().hex[:8]}"}  # each process its own
 
 
 def test_stdin_stdin_once_and_tty_reach_the_engine(

@@ -55,7 +55,9 @@ def namespace(raw: Any, test_uid: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def start_agent(engine: TestEngine, tmp_path: Path) -> Iterator[Callable[[Path], Agent]]:
+def start_agent(
+    engine: TestEngine, namespace: str, tmp_path: Path
+) -> Iterator[Callable[[Path], Agent]]:
     running: list[Agent] = []
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 192.0.2.53\n")
@@ -76,7 +78,7 @@ def start_agent(engine: TestEngine, tmp_path: Path) -> Iterator[Callable[[Path],
             runtime,
             DockerPuller(connection),
             config=KubeletConfig(
-                node_name="blink-node",
+                node_name=f"{namespace}-node",  # the test's own: tests run side by side
                 root_dir=str(root),
                 resolv_conf=str(resolv),
                 relist_interval=0.3,

@@ -58,7 +58,7 @@ def agent(
         )
         runtime = DockerRuntime(connection)
         values: dict[str, Any] = {
-            "node_name": "vol-node",
+            "node_name": f"{namespace}-node",  # the test's own: tests run side by side
             "root_dir": str(tmp_path / "root"),
             "resolv_conf": str(resolv),
             "relist_interval": 0.3,

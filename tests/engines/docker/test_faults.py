@@ -461,6 +461,7 @@ def _our_dockerd(engine: TestEngine) -> int:
     return pid
 
 
+@pytest.mark.serial  # restarts the shared dockerd
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_dockerd_restarted_during_a_convergence(
     engine: TestEngine, raw: Any, scene: dict[str, Any], sig: signal.Signals

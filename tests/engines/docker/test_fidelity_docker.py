@@ -30,7 +30,7 @@ ONCE_THEN_SERVE = [
 
 
 def test_status_and_previous_logs_on_docker(
-    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any
+    make_agent: AgentFactory, engine: TestEngine, namespace: str, raw: Any, test_uid: str
 ) -> None:
     pod = make_pod(
         "twice",
@@ -77,7 +77,7 @@ def test_status_and_previous_logs_on_docker(
     assert status.pod_ip in addresses and [p.ip for p in status.pod_ips] == [status.pod_ip]
     assert [h.ip for h in status.host_ips] == ["192.0.2.44"]
     assert status.qos_class == "Guaranteed"
-    assert shown.spec.node_name == "e2e-node" and shown.metadata.creation_timestamp
+    assert shown.spec.node_name == f"e2e-node-{test_uid}" and shown.metadata.creation_timestamp
 
     assert b"".join(kubelet.streams.logs(namespace, "twice", "main", previous=True)) == (
         b"first-run\n"

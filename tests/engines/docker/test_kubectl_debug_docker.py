@@ -75,7 +75,7 @@ def site(engine: TestEngine, raw: Any, tmp_path_factory: pytest.TempPathFactory)
     tmp = tmp_path_factory.mktemp("kubectl-debug")
     namespace = f"kdebug-{uuid.uuid4().hex[:10]}"
     try:
-        with docker_api_node(engine, tmp, "kubectl-debug-node") as node:
+        with docker_api_node(engine, tmp, f"kubectl-debug-{uuid.uuid4().hex[:8]}") as node:
             kubelet = node.kubelet
             found = Site(node.kubectl, namespace, kubelet)
             manifest = tmp / "pod.json"

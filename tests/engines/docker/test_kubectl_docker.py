@@ -34,7 +34,7 @@ def namespace(raw: Any, test_uid: str) -> Iterator[str]:
 @pytest.fixture
 def kubectl(engine: TestEngine, namespace: str, tmp_path: Path) -> Iterator[Kubectl]:
     """kubectl with a token and the CA, against an agent on the engine serving HTTPS."""
-    with docker_api_node(engine, tmp_path, "kubectl-node") as node:
+    with docker_api_node(engine, tmp_path, f"{namespace}-node") as node:
         yield node.kubectl
 
 

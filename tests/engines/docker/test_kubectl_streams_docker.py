@@ -89,7 +89,7 @@ def agent_site(
     tmp = tmp_path_factory.mktemp("kubectl-streams")
     namespace = f"kstreams-{uuid.uuid4().hex[:10]}"
     try:
-        with docker_api_node(engine, tmp, "kubectl-streams-node") as node:
+        with docker_api_node(engine, tmp, f"kubectl-streams-{uuid.uuid4().hex[:8]}") as node:
             kubelet = node.kubelet
             found = Site(node.kubectl, namespace, kubelet)
             manifest = tmp / "pod.json"

@@ -3,6 +3,7 @@ probe that names no host goes to the node's IP (detected when the agent is given
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from tests.engines.docker.helpers import free_port
 
 pytestmark = pytest.mark.docker
 
-OWN_NODE = {NODE_LABEL: "probes-tests"}
+OWN_NODE = {NODE_LABEL: f"probes-tests-{uuid.uuid4().hex[:8]}"}  # each process its own
 
 
 def ready(found: Pod) -> bool:

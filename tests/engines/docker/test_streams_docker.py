@@ -13,7 +13,7 @@ from kubecore._contract.errors import ContainerNotFound, ContainerRuntimeError
 from kubecore.runtime import OutputStream, StreamingRuntime, TerminalSize
 from kubecore_docker import DockerRuntime
 from tests.engines.docker.conftest import ContainerFactory, SandboxFactory
-from tests.engines.docker.helpers import run_pod
+from tests.engines.docker.helpers import run_pod, wait_for
 from tests.engines.docker.stream_support import Collected
 
 pytestmark = pytest.mark.docker
@@ -30,20 +30,6 @@ def cid(
 def run(runtime: DockerRuntime, cid: str, command: list[str], **kwargs: object) -> Collected:
     options = {"stdin": False, "tty": False, **kwargs}
     return Collected(runtime.exec_stream(cid, command, **options))  # type: ignore[arg-type]
-
-
-def wait_logged(runtime: DockerRuntime, container_id: str, text: bytes) -> None:
-    """Follow the container's log until ``text`` is in it."""
-    seen = b""
-    stream = runtime.logs(container_id, follow=True)
-    try:
-        for chunk in stream:
-            seen += chunk
-            if text in seen:
-                return
-    finally:
-        getattr(stream, "close", lambda: None)()
-    raise AssertionError(f"the container ended before logging {text!r}: {seen!r}")
 
 
 def test_the_runtime_streams(runtime: DockerRuntime) -> None:
@@ -181,8 +167,8 @@ def test_attach_to_a_container_started_with_stdin_open(
     script = "echo ready; while read line; do echo got $line; echo oops $line >&2; done; exit 4"
     container = make_container(command=("sh", "-c", script), stdin=True, stdin_once=True)
     _, (container_id,) = run_pod(runtime, make_sandbox, container)
-    # "ready" is in the log before the attach (a loaded machine may start the script late).
-    wait_logged(runtime, container_id, b"ready\n")
+    # Written before the attach (a busy machine may start the shell late).
+    wait_for(lambda: b"ready" in b"".join(runtime.logs(container_id)), 30, what="ready")
     out = Collected(runtime.attach(container_id, stdin=True, tty=False))
     assert not out.session.tty
     out.session.write_stdin(b"hello\n")

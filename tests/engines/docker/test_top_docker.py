@@ -72,9 +72,9 @@ def test_top_pod_shows_the_spinning_container_near_its_limit(
     assert containers[1].split()[:2] == ["spin", "spin"]
 
 
-def test_top_node_shows_the_host(served: tuple[Kubectl, str]) -> None:
+def test_top_node_shows_the_host(served: tuple[Kubectl, str], test_uid: str) -> None:
     kubectl, _ = served
     header, row = kubectl.out("top", "node").strip().splitlines()
     assert header.split()[0] == "NAME"
     name, cpu, _cpu_share, memory, _memory_share = row.split()
-    assert name == "e2e-node" and cpu_millis(cpu) >= 0 and memory_bytes(memory) > 0
+    assert name == f"e2e-node-{test_uid}" and cpu_millis(cpu) >= 0 and memory_bytes(memory) > 0

@@ -598,6 +598,7 @@ def test_unreachable_etcd_keeps_every_pod_then_a_compacted_watch_lists_again(
 
 
 @pytest.mark.etcd
+@pytest.mark.serial  # stops members of the shared cluster
 def test_the_cluster_stopped_and_started_again_keeps_every_pod(
     client: Any, prefix: str, agents: Callable[..., Agent], members: Members
 ) -> None:
@@ -621,6 +622,7 @@ def test_the_cluster_stopped_and_started_again_keeps_every_pod(
 
 
 @pytest.mark.etcd
+@pytest.mark.serial  # stops members of the shared cluster
 @pytest.mark.parametrize("victim", ["follower", "leader"])
 def test_a_member_killed_during_a_convergence_loses_nothing(
     client: Any, prefix: str, agents: Callable[..., Agent], members: Members, victim: str
@@ -691,6 +693,7 @@ def test_a_value_made_bad_while_the_agent_was_down_keeps_its_pod_across_the_rest
 
 
 @pytest.mark.etcd
+@pytest.mark.serial  # stops members of the shared cluster
 def test_a_paused_member_under_the_watch_is_left_for_another(
     client: Any, prefix: str, agents: Callable[..., Agent], members: Members
 ) -> None:

@@ -122,7 +122,15 @@ def test_an_empty_dir_is_shared_by_the_pods_containers(
     kubelet = make_agent([pod])
     wait_pod(kubelet, namespace, "shared", all_running)
 
-    read = exec_until(kubelet, namespace, "shared", "reader", ["cat", "/shared/from-writer"])
+    # Until the writer's line is there (its shell makes the file, then writes the line).
+    read = exec_until(
+        kubelet,
+        namespace,
+        "shared",
+        "reader",
+        ["cat", "/shared/from-writer"],
+        ok=lambda r: r.stdout,
+    )
     assert read.stdout == b"written-by-writer\n", read
     wrote = kubelet.streams.exec(
         namespace, "shared", "reader", ["sh", "-c", "echo back > /shared/from-reader"]

@@ -5,6 +5,7 @@ pod is done), the log tail as termination message, and activeDeadlineSeconds."""
 from __future__ import annotations
 
 import datetime
+import uuid
 from collections.abc import Callable
 
 from kubecore._model.v1 import ContainerStatus, Pod
@@ -14,7 +15,7 @@ from tests.engines.engine_support import EngineUnderTest
 
 # Agents of other tests on a shared engine treat objects without a node label, or with their
 # node's, as theirs (and kill what they do not want): these tests use a node of their own.
-OWN_NODE = {NODE_LABEL: "sidecars-tests"}
+OWN_NODE = {NODE_LABEL: f"sidecars-tests-{uuid.uuid4().hex[:8]}"}  # each process its own
 
 
 def started_at(status: ContainerStatus) -> datetime.datetime:

@@ -39,7 +39,7 @@ def agent(make_agent: AgentFactory, objects: DictObjects) -> Agent:
     """A started agent on ``pods`` whose ConfigMaps and Secrets are ``objects``."""
 
     def make(pods: list[Any], **config: Any) -> Kubelet:
-        kubelet = make_agent(pods, start=False, node_name="vol-node", **config)
+        kubelet = make_agent(pods, start=False, **config)
         kubelet._rooms.volumes.objects = objects
         kubelet.start()
         return kubelet
