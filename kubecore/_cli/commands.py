@@ -44,6 +44,7 @@ from kubecore._model.v1 import Pod
 from kubecore._plugins.commands import EXIT_FAILED, EXIT_OK
 from kubecore._status.compute import Verdict, pod_verdict, verdict_settled
 from kubecore._util.clock import Clock, ManualClock, SystemClock
+from kubecore._util.collector import agent_collector
 from kubecore._util.watchdog import stack_dump_after
 
 if TYPE_CHECKING:
@@ -595,9 +596,10 @@ def run_forever(
             start_extras()
         if server is not None:
             server.start()
-        display.refresh(kubelet.pods(), time.time(), source_problems(poller.sources))
-        while not stop.wait(1.0):
+        with agent_collector():
             display.refresh(kubelet.pods(), time.time(), source_problems(poller.sources))
+            while not stop.wait(1.0):
+                display.refresh(kubelet.pods(), time.time(), source_problems(poller.sources))
         logger.info("stopping: sources, workers, then the API server; containers keep running")
         return EXIT_OK
     finally:

@@ -301,13 +301,18 @@ def pods_to_evict(summary: Summary) -> list[Eviction]:
 
 
 def watches_local_storage(pod: Pod) -> bool:
-    """The pod has a limit on local storage to enforce (its usage belongs in the summary)."""
-    return has_ephemeral_storage_limit(pod) or any(
-        v.empty_dir is not None
-        and v.empty_dir.size_limit is not None
-        and v.empty_dir.medium != "Memory"
-        for v in pod.spec.volumes
-    )
+    """The pod has a limit on local storage to enforce (its usage belongs in the summary).
+    Memoised on the pod object: asked of every pod at every housekeeping interval."""
+    derived = pod.derived
+    watches: bool | None = derived.get("watches_storage")
+    if watches is None:
+        watches = derived["watches_storage"] = has_ephemeral_storage_limit(pod) or any(
+            v.empty_dir is not None
+            and v.empty_dir.size_limit is not None
+            and v.empty_dir.medium != "Memory"
+            for v in pod.spec.volumes
+        )
+    return watches
 
 
 def _format_bytes(value: int) -> str:

@@ -56,6 +56,18 @@ class Work(NamedTuple):
     """For a pod no longer desired: its spec and grace (None: a pod the agent never knew)."""
 
 
+class Repeat(NamedTuple):
+    """The inputs of a sync that planned the no-op with nothing waiting, acted on nothing, failed
+    in nothing and left the published status as it was, with the empty history. The planner is
+    pure and reads ``now`` only for back-offs and deadlines, which that history has none of:
+    the same pod, the same observed objects (identity) and the same (still empty) record plan
+    the same no-op again, and the status depends on nothing that changed."""
+
+    pod: Pod
+    observed: ObservedPod
+    record: PodRecord
+
+
 @attrs.define(eq=False)
 class PodState:
     """A desired pod as its worker knows it. ``pod`` and ``has_probes`` describe the newest
@@ -75,6 +87,9 @@ class PodState:
     replan_at: float = math.inf
     actions: PodActions | None = None
     probe_states: Mapping[str, object] = attrs.field(factory=dict)
+    repeat: Repeat | None = None
+    """The last sync's inputs when planning them again can only give its no-op (see
+    ``Repeat``); None otherwise."""
     published: PodStatusRecord = attrs.field(init=False)
 
     @published.default
@@ -195,6 +210,26 @@ def _status_unchanged(
     )
 
 
+def _settled(st: PodState) -> bool:
+    """After a sync: nothing to redo, nothing waiting, nothing probed."""
+    actions = st.actions
+    return (
+        not st.dirty
+        and not st.has_probes
+        and actions is not None
+        and not actions.waiting
+        and st.replan_at == math.inf
+    )
+
+
+def _op(st: PodState, *, updated: bool) -> str:
+    """The sync's ``pod_worker_duration_seconds`` operation."""
+    if updated:
+        return "update"
+    status = st.published.status
+    return "create" if status is None or status.phase == "Pending" else "sync"
+
+
 def _outcome(pod: Pod, done: _Acted) -> Outcome:
     """The sync's line in the pass's report."""
     actions, result = done.actions, done.result
@@ -259,6 +294,16 @@ class PodSyncer:
             return
         pod = work.pod
         assert pod is not None
+        repeat = st.repeat
+        if (
+            repeat is not None
+            and repeat.pod is pod
+            and repeat.observed is work.observed
+            and self._repeats(st, repeat)
+        ):
+            st.observed_key = work.key
+            self._duration[_op(st, updated=False)].observe(max(0.0, monotonic() - started))
+            return
         now = self._clock.now()
         record = st.record
         if record.resized:
@@ -286,14 +331,32 @@ class PodSyncer:
             self._metrics.pod_start_sli_duration.observe(started_in)
         if done.acted or done.error:
             self._report(_outcome(pod, done))
-        status = st.published.status
-        if updated:
-            op = "update"
-        elif status is None or status.phase == "Pending":
-            op = "create"
-        else:
-            op = "sync"
-        self._duration[op].observe(max(0.0, monotonic() - started))
+        st.repeat = (
+            Repeat(pod, work.observed, record)
+            if unchanged and history is NO_HISTORY and _settled(st)
+            else None
+        )
+        self._duration[_op(st, updated=updated)].observe(max(0.0, monotonic() - started))
+
+    def _repeats(self, st: PodState, repeat: Repeat) -> bool:
+        """Whether a sync of ``repeat``'s pod on its observation plans and publishes what the
+        last one did (the caller checked the pod and the observation): the history is still
+        empty, nothing dirtied the pod, no back-off or deadline waits."""
+        record = st.record
+        return (
+            record is repeat.record
+            and not st.dirty
+            and st.synced_pod is repeat.pod
+            and st.replan_at == math.inf
+            and not st.has_probes
+            and not (
+                record.crash_backoff
+                or record.image_backoff
+                or record.post_start_failed
+                or record.resized
+            )
+            and not self._interrupted()
+        )
 
     def history(
         self, uid: str, st: PodState, probes: Mapping[str, Any] | None = None
