@@ -25,7 +25,7 @@ ONLY_OTHER_COMMANDS = (
     "kubecore._http.server",
     "kubecore._api",
     "kubecore._streaming",
-    "kubecore._cli.etcd",
+    "kubecore_etcd._cli",
     "kubecore._cli.kubeconfig",
     "kubecore._cli.certs",
     "kubecore_etcd",

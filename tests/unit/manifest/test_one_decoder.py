@@ -41,8 +41,8 @@ def _problems(error: ValidationError) -> str:
 def test_every_entry_point_refuses_a_hostile_document_with_the_decoders_words(
     document: bytes, words: str
 ) -> None:
-    from kubecore._cli.etcd import _document
     from kubecore_etcd import decode_object
+    from kubecore_etcd._cli import _document
 
     with pytest.raises(ValidationError) as decoded:
         parse_document(document)
